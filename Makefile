@@ -1,0 +1,124 @@
+# xrl - one non-recursive Makefile. `make V=1` echoes the commands.
+# Outputs go under build/. `make help` lists the targets.
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+BUILD    ?= build
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/')
+CLANG    ?= clang
+CC       ?= cc
+BPFTOOL  ?= bpftool
+MULTIARCH := $(shell $(CC) -dumpmachine)
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+CFLAGS   ?= -O2 -g
+XCFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+            -Iinclude -I$(BUILD) -Iuser -MMD -MP
+LDLIBS   := -lxdp -lbpf -lelf -lz
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
+              -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
+
+.DELETE_ON_ERROR:
+.PHONY: all help test test-unit test-bpf test-e2e demo bench clean install deps
+
+LIB_SRCS   := user/loader.c user/policy.c user/log.c
+LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+TOOL       := $(BUILD)/xrl-load
+GEN        := $(BUILD)/xrl-synflood
+UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy
+BPF_TESTS  := $(BUILD)/tests/test_bpf
+BENCH      := $(BUILD)/bench/xdp_cost
+
+all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(GEN) \
+     $(UNIT_TESTS) $(BPF_TESTS) $(BENCH)
+
+help:
+	@echo 'make            build everything into $(BUILD)/'
+	@echo 'make test       unit, BPF_PROG_TEST_RUN and end-to-end tests (root)'
+	@echo 'make test-unit  userspace unit tests only (no root)'
+	@echo 'make demo       SYN flood against a lab of network namespaces (root)'
+	@echo 'make bench      scripts/bench/xdp-cost.sh (root)'
+	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)'
+	@echo 'make V=1        echo the commands'
+
+$(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name xrl > $@
+
+$(BUILD)/bench/%.bpf.o: scripts/bench/%.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.c $(BUILD)/xrl.skel.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(XCFLAGS) -c $< -o $@
+
+$(BUILD)/libxrl.a: $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(TOOL): $(BUILD)/user/xrl_load.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(GEN): $(BUILD)/tests/tools/synflood.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lpthread
+
+$(BUILD)/tests/test_gcra: $(BUILD)/tests/unit/test_gcra.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka
+
+$(BUILD)/tests/test_policy: $(BUILD)/tests/unit/test_policy.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BENCH): $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(XCFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+
+$(BUILD):
+	$(Q)mkdir -p $@
+
+deps:
+	$(Q)scripts/install-deps.sh
+
+test: deps all
+	$(Q)tests/run.sh
+
+test-unit: $(UNIT_TESTS)
+	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
+
+demo: deps all
+	$(Q)scripts/demo.sh
+
+bench: all
+	$(Q)scripts/bench/xdp-cost.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/xrl
+	install -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0644 $(BUILD)/xrl.bpf.o $(DESTDIR)$(PREFIX)/lib/xrl/
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * xrl_maps.h - the program's maps. Names, keys and values come from
+ * include/xrl_abi.h; the variable names here are the pinned names.
+ */
+#ifndef XRL_MAPS_H
+#define XRL_MAPS_H
+
+/* Runtime knobs: active ruleset slot, list sizes, sampling interval. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_config);
+} xrl_config SEC(".maps");
+
+/* Two rulesets: one in force, one being written (double buffer). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct xrl_ruleset);
+} xrl_rulesets SEC(".maps");
+
+/* Shared GCRA state per (rule, source prefix): __u64 TAT, updated by CAS.
+ * Touched only on the admit path and on the first refusal of a run. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XRL_BUCKETS_DEFAULT);
+	__type(key, struct xrl_bucket_key);
+	__type(value, __u64);
+} xrl_buckets SEC(".maps");
+
+/* Per-CPU "refused until" state: the refusal path's only bucket memory. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(max_entries, XRL_REFUSED_DEFAULT);
+	__type(key, struct xrl_bucket_key);
+	__type(value, struct xrl_refused);
+} xrl_refused SEC(".maps");
+
+/* Allowlist: sources never limited. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, XRL_LIST_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xrl_lpm_v4);
+	__type(value, struct xrl_allow_val);
+} xrl_allow_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, XRL_LIST_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xrl_lpm_v6);
+	__type(value, struct xrl_allow_val);
+} xrl_allow_v6 SEC(".maps");
+
+/* Denylist: sources dropped until their entry expires. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, XRL_LIST_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xrl_lpm_v4);
+	__type(value, struct xrl_deny_val);
+} xrl_deny_v4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, XRL_LIST_DEFAULT);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct xrl_lpm_v6);
+	__type(value, struct xrl_deny_val);
+} xrl_deny_v6 SEC(".maps");
+
+/* Per-rule x verdict packets and bytes, per CPU, indexed by rule slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XRL_MAX_RULES);
+	__type(key, __u32);
+	__type(value, struct xrl_rule_ctr);
+} xrl_rule_stats SEC(".maps");
+
+/* Global counters, per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_global_ctr);
+} xrl_global_stats SEC(".maps");
+
+/* Refusal samples for the daemon (top, penalty escalation). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XRL_EVENTS_BYTES);
+} xrl_events SEC(".maps");
+
+#endif /* XRL_MAPS_H */

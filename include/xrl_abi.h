@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * xrl_abi.h - everything the XDP program and userspace share.
+ *
+ * Map keys and values, the rule layout, counter indices, limits and map
+ * names live here and nowhere else: bpf/, user/ and tests/ all include this
+ * file, so a change cannot leave a mirrored copy behind.
+ *
+ * Conventions: fixed-width types, explicit padding (the verifier and
+ * bpf_map_update_elem compare whole keys, so holes must be zeroed and are
+ * better not there at all), byte order and unit named on every field.
+ * Every type is prefixed xrl_ because vmlinux.h already defines names such
+ * as struct bucket and struct rule.
+ */
+#ifndef XRL_ABI_H
+#define XRL_ABI_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* ---- limits ---------------------------------------------------------- */
+
+#define XRL_MAX_RULES        64     /* rules per policy, evaluated in order */
+#define XRL_MAX_PORT_RANGES  8      /* destination port ranges per rule */
+#define XRL_RULE_NAME_LEN    32     /* userspace only; not in the BPF rule */
+#define XRL_MAX_VLAN_DEPTH   2      /* 802.1Q / 802.1ad tags parsed */
+#define XRL_MAX_V6_EXT_HDRS  6      /* IPv6 extension headers walked */
+
+/* Default table sizes; overridable at load time (bpf_map__set_max_entries). */
+#define XRL_BUCKETS_DEFAULT      (1u << 20) /* shared GCRA states */
+#define XRL_REFUSED_DEFAULT      (1u << 16) /* per-CPU refusal cache */
+#define XRL_LIST_DEFAULT         (1u << 16) /* allow/deny entries per family */
+#define XRL_EVENTS_BYTES         (1u << 20) /* ring buffer size, power of 2 */
+
+/* ---- map names (pinned under <pin-dir>/<ifname>/<name>) ----------------- */
+
+#define XRL_MAP_CONFIG       "xrl_config"
+#define XRL_MAP_RULESETS     "xrl_rulesets"
+#define XRL_MAP_BUCKETS      "xrl_buckets"
+#define XRL_MAP_REFUSED      "xrl_refused"
+#define XRL_MAP_ALLOW_V4     "xrl_allow_v4"
+#define XRL_MAP_ALLOW_V6     "xrl_allow_v6"
+#define XRL_MAP_DENY_V4      "xrl_deny_v4"
+#define XRL_MAP_DENY_V6      "xrl_deny_v6"
+#define XRL_MAP_RULE_STATS   "xrl_rule_stats"
+#define XRL_MAP_GLOBAL_STATS "xrl_global_stats"
+#define XRL_MAP_EVENTS       "xrl_events"
+
+/* ---- enums ------------------------------------------------------------ */
+
+enum xrl_family {
+	XRL_AF_INET  = 4,
+	XRL_AF_INET6 = 6,
+};
+
+/* L4 protocol a rule matches; IANA numbers so the program compares directly. */
+enum xrl_proto {
+	XRL_PROTO_ANY = 0,
+	XRL_PROTO_TCP = 6,
+	XRL_PROTO_UDP = 17,
+};
+
+/* TCP flag class a rule matches. Ignored for UDP. */
+enum xrl_tcp_class {
+	XRL_TCP_ANY = 0, /* every TCP segment */
+	XRL_TCP_SYN = 1, /* SYN without ACK: a new connection */
+};
+
+enum xrl_action {
+	XRL_ACT_DROP   = 0, /* refuse with XDP_DROP */
+	XRL_ACT_SHADOW = 1, /* count what would be refused, pass it */
+};
+
+/* Per-rule verdicts, the index into xrl_rule_ctr arrays. */
+enum xrl_verdict {
+	XRL_V_PASSED        = 0, /* matched, bucket admitted */
+	XRL_V_DROPPED       = 1, /* matched, bucket refused, dropped */
+	XRL_V_SHADOW_DROPPED = 2, /* matched, bucket refused, passed (shadow) */
+	XRL_V_MAX,
+};
+
+/* Global counters, the index into xrl_global_ctr.c[]. Packets unless noted. */
+enum xrl_global {
+	XRL_G_SEEN = 0,          /* every packet the program ran on */
+	XRL_G_NON_IP,            /* not IPv4/IPv6 after VLAN tags: passed */
+	XRL_G_MALFORMED,         /* truncated or invalid headers: passed */
+	XRL_G_FRAGMENTS,         /* IPv4/IPv6 non-first fragments: passed */
+	XRL_G_ALLOWLISTED,       /* source on the allowlist: passed */
+	XRL_G_DENYLISTED,        /* source on the denylist, not expired: dropped */
+	XRL_G_DENY_EXPIRED,      /* denylist hit whose entry had expired: ignored */
+	XRL_G_NO_RULE,           /* parsed fine, no rule matched: passed */
+	XRL_G_BUCKET_NEW,        /* new source buckets created (evictions are
+	                          * new - occupancy - userspace deletes) */
+	XRL_G_BUCKET_INSERT_FAIL,/* bucket could not be created: passed */
+	XRL_G_CAS_RETRY,         /* lost a compare-and-swap race, retried */
+	XRL_G_CAS_GIVEUP,        /* lost every retry: passed (never refuse by accident) */
+	XRL_G_REFUSED_CACHED,    /* refusals answered from the per-CPU cache */
+	XRL_G_EVENTS_SENT,       /* refusal samples written to the ring buffer */
+	XRL_G_EVENTS_LOST,       /* refusal samples dropped: ring buffer full */
+	XRL_G_NO_POLICY,         /* no ruleset installed: passed */
+	XRL_G_MAX,
+};
+
+/* ---- config (ARRAY, 1 entry) ------------------------------------------ */
+
+/*
+ * Runtime knobs. The ruleset is double-buffered: userspace writes the
+ * inactive slot of xrl_rulesets, then flips active_ruleset with one 32-bit
+ * store, so a packet sees either the old policy or the new one, never a mix.
+ */
+struct xrl_config {
+	__u32 active_ruleset;     /* 0 or 1: slot of xrl_rulesets in force */
+	__u32 allow_v4_n;         /* entries in each list; 0 skips the lookup */
+	__u32 allow_v6_n;
+	__u32 deny_v4_n;
+	__u32 deny_v6_n;
+	__u32 pad;
+	__u64 event_interval_ns;  /* min gap between samples per source per CPU */
+};
+_Static_assert(sizeof(struct xrl_config) == 32, "xrl_config layout");
+
+/* ---- rules (ARRAY, 2 entries of struct xrl_ruleset) -------------------- */
+
+struct xrl_port_range {
+	__u16 lo;                 /* host byte order, inclusive */
+	__u16 hi;                 /* host byte order, inclusive */
+};
+
+struct xrl_rule {
+	/* Token bucket as GCRA (include/xrl_gcra.h): one token every emit_ns,
+	 * at most burst tokens ahead. */
+	__u64 emit_ns;            /* ns per token, >= 1 */
+	__u64 tau_ns;             /* emit_ns * burst */
+	__u32 id;                 /* stable id, part of the bucket key, != 0 */
+	__u8  proto;              /* enum xrl_proto */
+	__u8  tcp_class;          /* enum xrl_tcp_class */
+	__u8  action;             /* enum xrl_action */
+	__u8  n_ports;            /* used entries of ports[]; 0 = any port */
+	__u8  key_plen4;          /* source prefix length of the key, 0..32 */
+	__u8  key_plen6;          /* source prefix length of the key, 0..128 */
+	__u8  dst_family;         /* 0 = any destination, else enum xrl_family */
+	__u8  dst_plen;           /* destination prefix length */
+	__u32 key_mask4;          /* network byte order, from key_plen4 */
+	__u32 key_mask6[4];       /* network byte order, from key_plen6 */
+	__u32 dst_mask[4];        /* network byte order, from dst_plen */
+	__u32 dst[4];             /* network byte order, host bits zero; v4 in [0] */
+	struct xrl_port_range ports[XRL_MAX_PORT_RANGES];
+};
+_Static_assert(sizeof(struct xrl_rule) == 112, "xrl_rule layout");
+
+struct xrl_ruleset {
+	__u32 n_rules;            /* used entries of rules[] */
+	__u32 generation;         /* bumped by userspace on every apply */
+	struct xrl_rule rules[XRL_MAX_RULES];
+};
+
+/* ---- buckets ---------------------------------------------------------- */
+
+/*
+ * Key of both the shared GCRA state and the per-CPU refusal cache: the rule
+ * and the source masked to the rule's key prefix (host bits zeroed).
+ */
+struct xrl_bucket_key {
+	__u32 rule_id;            /* xrl_rule.id */
+	__u8  family;             /* enum xrl_family */
+	__u8  plen;               /* prefix length the address was masked to */
+	__u16 pad;                /* zero */
+	__u32 addr[4];            /* network byte order, v4 in [0], rest zero */
+};
+_Static_assert(sizeof(struct xrl_bucket_key) == 24, "xrl_bucket_key layout");
+
+/*
+ * xrl_buckets (LRU_HASH, shared by all CPUs) holds one __u64 per key: the
+ * GCRA theoretical arrival time in CLOCK_MONOTONIC ns, updated only by
+ * compare-and-swap so concurrent CPUs never admit more than the rule allows.
+ *
+ * xrl_refused (LRU_PERCPU_HASH) holds the hot refusal state so that a flood's
+ * refusals touch only this CPU's memory.
+ */
+struct xrl_refused {
+	__u64 until_ns;           /* refuse without asking the shared map until */
+	__u64 last_event_ns;      /* last sample sent for this key on this CPU */
+	__u32 suppressed;         /* refusals since that sample */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct xrl_refused) == 24, "xrl_refused layout");
+
+/* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
+
+struct xrl_lpm_v4 {
+	__u32 prefixlen;          /* bits */
+	__u32 addr;               /* network byte order */
+};
+
+struct xrl_lpm_v6 {
+	__u32 prefixlen;          /* bits */
+	__u32 addr[4];            /* network byte order */
+};
+
+/* Allowlist value: unused today, kept for an owner tag. */
+struct xrl_allow_val {
+	__u64 added_ns;           /* CLOCK_MONOTONIC ns */
+};
+
+/* Denylist value. */
+struct xrl_deny_val {
+	__u64 expires_ns;         /* CLOCK_MONOTONIC ns; 0 = never */
+	__u32 reason;             /* 0 manual, 1 penalty; informational */
+	__u32 pad;
+};
+
+/* ---- counters (PERCPU_ARRAY) ------------------------------------------- */
+
+/* xrl_rule_stats: XRL_MAX_RULES entries, indexed by rule slot. */
+struct xrl_rule_ctr {
+	__u64 pkts[XRL_V_MAX];
+	__u64 bytes[XRL_V_MAX];
+};
+
+/* xrl_global_stats: 1 entry. */
+struct xrl_global_ctr {
+	__u64 c[XRL_G_MAX];
+};
+
+/* ---- refusal samples (RINGBUF) ----------------------------------------- */
+
+struct xrl_event {
+	__u64 ts_ns;              /* CLOCK_MONOTONIC ns */
+	__u32 rule_id;
+	__u32 count;              /* refusals this sample stands for (>= 1) */
+	__u8  family;
+	__u8  plen;
+	__u8  action;             /* enum xrl_action of the rule */
+	__u8  pad;
+	__u32 rule_slot;          /* index into the ruleset */
+	__u32 addr[4];            /* source prefix, network byte order */
+};
+_Static_assert(sizeof(struct xrl_event) == 40, "xrl_event layout");
+
+#endif /* XRL_ABI_H */
