@@ -130,9 +130,11 @@ static __always_inline void xrl_note_refusal(struct xrl_ctx *x,
 	rv->suppressed = 0;
 }
 
-static __always_inline void xrl_count_rule(__u32 slot, int verdict, __u64 bytes)
+static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,
+					   __u64 bytes)
 {
-	struct xrl_rule_ctr *rc = bpf_map_lookup_elem(&xrl_rule_stats, &slot);
+	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + slot;
+	struct xrl_rule_ctr *rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
 
 	if (!rc || verdict < 0 || verdict >= XRL_V_MAX)
 		return;
@@ -323,7 +325,7 @@ int xrl_xdp(struct xdp_md *ctx)
 				n_admitted++;
 			}
 		} else if (res == XRL_STEP_SHADOW) {
-			xrl_count_rule(slot, XRL_V_SHADOW_DROPPED, s.bytes);
+			xrl_count_rule(s.ruleset, slot, XRL_V_SHADOW_DROPPED, s.bytes);
 			s.matched[m] = XRL_MAX_RULES; /* not counted as passed */
 		} else if (res == XRL_STEP_DROP) {
 			refused = 1;
@@ -338,14 +340,14 @@ int xrl_xdp(struct xdp_md *ctx)
 				break;
 			xrl_refund(&admitted[j], admitted_inc[j]);
 		}
-		xrl_count_rule(refuse_slot, XRL_V_DROPPED, s.bytes);
+		xrl_count_rule(s.ruleset, refuse_slot, XRL_V_DROPPED, s.bytes);
 		return XDP_DROP;
 	}
 	for (__u32 j = 0; j < XRL_MAX_MATCH; j++) {
 		if (j >= s.n_match)
 			break;
 		if (s.matched[j] < XRL_MAX_RULES)
-			xrl_count_rule(s.matched[j], XRL_V_PASSED, s.bytes);
+			xrl_count_rule(s.ruleset, s.matched[j], XRL_V_PASSED, s.bytes);
 	}
 	return XDP_PASS;
 }

@@ -22,6 +22,14 @@ struct {
 	__type(value, struct xrl_ruleset);
 } xrl_rulesets SEC(".maps");
 
+/* Rule names per ruleset slot, for readers of the pins; unused here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct xrl_ruleset_meta);
+} xrl_meta SEC(".maps");
+
 /* Shared GCRA state per (rule, source prefix): __u64 TAT, updated by CAS.
  * Touched only on the admit path and on the first refusal of a run. */
 struct {
@@ -73,10 +81,12 @@ struct {
 	__type(value, struct xrl_deny_val);
 } xrl_deny_v6 SEC(".maps");
 
-/* Per-rule x verdict packets and bytes, per CPU, indexed by rule slot. */
+/* Per-rule x verdict packets and bytes, per CPU, indexed by
+ * ruleset slot * XRL_MAX_RULES + rule slot (userspace carries totals over
+ * by rule name when it installs a new ruleset). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XRL_MAX_RULES);
+	__uint(max_entries, 2 * XRL_MAX_RULES);
 	__type(key, __u32);
 	__type(value, struct xrl_rule_ctr);
 } xrl_rule_stats SEC(".maps");

@@ -46,6 +46,7 @@
 #define XRL_MAP_RULE_STATS   "xrl_rule_stats"
 #define XRL_MAP_GLOBAL_STATS "xrl_global_stats"
 #define XRL_MAP_EVENTS       "xrl_events"
+#define XRL_MAP_META         "xrl_meta"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -155,6 +156,15 @@ struct xrl_ruleset {
 	struct xrl_rule rules[XRL_MAX_RULES];
 };
 
+/*
+ * xrl_meta (ARRAY, 2 entries, parallel to xrl_rulesets): what the program
+ * does not need but a reader of the pinned maps does when the daemon is
+ * down: the rule names. Never read by the program.
+ */
+struct xrl_ruleset_meta {
+	char names[XRL_MAX_RULES][XRL_RULE_NAME_LEN]; /* NUL-terminated */
+};
+
 /* ---- buckets ---------------------------------------------------------- */
 
 /*
@@ -212,7 +222,7 @@ struct xrl_deny_val {
 
 /* ---- counters (PERCPU_ARRAY) ------------------------------------------- */
 
-/* xrl_rule_stats: XRL_MAX_RULES entries, indexed by rule slot. */
+/* xrl_rule_stats: 2 * XRL_MAX_RULES entries, [ruleset slot][rule slot]. */
 struct xrl_rule_ctr {
 	__u64 pkts[XRL_V_MAX];
 	__u64 bytes[XRL_V_MAX];

@@ -119,6 +119,10 @@ static inline int xrl_gcra_init(__u64 tokens, __u64 period_ns, __u32 burst,
 		return -EINVAL;
 	if (burst > XRL_GCRA_BURST_MAX)
 		return -ERANGE;
+	/* the rate as asked, before rounding: 2/ns must not become 1/ns */
+	if (tokens > period_ns ||
+	    (unsigned __int128)period_ns > (unsigned __int128)tokens * XRL_GCRA_EMIT_MAX)
+		return -ERANGE;
 	/* round to nearest: the long-run error is then at most 0.5 ns a token */
 	emit = ((unsigned __int128)period_ns * 2 + tokens) / (2 * (unsigned __int128)tokens);
 	if (emit < 1 || emit > XRL_GCRA_EMIT_MAX)

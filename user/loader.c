@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * loader.c - open, pin, attach, feed and read the XDP program.
+ *
+ * Fail static: the maps are pinned under <pin_root>/<ifname>/, and a later
+ * xrl_open() for the same interface reuses them (libbpf's pin reuse), so
+ * buckets, deny entries and counters survive a daemon restart. If an xrl
+ * program that uses those very maps is already attached, it is kept as is:
+ * at no moment is the interface without enforcement.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include <xdp/libxdp.h>
+
+#include "log.h"
+#include "xrl.h"
+#include "xrl.skel.h"
+
+#define XRL_PROG_NAME "xrl_xdp"
+
+static const char *const pinned_maps[] = {
+	XRL_MAP_CONFIG, XRL_MAP_RULESETS, XRL_MAP_META, XRL_MAP_BUCKETS,
+	XRL_MAP_REFUSED, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, XRL_MAP_DENY_V4,
+	XRL_MAP_DENY_V6, XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
+};
+#define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
+
+struct xrl_handle {
+	struct xrl *skel;
+	struct xdp_program *xdp_prog;   /* ours, when we attached it */
+	char pin_dir[PATH_MAX];         /* "" when not pinned */
+	struct xrl_attach_info info;
+	int ncpus;
+};
+
+__u64 xrl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+static int mkdir_p(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, len + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0700) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int xrl_map_fd(const struct xrl_handle *h, const char *name)
+{
+	struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, name);
+
+	return m ? bpf_map__fd(m) : -ENOENT;
+}
+
+int xrl_prog_fd(const struct xrl_handle *h)
+{
+	return bpf_program__fd(h->skel->progs.xrl_xdp);
+}
+
+const struct xrl_attach_info *xrl_info(const struct xrl_handle *h)
+{
+	return &h->info;
+}
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi);
+
+	return bpf_obj_get_info_by_fd(fd, &mi, &len) ? 0 : mi.id;
+}
+
+/* Is prog_id an xrl program whose maps include our bucket table? */
+static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id)
+{
+	__u32 ids[32], want = map_id(xrl_map_fd(h, XRL_MAP_BUCKETS));
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(pi);
+	bool hit = false;
+	int fd;
+
+	fd = bpf_prog_get_fd_by_id(prog_id);
+	if (fd < 0)
+		return false;
+	pi.nr_map_ids = 32;
+	pi.map_ids = (__u64)(unsigned long)ids;
+	if (!bpf_obj_get_info_by_fd(fd, &pi, &len) && !strcmp(pi.name, XRL_PROG_NAME)) {
+		for (__u32 i = 0; i < pi.nr_map_ids && i < 32; i++)
+			hit |= ids[i] == want;
+	}
+	close(fd);
+	return hit;
+}
+
+/*
+ * Find an attached xrl program on ifindex. Returns its id (0 if none), and
+ * sets *foreign when some other XDP program is attached.
+ */
+static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
+			   enum xdp_attach_mode *mode)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+	__u32 id = 0;
+
+	*foreign = false;
+	if (libxdp_get_error(mp) || !mp)
+		return 0;
+	*multiprog = !xdp_multiprog__is_legacy(mp);
+	*mode = xdp_multiprog__attach_mode(mp);
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && !strcmp(xdp_program__name(p), XRL_PROG_NAME))
+			id = xdp_program__id(p);
+		else if (p)
+			*foreign = true;
+	} else {
+		while ((p = xdp_multiprog__next_prog(p, mp))) {
+			if (!strcmp(xdp_program__name(p), XRL_PROG_NAME))
+				id = xdp_program__id(p);
+		}
+	}
+	xdp_multiprog__close(mp);
+	return id;
+}
+
+static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
+{
+	enum xdp_attach_mode m = want == XRL_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	enum xdp_attach_mode got_mode;
+	bool foreign, multi = false;
+	int err;
+
+	h->xdp_prog = xdp_program__from_fd(xrl_prog_fd(h));
+	err = libxdp_get_error(h->xdp_prog);
+	if (err) {
+		h->xdp_prog = NULL;
+		log_warnx("couldn't wrap the program for libxdp: %s", strerror(-err));
+		return err;
+	}
+	err = xdp_program__attach(h->xdp_prog, ifindex, m, 0);
+	if (err && want == XRL_MODE_AUTO) {
+		log_warnx("couldn't attach in native mode (%s); falling back to skb (generic) mode, "
+			  "which costs far more per packet", strerror(-err));
+		m = XDP_MODE_SKB;
+		err = xdp_program__attach(h->xdp_prog, ifindex, m, 0);
+	}
+	if (err) {
+		log_warnx("couldn't attach to ifindex %d in %s mode: %s", ifindex,
+			  m == XDP_MODE_SKB ? "skb" : "native", strerror(-err));
+		xdp_program__close(h->xdp_prog);
+		h->xdp_prog = NULL;
+		return err;
+	}
+	h->info.attached = true;
+	h->info.mode = m == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
+	h->info.prog_id = find_attached(ifindex, &foreign, &multi, &got_mode);
+	h->info.multiprog = multi;
+	if (!h->info.prog_id)
+		h->info.prog_id = xdp_program__id(h->xdp_prog);
+	return 0;
+}
+
+int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
+{
+	struct xrl_handle *h;
+	char path[PATH_MAX];
+	struct stat st;
+	int err, ifindex = 0;
+
+	*out = NULL;
+	if (o->ifname) {
+		ifindex = (int)if_nametoindex(o->ifname);
+		if (!ifindex) {
+			err = -errno;
+			log_warnx("couldn't find interface %s: %s", o->ifname, strerror(-err));
+			return err;
+		}
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->info.ifindex = ifindex;
+	h->ncpus = libbpf_num_possible_cpus();
+	if (h->ncpus < 1) {
+		err = h->ncpus < 0 ? h->ncpus : -EINVAL;
+		goto fail;
+	}
+
+	h->skel = xrl__open();
+	if (!h->skel) {
+		err = -errno;
+		log_warnx("couldn't open the BPF object: %s", strerror(-err));
+		goto fail;
+	}
+	h->skel->rodata->xrl_coarse_clock = o->fine_clock ? 0 : 1;
+	if (o->buckets_max)
+		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
+	if (o->refused_max)
+		bpf_map__set_max_entries(h->skel->maps.xrl_refused, o->refused_max);
+
+	if (o->pin_root && o->ifname) {
+		if (snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", o->pin_root, o->ifname) >=
+		    (int)sizeof(h->pin_dir)) {
+			err = -ENAMETOOLONG;
+			goto fail;
+		}
+		err = mkdir_p(h->pin_dir);
+		if (err) {
+			log_warnx("couldn't create pin directory %s: %s (is bpffs mounted?)",
+				  h->pin_dir, strerror(-err));
+			goto fail;
+		}
+		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, XRL_MAP_BUCKETS);
+		h->info.reused_pins = stat(path, &st) == 0;
+		for (size_t i = 0; i < N_PINNED; i++) {
+			struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]);
+
+			snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
+			if (!m || bpf_map__set_pin_path(m, path)) {
+				err = -EINVAL;
+				goto fail;
+			}
+		}
+	}
+
+	err = xrl__load(h->skel);
+	if (err) {
+		log_warnx("couldn't load the XDP program: %s%s", strerror(-err),
+			  h->info.reused_pins ? " (pinned maps from an incompatible version? "
+						"detach to remove them)" : "");
+		goto fail;
+	}
+	if (!h->info.reused_pins) {
+		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC };
+		__u32 zero = 0;
+
+		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
+	}
+
+	if (ifindex) {
+		enum xdp_attach_mode mode;
+		bool foreign, multi = false;
+		__u32 id = find_attached(ifindex, &foreign, &multi, &mode);
+
+		if (id && prog_uses_our_maps(h, id)) {
+			h->info.attached = true;
+			h->info.reused_prog = true;
+			h->info.prog_id = id;
+			h->info.multiprog = multi;
+			h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
+		} else if (id || foreign) {
+			log_warnx("%s already has an XDP program (%s) that is not this xrl instance's; "
+				  "detach it first", o->ifname, id ? "xrl with other maps" : "foreign");
+			err = -EBUSY;
+			goto fail;
+		} else {
+			err = attach(h, ifindex, o->mode);
+			if (err)
+				goto fail;
+		}
+		log_info("%s: %s program %u in %s mode%s%s", o->ifname,
+			 h->info.reused_prog ? "kept attached" : "attached", h->info.prog_id,
+			 h->info.mode == XRL_MODE_SKB ? "skb" : "native",
+			 h->info.multiprog ? " via the libxdp dispatcher" : " as a single program",
+			 h->info.reused_pins ? ", pinned state reused" : "");
+	}
+	*out = h;
+	return 0;
+fail:
+	xrl_close(h);
+	return err;
+}
+
+void xrl_close(struct xrl_handle *h)
+{
+	if (!h)
+		return;
+	if (h->xdp_prog)
+		xdp_program__close(h->xdp_prog);  /* closes the fd, not the attachment */
+	xrl__destroy(h->skel);
+	free(h);
+}
+
+int xrl_detach(struct xrl_handle *h)
+{
+	struct xdp_multiprog *mp;
+	struct xdp_program *p = NULL;
+	int err = 0;
+
+	if (h->info.ifindex) {
+		mp = xdp_multiprog__get_from_ifindex(h->info.ifindex);
+		if (!libxdp_get_error(mp) && mp) {
+			enum xdp_attach_mode mode = xdp_multiprog__attach_mode(mp);
+
+			if (xdp_multiprog__is_legacy(mp)) {
+				p = xdp_multiprog__main_prog(mp);
+			} else {
+				while ((p = xdp_multiprog__next_prog(p, mp)))
+					if (xdp_program__id(p) == h->info.prog_id)
+						break;
+			}
+			if (p && xdp_program__id(p) == h->info.prog_id)
+				err = xdp_program__detach(p, h->info.ifindex, mode, 0);
+			xdp_multiprog__close(mp);
+		}
+		if (err)
+			log_warnx("couldn't detach program %u: %s", h->info.prog_id, strerror(-err));
+	}
+	if (!err && h->pin_dir[0]) {
+		bpf_object__unpin_maps(h->skel->obj, NULL);
+		if (rmdir(h->pin_dir) && errno != ENOENT)
+			log_warn("couldn't remove %s", h->pin_dir);
+	}
+	if (!err)
+		h->info.attached = false;
+	xrl_close(h);
+	return err;
+}
+
+static int list_count(int fd, size_t keysz)
+{
+	char key[sizeof(struct xrl_lpm_v6)], next[sizeof(struct xrl_lpm_v6)];
+	void *prev = NULL;
+	int n = 0;
+
+	if (keysz > sizeof(key))
+		return -EINVAL;
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, keysz);
+		prev = key;
+		n++;
+	}
+	return n;
+}
+
+/* Recount the four lists into xrl_config; 0 entries skips the lookup. */
+static int sync_list_counts(struct xrl_handle *h)
+{
+	int cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
+	struct xrl_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(cfd, &zero, &cfg))
+		return -errno;
+	cfg.allow_v4_n = list_count(xrl_map_fd(h, XRL_MAP_ALLOW_V4), sizeof(struct xrl_lpm_v4));
+	cfg.allow_v6_n = list_count(xrl_map_fd(h, XRL_MAP_ALLOW_V6), sizeof(struct xrl_lpm_v6));
+	cfg.deny_v4_n = list_count(xrl_map_fd(h, XRL_MAP_DENY_V4), sizeof(struct xrl_lpm_v4));
+	cfg.deny_v6_n = list_count(xrl_map_fd(h, XRL_MAP_DENY_V6), sizeof(struct xrl_lpm_v6));
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+static void lpm_key(const struct xrl_prefix *p, struct xrl_lpm_v4 *k4, struct xrl_lpm_v6 *k6)
+{
+	memset(k4, 0, sizeof(*k4));
+	memset(k6, 0, sizeof(*k6));
+	k4->prefixlen = p->plen;
+	k4->addr = p->addr[0];
+	k6->prefixlen = p->plen;
+	memcpy(k6->addr, p->addr, 16);
+}
+
+static int list_update(struct xrl_handle *h, const char *m4, const char *m6,
+		       const struct xrl_prefix *p, const void *val, bool del)
+{
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	int fd, err;
+
+	if (p->family != XRL_AF_INET && p->family != XRL_AF_INET6)
+		return -EAFNOSUPPORT;
+	lpm_key(p, &k4, &k6);
+	fd = xrl_map_fd(h, p->family == XRL_AF_INET ? m4 : m6);
+	if (del)
+		err = bpf_map_delete_elem(fd, p->family == XRL_AF_INET ? (void *)&k4 : (void *)&k6);
+	else
+		err = bpf_map_update_elem(fd, p->family == XRL_AF_INET ? (void *)&k4 : (void *)&k6,
+					  val, BPF_ANY);
+	if (err)
+		return -errno;
+	return sync_list_counts(h);
+}
+
+int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	struct xrl_allow_val v = { .added_ns = xrl_now_ns() };
+
+	return list_update(h, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, p, &v, false);
+}
+
+int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	return list_update(h, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, p, NULL, true);
+}
+
+int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 reason)
+{
+	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .reason = reason };
+
+	return list_update(h, XRL_MAP_DENY_V4, XRL_MAP_DENY_V6, p, &v, false);
+}
+
+int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	return list_update(h, XRL_MAP_DENY_V4, XRL_MAP_DENY_V6, p, NULL, true);
+}
+
+static int gc_one(int fd, size_t keysz, __u64 now)
+{
+	char key[sizeof(struct xrl_lpm_v6)], next[sizeof(struct xrl_lpm_v6)];
+	char dead[64][sizeof(struct xrl_lpm_v6)];
+	struct xrl_deny_val v;
+	void *prev = NULL;
+	int n = 0, removed = 0;
+
+	/* collect first, delete after: deleting while walking restarts the walk */
+	while (!bpf_map_get_next_key(fd, prev, next)) {
+		memcpy(key, next, keysz);
+		prev = key;
+		if (!bpf_map_lookup_elem(fd, key, &v) && v.expires_ns && v.expires_ns <= now &&
+		    n < 64)
+			memcpy(dead[n++], key, keysz);
+	}
+	for (int i = 0; i < n; i++)
+		removed += !bpf_map_delete_elem(fd, dead[i]);
+	return removed;
+}
+
+int xrl_deny_gc(struct xrl_handle *h)
+{
+	__u64 now = xrl_now_ns();
+	int n;
+
+	n = gc_one(xrl_map_fd(h, XRL_MAP_DENY_V4), sizeof(struct xrl_lpm_v4), now) +
+	    gc_one(xrl_map_fd(h, XRL_MAP_DENY_V6), sizeof(struct xrl_lpm_v6), now);
+	if (n)
+		sync_list_counts(h);
+	return n;
+}
+
+int xrl_set_event_interval(struct xrl_handle *h, __u64 ns)
+{
+	int cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
+	struct xrl_config cfg;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(cfd, &zero, &cfg))
+		return -errno;
+	cfg.event_interval_ns = ns;
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Per-CPU values of one PERCPU_ARRAY slot, summed into out (u64 words). */
+static int percpu_sum(struct xrl_handle *h, int fd, __u32 key, __u64 *out, size_t words)
+{
+	size_t stride = (words * 8 + 7) / 8 * 8;
+	__u64 *vals = calloc((size_t)h->ncpus, stride);
+
+	if (!vals)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &key, vals)) {
+		int err = -errno;
+
+		free(vals);
+		return err;
+	}
+	memset(out, 0, words * 8);
+	for (int c = 0; c < h->ncpus; c++)
+		for (size_t w = 0; w < words; w++)
+			out[w] += vals[(size_t)c * (stride / 8) + w];
+	free(vals);
+	return 0;
+}
+
+static int read_config(struct xrl_handle *h, struct xrl_config *cfg)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, cfg) ? -errno : 0;
+}
+
+int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out)
+{
+	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS);
+	struct xrl_ruleset *rs;
+	struct xrl_config cfg;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	err = read_config(h, &cfg);
+	if (err)
+		return err;
+	rs = malloc(sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_RULESETS), &cfg.active_ruleset, rs)) {
+		err = -errno;
+		free(rs);
+		return err;
+	}
+	out->n_rules = rs->n_rules > XRL_MAX_RULES ? XRL_MAX_RULES : rs->n_rules;
+	free(rs);
+	for (__u32 i = 0; i < out->n_rules; i++) {
+		err = percpu_sum(h, sfd, cfg.active_ruleset * XRL_MAX_RULES + i,
+				 (__u64 *)&out->rules[i], sizeof(out->rules[i]) / 8);
+		if (err)
+			return err;
+	}
+	return percpu_sum(h, xrl_map_fd(h, XRL_MAP_GLOBAL_STATS), 0, (__u64 *)&out->global,
+			  sizeof(out->global) / 8);
+}
+
+/*
+ * Apply a policy atomically: the rules go into the ruleset slot not in
+ * force, their counters are carried over by rule name, the allowlist is made
+ * equal to the policy's, then one update of xrl_config flips the slot.
+ */
+int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen)
+{
+	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS), mfd = xrl_map_fd(h, XRL_MAP_META);
+	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS), cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
+	struct xrl_ruleset_meta *old_meta = NULL, *meta = NULL;
+	struct xrl_ruleset *old = NULL, *rs = NULL;
+	size_t ctr_sz = sizeof(struct xrl_rule_ctr);
+	void *ctrs = NULL, *zeros = NULL;
+	struct xrl_config cfg;
+	__u32 zero = 0, next;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = xrl_policy_validate(p, err, errlen);
+	if (rc)
+		return rc;
+	rc = read_config(h, &cfg);
+	if (rc)
+		goto out_err;
+	next = cfg.active_ruleset ^ 1;
+
+	rs = calloc(1, sizeof(*rs));
+	old = calloc(1, sizeof(*old));
+	meta = calloc(1, sizeof(*meta));
+	old_meta = calloc(1, sizeof(*old_meta));
+	ctrs = calloc((size_t)h->ncpus, ctr_sz);
+	zeros = calloc((size_t)h->ncpus, ctr_sz);
+	if (!rs || !old || !meta || !old_meta || !ctrs || !zeros) {
+		rc = -ENOMEM;
+		goto out_err;
+	}
+	if (bpf_map_lookup_elem(rfd, &cfg.active_ruleset, old) ||
+	    bpf_map_lookup_elem(mfd, &cfg.active_ruleset, old_meta)) {
+		rc = -errno;
+		goto out_err;
+	}
+
+	rs->n_rules = p->n_rules;
+	rs->generation = old->generation + 1;
+	for (__u32 i = 0; i < p->n_rules; i++) {
+		xrl_rule_compile(&p->rules[i], &rs->rules[i], NULL, 0);
+		snprintf(meta->names[i], sizeof(meta->names[i]), "%s", p->rules[i].name);
+	}
+
+	/* counters: a rule keeps its totals across reloads when its name does */
+	for (__u32 i = 0; i < XRL_MAX_RULES; i++) {
+		__u32 dst = next * XRL_MAX_RULES + i, src = UINT32_MAX;
+
+		for (__u32 j = 0; i < rs->n_rules && j < old->n_rules && j < XRL_MAX_RULES; j++)
+			if (!strncmp(meta->names[i], old_meta->names[j], XRL_RULE_NAME_LEN))
+				src = cfg.active_ruleset * XRL_MAX_RULES + j;
+		if (src != UINT32_MAX && !bpf_map_lookup_elem(sfd, &src, ctrs))
+			rc = bpf_map_update_elem(sfd, &dst, ctrs, BPF_ANY);
+		else
+			rc = bpf_map_update_elem(sfd, &dst, zeros, BPF_ANY);
+		if (rc) {
+			rc = -errno;
+			goto out_err;
+		}
+	}
+
+	if (bpf_map_update_elem(rfd, &next, rs, BPF_ANY) ||
+	    bpf_map_update_elem(mfd, &next, meta, BPF_ANY)) {
+		rc = -errno;
+		goto out_err;
+	}
+
+	/* allowlist := the policy's (add first, then remove the rest) */
+	for (int fam = 0; fam < 2; fam++) {
+		int fd = xrl_map_fd(h, fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
+		size_t ksz = fam ? sizeof(struct xrl_lpm_v6) : sizeof(struct xrl_lpm_v4);
+		__u8 want_family = fam ? XRL_AF_INET6 : XRL_AF_INET;
+		char key[sizeof(struct xrl_lpm_v6)], nk[sizeof(struct xrl_lpm_v6)];
+		char stale[256][sizeof(struct xrl_lpm_v6)];
+		struct xrl_allow_val v = { .added_ns = xrl_now_ns() };
+		struct xrl_lpm_v4 k4;
+		struct xrl_lpm_v6 k6;
+		void *prev = NULL;
+		int n_stale = 0;
+
+		for (__u32 i = 0; i < p->n_allow; i++) {
+			if (p->allow[i].family != want_family)
+				continue;
+			lpm_key(&p->allow[i], &k4, &k6);
+			if (bpf_map_update_elem(fd, fam ? (void *)&k6 : (void *)&k4, &v, BPF_ANY)) {
+				rc = -errno;
+				goto out_err;
+			}
+		}
+		do {
+			n_stale = 0;
+			prev = NULL;
+			while (!bpf_map_get_next_key(fd, prev, nk)) {
+				bool keep = false;
+
+				memcpy(key, nk, ksz);
+				prev = key;
+				for (__u32 i = 0; i < p->n_allow && !keep; i++) {
+					if (p->allow[i].family != want_family)
+						continue;
+					lpm_key(&p->allow[i], &k4, &k6);
+					keep = !memcmp(key, fam ? (void *)&k6 : (void *)&k4, ksz);
+				}
+				if (!keep && n_stale < 256)
+					memcpy(stale[n_stale++], key, ksz);
+			}
+			for (int i = 0; i < n_stale; i++)
+				bpf_map_delete_elem(fd, stale[i]);
+		} while (n_stale == 256);
+	}
+
+	rc = sync_list_counts(h);
+	if (rc)
+		goto out_err;
+	rc = read_config(h, &cfg);
+	if (rc)
+		goto out_err;
+	cfg.active_ruleset = next;
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+		rc = -errno;
+		goto out_err;
+	}
+	rc = 0;
+	goto out;
+out_err:
+	if (err && errlen && !err[0])
+		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
+out:
+	free(rs);
+	free(old);
+	free(meta);
+	free(old_meta);
+	free(ctrs);
+	free(zeros);
+	return rc;
+}
+
+long xrl_bucket_count(struct xrl_handle *h)
+{
+	struct xrl_bucket_key key, next;
+	int fd = xrl_map_fd(h, XRL_MAP_BUCKETS);
+	void *prev = NULL;
+	long n = 0;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		n++;
+	}
+	return n;
+}
