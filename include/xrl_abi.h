@@ -208,15 +208,23 @@ struct xrl_lpm_v6 {
 	__u32 addr[4];            /* network byte order */
 };
 
-/* Allowlist value: unused today, kept for an owner tag. */
+enum xrl_origin {
+	XRL_ORIGIN_POLICY  = 0,   /* from the policy file: replaced on apply */
+	XRL_ORIGIN_RUNTIME = 1,   /* added by an operator: kept across applies */
+	XRL_ORIGIN_PENALTY = 2,   /* deny entries earned by escalation */
+};
+
+/* Allowlist value; the program only tests for presence. */
 struct xrl_allow_val {
 	__u64 added_ns;           /* CLOCK_MONOTONIC ns */
+	__u32 origin;             /* enum xrl_origin */
+	__u32 pad;
 };
 
 /* Denylist value. */
 struct xrl_deny_val {
 	__u64 expires_ns;         /* CLOCK_MONOTONIC ns; 0 = never */
-	__u32 reason;             /* 0 manual, 1 penalty; informational */
+	__u32 origin;             /* enum xrl_origin; informational */
 	__u32 pad;
 };
 

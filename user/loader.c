@@ -413,7 +413,7 @@ static int list_update(struct xrl_handle *h, const char *m4, const char *m6,
 
 int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p)
 {
-	struct xrl_allow_val v = { .added_ns = xrl_now_ns() };
+	struct xrl_allow_val v = { .added_ns = xrl_now_ns(), .origin = XRL_ORIGIN_RUNTIME };
 
 	return list_update(h, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, p, &v, false);
 }
@@ -423,9 +423,9 @@ int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	return list_update(h, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, p, NULL, true);
 }
 
-int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 reason)
+int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
-	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .reason = reason };
+	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .origin = origin };
 
 	return list_update(h, XRL_MAP_DENY_V4, XRL_MAP_DENY_V6, p, &v, false);
 }
@@ -615,14 +615,18 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 		goto out_err;
 	}
 
-	/* allowlist := the policy's (add first, then remove the rest) */
+	/*
+	 * allowlist: add the policy's entries, then remove entries that came
+	 * from an earlier policy and are no longer in this one. Entries an
+	 * operator added at runtime are left alone.
+	 */
 	for (int fam = 0; fam < 2; fam++) {
 		int fd = xrl_map_fd(h, fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
 		size_t ksz = fam ? sizeof(struct xrl_lpm_v6) : sizeof(struct xrl_lpm_v4);
 		__u8 want_family = fam ? XRL_AF_INET6 : XRL_AF_INET;
 		char key[sizeof(struct xrl_lpm_v6)], nk[sizeof(struct xrl_lpm_v6)];
 		char stale[256][sizeof(struct xrl_lpm_v6)];
-		struct xrl_allow_val v = { .added_ns = xrl_now_ns() };
+		struct xrl_allow_val v = { .added_ns = xrl_now_ns() }, cur;
 		struct xrl_lpm_v4 k4;
 		struct xrl_lpm_v6 k6;
 		void *prev = NULL;
@@ -632,7 +636,8 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 			if (p->allow[i].family != want_family)
 				continue;
 			lpm_key(&p->allow[i], &k4, &k6);
-			if (bpf_map_update_elem(fd, fam ? (void *)&k6 : (void *)&k4, &v, BPF_ANY)) {
+			if (bpf_map_update_elem(fd, fam ? (void *)&k6 : (void *)&k4, &v, BPF_NOEXIST) &&
+			    errno != EEXIST) {
 				rc = -errno;
 				goto out_err;
 			}
@@ -645,6 +650,8 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 
 				memcpy(key, nk, ksz);
 				prev = key;
+				if (!bpf_map_lookup_elem(fd, key, &cur) && cur.origin != XRL_ORIGIN_POLICY)
+					continue;
 				for (__u32 i = 0; i < p->n_allow && !keep; i++) {
 					if (p->allow[i].family != want_family)
 						continue;

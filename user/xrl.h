@@ -133,15 +133,20 @@ int xrl_prog_fd(const struct xrl_handle *h);
 /* fd of one of the program's maps by its XRL_MAP_* name, or -ENOENT. */
 int xrl_map_fd(const struct xrl_handle *h, const char *name);
 
-/* Apply rules and allowlist atomically (double-buffered ruleset). */
+/*
+ * Apply rules and allowlist atomically (double-buffered ruleset). Allowlist
+ * entries added with xrl_allow_add (runtime origin) are kept; entries of an
+ * earlier policy that this one no longer lists are removed.
+ */
 int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p,
 		     char *err, size_t errlen);
 
+/* Runtime allowlist entry (origin XRL_ORIGIN_RUNTIME). */
 int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p);
 int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
-/* ttl_ns 0 = no expiry. */
+/* ttl_ns 0 = no expiry; origin is an enum xrl_origin. */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
-		 __u32 reason);
+		 __u32 origin);
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* Remove expired deny entries; returns how many, or -errno. */
 int xrl_deny_gc(struct xrl_handle *h);
