@@ -37,7 +37,8 @@ static const char *const pinned_maps[] = {
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
 struct xrl_handle {
-	struct xrl *skel;
+	struct xrl *skel;               /* NULL when opened from pins only */
+	int fds[N_PINNED];              /* map fds, in pinned_maps order */
 	struct xdp_program *xdp_prog;   /* ours, when we attached it */
 	char pin_dir[PATH_MAX];         /* "" when not pinned */
 	struct xrl_attach_info info;
@@ -73,16 +74,62 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
+static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
+			   enum xdp_attach_mode *mode);
+static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id);
+
 int xrl_map_fd(const struct xrl_handle *h, const char *name)
 {
-	struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, name);
-
-	return m ? bpf_map__fd(m) : -ENOENT;
+	for (size_t i = 0; i < N_PINNED; i++)
+		if (!strcmp(pinned_maps[i], name))
+			return h->fds[i];
+	return -ENOENT;
 }
 
 int xrl_prog_fd(const struct xrl_handle *h)
 {
-	return bpf_program__fd(h->skel->progs.xrl_xdp);
+	return h->skel ? bpf_program__fd(h->skel->progs.xrl_xdp) : -ENOENT;
+}
+
+int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle **out)
+{
+	struct xrl_handle *h;
+	char path[PATH_MAX + 64];
+	int err;
+
+	*out = NULL;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < N_PINNED; i++)
+		h->fds[i] = -1;
+	h->ncpus = libbpf_num_possible_cpus();
+	snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", pin_root, ifname);
+	for (size_t i = 0; i < N_PINNED; i++) {
+		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
+		h->fds[i] = bpf_obj_get(path);
+		if (h->fds[i] < 0) {
+			err = -errno;
+			xrl_close(h);
+			return err;
+		}
+	}
+	h->info.ifindex = (int)if_nametoindex(ifname);
+	if (h->info.ifindex) {
+		enum xdp_attach_mode mode;
+		bool foreign, multi = false;
+		__u32 id = find_attached(h->info.ifindex, &foreign, &multi, &mode);
+
+		if (id && prog_uses_our_maps(h, id)) {
+			h->info.attached = true;
+			h->info.prog_id = id;
+			h->info.multiprog = multi;
+			h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
+		}
+	}
+	h->info.reused_pins = true;
+	*out = h;
+	return 0;
 }
 
 const struct xrl_attach_info *xrl_info(const struct xrl_handle *h)
@@ -192,7 +239,7 @@ static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 {
 	struct xrl_handle *h;
-	char path[PATH_MAX];
+	char path[PATH_MAX + 64];
 	struct stat st;
 	int err, ifindex = 0;
 
@@ -208,6 +255,8 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return -ENOMEM;
+	for (size_t i = 0; i < N_PINNED; i++)
+		h->fds[i] = -1;
 	h->info.ifindex = ifindex;
 	h->ncpus = libbpf_num_possible_cpus();
 	if (h->ncpus < 1) {
@@ -259,6 +308,8 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 						"detach to remove them)" : "");
 		goto fail;
 	}
+	for (size_t i = 0; i < N_PINNED; i++)
+		h->fds[i] = bpf_map__fd(bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]));
 	if (!h->info.reused_pins) {
 		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC };
 		__u32 zero = 0;
@@ -306,7 +357,12 @@ void xrl_close(struct xrl_handle *h)
 		return;
 	if (h->xdp_prog)
 		xdp_program__close(h->xdp_prog);  /* closes the fd, not the attachment */
-	xrl__destroy(h->skel);
+	if (h->skel)
+		xrl__destroy(h->skel);
+	else
+		for (size_t i = 0; i < N_PINNED; i++)
+			if (h->fds[i] >= 0)
+				close(h->fds[i]);
 	free(h);
 }
 
@@ -336,7 +392,13 @@ int xrl_detach(struct xrl_handle *h)
 			log_warnx("couldn't detach program %u: %s", h->info.prog_id, strerror(-err));
 	}
 	if (!err && h->pin_dir[0]) {
-		bpf_object__unpin_maps(h->skel->obj, NULL);
+		char path[PATH_MAX + 64];
+
+		for (size_t i = 0; i < N_PINNED; i++) {
+			snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
+			if (unlink(path) && errno != ENOENT)
+				log_warn("couldn't remove %s", path);
+		}
 		if (rmdir(h->pin_dir) && errno != ENOENT)
 			log_warn("couldn't remove %s", h->pin_dir);
 	}

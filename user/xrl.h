@@ -124,6 +124,12 @@ struct xrl_handle;
  * one is kept: there is no moment without enforcement.
  */
 int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out);
+/*
+ * Open the pinned maps of <pin_root>/<ifname>/ without loading anything:
+ * for readers (xrlctl stats/status) when the daemon is down. Map access
+ * works; xrl_prog_fd returns -ENOENT.
+ */
+int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle **out);
 /* Release userspace resources; the program stays attached and enforcing. */
 void xrl_close(struct xrl_handle *h);
 /* Detach from the interface and remove the pins; then xrl_close. */
