@@ -78,7 +78,7 @@ int xrl_prefix_parse(const char *s, struct xrl_prefix *out, char *err, size_t er
 	if (slash) {
 		errno = 0;
 		plen = strtol(slash + 1, &end, 10);
-		if (!slash[1] || *end || errno || plen < 0 || plen > maxlen)
+		if (!isdigit((unsigned char)slash[1]) || *end || errno || plen < 0 || plen > maxlen)
 			return fail(err, errlen, -EINVAL,
 				    "'%s': prefix length must be 0..%d", s, maxlen);
 	}
@@ -247,6 +247,9 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
 	memset(out, 0, sizeof(*out));
 	if (!in->name[0])
 		return fail(err, errlen, -EINVAL, "a rule needs a name");
+	if (strnlen(in->name, XRL_RULE_NAME_LEN) == XRL_RULE_NAME_LEN)
+		return fail(err, errlen, -EINVAL, "rule names are at most %d characters",
+			    XRL_RULE_NAME_LEN - 1);
 	if (in->proto != XRL_PROTO_ANY && in->proto != XRL_PROTO_TCP && in->proto != XRL_PROTO_UDP)
 		return fail(err, errlen, -EINVAL, "rule %s: proto must be tcp, udp or any", nm);
 	if (in->tcp_class > XRL_TCP_SYN)
@@ -265,6 +268,9 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
 		return fail(err, errlen, -EINVAL, "rule %s: key prefix must be 0..32 (IPv4) and 0..128 (IPv6)", nm);
 	if (in->has_dst && in->dst.family != XRL_AF_INET && in->dst.family != XRL_AF_INET6)
 		return fail(err, errlen, -EINVAL, "rule %s: bad destination family", nm);
+	if (in->has_dst && in->dst.plen > (in->dst.family == XRL_AF_INET ? 32 : 128))
+		return fail(err, errlen, -EINVAL, "rule %s: destination prefix /%u is longer than the address",
+			    nm, in->dst.plen);
 
 	rc = xrl_gcra_init(in->rate.tokens, in->rate.period_ns, in->burst, &g);
 	if (rc == -EINVAL)
