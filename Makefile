@@ -21,22 +21,24 @@ endif
 CFLAGS   ?= -O2 -g
 XCFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
             -Iinclude -I$(BUILD) -Iuser -MMD -MP
-LDLIBS   := -lxdp -lbpf -lelf -lz
+LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench clean install deps
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c
+LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 TOOL       := $(BUILD)/xrl-load
+XRLD       := $(BUILD)/xrld
+XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
-UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy
+UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config
 BPF_TESTS  := $(BUILD)/tests/test_bpf
 BENCH      := $(BUILD)/bench/xdp_cost
 
-all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(GEN) \
+all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) \
      $(UNIT_TESTS) $(BPF_TESTS) $(BENCH)
 
 help:
@@ -73,6 +75,18 @@ $(BUILD)/libxrl.a: $(LIB_OBJS)
 $(TOOL): $(BUILD)/user/xrl_load.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(XRLD): $(BUILD)/user/xrld.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) -lmicrohttpd -lpthread
+
+$(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(GEN): $(BUILD)/tests/tools/synflood.o
 	$(call msg,LINK,$@)

@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
 	make gcc clang llvm pkg-config
 	libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
-	libcmocka-dev
+	libcmocka-dev libyaml-dev libmicrohttpd-dev
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump
 	nftables iptables gnuplot-nox
 )

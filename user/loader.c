@@ -372,7 +372,15 @@ int xrl_detach(struct xrl_handle *h)
 	struct xdp_program *p = NULL;
 	int err = 0;
 
-	if (h->info.ifindex) {
+	if (!h->skel && h->pin_dir[0] && !h->info.ifindex) {
+		/* opened from pins, interface not here (another netns?): leave
+		 * both the attachment and the pins alone rather than orphan it */
+		log_warnx("couldn't find the interface of %s in this network namespace; not detaching",
+			  h->pin_dir);
+		xrl_close(h);
+		return -ENODEV;
+	}
+	if (h->info.ifindex && h->info.prog_id) {
 		mp = xdp_multiprog__get_from_ifindex(h->info.ifindex);
 		if (!libxdp_get_error(mp) && mp) {
 			enum xdp_attach_mode mode = xdp_multiprog__attach_mode(mp);

@@ -2,7 +2,7 @@
 /*
  * log.h - levels, stderr in the foreground and syslog otherwise.
  * log_warn() appends strerror(errno); log_warnx() does not (OpenBSD style).
- * libbpf's and libxdp's own output is routed here, demoted one level: their
+ * libbpf's and libxdp's own output is routed here at debug level: their
  * warnings are often expected (probing features) and would alarm operators.
  */
 #ifndef XRL_LOG_H

@@ -1,0 +1,1259 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * config.c - xrld's policy file: YAML (libyaml's document API) into
+ * struct xrld_config.
+ *
+ * The file is loaded into a node tree first, so a syntax error anywhere is
+ * reported before any meaning is looked at, and every node keeps its
+ * position: each error names FILE:LINE:COL (1-based), the path of the value
+ * (xdp.rules[1].rate, 0-based indices) and what was expected. The result is
+ * built in a heap copy and copied to the caller's struct only when the whole
+ * file is good, so a bad reload never leaves a half-written config behind.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#include "config.h"
+#include "log.h"
+
+#define CFG_FILE_MAX (1 << 20)  /* a policy larger than 1 MiB is a mistake */
+#define PATHLEN 96
+#define DETAIL  160
+
+/* Parse state: the file name for messages, the tree, the result. */
+struct cx {
+	const char *name;
+	yaml_document_t *doc;
+	char *err;
+	size_t errlen;
+	struct xrld_config *c;
+	int rule_line[XRL_MAX_RULES];   /* where each rule's name was given */
+	int iface_line[XRL_CFG_MAX_IFACES];
+};
+
+static int at(struct cx *x, const yaml_node_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* "FILE:LINE:COL: <message>" at node n; returns -EINVAL. */
+static int at(struct cx *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int off;
+
+	if (!x->err || !x->errlen)
+		return -EINVAL;
+	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->name,
+		       n->start_mark.line + 1, n->start_mark.column + 1);
+	if (off < 0 || (size_t)off >= x->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(x->err + off, x->errlen - (size_t)off, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static const char *sval(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* A plain scalar that YAML reads as null: `key:`, `key: ~`, `key: null`. */
+static bool is_null(const yaml_node_t *n)
+{
+	const char *v;
+
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	v = sval(n);
+	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
+	       !strcmp(v, "NULL");
+}
+
+/* How a node looks, for "got ...": 'text', nothing, a mapping, a list. */
+static const char *desc(const yaml_node_t *n, char *buf, size_t len)
+{
+	const char *v;
+	size_t l;
+
+	switch (n->type) {
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_SCALAR_NODE:
+		if (is_null(n))
+			return "nothing";
+		v = sval(n);
+		l = strlen(v);
+		if (l > 40)
+			snprintf(buf, len, "'%.37s...'", v);
+		else
+			snprintf(buf, len, "'%s'", v);
+		return buf;
+	default:
+		return "an empty node";
+	}
+}
+
+/*
+ * The part of a policy.c message worth appending after "got 'V'": those
+ * messages start by quoting the value, which the caller has already shown.
+ * Returns "" when the message only repeats "'V' is not a ...".
+ */
+static const char *detail(const char *msg, const char *v, char *buf, size_t len)
+{
+	size_t vl = strlen(v);
+
+	if (msg[0] == '\'' && !strncmp(msg + 1, v, vl) && msg[vl + 1] == '\'') {
+		const char *rest = msg + vl + 2;
+
+		if (!strncmp(rest, " is not a", 9))
+			return "";
+		if (*rest == ':')
+			rest++;
+		while (*rest == ' ')
+			rest++;
+		snprintf(buf, len, ": %s", rest);
+		return buf;
+	}
+	snprintf(buf, len, ": %s", msg);
+	return buf;
+}
+
+/* out = base + printf(fmt, ...): "xdp.rules[0]" + ".rate" (PATHLEN bytes). */
+static void subpath(char *out, const char *base, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void subpath(char *out, const char *base, const char *fmt, ...)
+{
+	size_t l = strnlen(base, PATHLEN - 1);
+	va_list ap;
+
+	memmove(out, base, l);
+	va_start(ap, fmt);
+	vsnprintf(out + l, PATHLEN - l, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- typed values ------------------------------------------------------ */
+
+/* A scalar that is not null and has no NUL inside; else an error. */
+static int scalar(struct cx *x, const yaml_node_t *n, const char *path,
+		  const char *what, const char **out)
+{
+	char d[64];
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
+	if (strlen(sval(n)) != n->data.scalar.length)
+		return at(x, n, "%s: expected %s, got a value with a NUL character in it",
+			  path, what);
+	*out = sval(n);
+	return 0;
+}
+
+/* A decimal whole number in [min, max]; digits only. */
+static int uint_val(struct cx *x, const yaml_node_t *n, const char *path,
+		    const char *what, __u64 min, __u64 max, __u64 *out)
+{
+	const char *s;
+	__u64 v = 0;
+	char d[64];
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (!*s)
+		goto bad;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p) || v > (UINT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (__u64)(*p - '0');
+	}
+	if (v < min || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
+}
+
+/* One of a few words. */
+static int enum_val(struct cx *x, const yaml_node_t *n, const char *path,
+		    const char *const *words, const int *vals, size_t nw, int *out)
+{
+	char what[128] = "one of ", d[64];
+	const char *s = NULL;
+	size_t off = strlen(what);
+	int rc;
+
+	for (size_t i = 0; i < nw; i++)
+		off += (size_t)snprintf(what + off, sizeof(what) - off, "%s%s",
+					i ? (i + 1 == nw ? " or " : ", ") : "", words[i]);
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nw; i++) {
+		if (!strcmp(s, words[i])) {
+			*out = vals[i];
+			return 0;
+		}
+	}
+	return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
+}
+
+#define ENUM(x, n, path, words, vals, out) \
+	enum_val(x, n, path, words, vals, sizeof(words) / sizeof(words[0]), out)
+
+/* A duration above zero: "60s", "500ms", "1h". */
+static int dur_val(struct cx *x, const yaml_node_t *n, const char *path, __u64 *out)
+{
+	static const char what[] = "a duration such as 500ms, 60s, 10m or 1h";
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	__u64 ns;
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (xrl_duration_parse(s, &ns, msg, sizeof(msg)))
+		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
+			  detail(msg, s, dt, sizeof(dt)));
+	if (!ns)
+		return at(x, n, "%s: expected %s, got %s: it must be above zero", path, what,
+			  desc(n, d, sizeof(d)));
+	*out = ns;
+	return 0;
+}
+
+/* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
+static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
+		      struct xrl_prefix *out)
+{
+	static const char what[] = "an address prefix such as 10.0.0.0/8 or 2001:db8::/48";
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (xrl_prefix_parse(s, out, msg, sizeof(msg)))
+		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
+			  detail(msg, s, dt, sizeof(dt)));
+	return 0;
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+/* A key a mapping may have; filled with the key and value nodes if present. */
+struct field {
+	const char *key;
+	yaml_node_t *k, *v;
+};
+
+/* Edit distance, for "did you mean" (short words only). */
+static size_t edits(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
+
+	if (la >= 31 || lb >= 31)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, sizeof(prev));
+	}
+	return prev[lb];
+}
+
+/*
+ * Check that n is a mapping (or null, read as an empty one) whose keys are
+ * scalars among f[], each given once, and fill f[].
+ * `what` names the mapping in messages: "rule", "match", "penalty";
+ * path is NULL for the top level.
+ */
+static int mapping(struct cx *x, yaml_node_t *n, const char *path, const char *what,
+		   struct field *f, size_t nf)
+{
+	const char *sep = path ? ": " : "";
+	char d[64], list[160];
+	size_t off = 0;
+
+	if (!path)
+		path = "";
+
+	for (size_t i = 0; i < nf; i++)
+		f[i].k = f[i].v = NULL;
+	if (is_null(n))
+		return 0;
+	list[0] = '\0';
+	for (size_t i = 0; i < nf; i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+					i ? ", " : "", f[i].key);
+	if (n->type != YAML_MAPPING_NODE)
+		return at(x, n, "%s%sexpected a mapping (%s), got %s", path, sep, list,
+			  desc(n, d, sizeof(d)));
+
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+	     p < n->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+		const char *best = NULL;
+		size_t i, bestd = 3;
+
+		if (k->type != YAML_SCALAR_NODE)
+			return at(x, k, "%s%sexpected a key (%s), got %s", path, sep, list,
+				  desc(k, d, sizeof(d)));
+		for (i = 0; i < nf; i++)
+			if (!strcmp(sval(k), f[i].key))
+				break;
+		if (i < nf) {
+			if (f[i].k)
+				return at(x, k, "%s%skey '%s' is given twice (first at line %zu)",
+					  path, sep, f[i].key, f[i].k->start_mark.line + 1);
+			f[i].k = k;
+			f[i].v = v;
+			continue;
+		}
+		for (size_t j = 0; j < nf; j++) {
+			size_t e = edits(sval(k), f[j].key);
+
+			if (e < bestd) {
+				bestd = e;
+				best = f[j].key;
+			}
+		}
+		if (best && strlen(sval(k)) > 2)
+			return at(x, k, "%s%sunknown key %s in %s; expected one of %s (did you mean '%s'?)",
+				  path, sep, desc(k, d, sizeof(d)), what, list, best);
+		return at(x, k, "%s%sunknown key %s in %s; expected one of %s",
+			  path, sep, desc(k, d, sizeof(d)), what, list);
+	}
+	return 0;
+}
+
+/* A list (or null, read as empty); items through *items, count through *n. */
+static int sequence(struct cx *x, yaml_node_t *n, const char *path, const char *what,
+		    yaml_node_item_t **items, size_t *count)
+{
+	char d[64];
+
+	*items = NULL;
+	*count = 0;
+	if (is_null(n))
+		return 0;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return at(x, n, "%s: expected a list of %s, got %s", path, what,
+			  desc(n, d, sizeof(d)));
+	*items = n->data.sequence.items.start;
+	*count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	return 0;
+}
+
+static yaml_node_t *item(struct cx *x, yaml_node_item_t *items, size_t i)
+{
+	return yaml_document_get_node(x->doc, items[i]);
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static bool ifname_ok(const char *s)
+{
+	size_t l = strlen(s);
+
+	if (!l || l >= IF_NAMESIZE || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (*s == '/' || *s == ':' || isspace((unsigned char)*s) ||
+		    !isprint((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static int parse_ifaces(struct cx *x, yaml_node_t *n)
+{
+	static const char *const modes[] = { "native", "skb", "auto" };
+	static const int mvals[] = { XRL_MODE_NATIVE, XRL_MODE_SKB, XRL_MODE_AUTO };
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	rc = sequence(x, n, "interfaces", "interfaces (- name: eth0)", &items, &count);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		struct field f[] = { { .key = "name" }, { .key = "mode" } };
+		yaml_node_t *it = item(x, items, i);
+		struct xrl_iface_cfg *ic;
+		char path[PATHLEN], p2[PATHLEN];
+		const char *s;
+		int mode;
+
+		snprintf(path, sizeof(path), "interfaces[%zu]", i);
+		if (i >= XRL_CFG_MAX_IFACES)
+			return at(x, it, "%s: at most %d interfaces", path, XRL_CFG_MAX_IFACES);
+		rc = mapping(x, it, path, "interface", f, 2);
+		if (rc)
+			return rc;
+		if (!f[0].v)
+			return at(x, it, "%s: missing 'name' (the interface to attach to, e.g. eth0)",
+				  path);
+		subpath(p2, path, ".name");
+		rc = scalar(x, f[0].v, p2, "an interface name such as eth0", &s);
+		if (rc)
+			return rc;
+		if (!ifname_ok(s)) {
+			char d[64];
+
+			return at(x, f[0].v,
+				  "%s: expected an interface name of 1-%d characters without '/', ':' or spaces, got %s",
+				  p2, IF_NAMESIZE - 1, desc(f[0].v, d, sizeof(d)));
+		}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(x->c->ifaces[j].name, s))
+				return at(x, f[0].v, "%s: interface '%s' is listed twice (first at line %d)",
+					  p2, s, x->iface_line[j]);
+		ic = &x->c->ifaces[i];
+		snprintf(ic->name, sizeof(ic->name), "%s", s);
+		x->iface_line[i] = (int)f[0].v->start_mark.line + 1;
+		ic->mode = XRL_MODE_NATIVE;
+		if (f[1].v) {
+			subpath(p2, path, ".mode");
+			rc = ENUM(x, f[1].v, p2, modes, mvals, &mode);
+			if (rc)
+				return rc;
+			ic->mode = (enum xrl_attach_mode)mode;
+		}
+		x->c->n_ifaces = (__u32)i + 1;
+	}
+	return 0;
+}
+
+static int parse_allow(struct cx *x, yaml_node_t *n)
+{
+	struct xrl_policy *pol = &x->c->policy;
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	rc = sequence(x, n, "xdp.allow", "address prefixes", &items, &count);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		yaml_node_t *it = item(x, items, i);
+		struct xrl_prefix *p = &pol->allow[i];
+		char path[PATHLEN], a[64];
+
+		snprintf(path, sizeof(path), "xdp.allow[%zu]", i);
+		if (i >= XRL_POLICY_MAX_ALLOW)
+			return at(x, it, "%s: at most %d allowlist entries", path,
+				  XRL_POLICY_MAX_ALLOW);
+		rc = prefix_val(x, it, path, p);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (!memcmp(&pol->allow[j], p, sizeof(*p)))
+				return at(x, it, "%s: %s is listed twice (first as xdp.allow[%zu])",
+					  path, xrl_prefix_str(p, a, sizeof(a)), j);
+		pol->n_allow = (__u32)i + 1;
+	}
+	return 0;
+}
+
+/* "443" or "8000-8080". */
+static int port_val(struct cx *x, const yaml_node_t *n, const char *path,
+		    struct xrl_port_range *out)
+{
+	static const char what[] = "a port 1-65535 or a range such as 8000-8080";
+	unsigned long v[2];
+	const char *s, *p;
+	char d[64], *end;
+	int rc, k = 0;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	for (p = s; k < 2; k++) {
+		if (!isdigit((unsigned char)*p))
+			goto bad;
+		errno = 0;
+		v[k] = strtoul(p, &end, 10);
+		if (errno || !v[k] || v[k] > 65535)
+			goto bad;
+		p = end;
+		if (k == 0 && *p == '-')
+			p++;
+		else
+			break;
+	}
+	if (*p)
+		goto bad;
+	if (k == 0)
+		v[1] = v[0];
+	if (v[0] > v[1])
+		return at(x, n, "%s: expected %s, got %s: the range is backwards", path, what,
+			  desc(n, d, sizeof(d)));
+	out->lo = (__u16)v[0];
+	out->hi = (__u16)v[1];
+	return 0;
+bad:
+	return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
+}
+
+static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
+		       struct xrl_rule_spec *r)
+{
+	static const char *const protos[] = { "tcp", "udp", "any" };
+	static const int pvals[] = { XRL_PROTO_TCP, XRL_PROTO_UDP, XRL_PROTO_ANY };
+	static const char *const flags[] = { "syn", "any" };
+	static const int fvals[] = { XRL_TCP_SYN, XRL_TCP_ANY };
+	struct field f[] = { { .key = "proto" }, { .key = "tcp_flags" }, { .key = "dst_ports" }, { .key = "dst" } };
+	char path[PATHLEN], p2[PATHLEN];
+	int rc, v;
+
+	subpath(path, rpath, ".match");
+	rc = mapping(x, n, path, "match", f, 4);
+	if (rc)
+		return rc;
+	if (f[0].v) {
+		subpath(p2, path, ".proto");
+		rc = ENUM(x, f[0].v, p2, protos, pvals, &v);
+		if (rc)
+			return rc;
+		r->proto = (__u8)v;
+	}
+	if (f[1].v) {
+		subpath(p2, path, ".tcp_flags");
+		rc = ENUM(x, f[1].v, p2, flags, fvals, &v);
+		if (rc)
+			return rc;
+		r->tcp_class = (__u8)v;
+		if (v == XRL_TCP_SYN && r->proto == XRL_PROTO_UDP)
+			return at(x, f[1].v, "%s: tcp_flags syn matches TCP only, but proto is udp",
+				  p2);
+	}
+	if (f[2].v) {
+		yaml_node_item_t *items;
+		size_t count;
+
+		subpath(p2, path, ".dst_ports");
+		rc = sequence(x, f[2].v, p2, "ports (443) or ranges (\"8000-8080\")",
+			      &items, &count);
+		if (rc)
+			return rc;
+		if (!count)
+			return at(x, f[2].v, "%s: expected at least one port; leave dst_ports out to match any port",
+				  p2);
+		for (size_t i = 0; i < count; i++) {
+			yaml_node_t *it = item(x, items, i);
+			char p3[PATHLEN];
+
+			subpath(p3, p2, "[%zu]", i);
+			if (i >= XRL_MAX_PORT_RANGES)
+				return at(x, it, "%s: at most %d ports or port ranges per rule",
+					  p3, XRL_MAX_PORT_RANGES);
+			rc = port_val(x, it, p3, &r->ports[i]);
+			if (rc)
+				return rc;
+			r->n_ports = (__u8)(i + 1);
+		}
+	}
+	if (f[3].v) {
+		subpath(p2, path, ".dst");
+		rc = prefix_val(x, f[3].v, p2, &r->dst);
+		if (rc)
+			return rc;
+		r->has_dst = true;
+	}
+	return 0;
+}
+
+static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl_rule_spec *r)
+{
+	struct field f[] = { { .key = "ipv4_prefix" }, { .key = "ipv6_prefix" } };
+	char path[PATHLEN], p2[PATHLEN];
+	__u64 v;
+	int rc;
+
+	subpath(path, rpath, ".key");
+	rc = mapping(x, n, path, "key", f, 2);
+	if (rc)
+		return rc;
+	if (f[0].v) {
+		subpath(p2, path, ".ipv4_prefix");
+		rc = uint_val(x, f[0].v, p2, "a prefix length 0-32 (32: each address its own bucket)",
+			      0, 32, &v);
+		if (rc)
+			return rc;
+		r->key_plen4 = (__u8)v;
+	}
+	if (f[1].v) {
+		subpath(p2, path, ".ipv6_prefix");
+		rc = uint_val(x, f[1].v, p2, "a prefix length 0-128 (64: one bucket per /64)",
+			      0, 128, &v);
+		if (rc)
+			return rc;
+		r->key_plen6 = (__u8)v;
+	}
+	return 0;
+}
+
+static bool rule_name_ok(const char *s)
+{
+	size_t l = strlen(s);
+
+	if (!l || l >= XRL_RULE_NAME_LEN)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && *s != '-' && *s != '_' && *s != '.')
+			return false;
+	return true;
+}
+
+static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
+{
+	static const char *const acts[] = { "drop", "shadow" };
+	static const int avals[] = { XRL_ACT_DROP, XRL_ACT_SHADOW };
+	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
+	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" }, { .key = "burst" },
+			     { .key = "action" } };
+	struct xrl_policy *pol = &x->c->policy;
+	struct xrl_rule_spec *r = &pol->rules[idx];
+	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	struct xrl_rule compiled;
+	const char *s;
+	__u64 v;
+	int rc, a;
+
+	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
+	rc = mapping(x, n, path, "rule", f, 6);
+	if (rc)
+		return rc;
+	if (is_null(n))
+		return at(x, n, "%s: expected a rule (a mapping with name, rate and burst), got nothing",
+			  path);
+	if (!f[0].v)
+		return at(x, n, "%s: missing 'name' (a rule needs a name, e.g. name: syn)", path);
+	if (!f[3].v)
+		return at(x, n, "%s: missing 'rate' (%s)", path, rate_what);
+	if (!f[4].v)
+		return at(x, n, "%s: missing 'burst' (how many packets may come at once, e.g. burst: 50)",
+			  path);
+
+	subpath(p2, path, ".name");
+	rc = scalar(x, f[0].v, p2, "a rule name", &s);
+	if (rc)
+		return rc;
+	if (!rule_name_ok(s))
+		return at(x, f[0].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			  p2, XRL_RULE_NAME_LEN - 1, desc(f[0].v, d, sizeof(d)));
+	for (size_t j = 0; j < idx; j++)
+		if (!strcmp(pol->rules[j].name, s))
+			return at(x, f[0].v, "%s: rule name '%s' is used twice (first at line %d)",
+				  p2, s, x->rule_line[j]);
+	xrl_rule_spec_init(r, s);
+	x->rule_line[idx] = (int)f[0].v->start_mark.line + 1;
+
+	if (f[1].v) {
+		rc = parse_match(x, f[1].v, path, r);
+		if (rc)
+			return rc;
+	}
+	if (f[2].v) {
+		rc = parse_key(x, f[2].v, path, r);
+		if (rc)
+			return rc;
+	}
+
+	subpath(p2, path, ".rate");
+	rc = scalar(x, f[3].v, p2, rate_what, &s);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(s, &r->rate, msg, sizeof(msg)))
+		return at(x, f[3].v, "%s: expected %s, got %s%s", p2, rate_what,
+			  desc(f[3].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
+
+	subpath(p2, path, ".burst");
+	rc = uint_val(x, f[4].v, p2, "a whole number of packets from 1 to 100000000",
+		      1, XRL_GCRA_BURST_MAX, &v);
+	if (rc)
+		return rc;
+	r->burst = (__u32)v;
+
+	if (f[5].v) {
+		subpath(p2, path, ".action");
+		rc = ENUM(x, f[5].v, p2, acts, avals, &a);
+		if (rc)
+			return rc;
+		r->action = (__u8)a;
+	}
+
+	/* rate and burst within what the arithmetic can hold, here with a line */
+	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))
+		return at(x, f[3].v, "%s: %s", path, msg);
+	pol->n_rules = (__u32)idx + 1;
+	return 0;
+}
+
+static int parse_rules(struct cx *x, yaml_node_t *n)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	rc = sequence(x, n, "xdp.rules", "rules (- name: ...)", &items, &count);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		yaml_node_t *it = item(x, items, i);
+
+		if (i >= XRL_MAX_RULES)
+			return at(x, it, "xdp.rules[%zu]: at most %d rules", i, XRL_MAX_RULES);
+		rc = parse_rule(x, it, i);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int parse_xdp(struct cx *x, yaml_node_t *n)
+{
+	struct field f[] = { { .key = "allow" }, { .key = "rules" }, { .key = "buckets" }, { .key = "event_interval" } };
+	__u64 v;
+	int rc;
+
+	rc = mapping(x, n, "xdp", "xdp", f, 4);
+	if (rc)
+		return rc;
+	x->c->has_xdp = true;
+	if (f[0].v && (rc = parse_allow(x, f[0].v)))
+		return rc;
+	if (f[1].v && (rc = parse_rules(x, f[1].v)))
+		return rc;
+	if (f[2].v) {
+		rc = uint_val(x, f[2].v, "xdp.buckets",
+			      "a bucket table size from 1024 to 268435456 entries", 1024, 1u << 28, &v);
+		if (rc)
+			return rc;
+		x->c->buckets_max = (__u32)v;
+	}
+	if (f[3].v && (rc = dur_val(x, f[3].v, "xdp.event_interval", &x->c->event_interval_ns)))
+		return rc;
+	return 0;
+}
+
+static int parse_penalty(struct cx *x, yaml_node_t *n)
+{
+	struct field f[] = { { .key = "strikes" }, { .key = "window" }, { .key = "base" }, { .key = "max" } };
+	static const char *const why[] = {
+		"refusal windows before a source is denied, e.g. 3",
+		"the length of a strike window, e.g. 60s",
+		"the first denial's length, e.g. 60s",
+		"the longest denial, e.g. 1h",
+	};
+	struct xrl_penalty_cfg *p = &x->c->penalty;
+	__u64 v;
+	int rc;
+
+	rc = mapping(x, n, "penalty", "penalty", f, 4);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < 4; i++)
+		if (!f[i].v)
+			return at(x, n, "penalty: missing '%s' (%s); a penalty section needs strikes, window, base and max",
+				  f[i].key, why[i]);
+	rc = uint_val(x, f[0].v, "penalty.strikes", "a whole number of strikes, 1 or more",
+		      1, UINT32_MAX, &v);
+	if (rc)
+		return rc;
+	p->strikes = (__u32)v;
+	if ((rc = dur_val(x, f[1].v, "penalty.window", &p->window_ns)) ||
+	    (rc = dur_val(x, f[2].v, "penalty.base", &p->base_ns)) ||
+	    (rc = dur_val(x, f[3].v, "penalty.max", &p->max_ns)))
+		return rc;
+	if (p->base_ns > p->max_ns)
+		return at(x, f[2].v, "penalty.base: expected base <= max, got base %s and max %s",
+			  sval(f[2].v), sval(f[3].v));
+	p->enabled = true;
+	return 0;
+}
+
+/* "127.0.0.1:9100", "[::1]:9100", "localhost:9100". */
+static bool hostport_ok(const char *s)
+{
+	char host[64], a[16];
+	const char *colon, *p;
+	unsigned long port;
+	char *end;
+	size_t hl;
+
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return false;
+		hl = (size_t)(rb - s - 1);
+		if (!hl || hl >= sizeof(host))
+			return false;
+		memcpy(host, s + 1, hl);
+		host[hl] = '\0';
+		if (inet_pton(AF_INET6, host, a) != 1)
+			return false;
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s)))
+			return false;
+		hl = (size_t)(colon - s);
+		if (hl >= sizeof(host))
+			return false;
+		memcpy(host, s, hl);
+		host[hl] = '\0';
+		if (inet_pton(AF_INET, host, a) != 1) {
+			/* a host name: letters, digits, '-' and '.', no empty label */
+			if (host[0] == '.' || host[0] == '-' || host[hl - 1] == '.' ||
+			    strstr(host, ".."))
+				return false;
+			for (p = host; *p; p++)
+				if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.')
+					return false;
+		}
+	}
+	if (!isdigit((unsigned char)colon[1]))
+		return false;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	return !*end && !errno && port >= 1 && port <= 65535;
+}
+
+static int parse_top(struct cx *x, yaml_node_t *root)
+{
+	static const char *const exits[] = { "detach", "keep" };
+	static const int evals[] = { 1, 0 };
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	static const int lvals[] = { XRL_LOG_ERR, XRL_LOG_WARN, XRL_LOG_INFO, XRL_LOG_DEBUG };
+	static const char metrics_what[] =
+		"HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535";
+	struct field f[] = { { .key = "interfaces" }, { .key = "xdp" }, { .key = "penalty" }, { .key = "metrics" },
+			     { .key = "on_exit" }, { .key = "log_level" }, { .key = "http" } };
+	const char *s;
+	char d[64];
+	int rc, v;
+
+	if (!root || is_null(root))
+		return 0;
+	rc = mapping(x, root, NULL, "the top level", f, 7);
+	if (rc)
+		return rc;
+	if (f[0].v && (rc = parse_ifaces(x, f[0].v)))
+		return rc;
+	if (f[1].v && (rc = parse_xdp(x, f[1].v)))
+		return rc;
+	if (f[2].v && (rc = parse_penalty(x, f[2].v)))
+		return rc;
+	if (f[3].v) {
+		rc = scalar(x, f[3].v, "metrics", metrics_what, &s);
+		if (rc)
+			return rc;
+		if (strlen(s) >= sizeof(x->c->metrics) || !hostport_ok(s))
+			return at(x, f[3].v, "metrics: expected %s, got %s", metrics_what,
+				  desc(f[3].v, d, sizeof(d)));
+		snprintf(x->c->metrics, sizeof(x->c->metrics), "%s", s);
+	}
+	if (f[4].v) {
+		rc = ENUM(x, f[4].v, "on_exit", exits, evals, &v);
+		if (rc)
+			return rc;
+		x->c->on_exit_detach = v;
+	}
+	if (f[5].v) {
+		rc = ENUM(x, f[5].v, "log_level", levels, lvals, &v);
+		if (rc)
+			return rc;
+		x->c->log_level = v;
+	}
+	if (f[6].v) {
+		/* the identity tier's section: only its shape is checked here */
+		if (f[6].v->type != YAML_MAPPING_NODE && !is_null(f[6].v))
+			return at(x, f[6].v, "http: expected a mapping, got %s",
+				  desc(f[6].v, d, sizeof(d)));
+		x->c->has_http = true;
+	}
+	return 0;
+}
+
+/* ---- entry points ------------------------------------------------------ */
+
+/* libyaml's own error, with its position. */
+static int yaml_fail(struct cx *x, const yaml_parser_t *ps, const char *buf, size_t len)
+{
+	size_t line = ps->problem_mark.line + 1, col = ps->problem_mark.column + 1;
+	const char *problem = ps->problem ? ps->problem : "unknown error";
+
+	switch (ps->error) {
+	case YAML_MEMORY_ERROR:
+		snprintf(x->err, x->errlen, "%s: out of memory reading YAML", x->name);
+		return -ENOMEM;
+	case YAML_READER_ERROR:
+		/* a byte offset only (bad encoding): count the lines */
+		line = 1;
+		col = 1;
+		for (size_t i = 0; i < ps->problem_offset && i < len; i++) {
+			if (buf[i] == '\n') {
+				line++;
+				col = 1;
+			} else {
+				col++;
+			}
+		}
+		if (ps->problem_value != -1)
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML error: %s (byte 0x%02x)",
+				 x->name, line, col, problem, (unsigned)ps->problem_value & 0xff);
+		else
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML error: %s",
+				 x->name, line, col, problem);
+		return -EINVAL;
+	default:
+		if (ps->context)
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s (%s at line %zu column %zu)",
+				 x->name, line, col, problem, ps->context,
+				 ps->context_mark.line + 1, ps->context_mark.column + 1);
+		else
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s",
+				 x->name, line, col, problem);
+		return -EINVAL;
+	}
+}
+
+int xrl_config_parse(const char *buf, size_t len, const char *name,
+		     struct xrld_config *out, char *err, size_t errlen)
+{
+	char scratch[XRL_ERRLEN], msg[XRL_ERRLEN];
+	struct cx x = { .name = name ? name : "<config>" };
+	yaml_document_t doc, doc2;
+	yaml_parser_t ps;
+	yaml_node_t *root2;
+	int rc;
+
+	/* messages always go somewhere, so checks need not test err */
+	x.err = err && errlen ? err : scratch;
+	x.errlen = err && errlen ? errlen : sizeof(scratch);
+	x.err[0] = '\0';
+	if (!buf)
+		buf = "";
+
+	x.c = calloc(1, sizeof(*x.c));
+	if (!x.c) {
+		snprintf(x.err, x.errlen, "%s: out of memory", x.name);
+		return -ENOMEM;
+	}
+	x.c->log_level = -1;
+
+	if (!yaml_parser_initialize(&ps)) {
+		free(x.c);
+		snprintf(x.err, x.errlen, "%s: out of memory", x.name);
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&ps, (const unsigned char *)buf, len);
+	if (!yaml_parser_load(&ps, &doc)) {
+		rc = yaml_fail(&x, &ps, buf, len);
+		goto out_parser;
+	}
+	x.doc = &doc;
+
+	/* one document: a second would be silently ignored otherwise */
+	if (!yaml_parser_load(&ps, &doc2)) {
+		rc = yaml_fail(&x, &ps, buf, len);
+		goto out_doc;
+	}
+	root2 = yaml_document_get_root_node(&doc2);
+	if (root2) {
+		x.doc = &doc2;
+		rc = at(&x, root2, "expected one YAML document, but a second one starts here");
+		yaml_document_delete(&doc2);
+		goto out_doc;
+	}
+	yaml_document_delete(&doc2);
+
+	rc = parse_top(&x, yaml_document_get_root_node(&doc));
+	if (rc)
+		goto out_doc;
+
+	rc = xrl_policy_validate(&x.c->policy, msg, sizeof(msg));
+	if (rc) {
+		snprintf(x.err, x.errlen, "%s: %s", x.name, msg);
+		goto out_doc;
+	}
+	memcpy(out, x.c, sizeof(*out));
+
+out_doc:
+	yaml_document_delete(&doc);
+out_parser:
+	yaml_parser_delete(&ps);
+	free(x.c);
+	return rc;
+}
+
+int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen)
+{
+	size_t len = 0, cap = 4096;
+	char *buf;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "couldn't read %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	buf = malloc(cap);
+	if (!buf) {
+		close(fd);
+		if (err && errlen)
+			snprintf(err, errlen, "couldn't read %s: %s", path, strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap > CFG_FILE_MAX) {
+				if (err && errlen)
+					snprintf(err, errlen,
+						 "couldn't read %s: larger than %d KiB, too large for a policy file",
+						 path, CFG_FILE_MAX / 1024);
+				rc = -EFBIG;
+				goto out;
+			}
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				if (err && errlen)
+					snprintf(err, errlen, "couldn't read %s: %s", path,
+						 strerror(ENOMEM));
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			if (err && errlen)
+				snprintf(err, errlen, "couldn't read %s: %s", path, strerror(-rc));
+			goto out;
+		}
+		if (!n)
+			break;
+		len += (size_t)n;
+	}
+	rc = xrl_config_parse(buf, len, path, out, err, errlen);
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+/* ---- summary ----------------------------------------------------------- */
+
+struct sb {
+	char *buf;
+	size_t len, off;
+	bool full;
+};
+
+static void put(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct sb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->full || !b->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->buf + b->off, b->len - b->off, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->len - b->off) {
+		b->full = true;
+		b->off = b->len - 1;
+		return;
+	}
+	b->off += (size_t)n;
+}
+
+static const struct {
+	const char *name;
+	__u64 ns;
+} units[] = {
+	{ "d", 86400ULL * XRL_NSEC_PER_SEC }, { "h", 3600ULL * XRL_NSEC_PER_SEC },
+	{ "min", 60ULL * XRL_NSEC_PER_SEC }, { "s", XRL_NSEC_PER_SEC },
+	{ "ms", 1000000ULL }, { "us", 1000ULL }, { "ns", 1ULL },
+};
+
+/* ns as the largest unit that divides it: 60e9 -> "1min", 90e9 -> "90s". */
+static const char *dur_str(__u64 ns, char *buf, size_t len)
+{
+	size_t i;
+
+	if (!ns) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]) - 1; i++)
+		if (ns % units[i].ns == 0)
+			break;
+	snprintf(buf, len, "%" PRIu64 "%s", (uint64_t)(ns / units[i].ns), units[i].name);
+	return buf;
+}
+
+static __u64 gcd(__u64 a, __u64 b)
+{
+	while (b) {
+		__u64 t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* {100, 1e9} -> "100/s", {10, 60e9} -> "10/min", {1, 6e9} -> "1/6s",
+ * {25, 10e9} -> "2.5/s". */
+static const char *rate_str(const struct xrl_rate *r, char *buf, size_t len)
+{
+	__u64 tokens = r->tokens, k, g;
+	size_t i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]) - 1; i++)
+		if (r->period_ns && r->period_ns % units[i].ns == 0)
+			break;
+	k = r->period_ns / units[i].ns;
+	g = gcd(tokens, k);
+	if (g > 1) {
+		tokens /= g;
+		k /= g;
+	}
+	if (k != 1 && r->period_ns) {
+		/* a decimal count as written: 2.5/s is {25, 10 s} */
+		unsigned __int128 milli = (unsigned __int128)r->tokens * units[i].ns * 1000;
+
+		if (milli % r->period_ns == 0 && milli / r->period_ns >= 1000 &&
+		    milli / r->period_ns <= UINT64_MAX) {
+			__u64 m = (__u64)(milli / r->period_ns);
+			char frac[8];
+			int n;
+
+			n = snprintf(frac, sizeof(frac), "%03u", (unsigned)(m % 1000));
+			while (n > 0 && frac[n - 1] == '0')
+				frac[--n] = '\0';
+			snprintf(buf, len, "%" PRIu64 ".%s/%s", (uint64_t)(m / 1000), frac,
+				 units[i].name);
+			return buf;
+		}
+	}
+	if (k == 1)
+		snprintf(buf, len, "%" PRIu64 "/%s", (uint64_t)tokens, units[i].name);
+	else
+		snprintf(buf, len, "%" PRIu64 "/%" PRIu64 "%s", (uint64_t)tokens, (uint64_t)k,
+			 units[i].name);
+	return buf;
+}
+
+static const char *mode_str(enum xrl_attach_mode m)
+{
+	return m == XRL_MODE_SKB ? "skb" : m == XRL_MODE_AUTO ? "auto" : "native";
+}
+
+int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	struct sb b = { .buf = buf, .len = len };
+	const struct xrl_policy *p = &c->policy;
+	char a[64], r[48], d1[32], d2[32], d3[32];
+	__u32 v4 = 0;
+
+	if (!buf || !len)
+		return -ENOSPC;
+	buf[0] = '\0';
+
+	put(&b, "interfaces:");
+	if (!c->n_ifaces)
+		put(&b, " none");
+	for (__u32 i = 0; i < c->n_ifaces; i++)
+		put(&b, "%s %s (%s)", i ? "," : "", c->ifaces[i].name, mode_str(c->ifaces[i].mode));
+	put(&b, "\n");
+
+	if (!c->has_xdp) {
+		put(&b, "xdp: no section\n");
+	} else {
+		for (__u32 i = 0; i < p->n_allow; i++)
+			v4 += p->allow[i].family == XRL_AF_INET;
+		put(&b, "allow: %u prefix%s (%u IPv4, %u IPv6)\n", p->n_allow,
+		    p->n_allow == 1 ? "" : "es", v4, p->n_allow - v4);
+		put(&b, "rules: %u\n", p->n_rules);
+		for (__u32 i = 0; i < p->n_rules; i++) {
+			const struct xrl_rule_spec *s = &p->rules[i];
+
+			put(&b, "  %s: %s%s", s->name,
+			    s->proto == XRL_PROTO_TCP ? "tcp" : s->proto == XRL_PROTO_UDP ? "udp" : "any proto",
+			    s->tcp_class == XRL_TCP_SYN ? " syn" : "");
+			if (s->has_dst)
+				put(&b, " to %s", xrl_prefix_str(&s->dst, a, sizeof(a)));
+			for (__u32 j = 0; j < s->n_ports; j++) {
+				put(&b, "%s%u", j ? "," : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi ? " ports " : " port ", s->ports[j].lo);
+				if (s->ports[j].hi != s->ports[j].lo)
+					put(&b, "-%u", s->ports[j].hi);
+			}
+			put(&b, ", key /%u /%u, %s burst %u, %s\n", s->key_plen4, s->key_plen6,
+			    rate_str(&s->rate, r, sizeof(r)), s->burst,
+			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
+		}
+		put(&b, "buckets: %u%s, event interval %s%s\n",
+		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
+		    c->buckets_max ? "" : " (default)",
+		    dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC,
+			    d1, sizeof(d1)),
+		    c->event_interval_ns ? "" : " (default)");
+	}
+
+	if (c->penalty.enabled)
+		put(&b, "penalty: %u strike%s within %s -> deny %s, doubling up to %s\n",
+		    c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
+		    dur_str(c->penalty.window_ns, d1, sizeof(d1)),
+		    dur_str(c->penalty.base_ns, d2, sizeof(d2)),
+		    dur_str(c->penalty.max_ns, d3, sizeof(d3)));
+	else
+		put(&b, "penalty: off\n");
+	put(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");
+	put(&b, "on exit: %s\n", c->on_exit_detach ? "detach" : "keep attached");
+	if (c->log_level >= 0 && c->log_level <= XRL_LOG_DEBUG)
+		put(&b, "log level: %s\n", levels[c->log_level]);
+	if (c->has_http)
+		put(&b, "http: present (read by the identity tier)\n");
+	return b.full ? -ENOSPC : 0;
+}
