@@ -132,5 +132,5 @@ else
 fi
 say "Full counters: xrl-load stats (below). Tearing the lab down."
 hr
-sed 's/^/  /' <<<"$XRL_SNAP" | grep -Ev ' 0$| 0 0$'
+grep -Ev ' 0$| 0 0$' <<<"$XRL_SNAP" | sed 's/^/  /'
 xrl detach "$LAB_PROT_IF" >/dev/null

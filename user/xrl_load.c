@@ -244,9 +244,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
-	rc = xrl_open(&o, &h);
+	/* only attach loads and attaches; every other verb works on the pins */
+	rc = !strcmp(cmd, "attach") ? xrl_open(&o, &h) : xrl_open_pinned(o.pin_root, o.ifname, &h);
 	if (rc) {
-		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s\n", o.ifname, strerror(-rc));
+		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s%s\n", o.ifname, strerror(-rc),
+			rc == -ENOENT && strcmp(cmd, "attach") ? " (not attached: run attach first)" : "");
 		return 1;
 	}
 	if (!strcmp(cmd, "attach") || !strcmp(cmd, "policy")) {

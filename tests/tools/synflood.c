@@ -32,7 +32,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/ethtool.h>
 #include <linux/if_ether.h>
+#include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <pthread.h>
@@ -142,6 +144,7 @@ struct cfg {
 	int batch;
 	unsigned payload;
 	bool verbose;
+	bool allow_physical;
 };
 
 struct thr {
@@ -188,7 +191,8 @@ static void usage(FILE *f)
 "  --sources CIDR     spoofed source population (default 198.51.100.0/24,\n"
 "                     or 2001:db8:5::/64 with --ipv6); random addresses in it\n"
 "  --nsrc N           instead: N sequential sources starting at the --sources\n"
-"                     address, used round-robin\n"
+"                     address (e.g. 198.51.100.10/24), used round-robin; a bare\n"
+"                     address is a /32 (/128) and holds one source\n"
 "  --udp              UDP datagrams instead of TCP SYNs\n"
 "  --ipv6             IPv6 (implied by an IPv6 --dst)\n"
 "  --vlan ID          add an 802.1Q tag with VLAN ID (0..4095)\n"
@@ -199,6 +203,10 @@ static void usage(FILE *f)
 "  --threads N        sender threads (default 1, at most %d)\n"
 "  --cpus LIST        pin thread i to CPU LIST[i %% len], e.g. 0 or 0,1 or 0-3\n"
 "  --batch N          frames per sendmmsg (default 64, at most %d)\n"
+"  --allow-physical   also send on a physical NIC (default: virtual devices\n"
+"                     only - veth, dummy, tun, macvlan, ipvlan, VLAN, bridge,\n"
+"                     loopback - so spoofed frames cannot leave the machine\n"
+"                     by mistake)\n"
 "  -v, --verbose      per-thread details on stderr\n"
 "  -h, --help         this text\n"
 "\n"
@@ -666,7 +674,7 @@ static void parse_args(int argc, char **argv)
 	enum {
 		O_DEV = 256, O_SRC_MAC, O_DST_MAC, O_DST, O_DPORT, O_SPORT, O_SOURCES,
 		O_NSRC, O_UDP, O_IPV6, O_VLAN, O_PAYLOAD, O_RATE, O_DURATION,
-		O_COUNT, O_THREADS, O_CPUS, O_BATCH,
+		O_COUNT, O_THREADS, O_CPUS, O_BATCH, O_ALLOW_PHYS,
 	};
 	static const struct option opts[] = {
 		{ "dev",      required_argument, NULL, O_DEV },
@@ -687,6 +695,7 @@ static void parse_args(int argc, char **argv)
 		{ "threads",  required_argument, NULL, O_THREADS },
 		{ "cpus",     required_argument, NULL, O_CPUS },
 		{ "batch",    required_argument, NULL, O_BATCH },
+		{ "allow-physical", no_argument, NULL, O_ALLOW_PHYS },
 		{ "verbose",  no_argument,       NULL, 'v' },
 		{ "help",     no_argument,       NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -770,6 +779,9 @@ static void parse_args(int argc, char **argv)
 			if (!C.batch)
 				die_usage("--batch: must be at least 1");
 			break;
+		case O_ALLOW_PHYS:
+			C.allow_physical = true;
+			break;
 		case 'v':
 			C.verbose = true;
 			break;
@@ -830,7 +842,8 @@ static void parse_args(int argc, char **argv)
 			space = host >= 64 ? UINT64_MAX : (1ull << host);
 			if (host < 64 && (C.nsrc > space || offset > space - C.nsrc))
 				die_usage("--nsrc %" PRIu64 " from %s runs past the end of the "
-					  "prefix", C.nsrc, sources);
+					  "prefix /%d (give a wider one, e.g. --sources "
+					  "198.51.100.10/24)", C.nsrc, sources, C.src_plen);
 		} else {
 			/* random: the host bits are drawn, so zero them here */
 			for (int i = 0; i < alen; i++) {
@@ -875,6 +888,26 @@ static void iface_setup(void)
 		die("couldn't read the flags of %s: %s", C.dev, strerror(errno));
 	if (!(ifr.ifr_flags & IFF_UP))
 		die("couldn't send on %s: the interface is down", C.dev);
+	if (!(ifr.ifr_flags & IFF_LOOPBACK) && !C.allow_physical) {
+		/* spoofed sources belong in a lab: only virtual devices unless asked */
+		static const char *const virt[] = {
+			"veth", "dummy", "tun", "macvlan", "ipvlan", "802.1Q VLAN Support",
+			"bridge", "vxlan", "geneve", "netkit",
+		};
+		struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+		bool ok = false;
+
+		ifr.ifr_data = (char *)&di;
+		if (ioctl(fd, SIOCETHTOOL, &ifr) == 0) {
+			for (size_t i = 0; i < sizeof(virt) / sizeof(virt[0]); i++)
+				ok |= !strcmp(di.driver, virt[i]);
+		}
+		if (!ok)
+			die_usage("--dev %s (driver '%s') is not a virtual device: refusing to "
+				  "send spoofed frames out of this machine; add --allow-physical "
+				  "if that is really meant", C.dev,
+				  di.driver[0] ? di.driver : "unknown");
+	}
 	close(fd);
 }
 
@@ -923,12 +956,16 @@ int main(int argc, char **argv)
 
 		inet_ntop(C.family, C.src, a, sizeof(a));
 		inet_ntop(C.family, C.dst, d, sizeof(d));
-		fprintf(stderr, PROG ": dev=%s %s %s -> %s port %u, sources %s/%d %s%" PRIu64
-			", %zu-byte frames, rate=%" PRIu64 " duration=%g count=%" PRIu64
-			" threads=%d\n", C.dev, C.udp ? "UDP" : "TCP SYN",
-			C.family == AF_INET ? "IPv4" : "IPv6", d, C.dport, a, C.src_plen,
-			C.nsrc ? "sequential n=" : "random", C.nsrc, frame_len(), C.rate,
-			C.duration, C.count, C.threads);
+		fprintf(stderr, PROG ": dev=%s %s %s -> %s port %u, sources %s/%d (",
+			C.dev, C.udp ? "UDP" : "TCP SYN", C.family == AF_INET ? "IPv4" : "IPv6",
+			d, C.dport, a, C.src_plen);
+		if (C.nsrc)
+			fprintf(stderr, "%" PRIu64 " sequential", C.nsrc);
+		else
+			fprintf(stderr, "random");
+		fprintf(stderr, "), %zu-byte frames, rate=%" PRIu64 " duration=%g count=%"
+			PRIu64 " threads=%d\n", frame_len(), C.rate, C.duration, C.count,
+			C.threads);
 	}
 
 	if (pthread_barrier_init(&g_barrier, NULL, (unsigned)C.threads + 1))
