@@ -28,8 +28,11 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench clean install deps
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c
+LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+HTTP_SRCS  := user/limiter.c user/http_tier.c
+HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
+HTTP_LIBS  := -lmicrohttpd -lhiredis -ljansson -lcrypto -lpthread
 TOOL       := $(BUILD)/xrl-load
 XRLD       := $(BUILD)/xrld
 XRLCTL     := $(BUILD)/xrlctl
@@ -76,9 +79,13 @@ $(TOOL): $(BUILD)/user/xrl_load.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
-$(XRLD): $(BUILD)/user/xrld.o $(BUILD)/libxrl.a
+$(BUILD)/libxrlhttp.a: $(HTTP_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(XRLD): $(BUILD)/user/xrld.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) -lmicrohttpd -lpthread
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
 
 $(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)

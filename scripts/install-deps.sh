@@ -7,7 +7,8 @@ set -euo pipefail
 PKGS=(
 	make gcc clang llvm pkg-config
 	libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
-	libcmocka-dev libyaml-dev libmicrohttpd-dev
+	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
+	redis-server nginx wrk
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump
 	nftables iptables gnuplot-nox
 )

@@ -58,6 +58,10 @@ static int at(struct cx *x, const yaml_node_t *n, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(x->err + off, x->errlen - (size_t)off, fmt, ap);
 	va_end(ap);
+	/* one line, whatever the values quoted in it held */
+	for (char *p = x->err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	return -EINVAL;
 }
 
@@ -94,10 +98,15 @@ static const char *desc(const yaml_node_t *n, char *buf, size_t len)
 			return "nothing";
 		v = sval(n);
 		l = strlen(v);
-		if (l > 40)
-			snprintf(buf, len, "'%.37s...'", v);
-		else
+		if (l > 40) {
+			/* cut at a character boundary, not inside a UTF-8 sequence */
+			l = 37;
+			while (l && ((unsigned char)v[l] & 0xc0) == 0x80)
+				l--;
+			snprintf(buf, len, "'%.*s...'", (int)l, v);
+		} else {
 			snprintf(buf, len, "'%s'", v);
+		}
 		return buf;
 	default:
 		return "an empty node";
@@ -295,7 +304,7 @@ static int mapping(struct cx *x, yaml_node_t *n, const char *path, const char *w
 		   struct field *f, size_t nf)
 {
 	const char *sep = path ? ": " : "";
-	char d[64], list[160];
+	char d[64], list[512];
 	size_t off = 0;
 
 	if (!path)
@@ -845,6 +854,278 @@ static bool hostport_ok(const char *s)
 	return !*end && !errno && port >= 1 && port <= 65535;
 }
 
+/* ---- http: the identity tier ------------------------------------------ */
+
+static int bool_val(struct cx *x, const yaml_node_t *n, const char *path, bool *out)
+{
+	static const char *const words[] = { "true", "false", "yes", "no", "on", "off" };
+	static const int vals[] = { 1, 0, 1, 0, 1, 0 };
+	int v, rc;
+
+	rc = ENUM(x, n, path, words, vals, &v);
+	if (!rc)
+		*out = v;
+	return rc;
+}
+
+static int rate_val(struct cx *x, const yaml_node_t *n, const char *path, struct xrl_rate *r)
+{
+	static const char what[] = "COUNT/PERIOD such as 100/s, 10/min or 1/6s";
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(s, r, msg, sizeof(msg)))
+		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
+			  detail(msg, s, dt, sizeof(dt)));
+	return 0;
+}
+
+static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
+{
+	static const char *const be[] = { "open", "closed", "local" };
+	static const int bev[] = { XRL_BE_OPEN, XRL_BE_CLOSED, XRL_BE_LOCAL };
+	static const char *const mk[] = { "skip", "refuse", "client_ip" };
+	static const int mkv[] = { XRL_MISSING_SKIP, XRL_MISSING_REFUSE, XRL_MISSING_CLIENT_IP };
+	static const char key_what[] = "header:NAME, bearer or client_ip";
+	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" },
+			     { .key = "burst" }, { .key = "cost" }, { .key = "on_backend_error" },
+			     { .key = "on_missing_key" }, { .key = "shadow" } };
+	struct field m[] = { { .key = "method" }, { .key = "path_prefix" } };
+	struct xrl_http_rule *r = &x->c->http.rules[idx];
+	char path[PATHLEN], p2[PATHLEN], d[64];
+	const char *s;
+	__u64 v;
+	int rc, e;
+
+	snprintf(path, sizeof(path), "http.rules[%zu]", idx);
+	rc = mapping(x, n, path, "http rule", f, 9);
+	if (rc)
+		return rc;
+	if (is_null(n) || !f[0].v || !f[3].v || !f[4].v)
+		return at(x, n, "%s: a rule needs name, rate and burst", path);
+	memset(r, 0, sizeof(*r));
+	subpath(p2, path, ".name");
+	if ((rc = scalar(x, f[0].v, p2, "a rule name", &s)))
+		return rc;
+	if (!rule_name_ok(s))
+		return at(x, f[0].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			  p2, XRL_RULE_NAME_LEN - 1, desc(f[0].v, d, sizeof(d)));
+	for (size_t j = 0; j < idx; j++)
+		if (!strcmp(x->c->http.rules[j].name, s))
+			return at(x, f[0].v, "%s: rule name '%s' is used twice", p2, s);
+	snprintf(r->name, sizeof(r->name), "%s", s);
+	r->key_kind = XRL_KEY_CLIENT_IP;
+	r->cost = 1;
+
+	if (f[1].v) {
+		subpath(p2, path, ".match");
+		if ((rc = mapping(x, f[1].v, p2, "match", m, 2)))
+			return rc;
+		if (m[0].v) {
+			subpath(p2, path, ".match.method");
+			if ((rc = scalar(x, m[0].v, p2, "an HTTP method such as POST", &s)))
+				return rc;
+			if (!*s || strlen(s) >= sizeof(r->method) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
+				return at(x, m[0].v, "%s: expected an HTTP method in capitals such as POST, got %s",
+					  p2, desc(m[0].v, d, sizeof(d)));
+			snprintf(r->method, sizeof(r->method), "%s", s);
+		}
+		if (m[1].v) {
+			subpath(p2, path, ".match.path_prefix");
+			if ((rc = scalar(x, m[1].v, p2, "a path starting with /", &s)))
+				return rc;
+			if (s[0] != '/' || strlen(s) >= sizeof(r->path_prefix))
+				return at(x, m[1].v, "%s: expected a path starting with /, got %s", p2,
+					  desc(m[1].v, d, sizeof(d)));
+			snprintf(r->path_prefix, sizeof(r->path_prefix), "%s", s);
+		}
+	}
+	if (f[2].v) {
+		subpath(p2, path, ".key");
+		if ((rc = scalar(x, f[2].v, p2, key_what, &s)))
+			return rc;
+		if (!strcmp(s, "bearer")) {
+			r->key_kind = XRL_KEY_BEARER;
+		} else if (!strcmp(s, "client_ip")) {
+			r->key_kind = XRL_KEY_CLIENT_IP;
+		} else if (!strncmp(s, "header:", 7) && s[7] && strlen(s + 7) < sizeof(r->header) &&
+			   strspn(s + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
+				   strlen(s + 7)) {
+			r->key_kind = XRL_KEY_HEADER;
+			snprintf(r->header, sizeof(r->header), "%s", s + 7);
+		} else {
+			return at(x, f[2].v, "%s: expected %s, got %s", p2, key_what, desc(f[2].v, d, sizeof(d)));
+		}
+	}
+	subpath(p2, path, ".rate");
+	if ((rc = rate_val(x, f[3].v, p2, &r->rate)))
+		return rc;
+	subpath(p2, path, ".burst");
+	if ((rc = uint_val(x, f[4].v, p2, "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX, &v)))
+		return rc;
+	r->burst = (__u32)v;
+	if (f[5].v) {
+		subpath(p2, path, ".cost");
+		if ((rc = uint_val(x, f[5].v, p2, "a whole number of tokens, 1 or more, at most the burst",
+				   1, r->burst, &v)))
+			return rc;
+		r->cost = (__u32)v;
+	}
+	if (f[6].v) {
+		subpath(p2, path, ".on_backend_error");
+		if ((rc = ENUM(x, f[6].v, p2, be, bev, &e)))
+			return rc;
+		r->on_backend_error = (enum xrl_backend_err)e;
+	}
+	if (f[7].v) {
+		subpath(p2, path, ".on_missing_key");
+		if ((rc = ENUM(x, f[7].v, p2, mk, mkv, &e)))
+			return rc;
+		r->on_missing_key = (enum xrl_missing_key)e;
+	}
+	if (f[8].v) {
+		subpath(p2, path, ".shadow");
+		if ((rc = bool_val(x, f[8].v, p2, &r->shadow)))
+			return rc;
+	}
+	if (xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
+		return at(x, f[3].v, "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
+	x->c->http.n_rules = (__u32)idx + 1;
+	return 0;
+}
+
+static int parse_http(struct cx *x, yaml_node_t *n)
+{
+	struct field f[] = { { .key = "listen" }, { .key = "backend" }, { .key = "redis_timeout" },
+			     { .key = "breaker_cooldown" }, { .key = "trusted_proxies" }, { .key = "headers" },
+			     { .key = "max_connections" }, { .key = "idle_timeout" },
+			     { .key = "max_header_bytes" }, { .key = "max_keys" }, { .key = "threads" },
+			     { .key = "shed" }, { .key = "penalty" }, { .key = "rules" } };
+	struct field hf[] = { { .key = "ietf" }, { .key = "x_ratelimit" } };
+	struct field sf[] = { { .key = "rate" }, { .key = "burst" } };
+	struct xrl_http_cfg *h = &x->c->http;
+	char msg[XRL_ERRLEN], d[64];
+	yaml_node_item_t *items;
+	size_t count;
+	const char *s;
+	__u64 v;
+	int rc;
+
+	xrl_http_cfg_init(h);
+	x->c->has_http = true;
+	if ((rc = mapping(x, n, "http", "http", f, 14)))
+		return rc;
+	if (f[0].v) {
+		if ((rc = scalar(x, f[0].v, "http.listen", "HOST:PORT such as 127.0.0.1:9090", &s)))
+			return rc;
+		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
+			return at(x, f[0].v, "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
+				  desc(f[0].v, d, sizeof(d)));
+		snprintf(h->listen, sizeof(h->listen), "%s", s);
+	}
+	if (f[1].v) {
+		if ((rc = scalar(x, f[1].v, "http.backend", "memory or redis://HOST:PORT[/DB]", &s)))
+			return rc;
+		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
+			return at(x, f[1].v, "http.%s", msg);
+	}
+	if (f[2].v && (rc = dur_val(x, f[2].v, "http.redis_timeout", &h->redis_timeout_ns)))
+		return rc;
+	if (f[3].v && (rc = dur_val(x, f[3].v, "http.breaker_cooldown", &h->breaker_cooldown_ns)))
+		return rc;
+	if (f[4].v) {
+		if ((rc = sequence(x, f[4].v, "http.trusted_proxies", "address prefixes", &items, &count)))
+			return rc;
+		for (size_t i = 0; i < count; i++) {
+			char p2[PATHLEN];
+
+			if (i >= XRL_HTTP_MAX_TRUSTED)
+				return at(x, item(x, items, i), "http.trusted_proxies: at most %d entries",
+					  XRL_HTTP_MAX_TRUSTED);
+			snprintf(p2, sizeof(p2), "http.trusted_proxies[%zu]", i);
+			if ((rc = prefix_val(x, item(x, items, i), p2, &h->trusted[i])))
+				return rc;
+			h->n_trusted = (__u32)i + 1;
+		}
+	}
+	if (f[5].v) {
+		if ((rc = mapping(x, f[5].v, "http.headers", "headers", hf, 2)))
+			return rc;
+		if (hf[0].v && (rc = bool_val(x, hf[0].v, "http.headers.ietf", &h->ietf_headers)))
+			return rc;
+		if (hf[1].v && (rc = bool_val(x, hf[1].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
+			return rc;
+	}
+	if (f[6].v) {
+		if ((rc = uint_val(x, f[6].v, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
+			return rc;
+		h->max_connections = (__u32)v;
+	}
+	if (f[7].v && (rc = dur_val(x, f[7].v, "http.idle_timeout", &h->idle_timeout_ns)))
+		return rc;
+	if (f[8].v) {
+		if ((rc = uint_val(x, f[8].v, "http.max_header_bytes", "a number from 1024 to 1048576",
+				   1024, 1 << 20, &v)))
+			return rc;
+		h->max_header_bytes = (__u32)v;
+	}
+	if (f[9].v) {
+		if ((rc = uint_val(x, f[9].v, "http.max_keys", "a number from 1024 to 268435456",
+				   1024, 1u << 28, &v)))
+			return rc;
+		h->memory_max_keys = (__u32)v;
+	}
+	if (f[10].v) {
+		if ((rc = uint_val(x, f[10].v, "http.threads", "a number from 1 to 64", 1, 64, &v)))
+			return rc;
+		h->threads = (__u32)v;
+	}
+	if (f[11].v) {
+		if ((rc = mapping(x, f[11].v, "http.shed", "shed", sf, 2)))
+			return rc;
+		if (!sf[0].v || !sf[1].v)
+			return at(x, f[11].v, "http.shed: needs rate and burst (the capacity of the whole service)");
+		if ((rc = rate_val(x, sf[0].v, "http.shed.rate", &h->shed_rate)))
+			return rc;
+		if ((rc = uint_val(x, sf[1].v, "http.shed.burst", "a whole number from 1 to 100000000",
+				   1, XRL_GCRA_BURST_MAX, &v)))
+			return rc;
+		h->shed_burst = (__u32)v;
+		h->shed_enabled = true;
+	}
+	if (f[12].v) {
+		/* same shape as the top-level penalty section */
+		struct xrl_penalty_cfg saved = x->c->penalty;
+
+		if ((rc = parse_penalty(x, f[12].v)))
+			return rc;
+		h->penalty.enabled = true;
+		h->penalty.strikes = x->c->penalty.strikes;
+		h->penalty.window_ns = x->c->penalty.window_ns;
+		h->penalty.base_ns = x->c->penalty.base_ns;
+		h->penalty.max_ns = x->c->penalty.max_ns;
+		x->c->penalty = saved;
+	}
+	if (f[13].v) {
+		if ((rc = sequence(x, f[13].v, "http.rules", "rules (- name: ...)", &items, &count)))
+			return rc;
+		for (size_t i = 0; i < count; i++) {
+			if (i >= XRL_HTTP_MAX_RULES)
+				return at(x, item(x, items, i), "http.rules[%zu]: at most %d rules", i,
+					  XRL_HTTP_MAX_RULES);
+			if ((rc = parse_http_rule(x, item(x, items, i), i)))
+				return rc;
+		}
+	}
+	if ((rc = xrl_http_cfg_finish(h, msg, sizeof(msg))))
+		return at(x, n, "http: %s", msg);
+	return 0;
+}
+
 static int parse_top(struct cx *x, yaml_node_t *root)
 {
 	static const char *const exits[] = { "detach", "keep" };
@@ -892,11 +1173,9 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		x->c->log_level = v;
 	}
 	if (f[6].v) {
-		/* the identity tier's section: only its shape is checked here */
-		if (f[6].v->type != YAML_MAPPING_NODE && !is_null(f[6].v))
-			return at(x, f[6].v, "http: expected a mapping, got %s",
-				  desc(f[6].v, d, sizeof(d)));
-		x->c->has_http = true;
+		rc = parse_http(x, f[6].v);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }
@@ -1047,7 +1326,8 @@ int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t
 				rc = -EFBIG;
 				goto out;
 			}
-			nb = realloc(buf, cap * 2);
+			/* one byte past the limit tells a file at the limit from a larger one */
+			nb = realloc(buf, cap * 2 > CFG_FILE_MAX ? CFG_FILE_MAX + 1 : cap * 2);
 			if (!nb) {
 				if (err && errlen)
 					snprintf(err, errlen, "couldn't read %s: %s", path,
@@ -1056,7 +1336,7 @@ int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t
 				goto out;
 			}
 			buf = nb;
-			cap *= 2;
+			cap = cap * 2 > CFG_FILE_MAX ? CFG_FILE_MAX + 1 : cap * 2;
 		}
 		n = read(fd, buf + len, cap - len);
 		if (n < 0) {

@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 
+#include "http.h"
 #include "xrl.h"
 
 #define XRL_CFG_MAX_IFACES 16
@@ -42,6 +43,7 @@ struct xrld_config {
 	bool  on_exit_detach;           /* on_exit: detach | keep (default) */
 	int   log_level;                /* log_level: error|warning|info|debug; -1 unset */
 	bool  has_http;                 /* an http: section (the identity tier) */
+	struct xrl_http_cfg http;       /* valid when has_http */
 };
 
 /* Parse a YAML policy from a buffer; `name` is used in error messages. */

@@ -34,6 +34,7 @@
 #include <microhttpd.h>
 
 #include "config.h"
+#include "http.h"
 #include "ctl.h"
 #include "log.h"
 #include "report.h"
@@ -92,6 +93,7 @@ static struct {
 	struct pen_ent *pen;
 	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
 	struct MHD_Daemon *mhd;
+	struct xrl_http_server *http;     /* the identity tier, when configured */
 	pthread_mutex_t lock;        /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 } D = { .sock_path = XRL_SOCKET_DEFAULT, .pin_root = XRL_PIN_ROOT_DEFAULT,
@@ -430,6 +432,18 @@ static int install_config(struct xrld_config *next, char *err, size_t errlen)
 	}
 	if (D.cfg->log_level >= 0 && !D.foreground)
 		log_set_level(D.cfg->log_level);
+	if (next->has_http && D.http) {
+		xrl_http_reload(D.http, &next->http);
+	} else if (next->has_http) {
+		char e2[XRL_ERRLEN];
+
+		if (xrl_http_start(&next->http, &D.http, e2, sizeof(e2)))
+			log_err("%s", e2);
+	} else if (D.http) {
+		log_warnx("the http: section is gone: the identity tier stops");
+		xrl_http_stop(D.http);
+		D.http = NULL;
+	}
 	free(old);
 	return 0;
 }
@@ -997,6 +1011,8 @@ static void metrics_text(struct xrl_buf *b)
 		       (unsigned long long)D.events_seen, (unsigned long long)D.penalties,
 		       (unsigned long long)D.reloads, (unsigned long long)D.reload_failures,
 		       (unsigned long long)D.top_dropped);
+	if (D.http)
+		xrl_http_metrics(D.http, b);
 	pthread_mutex_unlock(&D.lock);
 }
 
@@ -1161,6 +1177,11 @@ int main(int argc, char **argv)
 		}
 		log_info("%s: enforcing %u rules", D.cfg->ifaces[i].name, D.cfg->policy.n_rules);
 	}
+	if (D.cfg->has_http && xrl_http_start(&D.cfg->http, &D.http, err, sizeof(err))) {
+		log_err("%s", err);
+		unlink(D.sock_path);
+		return 1;
+	}
 	if (D.cfg->metrics[0] && (rc = start_metrics(D.cfg->metrics))) {
 		log_err("couldn't serve metrics on %s: %s", D.cfg->metrics, strerror(-rc));
 		unlink(D.sock_path);
@@ -1221,6 +1242,8 @@ int main(int argc, char **argv)
 			       : "the program stays attached and enforcing");
 	if (D.mhd)
 		MHD_stop_daemon(D.mhd);
+	if (D.http)
+		xrl_http_stop(D.http);
 	while (D.n_ifs)
 		iface_remove(D.n_ifs - 1, D.cfg->on_exit_detach);
 	close(D.lfd);

@@ -1,0 +1,1015 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_config.c - unit tests of the policy file parser (user/config.c):
+ * the documented example field by field, defaults, the extensions, every
+ * class of error with its FILE:LINE:COL, that a failed parse leaves the
+ * caller's config alone, the summary, and the example policies under
+ * docs/examples/ (so run it from the repository root). No root, no BPF.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "config.h"
+#include "log.h"
+#include "xrl.h"
+
+#define SEC    XRL_NSEC_PER_SEC
+#define MS     1000000ULL
+#define MINUTE (60ULL * SEC)
+#define HOUR   (60ULL * MINUTE)
+
+typedef unsigned long long ull;
+
+/* What the current check is about, printed with any failure. */
+static char ctx[256];
+#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
+
+#define EQ(got, want) do {						\
+	ull g_ = (ull)(got), w_ = (ull)(want);				\
+	if (g_ != w_)							\
+		print_error("[%s] %s = %llu (%lld), want %s = %llu (%lld)\n", \
+			    ctx, #got, g_, (long long)g_, #want, w_, (long long)w_); \
+	assert_int_equal(g_, w_);					\
+} while (0)
+
+#define STR_EQ(got, want) do {						\
+	const char *g_ = (got), *w_ = (want);				\
+	if (strcmp(g_, w_))						\
+		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
+	assert_string_equal(g_, w_);					\
+} while (0)
+
+#define HAS(text, want) do {						\
+	const char *t_ = (text), *w_ = (want);				\
+	if (!strstr(t_, w_))						\
+		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
+	assert_non_null(strstr(t_, w_));				\
+} while (0)
+
+/* One parse with the file name "t.yaml"; the result in *cfg, text in err. */
+static struct xrld_config *cfg;
+static char err[XRL_ERRLEN];
+
+static int parse(const char *yaml)
+{
+	memset(err, 0, sizeof(err));
+	return xrl_config_parse(yaml, strlen(yaml), "t.yaml", cfg, err, sizeof(err));
+}
+
+#define PARSE_OK(yaml) do {						\
+	int rc_ = parse(yaml);						\
+	if (rc_)							\
+		print_error("[%s] parse failed (%d): %s\n", ctx, rc_, err); \
+	assert_int_equal(rc_, 0);					\
+} while (0)
+
+static int setup(void **state)
+{
+	cfg = calloc(1, sizeof(*cfg));
+	return cfg ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	free(cfg);
+	cfg = NULL;
+	return 0;
+}
+
+static const char *pfx(const struct xrl_prefix *p)
+{
+	static char buf[64];
+
+	return xrl_prefix_str(p, buf, sizeof(buf));
+}
+
+/* ---- the documented example ---------------------------------------------- */
+
+static const char example[] =
+	"interfaces:\n"
+	"  - name: eth0\n"
+	"    mode: native            # native | skb | auto\n"
+	"xdp:\n"
+	"  allow: [10.0.0.0/8, \"2001:db8:100::/48\"]\n"
+	"  rules:\n"
+	"    - name: syn\n"
+	"      match: { proto: tcp, tcp_flags: syn, dst_ports: [80, 443] }\n"
+	"      key: { ipv4_prefix: 32, ipv6_prefix: 64 }\n"
+	"      rate: 100/s\n"
+	"      burst: 50\n"
+	"      action: drop          # drop | shadow\n"
+	"    - name: login\n"
+	"      match: { proto: tcp, tcp_flags: syn, dst: 203.0.113.10/32, dst_ports: [443] }\n"
+	"      rate: 10/min\n"
+	"      burst: 10\n"
+	"penalty: { strikes: 3, window: 60s, base: 60s, max: 1h }\n";
+
+static void test_example(void **state)
+{
+	const struct xrl_rule_spec *syn, *login;
+	struct xrl_rule r;
+
+	CTX("example");
+	PARSE_OK(example);
+	STR_EQ(err, "");
+
+	EQ(cfg->n_ifaces, 1);
+	STR_EQ(cfg->ifaces[0].name, "eth0");
+	EQ(cfg->ifaces[0].mode, XRL_MODE_NATIVE);
+
+	EQ(cfg->has_xdp, true);
+	EQ(cfg->policy.n_allow, 2);
+	STR_EQ(pfx(&cfg->policy.allow[0]), "10.0.0.0/8");
+	EQ(cfg->policy.allow[0].family, XRL_AF_INET);
+	STR_EQ(pfx(&cfg->policy.allow[1]), "2001:db8:100::/48");
+	EQ(cfg->policy.allow[1].family, XRL_AF_INET6);
+
+	EQ(cfg->policy.n_rules, 2);
+	syn = &cfg->policy.rules[0];
+	CTX("example: rule syn");
+	STR_EQ(syn->name, "syn");
+	EQ(syn->proto, XRL_PROTO_TCP);
+	EQ(syn->tcp_class, XRL_TCP_SYN);
+	EQ(syn->n_ports, 2);
+	EQ(syn->ports[0].lo, 80);
+	EQ(syn->ports[0].hi, 80);
+	EQ(syn->ports[1].lo, 443);
+	EQ(syn->ports[1].hi, 443);
+	EQ(syn->has_dst, false);
+	EQ(syn->key_plen4, 32);
+	EQ(syn->key_plen6, 64);
+	EQ(syn->rate.tokens, 100);
+	EQ(syn->rate.period_ns, SEC);
+	EQ(syn->burst, 50);
+	EQ(syn->action, XRL_ACT_DROP);
+	EQ(syn->id, 0);
+	assert_int_equal(xrl_rule_compile(syn, &r, err, sizeof(err)), 0);
+	EQ(r.emit_ns, 10 * MS);
+	EQ(r.tau_ns, 500 * MS);
+	EQ(r.id, xrl_rule_id("syn"));
+
+	login = &cfg->policy.rules[1];
+	CTX("example: rule login");
+	STR_EQ(login->name, "login");
+	EQ(login->proto, XRL_PROTO_TCP);
+	EQ(login->tcp_class, XRL_TCP_SYN);
+	EQ(login->n_ports, 1);
+	EQ(login->ports[0].lo, 443);
+	EQ(login->ports[0].hi, 443);
+	EQ(login->has_dst, true);
+	STR_EQ(pfx(&login->dst), "203.0.113.10/32");
+	EQ(login->key_plen4, 32);
+	EQ(login->key_plen6, 64);
+	EQ(login->rate.tokens, 10);
+	EQ(login->rate.period_ns, MINUTE);
+	EQ(login->burst, 10);
+	EQ(login->action, XRL_ACT_DROP);
+	assert_int_equal(xrl_rule_compile(login, &r, err, sizeof(err)), 0);
+	EQ(r.emit_ns, 6 * SEC);
+	EQ(r.tau_ns, 60 * SEC);
+	EQ(r.dst_family, XRL_AF_INET);
+	EQ(r.dst_plen, 32);
+
+	CTX("example: the rest");
+	EQ(cfg->penalty.enabled, true);
+	EQ(cfg->penalty.strikes, 3);
+	EQ(cfg->penalty.window_ns, 60 * SEC);
+	EQ(cfg->penalty.base_ns, 60 * SEC);
+	EQ(cfg->penalty.max_ns, HOUR);
+	EQ(cfg->buckets_max, 0);
+	EQ(cfg->event_interval_ns, 0);
+	STR_EQ(cfg->metrics, "");
+	EQ(cfg->on_exit_detach, false);
+	EQ(cfg->log_level, -1);
+	EQ(cfg->has_http, false);
+}
+
+/* ---- defaults and the extensions ----------------------------------------- */
+
+static void test_defaults(void **state)
+{
+	const struct xrl_rule_spec *r;
+
+	CTX("defaults");
+	PARSE_OK("interfaces:\n"
+		 "  - name: eth1\n"
+		 "xdp:\n"
+		 "  rules:\n"
+		 "    - name: all\n"
+		 "      rate: 1000/s\n"
+		 "      burst: 100\n");
+	EQ(cfg->n_ifaces, 1);
+	STR_EQ(cfg->ifaces[0].name, "eth1");
+	EQ(cfg->ifaces[0].mode, XRL_MODE_NATIVE);
+	EQ(cfg->has_xdp, true);
+	EQ(cfg->policy.n_allow, 0);
+	EQ(cfg->policy.n_rules, 1);
+	r = &cfg->policy.rules[0];
+	STR_EQ(r->name, "all");
+	EQ(r->proto, XRL_PROTO_ANY);
+	EQ(r->tcp_class, XRL_TCP_ANY);
+	EQ(r->n_ports, 0);
+	EQ(r->has_dst, false);
+	EQ(r->key_plen4, 32);
+	EQ(r->key_plen6, 64);
+	EQ(r->action, XRL_ACT_DROP);
+	EQ(r->rate.tokens, 1000);
+	EQ(r->burst, 100);
+	EQ(cfg->penalty.enabled, false);
+	EQ(cfg->buckets_max, 0);
+	EQ(cfg->event_interval_ns, 0);
+	STR_EQ(cfg->metrics, "");
+	EQ(cfg->on_exit_detach, false);
+	EQ(cfg->log_level, -1);
+	EQ(cfg->has_http, false);
+}
+
+static void expect_empty(const char *what)
+{
+	EQ(cfg->n_ifaces, 0);
+	EQ(cfg->has_xdp, false);
+	EQ(cfg->policy.n_rules, 0);
+	EQ(cfg->policy.n_allow, 0);
+	EQ(cfg->penalty.enabled, false);
+	STR_EQ(cfg->metrics, "");
+	EQ(cfg->on_exit_detach, false);
+	EQ(cfg->log_level, -1);
+	EQ(cfg->has_http, false);
+	(void)what;
+}
+
+static void test_empty(void **state)
+{
+	static const char *const texts[] = {
+		"", "\n", "# only a comment\n", "# one\n\n# two\n", "---\n", "--- # c\n...\n", "~\n",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		CTX("empty file %zu: \"%s\"", i, texts[i]);
+		memset(cfg, 0x5a, sizeof(*cfg));
+		PARSE_OK(texts[i]);
+		expect_empty(texts[i]);
+	}
+	CTX("NULL buffer, length 0");
+	assert_int_equal(xrl_config_parse(NULL, 0, "t.yaml", cfg, err, sizeof(err)), 0);
+	expect_empty("NULL");
+
+	CTX("empty sections");
+	PARSE_OK("interfaces:\nxdp:\n");
+	EQ(cfg->n_ifaces, 0);
+	EQ(cfg->has_xdp, true);
+	EQ(cfg->policy.n_rules, 0);
+	PARSE_OK("interfaces: []\nxdp: {}\n");
+	EQ(cfg->has_xdp, true);
+	PARSE_OK("xdp:\n  allow: []\n  rules: []\n");
+	EQ(cfg->has_xdp, true);
+	EQ(cfg->policy.n_rules, 0);
+}
+
+static void test_http_only(void **state)
+{
+	const struct xrl_http_rule *r;
+
+	CTX("http only");
+	PARSE_OK("# the identity tier alone\n"
+		 "http:\n"
+		 "  listen: 127.0.0.1:9090\n"
+		 "  backend: memory\n"
+		 "  trusted_proxies: [127.0.0.1/32]\n"
+		 "  rules:\n"
+		 "    - name: holds\n"
+		 "      match: { method: POST, path_prefix: /api/holds }\n"
+		 "      key: header:X-User-Id       # header:NAME | bearer | client_ip\n"
+		 "      rate: 1/6s\n"
+		 "      burst: 10\n"
+		 "      cost: 1\n"
+		 "      on_backend_error: open      # open | closed | local\n"
+		 "      shadow: false\n");
+	EQ(cfg->has_http, true);
+	EQ(cfg->has_xdp, false);
+	EQ(cfg->n_ifaces, 0);
+	EQ(cfg->policy.n_rules, 0);
+	EQ(cfg->http.n_rules, 1);
+	EQ(cfg->http.redis, false);
+	EQ(cfg->http.n_trusted, 1);
+	r = &cfg->http.rules[0];
+	assert_string_equal(r->name, "holds");
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->path_prefix, "/api/holds");
+	EQ(r->key_kind, XRL_KEY_HEADER);
+	assert_string_equal(r->header, "X-User-Id");
+	EQ(r->rate.tokens, 1);
+	EQ(r->rate.period_ns, 6 * XRL_NSEC_PER_SEC);
+	EQ(r->burst, 10);
+	EQ(r->cost, 1);
+	EQ(r->on_backend_error, XRL_BE_OPEN);
+	EQ(r->shadow, false);
+	EQ(r->g.emit_ns, 6 * XRL_NSEC_PER_SEC);
+	PARSE_OK("http:\n  backend: redis://127.0.0.1:6390/2\n  rules:\n"
+		 "    - { name: k, key: bearer, rate: 5/s, burst: 5, on_backend_error: local }\n");
+	EQ(cfg->http.redis, true);
+	EQ(cfg->http.redis_port, 6390);
+	EQ(cfg->http.redis_db, 2);
+	assert_string_equal(cfg->http.redis_host, "127.0.0.1");
+	EQ(cfg->http.rules[0].key_kind, XRL_KEY_BEARER);
+	EQ(cfg->http.rules[0].on_backend_error, XRL_BE_LOCAL);
+	PARSE_OK("http: {}\n");
+	EQ(cfg->has_http, true);
+	EQ(cfg->http.n_rules, 0);
+}
+
+static void test_extensions(void **state)
+{
+	const struct xrl_rule_spec *r;
+
+	CTX("extensions");
+	PARSE_OK("interfaces:\n"
+		 "  - name: eth0\n"
+		 "    mode: skb\n"
+		 "  - name: ens1f0\n"
+		 "    mode: auto\n"
+		 "  - {name: lo, mode: native}\n"
+		 "xdp:\n"
+		 "  buckets: 4096\n"
+		 "  event_interval: 250ms\n"
+		 "  allow:\n"
+		 "    - 192.0.2.1\n"
+		 "    - ::1\n"
+		 "  rules:\n"
+		 "    - name: dns\n"
+		 "      match:\n"
+		 "        proto: udp\n"
+		 "        dst_ports: [53, \"8000-8080\", '9000-9000', 10000-10010]\n"
+		 "        dst: 2001:db8::/32\n"
+		 "      key: {ipv4_prefix: 24, ipv6_prefix: 48}\n"
+		 "      rate: 2.5/s\n"
+		 "      burst: \"7\"\n"
+		 "      action: shadow\n"
+		 "    - name: any.thing_1-2\n"
+		 "      match: {proto: any, tcp_flags: any}\n"
+		 "      rate: 1/6s\n"
+		 "      burst: 1\n"
+		 "    - name: slow\n"
+		 "      match: {}\n"
+		 "      key: {ipv4_prefix: 0, ipv6_prefix: 128}\n"
+		 "      rate: 20/h\n"
+		 "      burst: 3\n"
+		 "penalty:\n"
+		 "  strikes: 1\n"
+		 "  window: 10s\n"
+		 "  base: 1h\n"
+		 "  max: 1h\n"
+		 "metrics: 127.0.0.1:9100\n"
+		 "on_exit: detach\n"
+		 "log_level: debug\n"
+		 "http:\n"
+		 "  listen: 127.0.0.1:8080\n");
+	EQ(cfg->n_ifaces, 3);
+	EQ(cfg->ifaces[0].mode, XRL_MODE_SKB);
+	STR_EQ(cfg->ifaces[1].name, "ens1f0");
+	EQ(cfg->ifaces[1].mode, XRL_MODE_AUTO);
+	STR_EQ(cfg->ifaces[2].name, "lo");
+	EQ(cfg->ifaces[2].mode, XRL_MODE_NATIVE);
+	EQ(cfg->buckets_max, 4096);
+	EQ(cfg->event_interval_ns, 250 * MS);
+	EQ(cfg->policy.n_allow, 2);
+	STR_EQ(pfx(&cfg->policy.allow[0]), "192.0.2.1/32");
+	STR_EQ(pfx(&cfg->policy.allow[1]), "::1/128");
+
+	EQ(cfg->policy.n_rules, 3);
+	r = &cfg->policy.rules[0];
+	CTX("extensions: dns");
+	EQ(r->proto, XRL_PROTO_UDP);
+	EQ(r->tcp_class, XRL_TCP_ANY);
+	EQ(r->n_ports, 4);
+	EQ(r->ports[0].lo, 53);
+	EQ(r->ports[0].hi, 53);
+	EQ(r->ports[1].lo, 8000);
+	EQ(r->ports[1].hi, 8080);
+	EQ(r->ports[2].lo, 9000);
+	EQ(r->ports[2].hi, 9000);
+	EQ(r->ports[3].lo, 10000);
+	EQ(r->ports[3].hi, 10010);
+	EQ(r->has_dst, true);
+	STR_EQ(pfx(&r->dst), "2001:db8::/32");
+	EQ(r->key_plen4, 24);
+	EQ(r->key_plen6, 48);
+	EQ(r->rate.tokens, 25);
+	EQ(r->rate.period_ns, 10 * SEC);
+	EQ(r->burst, 7);
+	EQ(r->action, XRL_ACT_SHADOW);
+
+	r = &cfg->policy.rules[1];
+	CTX("extensions: any.thing_1-2");
+	STR_EQ(r->name, "any.thing_1-2");
+	EQ(r->proto, XRL_PROTO_ANY);
+	EQ(r->tcp_class, XRL_TCP_ANY);
+	EQ(r->rate.tokens, 1);
+	EQ(r->rate.period_ns, 6 * SEC);
+
+	r = &cfg->policy.rules[2];
+	CTX("extensions: slow");
+	EQ(r->key_plen4, 0);
+	EQ(r->key_plen6, 128);
+	EQ(r->rate.period_ns, HOUR);
+
+	CTX("extensions: the rest");
+	EQ(cfg->penalty.enabled, true);
+	EQ(cfg->penalty.strikes, 1);
+	EQ(cfg->penalty.window_ns, 10 * SEC);
+	EQ(cfg->penalty.base_ns, HOUR);
+	EQ(cfg->penalty.max_ns, HOUR);
+	STR_EQ(cfg->metrics, "127.0.0.1:9100");
+	EQ(cfg->on_exit_detach, true);
+	EQ(cfg->log_level, XRL_LOG_DEBUG);
+	EQ(cfg->has_http, true);
+
+	CTX("on_exit keep, other log levels, metrics forms");
+	PARSE_OK("on_exit: keep\nlog_level: error\nmetrics: \"[::1]:9100\"\n");
+	EQ(cfg->on_exit_detach, false);
+	EQ(cfg->log_level, XRL_LOG_ERR);
+	STR_EQ(cfg->metrics, "[::1]:9100");
+	PARSE_OK("log_level: warning\nmetrics: localhost:65535\n");
+	EQ(cfg->log_level, XRL_LOG_WARN);
+	STR_EQ(cfg->metrics, "localhost:65535");
+	PARSE_OK("log_level: info\nmetrics: metrics.example.com:1\n");
+	EQ(cfg->log_level, XRL_LOG_INFO);
+
+	CTX("anchors and aliases");
+	PARSE_OK("xdp:\n"
+		 "  rules:\n"
+		 "    - name: a\n"
+		 "      match: &web {proto: tcp, dst_ports: [80, 443]}\n"
+		 "      rate: 1/s\n"
+		 "      burst: 1\n"
+		 "    - name: b\n"
+		 "      match: *web\n"
+		 "      rate: 2/s\n"
+		 "      burst: 2\n");
+	EQ(cfg->policy.rules[1].n_ports, 2);
+	EQ(cfg->policy.rules[1].ports[1].lo, 443);
+}
+
+static void test_limits(void **state)
+{
+	char *y = malloc(64 * 1024);
+	size_t off;
+
+	assert_non_null(y);
+	CTX("64 rules accepted");
+	off = (size_t)sprintf(y, "xdp:\n  rules:\n");
+	for (int i = 0; i < XRL_MAX_RULES; i++)
+		off += (size_t)sprintf(y + off, "    - {name: r%d, rate: 1/s, burst: 1}\n", i);
+	PARSE_OK(y);
+	EQ(cfg->policy.n_rules, XRL_MAX_RULES);
+	STR_EQ(cfg->policy.rules[63].name, "r63");
+
+	CTX("65 rules refused");
+	sprintf(y + off, "    - {name: r64, rate: 1/s, burst: 1}\n");
+	EQ(parse(y), -EINVAL);
+	HAS(err, "t.yaml:67:7: xdp.rules[64]: at most 64 rules");
+
+	CTX("8 port ranges accepted, 9 refused");
+	PARSE_OK("xdp:\n  rules:\n    - name: p\n      rate: 1/s\n      burst: 1\n"
+		 "      match: {dst_ports: [1, 2, 3, 4, 5, 6, 7, \"8-9\"]}\n");
+	EQ(cfg->policy.rules[0].n_ports, 8);
+	EQ(parse("xdp:\n  rules:\n    - name: p\n      rate: 1/s\n      burst: 1\n"
+		 "      match: {dst_ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"), -EINVAL);
+	HAS(err, "t.yaml:6:51: xdp.rules[0].match.dst_ports[8]: at most 8 ports or port ranges per rule");
+
+	CTX("a 31-character rule name accepted, 32 refused");
+	PARSE_OK("xdp:\n  rules:\n    - {name: aaaaaaaaaabbbbbbbbbbccccccccccd, rate: 1/s, burst: 1}\n");
+	EQ(parse("xdp:\n  rules:\n    - {name: aaaaaaaaaabbbbbbbbbbccccccccccdd, rate: 1/s, burst: 1}\n"),
+	   -EINVAL);
+	HAS(err, "t.yaml:3:14: xdp.rules[0].name: expected a rule name of 1-31 letters");
+	free(y);
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+struct bad {
+	const char *what;
+	const char *yaml;
+	const char *want;   /* a substring of the message, FILE:LINE:COL first */
+};
+
+static const struct bad bads[] = {
+	/* unknown keys */
+	{ "unknown key in rule",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burts: 5\n",
+	  "t.yaml:5:7: xdp.rules[0]: unknown key 'burts' in rule; expected one of name, match, key, rate, burst, action" },
+	{ "unknown top-level key",
+	  "interfaces: []\nxpd: {}\n",
+	  "t.yaml:2:1: unknown key 'xpd' in the top level; expected one of interfaces, xdp, penalty, metrics, on_exit, log_level, http (did you mean 'xdp'?)" },
+	{ "unknown key in match",
+	  "xdp:\n  rules:\n    - name: a\n      match: {port: 80}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:15: xdp.rules[0].match: unknown key 'port' in match; expected one of proto, tcp_flags, dst_ports, dst" },
+	{ "unknown key in key",
+	  "xdp:\n  rules:\n    - name: a\n      key: {ipv4: 24}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:13: xdp.rules[0].key: unknown key 'ipv4' in key; expected one of ipv4_prefix, ipv6_prefix" },
+	{ "unknown key in xdp",
+	  "xdp:\n  allowlist: []\n",
+	  "t.yaml:2:3: xdp: unknown key 'allowlist' in xdp; expected one of allow, rules, buckets, event_interval" },
+	{ "unknown key in interface",
+	  "interfaces:\n  - name: eth0\n    driver: ixgbe\n",
+	  "t.yaml:3:5: interfaces[0]: unknown key 'driver' in interface; expected one of name, mode" },
+	{ "unknown key in penalty",
+	  "penalty: { strikes: 3, window: 60s, base: 60s, max: 1h, min: 1s }\n",
+	  "t.yaml:1:57: penalty: unknown key 'min' in penalty; expected one of strikes, window, base, max" },
+	{ "key given twice",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 1\n      rate: 2/s\n",
+	  "t.yaml:6:7: xdp.rules[0]: key 'rate' is given twice (first at line 4)" },
+
+	/* bad rates and durations */
+	{ "rate without a period",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 100\n      burst: 5\n",
+	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got '100'" },
+	{ "rate with an unknown unit",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 10/fortnight\n      burst: 5\n",
+	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got '10/fortnight': unknown period unit" },
+	{ "rate of zero",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 0/s\n      burst: 5\n",
+	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got '0/s': a rate of zero" },
+	{ "rate empty",
+	  "xdp:\n  rules:\n    - name: a\n      rate:\n      burst: 5\n",
+	  "xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got nothing" },
+	{ "rate out of range",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/100d\n      burst: 1\n",
+	  "t.yaml:4:13: xdp.rules[0]: rule a: rate must be between" },
+	{ "bad duration",
+	  "xdp:\n  event_interval: soon\n",
+	  "t.yaml:2:19: xdp.event_interval: expected a duration such as 500ms, 60s, 10m or 1h, got 'soon'" },
+	{ "duration of zero",
+	  "xdp:\n  event_interval: 0s\n",
+	  "t.yaml:2:19: xdp.event_interval: expected a duration such as 500ms, 60s, 10m or 1h, got '0s': it must be above zero" },
+	{ "penalty window without unit",
+	  "penalty: { strikes: 3, window: 60, base: 60s, max: 1h }\n",
+	  "t.yaml:1:32: penalty.window: expected a duration such as 500ms, 60s, 10m or 1h, got '60': unknown or missing unit" },
+
+	/* bad prefixes */
+	{ "allow entry with host bits",
+	  "xdp:\n  allow: [10.0.0.0/8, 10.0.0.1/8]\n",
+	  "t.yaml:2:23: xdp.allow[1]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got '10.0.0.1/8': has host bits set" },
+	{ "allow entry not an address",
+	  "xdp:\n  allow:\n    - example.com\n",
+	  "t.yaml:3:7: xdp.allow[0]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got 'example.com'" },
+	{ "allow prefix too long",
+	  "xdp:\n  allow: [\"2001:db8::/129\"]\n",
+	  "t.yaml:2:11: xdp.allow[0]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got '2001:db8::/129': prefix length must be 0..128" },
+	{ "allow entry twice",
+	  "xdp:\n  allow: [10.0.0.0/8, 192.0.2.0/24, 10.0.0.0/8]\n",
+	  "t.yaml:2:37: xdp.allow[2]: 10.0.0.0/8 is listed twice (first as xdp.allow[0])" },
+	{ "bad dst",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst: 203.0.113.10/24}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:20: xdp.rules[0].match.dst: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got '203.0.113.10/24': has host bits set" },
+
+	/* bad ports */
+	{ "port above 65535",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: [80, 70000]}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:31: xdp.rules[0].match.dst_ports[1]: expected a port 1-65535 or a range such as 8000-8080, got '70000'" },
+	{ "port zero",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: [0]}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:27: xdp.rules[0].match.dst_ports[0]: expected a port 1-65535 or a range such as 8000-8080, got '0'" },
+	{ "port range backwards",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: [\"9000-8000\"]}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:27: xdp.rules[0].match.dst_ports[0]: expected a port 1-65535 or a range such as 8000-8080, got '9000-8000': the range is backwards" },
+	{ "port range malformed",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: [\"80-\"]}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:27: xdp.rules[0].match.dst_ports[0]: expected a port 1-65535 or a range such as 8000-8080, got '80-'" },
+	{ "port as a word",
+	  "xdp:\n  rules:\n    - name: a\n      match:\n        dst_ports:\n          - https\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:6:13: xdp.rules[0].match.dst_ports[0]: expected a port 1-65535 or a range such as 8000-8080, got 'https'" },
+	{ "dst_ports not a list",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: 443}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:26: xdp.rules[0].match.dst_ports: expected a list of ports (443) or ranges (\"8000-8080\"), got '443'" },
+	{ "dst_ports empty",
+	  "xdp:\n  rules:\n    - name: a\n      match: {dst_ports: []}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:26: xdp.rules[0].match.dst_ports: expected at least one port" },
+
+	/* missing fields */
+	{ "missing burst",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n",
+	  "t.yaml:3:7: xdp.rules[0]: missing 'burst'" },
+	{ "missing rate",
+	  "xdp:\n  rules:\n    - name: a\n      burst: 1\n",
+	  "t.yaml:3:7: xdp.rules[0]: missing 'rate'" },
+	{ "missing name",
+	  "xdp:\n  rules:\n    - rate: 1/s\n      burst: 1\n",
+	  "t.yaml:3:7: xdp.rules[0]: missing 'name'" },
+	{ "missing interface name",
+	  "interfaces:\n  - mode: skb\n",
+	  "t.yaml:2:5: interfaces[0]: missing 'name'" },
+	{ "empty rule",
+	  "xdp:\n  rules:\n    -\n",
+	  "t.yaml:3:6: xdp.rules[0]: expected a rule (a mapping with name, rate and burst), got nothing" },
+
+	/* duplicates */
+	{ "duplicate rule name",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 1\n"
+	  "    - name: b\n      rate: 1/s\n      burst: 1\n"
+	  "    - name: a\n      rate: 2/s\n      burst: 2\n",
+	  "t.yaml:9:13: xdp.rules[2].name: rule name 'a' is used twice (first at line 3)" },
+	{ "duplicate interface",
+	  "interfaces:\n  - name: eth0\n  - name: eth1\n  - name: eth0\n    mode: skb\n",
+	  "t.yaml:4:11: interfaces[2].name: interface 'eth0' is listed twice (first at line 2)" },
+
+	/* wrong types */
+	{ "mapping where a value is expected",
+	  "xdp:\n  rules:\n    - name: a\n      rate: {per: s}\n      burst: 1\n",
+	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got a mapping" },
+	{ "list where a mapping is expected",
+	  "xdp:\n  rules:\n    - name: a\n      match: [tcp, syn]\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:14: xdp.rules[0].match: expected a mapping (proto, tcp_flags, dst_ports, dst), got a list" },
+	{ "value where a list is expected",
+	  "xdp:\n  allow: 10.0.0.0/8\n",
+	  "t.yaml:2:10: xdp.allow: expected a list of address prefixes, got '10.0.0.0/8'" },
+	{ "interface as a bare word",
+	  "interfaces:\n  - eth0\n",
+	  "t.yaml:2:5: interfaces[0]: expected a mapping (name, mode), got 'eth0'" },
+	{ "top level a list",
+	  "- xdp\n",
+	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got a list" },
+	{ "top level a word",
+	  "hello\n",
+	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
+	{ "rule a list",
+	  "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action), got a list" },
+	{ "burst a list",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: [1]\n",
+	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got a list" },
+	{ "http a value",
+	  "http: on\n",
+	  "t.yaml:1:7: http: expected a mapping (listen, backend" },
+	{ "http bad key kind",
+	  "http:\n  rules:\n    - { name: a, key: cookie, rate: 1/s, burst: 1 }\n",
+	  "t.yaml:3:23: http.rules[0].key: expected header:NAME, bearer or client_ip, got 'cookie'" },
+	{ "http bad backend",
+	  "http:\n  backend: memcached://x\n",
+	  "t.yaml:2:12: http.backend: expected memory or redis://HOST:PORT[/DB]" },
+	{ "http cost above burst",
+	  "http:\n  rules:\n    - { name: a, rate: 1/s, burst: 2, cost: 3 }\n",
+	  "t.yaml:3:45: http.rules[0].cost: expected a whole number of tokens" },
+	{ "non-scalar key",
+	  "xdp:\n  ? [a, b]\n  : 1\n",
+	  "t.yaml:2:5: xdp: expected a key (allow, rules, buckets, event_interval), got a list" },
+
+	/* bad words and numbers */
+	{ "burst zero",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 0\n",
+	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got '0'" },
+	{ "burst negative",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: -5\n",
+	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got '-5'" },
+	{ "burst too large",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 100000001\n",
+	  "got '100000001'" },
+	{ "bad action",
+	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 1\n      action: reject\n",
+	  "t.yaml:6:15: xdp.rules[0].action: expected one of drop or shadow, got 'reject'" },
+	{ "bad proto",
+	  "xdp:\n  rules:\n    - name: a\n      match: {proto: icmp}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:22: xdp.rules[0].match.proto: expected one of tcp, udp or any, got 'icmp'" },
+	{ "bad tcp_flags",
+	  "xdp:\n  rules:\n    - name: a\n      match: {tcp_flags: ack}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:26: xdp.rules[0].match.tcp_flags: expected one of syn or any, got 'ack'" },
+	{ "syn with udp",
+	  "xdp:\n  rules:\n    - name: a\n      match: {proto: udp, tcp_flags: syn}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:38: xdp.rules[0].match.tcp_flags: tcp_flags syn matches TCP only, but proto is udp" },
+	{ "bad key prefix",
+	  "xdp:\n  rules:\n    - name: a\n      key: {ipv6_prefix: 129}\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:4:26: xdp.rules[0].key.ipv6_prefix: expected a prefix length 0-128" },
+	{ "bad rule name",
+	  "xdp:\n  rules:\n    - name: \"web syn\"\n      rate: 1/s\n      burst: 1\n",
+	  "t.yaml:3:13: xdp.rules[0].name: expected a rule name of 1-31 letters, digits, '-', '_' or '.', got 'web syn'" },
+	{ "bad mode",
+	  "interfaces:\n  - name: eth0\n    mode: generic\n",
+	  "t.yaml:3:11: interfaces[0].mode: expected one of native, skb or auto, got 'generic'" },
+	{ "bad interface name",
+	  "interfaces:\n  - name: averyveryverylongname\n",
+	  "t.yaml:2:11: interfaces[0].name: expected an interface name of 1-15 characters" },
+	{ "buckets too small",
+	  "xdp:\n  buckets: 10\n",
+	  "t.yaml:2:12: xdp.buckets: expected a bucket table size from 1024 to 268435456 entries, got '10'" },
+	{ "metrics without a port",
+	  "metrics: 127.0.0.1\n",
+	  "t.yaml:1:10: metrics: expected HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535, got '127.0.0.1'" },
+	{ "metrics port 0",
+	  "metrics: 127.0.0.1:0\n",
+	  "t.yaml:1:10: metrics: expected HOST:PORT" },
+	{ "metrics port too large",
+	  "metrics: localhost:65536\n",
+	  "t.yaml:1:10: metrics: expected HOST:PORT" },
+	{ "metrics IPv6 without brackets",
+	  "metrics: \"::1:9100\"\n",
+	  "t.yaml:1:10: metrics: expected HOST:PORT" },
+	{ "bad on_exit",
+	  "on_exit: stay\n",
+	  "t.yaml:1:10: on_exit: expected one of detach or keep, got 'stay'" },
+	{ "bad log_level",
+	  "log_level: verbose\n",
+	  "t.yaml:1:12: log_level: expected one of error, warning, info or debug, got 'verbose'" },
+	{ "a NUL inside a value",
+	  "xdp:\n  rules:\n    - name: a\n      rate: \"1/s\\0x\"\n      burst: 1\n",
+	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got a value with a NUL character in it" },
+
+	/* penalty */
+	{ "penalty base above max",
+	  "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n",
+	  "t.yaml:1:43: penalty.base: expected base <= max, got base 2h and max 1h" },
+	{ "penalty strikes zero",
+	  "penalty:\n  strikes: 0\n  window: 60s\n  base: 60s\n  max: 1h\n",
+	  "t.yaml:2:12: penalty.strikes: expected a whole number of strikes, 1 or more, got '0'" },
+	{ "penalty missing max",
+	  "penalty:\n  strikes: 3\n  window: 60s\n  base: 60s\n",
+	  "t.yaml:2:3: penalty: missing 'max'" },
+	{ "penalty empty",
+	  "penalty: {}\n",
+	  "t.yaml:1:10: penalty: missing 'strikes'" },
+	{ "penalty a value",
+	  "penalty: on\n",
+	  "t.yaml:1:10: penalty: expected a mapping (strikes, window, base, max), got 'on'" },
+
+	/* YAML itself */
+	{ "bad indentation",
+	  "xdp:\n  rules:\n  - name: a\n   rate: 1/s\n",
+	  "t.yaml:4:4: YAML syntax error: did not find expected key (while parsing a block mapping at line 2 column 3)" },
+	{ "unclosed flow sequence",
+	  "xdp:\n  allow: [10.0.0.0/8\n",
+	  "t.yaml:3:1: YAML syntax error: did not find expected ',' or ']'" },
+	{ "tab indentation",
+	  "xdp:\n\trules: []\n",
+	  "t.yaml:2:1: YAML syntax error: found character that cannot start any token" },
+	{ "mapping value in a plain scalar",
+	  "metrics: a: b\n",
+	  "t.yaml:1:11: YAML syntax error: mapping values are not allowed in this context" },
+	{ "undefined alias",
+	  "xdp:\n  rules: *rules\n",
+	  "t.yaml:2:10: YAML syntax error: found undefined alias" },
+	{ "invalid UTF-8",
+	  "xdp:\n  allow: [\xc3\x28]\n",
+	  "t.yaml:2:12: YAML error: invalid trailing UTF-8 octet" },
+	{ "a second document",
+	  "xdp: {}\n---\nxdp: {}\n",
+	  "t.yaml:3:1: expected one YAML document, but a second one starts here" },
+	{ "a syntax error in a second document",
+	  "xdp: {}\n---\nxdp: [\n",
+	  "t.yaml:4:1: YAML syntax error" },
+};
+
+static void test_errors(void **state)
+{
+	struct xrld_config *before = malloc(sizeof(*before));
+
+	assert_non_null(before);
+	for (size_t i = 0; i < sizeof(bads) / sizeof(bads[0]); i++) {
+		const struct bad *b = &bads[i];
+		int rc;
+
+		CTX("%s", b->what);
+		memset(cfg, 0xa5, sizeof(*cfg));
+		memcpy(before, cfg, sizeof(*before));
+		rc = parse(b->yaml);
+		if (rc != -EINVAL)
+			print_error("[%s] rc %d, err \"%s\"\n", ctx, rc, err);
+		EQ(rc, -EINVAL);
+		HAS(err, b->want);
+		/* every message is positioned and fits */
+		assert_int_equal(strncmp(err, "t.yaml:", 7), 0);
+		assert_true(strlen(err) < sizeof(err) - 1);
+		if (memcmp(cfg, before, sizeof(*cfg)))
+			print_error("[%s] the config was written on error\n", ctx);
+		assert_memory_equal(cfg, before, sizeof(*cfg));
+	}
+	free(before);
+}
+
+/* An error found only by xrl_policy_validate: two names with one FNV-1a id. */
+static void test_validate(void **state)
+{
+	CTX("rule id collision");
+	assert_int_equal(xrl_rule_id("r66999"), xrl_rule_id("r916676"));
+	memset(cfg, 0xa5, sizeof(*cfg));
+	EQ(parse("xdp:\n  rules:\n"
+		 "    - {name: r66999, rate: 1/s, burst: 1}\n"
+		 "    - {name: r916676, rate: 1/s, burst: 1}\n"), -EINVAL);
+	HAS(err, "t.yaml: rules 'r66999' and 'r916676' have the same id");
+	EQ(cfg->n_ifaces, 0xa5a5a5a5u);
+}
+
+/* A failed parse leaves a good config as it was; a good one replaces all. */
+static void test_untouched(void **state)
+{
+	struct xrld_config *good = malloc(sizeof(*good));
+	char small[8];
+
+	assert_non_null(good);
+	CTX("untouched on error");
+	PARSE_OK(example);
+	memcpy(good, cfg, sizeof(*good));
+	/* an error late in the file, after rules and interfaces were read */
+	EQ(parse("interfaces:\n  - name: eth9\nxdp:\n  rules:\n"
+		 "    - {name: x, rate: 5/s, burst: 5}\n"
+		 "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n"), -EINVAL);
+	assert_memory_equal(cfg, good, sizeof(*cfg));
+	EQ(parse("xdp: [\n"), -EINVAL);
+	assert_memory_equal(cfg, good, sizeof(*cfg));
+
+	CTX("a tiny or missing err buffer");
+	EQ(xrl_config_parse("x: 1\n", 5, "t.yaml", cfg, small, sizeof(small)), -EINVAL);
+	EQ(strlen(small), sizeof(small) - 1);
+	EQ(xrl_config_parse("x: 1\n", 5, "t.yaml", cfg, NULL, 0), -EINVAL);
+	assert_memory_equal(cfg, good, sizeof(*cfg));
+
+	CTX("success replaces everything");
+	PARSE_OK("http: {}\n");
+	EQ(cfg->n_ifaces, 0);
+	EQ(cfg->policy.n_rules, 0);
+	EQ(cfg->penalty.enabled, false);
+	EQ(cfg->has_http, true);
+	free(good);
+}
+
+/* ---- files ------------------------------------------------------------------- */
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/xrl-test-config-XXXXXX";
+	static const char bad[] = "xdp:\n  rules:\n    - name: a\n      rate: 100\n      burst: 1\n";
+	char want[128];
+	FILE *f;
+	int fd;
+
+	CTX("missing file");
+	memset(cfg, 0xa5, sizeof(*cfg));
+	EQ(xrl_config_load("/nonexistent/policy.yaml", cfg, err, sizeof(err)), -ENOENT);
+	STR_EQ(err, "couldn't read /nonexistent/policy.yaml: No such file or directory");
+	EQ(cfg->n_ifaces, 0xa5a5a5a5u);
+
+	CTX("a directory");
+	EQ(xrl_config_load("/", cfg, err, sizeof(err)), -EISDIR);
+	HAS(err, "couldn't read /: ");
+
+	CTX("errors name the path");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs(bad, f);
+	fclose(f);
+	EQ(xrl_config_load(path, cfg, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:4:13: xdp.rules[0].rate: expected COUNT/PERIOD", path);
+	HAS(err, want);
+
+	CTX("a file of 1 MiB is read, a larger one refused");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	for (int i = 0; i < 1024 * 1024 / 64; i++)
+		fprintf(f, "#%62s\n", "comment");
+	fclose(f);
+	EQ(xrl_config_load(path, cfg, err, sizeof(err)), 0);
+	f = fopen(path, "a");
+	assert_non_null(f);
+	fputc('\n', f);
+	fclose(f);
+	EQ(xrl_config_load(path, cfg, err, sizeof(err)), -EFBIG);
+	snprintf(want, sizeof(want), "couldn't read %s: larger than 1024 KiB", path);
+	HAS(err, want);
+
+	CTX("the example from a file");
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(example, f);
+	fclose(f);
+	EQ(xrl_config_load(path, cfg, err, sizeof(err)), 0);
+	EQ(cfg->policy.n_rules, 2);
+	unlink(path);
+}
+
+static void test_examples(void **state)
+{
+	static const char *const files[] = {
+		"docs/examples/onsale-frontend.yaml",
+		"docs/examples/login-vip.yaml",
+		"docs/examples/shadow-rollout.yaml",
+	};
+	char sum[4096];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		int rc;
+
+		CTX("%s", files[i]);
+		rc = xrl_config_load(files[i], cfg, err, sizeof(err));
+		if (rc)
+			print_error("[%s] %d: %s (run from the repository root)\n", ctx, rc, err);
+		EQ(rc, 0);
+		assert_true(cfg->n_ifaces >= 1);
+		assert_true(cfg->has_xdp);
+		assert_true(cfg->policy.n_rules >= 1);
+		EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	}
+
+	CTX("onsale-frontend: allow and penalty");
+	EQ(xrl_config_load(files[0], cfg, err, sizeof(err)), 0);
+	assert_true(cfg->policy.n_allow >= 1);
+	EQ(cfg->penalty.enabled, true);
+	CTX("login-vip: /24 keys");
+	EQ(xrl_config_load(files[1], cfg, err, sizeof(err)), 0);
+	for (__u32 i = 0; i < cfg->policy.n_rules; i++) {
+		CTX("login-vip: rule %s", cfg->policy.rules[i].name);
+		EQ(cfg->policy.rules[i].key_plen4, 24);
+		EQ(cfg->policy.rules[i].has_dst, true);
+	}
+	CTX("shadow-rollout: all shadow");
+	EQ(xrl_config_load(files[2], cfg, err, sizeof(err)), 0);
+	for (__u32 i = 0; i < cfg->policy.n_rules; i++) {
+		CTX("shadow-rollout: rule %s", cfg->policy.rules[i].name);
+		EQ(cfg->policy.rules[i].action, XRL_ACT_SHADOW);
+	}
+}
+
+/* ---- summary ------------------------------------------------------------------ */
+
+static void test_summary(void **state)
+{
+	char sum[2048], small[40];
+
+	CTX("summary of the example");
+	PARSE_OK(example);
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "interfaces: eth0 (native)\n");
+	HAS(sum, "allow: 2 prefixes (1 IPv4, 1 IPv6)\n");
+	HAS(sum, "rules: 2\n");
+	HAS(sum, "  syn: tcp syn ports 80,443, key /32 /64, 100/s burst 50, drop\n");
+	HAS(sum, "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop\n");
+	HAS(sum, "penalty: 3 strikes within 1min -> deny 1min, doubling up to 1h\n");
+	HAS(sum, "metrics: off\n");
+
+	CTX("summary of the extensions");
+	PARSE_OK("interfaces: [{name: eth0, mode: skb}, {name: eth1, mode: auto}]\n"
+		 "xdp:\n"
+		 "  buckets: 4096\n"
+		 "  event_interval: 250ms\n"
+		 "  rules:\n"
+		 "    - {name: a, match: {proto: udp, dst_ports: [53, \"8000-8080\"]}, rate: 2.5/s, burst: 3, action: shadow}\n"
+		 "    - {name: b, rate: 1/6s, burst: 1, key: {ipv4_prefix: 24, ipv6_prefix: 48}}\n"
+		 "    - {name: c, rate: 3/500ms, burst: 1}\n"
+		 "    - {name: d, rate: 20/h, burst: 1}\n"
+		 "metrics: 127.0.0.1:9100\n"
+		 "on_exit: detach\n"
+		 "log_level: info\n"
+		 "http: {}\n");
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "interfaces: eth0 (skb), eth1 (auto)\n");
+	HAS(sum, "  a: udp ports 53,8000-8080, key /32 /64, 2.5/s burst 3, shadow\n");
+	HAS(sum, "  b: any proto, key /24 /48, 1/6s burst 1, drop\n");
+	HAS(sum, "  c: any proto, key /32 /64, 3/500ms burst 1, drop\n");
+	HAS(sum, "  d: any proto, key /32 /64, 20/h burst 1, drop\n");
+	HAS(sum, "buckets: 4096, event interval 250ms\n");
+	HAS(sum, "penalty: off\n");
+	HAS(sum, "metrics: 127.0.0.1:9100\n");
+	HAS(sum, "on exit: detach\n");
+	HAS(sum, "log level: info\n");
+	HAS(sum, "http: present");
+
+	CTX("summary of an empty config");
+	PARSE_OK("");
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "interfaces: none\n");
+	HAS(sum, "xdp: no section\n");
+
+	CTX("summary truncated");
+	PARSE_OK(example);
+	EQ(xrl_config_summary(cfg, small, sizeof(small)), -ENOSPC);
+	EQ(strlen(small), sizeof(small) - 1);
+	EQ(xrl_config_summary(cfg, small, 0), -ENOSPC);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_example, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_http_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extensions, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_untouched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_examples, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

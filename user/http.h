@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * http.h - the identity tier: HTTP rate-limit decisions for traffic that
+ * carries identity (API keys, user ids, bearer tokens, login emails).
+ *
+ * Three parts:
+ *  - the configuration (the `http:` section of the policy file),
+ *  - the limiter (limiter.c): buckets in process memory or in Redis, the
+ *    same GCRA arithmetic as the XDP program, a breaker and fallbacks,
+ *  - the server (http_tier.c): libmicrohttpd, forward-auth and decision API.
+ */
+#ifndef XRL_HTTP_H
+#define XRL_HTTP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xrl.h"
+
+#define XRL_HTTP_MAX_RULES    64
+#define XRL_HTTP_MAX_TRUSTED  64
+#define XRL_HTTP_MAX_MATCH    8      /* rules one request is checked against */
+#define XRL_HTTP_KEY_MAX      256    /* bytes of a key value that are used */
+
+enum xrl_key_kind {
+	XRL_KEY_HEADER = 0,   /* header:NAME */
+	XRL_KEY_BEARER,       /* Authorization: Bearer <token>, hashed */
+	XRL_KEY_CLIENT_IP,    /* the client address (trusted proxies walked) */
+};
+
+enum xrl_backend_err {
+	XRL_BE_OPEN = 0,      /* allow (fail open: fairness limits) */
+	XRL_BE_CLOSED,        /* 503 (fail closed: capacity limits) */
+	XRL_BE_LOCAL,         /* an in-process bucket */
+};
+
+enum xrl_missing_key {
+	XRL_MISSING_SKIP = 0, /* the rule does not apply to this request */
+	XRL_MISSING_REFUSE,   /* refuse: 429 naming the missing identity */
+	XRL_MISSING_CLIENT_IP,/* fall back to the client address */
+};
+
+struct xrl_http_rule {
+	char  name[XRL_RULE_NAME_LEN];
+	char  method[16];              /* "" = any */
+	char  path_prefix[256];        /* "" = any */
+	enum xrl_key_kind key_kind;
+	char  header[64];              /* for XRL_KEY_HEADER */
+	struct xrl_rate rate;
+	__u32 burst;
+	__u32 cost;                    /* tokens per request, default 1 */
+	struct xrl_gcra_params g;      /* from rate and burst */
+	enum xrl_backend_err on_backend_error;
+	enum xrl_missing_key on_missing_key;
+	bool  shadow;
+	__u32 id;                      /* xrl_rule_id(name) */
+};
+
+struct xrl_http_cfg {
+	bool  enabled;                 /* an http: section was present */
+	char  listen[64];              /* "127.0.0.1:9090" */
+	bool  redis;                   /* backend: redis://... */
+	char  redis_host[128];
+	int   redis_port;
+	int   redis_db;
+	__u64 redis_timeout_ns;        /* connect and command; default 50 ms */
+	__u64 breaker_cooldown_ns;     /* how long a dead Redis is left alone; 1 s */
+	__u32 n_trusted;
+	struct xrl_prefix trusted[XRL_HTTP_MAX_TRUSTED];
+	__u32 n_rules;
+	struct xrl_http_rule rules[XRL_HTTP_MAX_RULES];
+	bool  x_ratelimit_headers;     /* X-RateLimit-*; default on */
+	bool  ietf_headers;            /* RateLimit-Policy / RateLimit; default on */
+	__u32 max_connections;         /* default 1024 */
+	__u64 idle_timeout_ns;         /* default 30 s */
+	__u32 max_header_bytes;        /* default 8192; beyond: 431 */
+	__u32 memory_max_keys;         /* in-process buckets; default 1,000,000 */
+	__u32 threads;                 /* server threads; default 2 */
+	bool  shed_enabled;            /* shed: global capacity bucket -> 503 */
+	struct xrl_rate shed_rate;
+	__u32 shed_burst;
+	struct xrl_gcra_params shed_g;
+	struct {
+		bool  enabled;
+		__u32 strikes;
+		__u64 window_ns, base_ns, max_ns;
+	} penalty;                     /* key escalation, as in the packet tier */
+};
+
+/* Fill defaults for a new http: section. */
+void xrl_http_cfg_init(struct xrl_http_cfg *c);
+/* Validate and derive (gcra params, ids); err names the problem. */
+int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen);
+/* "redis://HOST:PORT[/DB]" or "memory". */
+int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen);
+
+/* ---- the limiter ----------------------------------------------------------- */
+
+struct xrl_limiter;
+
+/* What one decision concluded, for the headers and the body. */
+struct xrl_decision {
+	bool  allowed;
+	bool  shed;                    /* 503: closed on backend error or shedding */
+	bool  backend_error;           /* the backend failed; a fallback decided */
+	bool  missing_key;             /* refused for a missing identity */
+	bool  penalized;               /* refused by a key penalty */
+	const struct xrl_http_rule *rule; /* the rule that refused, or the one
+					   * with the fewest tokens left */
+	__u64 limit;                   /* burst of that rule */
+	__u64 remaining;               /* whole tokens left */
+	__u64 reset_s;                 /* seconds until its bucket is full */
+	__u64 retry_after_s;           /* refusals: whole seconds, >= 1 */
+	__u32 n_rules;                 /* rules checked */
+};
+
+struct xrl_limiter_stats {
+	__u64 decisions, allowed, refused, shadow_refused, shed;
+	__u64 backend_errors, breaker_open_skips, overlimit_cache_hits;
+	__u64 fallback_open, fallback_closed, fallback_local;
+	__u64 keys, evictions_idle, evictions_active, penalties;
+};
+
+int  xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
+void xrl_limiter_free(struct xrl_limiter *l);
+/* Swap the rule set (on reload); buckets of rules kept by name survive. */
+void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
+
+/*
+ * Decide for one request: the rules it matched, the key of each (NULL for
+ * a missing key, already resolved per on_missing_key by the caller) and
+ * the costs. All must allow; a refusal by one rule spends no tokens of the
+ * others (check all, then take from all).
+ */
+int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		       const char *const *keys, const __u32 *costs, int n,
+		       struct xrl_decision *d);
+void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
+/* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
+int xrl_limiter_breaker_state(struct xrl_limiter *l);
+
+/* ---- the server ------------------------------------------------------------ */
+
+struct xrl_http_server;
+
+int  xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out,
+		    char *err, size_t errlen);
+/* Reload: new rules and limits; the listener stays. */
+int  xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
+void xrl_http_stop(struct xrl_http_server *s);
+/* Prometheus lines for the tier (appended to xrld's /metrics). */
+struct xrl_buf;
+void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);
+
+#endif /* XRL_HTTP_H */

@@ -1,0 +1,806 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * http_tier.c - the identity tier's HTTP server (libmicrohttpd).
+ *
+ *   /v1/auth        forward-auth (Traefik, Caddy): 200 allow, 429 refuse,
+ *                   503 shed; the answer goes to the client unchanged.
+ *   /v1/auth/nginx  the same for nginx auth_request, which turns anything
+ *                   but 2xx/401/403 into a 500: refusal is 403 and shedding
+ *                   401, with the same headers (docs/examples/nginx-xrl.conf
+ *                   maps them back to 429 and 503).
+ *   /v1/check       POST {"rule","key","cost"} -> the decision as JSON.
+ *   /healthz
+ *
+ * HTTP parsing, header-size bounds (431), connection limits and idle
+ * timeouts are libmicrohttpd's; nothing here parses HTTP by hand.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+
+#include "http.h"
+#include "log.h"
+#include "report.h"
+
+#define BODY_MAX 16384
+
+enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_429, ST_503, ST_MAX };
+
+struct xrl_http_server {
+	struct MHD_Daemon *d;
+	struct xrl_limiter *lim;
+	pthread_rwlock_t mu;          /* cfg pointer vs reload */
+	struct xrl_http_cfg *cfg;
+	struct xrl_http_cfg *old[16]; /* retired configs, freed at stop */
+	int n_old;
+	_Atomic __u64 shed_tat;       /* global capacity bucket (GCRA, CAS) */
+	_Atomic __u64 status[ST_MAX];
+	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+};
+
+struct req {
+	char  *body;
+	size_t len;
+	bool   too_big;
+};
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
+}
+
+/* ---- identity ------------------------------------------------------------------ */
+
+static bool addr_parse(const char *s, struct xrl_prefix *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (inet_pton(AF_INET, s, &p->addr[0]) == 1) {
+		p->family = XRL_AF_INET;
+		p->plen = 32;
+		return true;
+	}
+	if (inet_pton(AF_INET6, s, p->addr) == 1) {
+		p->family = XRL_AF_INET6;
+		p->plen = 128;
+		return true;
+	}
+	return false;
+}
+
+static bool trusted(const struct xrl_http_cfg *c, const struct xrl_prefix *a)
+{
+	for (__u32 i = 0; i < c->n_trusted; i++) {
+		const struct xrl_prefix *t = &c->trusted[i];
+		__u32 m[4];
+		bool ok = t->family == a->family;
+
+		xrl_prefix_mask(t->family, t->plen, m);
+		for (int w = 0; ok && w < 4; w++)
+			ok = (a->addr[w] & m[w]) == t->addr[w];
+		if (ok)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The client address: the direct peer, unless the peer is a trusted proxy,
+ * in which case X-Forwarded-For is walked right to left over trusted hops;
+ * the first untrusted address is the client. A malformed entry stops the
+ * walk at the last address we could vouch for.
+ */
+static void client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
+		      size_t len)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+	const char *xff;
+	struct xrl_prefix peer;
+	char cand[INET6_ADDRSTRLEN] = "unknown";
+
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, cand, sizeof(cand));
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, cand, sizeof(cand));
+	xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For");
+	if (xff && addr_parse(cand, &peer) && trusted(c, &peer)) {
+		char buf[1024], *end;
+
+		snprintf(buf, sizeof(buf), "%s", xff);
+		end = buf + strlen(buf);
+		while (end > buf) {
+			char *start = end, *a, *e;
+			struct xrl_prefix p;
+
+			while (start > buf && start[-1] != ',')
+				start--;
+			a = start;
+			while (*a == ' ' || *a == '\t')
+				a++;
+			e = end;
+			while (e > a && (e[-1] == ' ' || e[-1] == '\t'))
+				e--;
+			*e = '\0';
+			if (!addr_parse(a, &p))
+				break;
+			snprintf(cand, sizeof(cand), "%s", a);
+			if (!trusted(c, &p))
+				break;
+			end = start > buf ? start - 1 : buf;
+		}
+	}
+	snprintf(out, len, "%s", cand);
+}
+
+/* Bearer tokens are never kept or logged: the key is a SHA-256 prefix. */
+static bool bearer_key(struct MHD_Connection *conn, char *out, size_t len)
+{
+	const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (!a || strncasecmp(a, "Bearer ", 7))
+		return false;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	if (!*a || !EVP_Digest(a, strlen(a), md, &mdlen, EVP_sha256(), NULL))
+		return false;
+	for (unsigned i = 0; i < 16 && 2 * i + 2 < len; i++)
+		snprintf(out + 2 * i, 3, "%02x", md[i]);
+	return true;
+}
+
+/* ---- answers ------------------------------------------------------------------- */
+
+static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
+{
+	static const struct { __u64 ns; const char *one, *many; } u[] = {
+		{ 86400 * XRL_NSEC_PER_SEC, "day", "days" },
+		{ 3600 * XRL_NSEC_PER_SEC, "hour", "hours" },
+		{ 60 * XRL_NSEC_PER_SEC, "minute", "minutes" },
+		{ XRL_NSEC_PER_SEC, "second", "seconds" },
+		{ 1000000, "millisecond", "milliseconds" },
+	};
+	__u64 per = r->rate.period_ns, tok = r->rate.tokens;
+
+	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
+		if (per % u[i].ns)
+			continue;
+		__u64 n = per / u[i].ns;
+
+		if (tok == 1 && n == 1)
+			snprintf(buf, len, "1 per %s", u[i].one);
+		else if (tok == 1)
+			snprintf(buf, len, "1 every %llu %s", (unsigned long long)n, u[i].many);
+		else if (n == 1)
+			snprintf(buf, len, "%llu per %s", (unsigned long long)tok, u[i].one);
+		else
+			snprintf(buf, len, "%llu every %llu %s", (unsigned long long)tok,
+				 (unsigned long long)n, u[i].many);
+		return;
+	}
+	snprintf(buf, len, "%llu per %llu ns", (unsigned long long)tok, (unsigned long long)per);
+}
+
+static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response *resp,
+			      const struct xrl_decision *d)
+{
+	char v[160];
+
+	if (!d->rule)
+		return;
+	if (c->ietf_headers) {
+		/* draft-ietf-httpapi-ratelimit-headers: quota q over window w
+		 * (the time an empty bucket takes to fill); r left, t to reset */
+		snprintf(v, sizeof(v), "\"%s\";q=%llu;w=%llu", d->rule->name,
+			 (unsigned long long)d->limit,
+			 (unsigned long long)((d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC));
+		MHD_add_response_header(resp, "RateLimit-Policy", v);
+		snprintf(v, sizeof(v), "\"%s\";r=%llu;t=%llu", d->rule->name,
+			 (unsigned long long)d->remaining, (unsigned long long)d->reset_s);
+		MHD_add_response_header(resp, "RateLimit", v);
+	}
+	if (c->x_ratelimit_headers) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->limit);
+		MHD_add_response_header(resp, "X-RateLimit-Limit", v);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->remaining);
+		MHD_add_response_header(resp, "X-RateLimit-Remaining", v);
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)(time(NULL) + (time_t)d->reset_s));
+		MHD_add_response_header(resp, "X-RateLimit-Reset", v);
+	}
+}
+
+static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
+				struct xrl_buf *b, const struct xrl_http_cfg *c,
+				const struct xrl_decision *d)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+	char v[32];
+
+	resp = MHD_create_response_from_buffer(b->len, b->p ? b->p : (char *)"", MHD_RESPMEM_MUST_COPY);
+	if (!resp)
+		return MHD_NO;
+	if (ctype)
+		MHD_add_response_header(resp, "Content-Type", ctype);
+	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (c && d) {
+		add_quota_headers(c, resp, d);
+		if (!d->allowed) {
+			snprintf(v, sizeof(v), "%llu", (unsigned long long)d->retry_after_s);
+			MHD_add_response_header(resp, "Retry-After", v);
+			if (d->rule)
+				MHD_add_response_header(resp, "X-XRL-Rule", d->rule->name);
+		}
+	}
+	ret = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
+static enum MHD_Result problem(struct MHD_Connection *conn, unsigned status, const char *title,
+			       const char *detail)
+{
+	struct xrl_buf b = {};
+	enum MHD_Result r;
+
+	xrl_buf_printf(&b, "{\"type\":\"about:blank\",\"title\":");
+	xrl_buf_json_str(&b, title);
+	xrl_buf_printf(&b, ",\"status\":%u,\"detail\":", status);
+	xrl_buf_json_str(&b, detail);
+	xrl_buf_printf(&b, "}\n");
+	r = send_buf(conn, status, "application/problem+json", &b, NULL, NULL);
+	xrl_buf_free(&b);
+	return r;
+}
+
+/* 429/503 body: which limit, in a sentence a person understands. */
+static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsigned status)
+{
+	char rate[96], detail[512];
+	const char *rn = d->rule ? d->rule->name : "capacity";
+
+	if (d->rule)
+		rate_words(d->rule, rate, sizeof(rate));
+	if (d->shed && d->backend_error)
+		snprintf(detail, sizeof(detail),
+			 "The rate-limit store for \"%s\" is unavailable and this limit fails closed; "
+			 "try again in %llu second%s.", rn, (unsigned long long)d->retry_after_s,
+			 d->retry_after_s == 1 ? "" : "s");
+	else if (d->shed)
+		snprintf(detail, sizeof(detail),
+			 "The service is shedding load; try again in %llu second%s.",
+			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
+	else if (d->missing_key)
+		snprintf(detail, sizeof(detail),
+			 "Requests to this route are limited per caller (rule \"%s\") and this request "
+			 "did not say who the caller is.", rn);
+	else if (d->penalized)
+		snprintf(detail, sizeof(detail),
+			 "You went over the limit \"%s\" (%s, bursts of %llu) repeatedly and are blocked "
+			 "for %llu more second%s.", rn, rate, (unsigned long long)d->limit,
+			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
+	else
+		snprintf(detail, sizeof(detail),
+			 "You have used up the limit \"%s\": %s, in bursts of up to %llu. "
+			 "Try again in %llu second%s.", rn, rate, (unsigned long long)d->limit,
+			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
+	xrl_buf_printf(b, "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%u,\"detail\":",
+		       status == 503 ? "Service Unavailable" : "Too Many Requests", status);
+	xrl_buf_json_str(b, detail);
+	xrl_buf_printf(b, ",\"rule\":");
+	xrl_buf_json_str(b, rn);
+	xrl_buf_printf(b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu}\n",
+		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
+		       (unsigned long long)d->retry_after_s);
+}
+
+/* The global capacity bucket: one CAS on a shared TAT. */
+static bool shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait)
+{
+	__u64 now = mono_ns(), old, nt;
+
+	if (!c->shed_enabled)
+		return false;
+	old = atomic_load(&s->shed_tat);
+	for (int i = 0; i < 8; i++) {
+		if (!xrl_gcra_decide(old, now, c->shed_g.emit_ns, c->shed_g.tau_ns, &nt)) {
+			*wait = xrl_gcra_wait(old, now, c->shed_g.emit_ns, c->shed_g.tau_ns);
+			return true;
+		}
+		if (atomic_compare_exchange_weak(&s->shed_tat, &old, nt))
+			return false;
+	}
+	return false;
+}
+
+static int rule_index(const struct xrl_http_cfg *c, const struct xrl_http_rule *r)
+{
+	return r ? (int)(r - c->rules) : -1;
+}
+
+static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			   const struct xrl_http_rule *const *rules, int n,
+			   const struct xrl_decision *d)
+{
+	int ri = rule_index(c, d->rule);
+
+	if (d->allowed) {
+		for (int i = 0; i < n; i++)
+			atomic_fetch_add(&s->rule_allowed[rule_index(c, rules[i])], 1);
+	} else if (ri >= 0 && ri < XRL_HTTP_MAX_RULES) {
+		atomic_fetch_add(&s->rule_refused[ri], 1);
+	}
+}
+
+/*
+ * Forward-auth: which rules match the original request, their keys, one
+ * decision. nginx: refusals as 403 and shedding as 401 (see the top).
+ */
+static enum MHD_Result do_auth(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			       struct MHD_Connection *conn, const char *method, const char *url,
+			       bool nginx)
+{
+	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
+	char keybuf[XRL_HTTP_MAX_MATCH][XRL_HTTP_KEY_MAX + 1];
+	const char *keys[XRL_HTTP_MAX_MATCH];
+	const char *om, *ou;
+	char path[1024], ip[INET6_ADDRSTRLEN] = "";
+	struct xrl_decision d = {};
+	struct xrl_buf b = {};
+	enum MHD_Result ret;
+	unsigned status;
+	__u64 wait;
+	int n = 0;
+
+	om = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Method");
+	if (!om)
+		om = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Original-Method");
+	ou = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Uri");
+	if (!ou)
+		ou = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Original-URI");
+	if (!om)
+		om = method;
+	if (!ou)
+		ou = url;
+	snprintf(path, sizeof(path), "%s", ou);
+	path[strcspn(path, "?#")] = '\0';
+
+	if (shed_check(s, c, &wait)) {
+		d.allowed = false;
+		d.shed = true;
+		d.retry_after_s = (wait + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
+		if (!d.retry_after_s)
+			d.retry_after_s = 1;
+		goto answer;
+	}
+
+	for (__u32 i = 0; i < c->n_rules && n < XRL_HTTP_MAX_MATCH; i++) {
+		const struct xrl_http_rule *r = &c->rules[i];
+		const char *v = NULL;
+
+		if (r->method[0] && strcasecmp(r->method, om))
+			continue;
+		if (r->path_prefix[0] && strncmp(path, r->path_prefix, strlen(r->path_prefix)))
+			continue;
+		switch (r->key_kind) {
+		case XRL_KEY_HEADER:
+			v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, r->header);
+			if (v && !*v)
+				v = NULL;
+			if (v) {
+				snprintf(keybuf[n], sizeof(keybuf[n]), "%s", v);
+				v = keybuf[n];
+			}
+			break;
+		case XRL_KEY_BEARER:
+			v = bearer_key(conn, keybuf[n], sizeof(keybuf[n])) ? keybuf[n] : NULL;
+			break;
+		case XRL_KEY_CLIENT_IP:
+			if (!ip[0])
+				client_ip(c, conn, ip, sizeof(ip));
+			v = ip;
+			break;
+		}
+		if (!v) {
+			if (r->on_missing_key == XRL_MISSING_SKIP)
+				continue;
+			if (r->on_missing_key == XRL_MISSING_CLIENT_IP) {
+				if (!ip[0])
+					client_ip(c, conn, ip, sizeof(ip));
+				v = ip;
+			}
+		}
+		rules[n] = r;
+		keys[n] = v;
+		n++;
+	}
+	xrl_limiter_decide(s->lim, rules, keys, NULL, n, &d);
+	count_decision(s, c, rules, n, &d);
+answer:
+	if (d.allowed) {
+		status = MHD_HTTP_OK;
+		atomic_fetch_add(&s->status[ST_200], 1);
+	} else if (d.shed) {
+		status = nginx ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
+		atomic_fetch_add(&s->status[ST_503], 1);
+		refusal_body(&b, &d, 503);
+	} else {
+		status = nginx ? MHD_HTTP_FORBIDDEN : MHD_HTTP_TOO_MANY_REQUESTS;
+		atomic_fetch_add(&s->status[ST_429], 1);
+		refusal_body(&b, &d, 429);
+	}
+	ret = send_buf(conn, status, d.allowed ? "text/plain" : "application/problem+json", &b, c, &d);
+	xrl_buf_free(&b);
+	return ret;
+}
+
+static enum MHD_Result do_check(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				struct MHD_Connection *conn, struct req *rq)
+{
+	const struct xrl_http_rule *r = NULL;
+	const char *rule, *key;
+	struct xrl_decision d = {};
+	struct xrl_buf b = {};
+	json_error_t je;
+	json_t *j, *jc;
+	enum MHD_Result ret;
+	__u32 cost;
+	unsigned status;
+	int rc;
+
+	if (rq->too_big)
+		return problem(conn, 413, "Payload Too Large", "the body of /v1/check is at most 16 KiB");
+	j = json_loadb(rq->body ? rq->body : "", rq->len, 0, &je);
+	if (!j || !json_is_object(j)) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg), "expected a JSON object {\"rule\":...,\"key\":...,\"cost\":...}: %s",
+			 j ? "not an object" : je.text);
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return problem(conn, 400, "Bad Request", msg);
+	}
+	rule = json_string_value(json_object_get(j, "rule"));
+	key = json_string_value(json_object_get(j, "key"));
+	jc = json_object_get(j, "cost");
+	if (!rule || !key || !*key || (jc && (!json_is_integer(jc) || json_integer_value(jc) < 0 ||
+					       json_integer_value(jc) > 100000000))) {
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return problem(conn, 400, "Bad Request",
+			       "\"rule\" and \"key\" must be non-empty strings and \"cost\", if given, a whole number >= 0");
+	}
+	for (__u32 i = 0; i < c->n_rules; i++)
+		if (!strcmp(c->rules[i].name, rule))
+			r = &c->rules[i];
+	if (!r) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "no http rule named \"%.64s\"", rule);
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_404], 1);
+		return problem(conn, 404, "Not Found", msg);
+	}
+	cost = jc ? (__u32)json_integer_value(jc) : r->cost;
+	{
+		char kb[XRL_HTTP_KEY_MAX + 1];
+		const char *keys[1] = { kb };
+
+		snprintf(kb, sizeof(kb), "%s", key);
+		rc = xrl_limiter_decide(s->lim, &r, keys, &cost, 1, &d);
+	}
+	json_decref(j);
+	if (rc == -E2BIG) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "cost %u is above the burst %u of rule \"%s\" and could never be allowed",
+			 cost, r->burst, r->name);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return problem(conn, 400, "Bad Request", msg);
+	}
+	count_decision(s, c, &r, 1, &d);
+	if (!d.rule) {
+		d.rule = r;
+		d.limit = r->burst;
+		d.remaining = r->burst;
+	}
+	status = d.allowed ? 200 : d.shed ? 503 : 429;
+	atomic_fetch_add(&s->status[d.allowed ? ST_200 : d.shed ? ST_503 : ST_429], 1);
+	xrl_buf_printf(&b, "{\"allowed\":%s,\"rule\":", d.allowed ? "true" : "false");
+	xrl_buf_json_str(&b, r->name);
+	xrl_buf_printf(&b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu,\"reset\":%llu",
+		       (unsigned long long)d.limit, (unsigned long long)d.remaining,
+		       (unsigned long long)(d.allowed ? 0 : d.retry_after_s), (unsigned long long)d.reset_s);
+	if (!d.allowed) {
+		struct xrl_buf t = {};
+
+		refusal_body(&t, &d, status);
+		/* the sentence of the problem body, for the application to show */
+		json_t *pj = json_loadb(t.p, t.len, 0, NULL);
+
+		xrl_buf_printf(&b, ",\"detail\":");
+		xrl_buf_json_str(&b, pj ? json_string_value(json_object_get(pj, "detail")) : "");
+		json_decref(pj);
+		xrl_buf_free(&t);
+	}
+	xrl_buf_printf(&b, "}\n");
+	ret = send_buf(conn, status, "application/json", &b, c, &d);
+	xrl_buf_free(&b);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct xrl_http_server *s = cls;
+	struct req *rq = *con_cls;
+	enum MHD_Result ret;
+	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+
+	(void)version;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*con_cls = rq;
+		if (post)
+			return MHD_YES; /* body follows */
+	}
+	if (post && *upload_size) {
+		if (!rq->too_big && rq->len + *upload_size <= BODY_MAX) {
+			char *nb = realloc(rq->body, rq->len + *upload_size + 1);
+
+			if (nb) {
+				memcpy(nb + rq->len, upload, *upload_size);
+				rq->body = nb;
+				rq->len += *upload_size;
+			}
+		} else {
+			rq->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+
+	pthread_rwlock_rdlock(&s->mu);
+	if (!strcmp(url, "/v1/auth"))
+		ret = do_auth(s, s->cfg, conn, method, url, false);
+	else if (!strcmp(url, "/v1/auth/nginx"))
+		ret = do_auth(s, s->cfg, conn, method, url, true);
+	else if (!strcmp(url, "/v1/check")) {
+		if (!post) {
+			atomic_fetch_add(&s->status[ST_405], 1);
+			ret = problem(conn, 405, "Method Not Allowed", "/v1/check takes POST");
+		} else {
+			ret = do_check(s, s->cfg, conn, rq);
+		}
+	} else if (!strcmp(url, "/healthz")) {
+		struct xrl_buf b = {};
+		int bs = xrl_limiter_breaker_state(s->lim);
+
+		xrl_buf_printf(&b, "ok%s\n", !s->cfg->redis ? "" : bs == 0 ? " (redis: up)"
+				     : " (redis: down, rules on their fallback)");
+		ret = send_buf(conn, 200, "text/plain", &b, NULL, NULL);
+		xrl_buf_free(&b);
+	} else {
+		atomic_fetch_add(&s->status[ST_404], 1);
+		ret = problem(conn, 404, "Not Found", "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
+	}
+	pthread_rwlock_unlock(&s->mu);
+	return ret;
+}
+
+static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (rq) {
+		free(rq->body);
+		free(rq);
+		*con_cls = NULL;
+	}
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	log_debug("http: %s", buf);
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[80];
+	const char *colon = strrchr(s, ':');
+	long port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = '\0';
+	port = strtol(colon + 1, NULL, 10);
+	if (port < 1 || port > 65535)
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		host[strlen(host) - 1] = '\0';
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*a);
+	}
+	return 0;
+}
+
+int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
+		   size_t errlen)
+{
+	struct xrl_http_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	if (parse_listen(c->listen, &ss, &sl)) {
+		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'", c->listen);
+		free(s);
+		return -EINVAL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->cfg = malloc(sizeof(*s->cfg));
+	if (!s->cfg) {
+		free(s);
+		return -ENOMEM;
+	}
+	*s->cfg = *c;
+	pthread_rwlock_init(&s->mu, NULL);
+	rc = xrl_limiter_new(c, &s->lim);
+	if (rc) {
+		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
+		free(s->cfg);
+		free(s);
+		return rc;
+	}
+	s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(c->threads ? c->threads : 2),
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)c->max_connections,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(c->idle_timeout_ns / XRL_NSEC_PER_SEC),
+				/* request line + headers live in this pool: its size is the
+				 * header bound, beyond which libmicrohttpd answers 431 */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes + 4096,
+				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
+				MHD_OPTION_END);
+	if (!s->d) {
+		snprintf(err, errlen, "couldn't listen on %s (in use, or not an address of this host?)",
+			 c->listen);
+		xrl_limiter_free(s->lim);
+		free(s->cfg);
+		free(s);
+		return -EADDRINUSE;
+	}
+	log_info("identity tier listening on %s, %u rules, backend %s", c->listen, c->n_rules,
+		 c->redis ? "redis" : "memory");
+	*out = s;
+	return 0;
+}
+
+int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
+{
+	struct xrl_http_cfg *n = malloc(sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	*n = *c;
+	pthread_rwlock_wrlock(&s->mu);
+	if (s->n_old < 16)
+		s->old[s->n_old++] = s->cfg;
+	else
+		free(s->cfg); /* no request holds it: we have the write lock */
+	s->cfg = n;
+	xrl_limiter_set_cfg(s->lim, c);
+	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
+	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
+	pthread_rwlock_unlock(&s->mu);
+	if (strcmp(c->listen, n->listen))
+		log_warnx("http listen address changes take effect at restart");
+	return 0;
+}
+
+void xrl_http_stop(struct xrl_http_server *s)
+{
+	if (!s)
+		return;
+	MHD_stop_daemon(s->d);
+	xrl_limiter_free(s->lim);
+	for (int i = 0; i < s->n_old; i++)
+		free(s->old[i]);
+	free(s->cfg);
+	free(s);
+}
+
+void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
+{
+	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405", "413", "429", "503" };
+	struct xrl_limiter_stats st;
+
+	xrl_limiter_get_stats(s->lim, &st);
+	xrl_buf_printf(b, "# HELP xrl_http_responses_total Identity-tier answers by status.\n"
+		       "# TYPE xrl_http_responses_total counter\n");
+	for (int i = 0; i < ST_MAX; i++)
+		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
+			       (unsigned long long)atomic_load(&s->status[i]));
+	xrl_buf_printf(b, "# HELP xrl_http_rule_decisions_total Identity-tier decisions per rule.\n"
+		       "# TYPE xrl_http_rule_decisions_total counter\n");
+	pthread_rwlock_rdlock(&s->mu);
+	for (__u32 i = 0; i < s->cfg->n_rules; i++) {
+		xrl_buf_printf(b, "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"allowed\"} %llu\n",
+			       s->cfg->rules[i].name, (unsigned long long)atomic_load(&s->rule_allowed[i]));
+		xrl_buf_printf(b, "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"refused\"} %llu\n",
+			       s->cfg->rules[i].name, (unsigned long long)atomic_load(&s->rule_refused[i]));
+	}
+	pthread_rwlock_unlock(&s->mu);
+	xrl_buf_printf(b,
+		       "# TYPE xrl_http_decisions_total counter\nxrl_http_decisions_total %llu\n"
+		       "# TYPE xrl_http_shadow_refusals_total counter\nxrl_http_shadow_refusals_total %llu\n"
+		       "# TYPE xrl_http_backend_errors_total counter\nxrl_http_backend_errors_total %llu\n"
+		       "# TYPE xrl_http_breaker_skips_total counter\nxrl_http_breaker_skips_total %llu\n"
+		       "# TYPE xrl_http_overlimit_cache_hits_total counter\nxrl_http_overlimit_cache_hits_total %llu\n"
+		       "# TYPE xrl_http_fallback_total counter\n"
+		       "xrl_http_fallback_total{mode=\"open\"} %llu\nxrl_http_fallback_total{mode=\"closed\"} %llu\n"
+		       "xrl_http_fallback_total{mode=\"local\"} %llu\n"
+		       "# TYPE xrl_http_keys gauge\nxrl_http_keys %llu\n"
+		       "# TYPE xrl_http_key_evictions_total counter\n"
+		       "xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
+		       "# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
+		       "# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n",
+		       (unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
+		       (unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
+		       (unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
+		       (unsigned long long)st.fallback_closed, (unsigned long long)st.fallback_local,
+		       (unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
+		       (unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
+		       xrl_limiter_breaker_state(s->lim) != 0);
+}
