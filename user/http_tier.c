@@ -563,10 +563,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!rq)
 			return MHD_NO;
 		*con_cls = rq;
-		if (post)
-			return MHD_YES; /* body follows */
+		/* answer on the next call, once the request (and any body) is
+		 * read: a 4xx queued before that makes libmicrohttpd close the
+		 * connection, and refusals must keep it alive like admits */
+		return MHD_YES;
 	}
-	if (post && *upload_size) {
+	if (*upload_size) {
 		if (!rq->too_big && rq->len + *upload_size <= BODY_MAX) {
 			char *nb = realloc(rq->body, rq->len + *upload_size + 1);
 
