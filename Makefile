@@ -37,7 +37,8 @@ TOOL       := $(BUILD)/xrl-load
 XRLD       := $(BUILD)/xrld
 XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
-UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config
+UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
+              $(BUILD)/tests/test_limiter
 BPF_TESTS  := $(BUILD)/tests/test_bpf
 BENCH      := $(BUILD)/bench/xdp_cost
 
@@ -95,6 +96,10 @@ $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
+$(BUILD)/tests/test_limiter: $(BUILD)/tests/unit/test_limiter.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
+
 $(GEN): $(BUILD)/tests/tools/synflood.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lpthread
@@ -134,10 +139,23 @@ demo: deps all
 bench: all
 	$(Q)scripts/bench/xdp-cost.sh
 
+SYSTEMDUNITDIR ?= /lib/systemd/system
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/xrl
-	install -m 0755 $(TOOL) $(DESTDIR)$(PREFIX)/sbin/
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/xrl \
+		$(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)/etc/xrl
+	install -m 0755 $(TOOL) $(XRLD) $(XRLCTL) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 $(BUILD)/xrl.bpf.o $(DESTDIR)$(PREFIX)/lib/xrl/
+	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 scripts/completion/xrlctl.bash \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
+	sed 's|/usr/local/sbin/xrld|$(PREFIX)/sbin/xrld|' scripts/systemd/xrld.service \
+		> $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
+	[ -e $(DESTDIR)/etc/xrl/policy.yaml ] || \
+		install -m 0644 docs/examples/onsale-frontend.yaml $(DESTDIR)/etc/xrl/policy.yaml
 
 clean:
 	rm -rf $(BUILD)

@@ -32,6 +32,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <microhttpd.h>
+#include <netdb.h>
 
 #include "config.h"
 #include "http.h"
@@ -1046,25 +1047,31 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
+/* HOST:PORT or [V6]:PORT; a host name is resolved once, at start. */
 static int start_metrics(const char *hostport)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	char host[64], *colon;
-	long port;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
+	char host[80], *colon;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 
 	snprintf(host, sizeof(host), "%s", hostport);
 	colon = strrchr(host, ':');
 	if (!colon)
 		return -EINVAL;
 	*colon = '\0';
-	port = strtol(colon + 1, NULL, 10);
-	if (port < 1 || port > 65535 || inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+	if (host[0] == '[' && colon[-1] == ']') {
+		colon[-1] = '\0';
+		memmove(host, host + 1, strlen(host));
+	}
+	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
 		return -EINVAL;
-	sa.sin_port = htons((__u16)port);
-	D.mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-				 on_metrics, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	D.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, NULL,
+				 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				 MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
 				 MHD_OPTION_END);
+	freeaddrinfo(ai);
 	return D.mhd ? 0 : -EADDRINUSE;
 }
 
