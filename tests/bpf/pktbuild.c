@@ -300,8 +300,8 @@ void pb_tcp(struct pb *p, const struct pb_tcp_opts *o)
 	put16(b, o->sport ? o->sport : 40000);
 	put16(b + 2, o->dport);
 	put32(b + 4, o->seq);
-	if (o->flags & PB_TCP_ACK)
-		put32(b + 8, 1);
+	if (o->ack || (o->flags & PB_TCP_ACK))
+		put32(b + 8, o->ack ? o->ack : 1);
 	b[12] = ((o->doff ? o->doff : 5 + o->opt_words) & 0x0f) << 4;
 	b[13] = o->flags;
 	put16(b + 14, 65535);
@@ -326,10 +326,10 @@ void pb_udp(struct pb *p, uint16_t sport, uint16_t dport)
 	p->l4_off = off;
 }
 
-void pb_l4_proto(struct pb *p, uint8_t proto)
+void pb_next_proto(struct pb *p, uint16_t value)
 {
 	if (!p->err)
-		pb_fill_next(p, proto);
+		pb_fill_next(p, value);
 }
 
 void pb_payload(struct pb *p, size_t n, uint8_t fill)

@@ -118,6 +118,7 @@ struct pb_tcp_opts {
 	uint8_t  opt_words;          /* 32-bit words of options (NOPs), 0..10 */
 	uint8_t  doff;               /* 0: 5 + opt_words; else written as is */
 	uint32_t seq;
+	uint32_t ack;                /* 0: 1 if PB_TCP_ACK is set */
 };
 
 void pb_init(struct pb *p);
@@ -138,8 +139,12 @@ void pb_ipv6_ext(struct pb *p, uint8_t type, size_t len);
 void pb_ipv6_frag(struct pb *p, uint16_t offset, bool more, uint32_t id);
 void pb_tcp(struct pb *p, const struct pb_tcp_opts *o);
 void pb_udp(struct pb *p, uint16_t sport, uint16_t dport);
-/* An L4 protocol number with no header of its own (ICMP, ESP, ...). */
-void pb_l4_proto(struct pb *p, uint8_t proto);
+/*
+ * Fill the open "next protocol" field with a value and no header of its
+ * own: an L4 protocol whose header the test writes as payload (ICMP, a
+ * fragment's TCP), or an EtherType nothing here builds (LLDP).
+ */
+void pb_next_proto(struct pb *p, uint16_t value);
 void pb_payload(struct pb *p, size_t n, uint8_t fill);
 
 /* Fill lengths and checksums not given explicitly. Returns 0 or p->err. */
