@@ -7,7 +7,8 @@
  *
  * Never refuse by accident: anything the parser does not understand, a
  * missing policy, a bucket that cannot be created, a lost CAS race all pass
- * and are counted. The only drops are a denylist hit and a bucket refusal.
+ * and are counted. The only drops are a denylist hit, a bucket refusal and
+ * a first fragment too short to show its L4 header (see xrl_parse_l4).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -271,14 +272,12 @@ int xrl_xdp(struct xdp_md *ctx)
 		x.gc->c[XRL_G_MALFORMED]++;
 		return XDP_PASS;
 	}
-	if (res == XRL_P_FRAGMENT) {
-		/* No ports, no flags: no rule can classify it. Passed; the
-		 * stack reassembles it only with its first fragment, which
-		 * the rules did see. */
-		x.gc->c[XRL_G_FRAGMENTS]++;
-		return XDP_PASS;
+	if (res == XRL_P_TINY_FRAG) {
+		x.gc->c[XRL_G_TINY_FRAGMENT]++;
+		return XDP_DROP;
 	}
 
+	/* fragments have addresses: the lists apply to them too */
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
@@ -289,6 +288,14 @@ int xrl_xdp(struct xdp_md *ctx)
 	if (xrl_denied(&x, cfg, &s.pkt)) {
 		x.gc->c[XRL_G_DENYLISTED]++;
 		return XDP_DROP;
+	}
+	if (res == XRL_P_FRAGMENT) {
+		/* No ports, no flags: no rule can classify it. Passed; the
+		 * stack reassembles it only with its first fragment, which
+		 * the rules did see (a first fragment too short to show its
+		 * header was dropped above). */
+		x.gc->c[XRL_G_FRAGMENTS]++;
+		return XDP_PASS;
 	}
 
 	s.ruleset = cfg->active_ruleset;

@@ -34,6 +34,7 @@ enum xrl_parse_res {
 	XRL_P_NON_IP,     /* neither IPv4 nor IPv6 */
 	XRL_P_MALFORMED,  /* truncated or invalid at some layer */
 	XRL_P_FRAGMENT,   /* a non-first fragment: addresses known, no L4 */
+	XRL_P_TINY_FRAG,  /* a first fragment cut inside its L4 header */
 };
 
 /* What the parser found, on the stack of the program. */
@@ -45,7 +46,8 @@ struct xrl_pkt {
 	__u8  proto;      /* IANA L4 protocol after extension headers */
 	__u8  tcp_flags;  /* byte 13 of the TCP header */
 	__u8  has_ports;
-	__u8  pad[2];
+	__u8  first_frag; /* offset 0 and more fragments follow */
+	__u8  pad;
 };
 
 struct xrl_cursor {
@@ -109,6 +111,7 @@ static __always_inline int xrl_parse_ipv4(struct xrl_cursor *c, struct xrl_pkt *
 	/* offset != 0: a later fragment, which carries no L4 header */
 	if (iph->frag_off & bpf_htons(0x1fff))
 		return XRL_P_FRAGMENT;
+	p->first_frag = !!(iph->frag_off & bpf_htons(0x2000));
 	return XRL_P_OK;
 }
 
@@ -159,6 +162,7 @@ static __always_inline int xrl_parse_ipv6(struct xrl_cursor *c, struct xrl_pkt *
 				p->proto = fh->nexthdr;
 				return XRL_P_FRAGMENT;
 			}
+			p->first_frag = !!(fh->frag_off & bpf_htons(1));
 			len = sizeof(*fh);
 			break;
 		default:
@@ -183,18 +187,28 @@ static __always_inline int xrl_parse_ipv6(struct xrl_cursor *c, struct xrl_pkt *
 	return XRL_P_OK;
 }
 
-/* TCP (data offset >= 5, whole header present) and UDP ports and flags. */
+/*
+ * TCP (data offset >= 5, whole header present) and UDP ports and flags.
+ * A first fragment too short to hold its L4 header is not merely malformed:
+ * passed, the stack would reassemble a SYN no rule saw (the "tiny fragment"
+ * attack of RFC 1858; RFC 7112 requires the whole header chain in the first
+ * fragment, so real stacks never send one). It is reported for a drop.
+ */
 static __always_inline int xrl_parse_l4(struct xrl_cursor *c, struct xrl_pkt *p)
 {
+	int cut = p->first_frag ? XRL_P_TINY_FRAG : XRL_P_MALFORMED;
+
 	if (p->proto == XRL_IPPROTO_TCP) {
 		struct tcphdr *th = c->pos;
 		__u32 doff;
 
 		if ((void *)(th + 1) > c->end)
-			return XRL_P_MALFORMED;
+			return cut;
 		doff = th->doff * 4;
-		if (doff < sizeof(*th) || c->pos + doff > c->end)
+		if (doff < sizeof(*th))
 			return XRL_P_MALFORMED;
+		if (c->pos + doff > c->end)
+			return cut;
 		p->dport = bpf_ntohs(th->dest);
 		p->tcp_flags = ((__u8 *)th)[13];
 		p->has_ports = 1;
@@ -202,7 +216,7 @@ static __always_inline int xrl_parse_l4(struct xrl_cursor *c, struct xrl_pkt *p)
 		struct udphdr *uh = c->pos;
 
 		if ((void *)(uh + 1) > c->end)
-			return XRL_P_MALFORMED;
+			return cut;
 		p->dport = bpf_ntohs(uh->dest);
 		p->has_ports = 1;
 	}

@@ -100,6 +100,8 @@ enum xrl_global {
 	XRL_G_EVENTS_SENT,       /* refusal samples written to the ring buffer */
 	XRL_G_EVENTS_LOST,       /* refusal samples dropped: ring buffer full */
 	XRL_G_NO_POLICY,         /* no ruleset installed: passed */
+	XRL_G_TINY_FRAGMENT,     /* first fragment cut inside its L4 header
+	                          * (RFC 1858, RFC 7112): dropped */
 	XRL_G_MAX,
 };
 

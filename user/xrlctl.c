@@ -116,7 +116,7 @@ static int status_from_pins(void)
 	else
 		printf("xrld: not running (%s); the data plane, read from %s:\n"
 		       "%-16s %-8s %-8s %-10s\n", sock_path, pin_root, "INTERFACE", "PROG", "MODE", "ATTACHED");
-	for (int i = 0; i < n; i++) {
+	for (int i = 0, shown = 0; i < n; i++) {
 		struct xrl_handle *h;
 		const struct xrl_attach_info *in;
 
@@ -124,7 +124,7 @@ static int status_from_pins(void)
 			continue;
 		in = xrl_info(h);
 		if (json)
-			printf("%s{\"name\":\"%s\",\"prog_id\":%u,\"mode\":\"%s\",\"attached\":%s}", i ? "," : "",
+			printf("%s{\"name\":\"%s\",\"prog_id\":%u,\"mode\":\"%s\",\"attached\":%s}", shown++ ? "," : "",
 			       names[i], in->prog_id, in->mode == XRL_MODE_SKB ? "skb" : "native",
 			       in->attached ? "true" : "false");
 		else

@@ -72,7 +72,7 @@ struct pen_ent {
 	__u8   family;
 	__u8   plen;
 	__u32  addr[4];
-	__u64  last_window;    /* window index of the last strike */
+	__u64  last_strike_ns; /* sample time of the last strike; 0 = none */
 	__u32  strikes;        /* separate windows with refusals */
 	__u32  offenses;       /* deny entries earned so far */
 	__u64  last_offense_ns;
@@ -198,14 +198,15 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
 	struct { __u8 i, f, p, pad; __u32 a[4]; } k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen };
-	__u64 now = xrl_now_ns(), win;
+	__u64 now = xrl_now_ns(), ts;
 	struct pen_ent *pe = NULL;
 	__u32 slot;
 
 	if (!pc->enabled || e->action != XRL_ACT_DROP || allowlisted(f, e))
 		return;
+	/* the program's timestamp: one CPU's samples are >= event_interval apart in it */
+	ts = e->ts_ns ? e->ts_ns : now;
 	memcpy(k.a, e->addr, 16);
-	win = now / pc->window_ns;
 	slot = (__u32)hash_key(&k, sizeof(k)) & (PEN_SLOTS - 1);
 	for (int i = 0; i < 16 && !pe; i++, slot = (slot + 1) & (PEN_SLOTS - 1)) {
 		struct pen_ent *t = &D.pen[slot];
@@ -213,7 +214,7 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 		if (t->used && t->iface == k.i && t->family == k.f && t->plen == k.p &&
 		    !memcmp(t->addr, k.a, 16)) {
 			pe = t;
-		} else if (!t->used || (win - t->last_window > pc->strikes + 1 &&
+		} else if (!t->used || (t->last_strike_ns + (pc->strikes + 1) * pc->window_ns < ts &&
 					now - t->last_offense_ns > 2 * pc->max_ns)) {
 			memset(t, 0, sizeof(*t));
 			t->used = true;
@@ -221,20 +222,24 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 			t->family = k.f;
 			t->plen = k.p;
 			memcpy(t->addr, k.a, 16);
-			t->last_window = UINT64_MAX;
 			pe = t;
 		}
 	}
 	if (!pe)
 		return;
-	if (pe->last_window == win)
+	/*
+	 * One strike per window of time: samples from several CPUs (one
+	 * source's packets spread over receive queues) a few ms apart, on
+	 * either side of a window boundary, are one strike, not two.
+	 */
+	if (pe->last_strike_ns && ts < pe->last_strike_ns + pc->window_ns)
 		return;
-	/* strikes must fall in recent windows; a long quiet spell forgives */
-	if (pe->last_window != UINT64_MAX && win - pe->last_window > pc->strikes)
+	/* strikes must be recent; a long quiet spell forgives */
+	if (pe->last_strike_ns && ts - pe->last_strike_ns > pc->strikes * pc->window_ns)
 		pe->strikes = 0;
 	if (pe->offenses && now - pe->last_offense_ns > 2 * pc->max_ns)
 		pe->offenses = 0;
-	pe->last_window = win;
+	pe->last_strike_ns = ts;
 	pe->strikes++;
 	if (pe->strikes < pc->strikes)
 		return;
@@ -489,8 +494,18 @@ static void cmd_status(struct xrl_buf *b, bool json)
 			       "ATTACHED", "HOW", "RULES");
 	}
 	for (int i = 0; i < D.n_ifs; i++) {
-		const struct xrl_attach_info *in = xrl_info(D.ifs[i].h);
-		const char *how = in->multiprog ? "libxdp dispatcher" : "single program";
+		struct xrl_attach_info now = *xrl_info(D.ifs[i].h), *in = &now;
+		struct xrl_handle *ph;
+		const char *how;
+
+		/* xrl_info() is what attach saw; the program may have been
+		 * removed since (ip link set dev X xdp off, another loader) */
+		if (!xrl_open_pinned(D.pin_root, D.ifs[i].name, &ph)) {
+			now.attached = xrl_info(ph)->attached;
+			now.prog_id = xrl_info(ph)->prog_id;
+			xrl_close(ph);
+		}
+		how = in->multiprog ? "libxdp dispatcher" : "single program";
 
 		if (json) {
 			xrl_buf_printf(b, "%s{\"name\":", i ? "," : "");
@@ -603,6 +618,11 @@ static int parse_ttl(int argc, char **argv, int from, __u64 *ttl, struct xrl_buf
 		if (!strcmp(argv[i], "--ttl") && i + 1 < argc) {
 			if (xrl_duration_parse(argv[i + 1], ttl, err, sizeof(err))) {
 				xrl_buf_printf(b, "--ttl: %s\n", err);
+				return 2;
+			}
+			if (!*ttl) {
+				/* 0 would store a permanent entry; leave --ttl out for that */
+				xrl_buf_printf(b, "--ttl: '%s' must be above zero\n", argv[i + 1]);
 				return 2;
 			}
 			i++;

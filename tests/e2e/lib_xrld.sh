@@ -1,0 +1,273 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# shellcheck shell=bash
+# SC2034: globals set for the tests; SC2119/SC2120: optional arguments;
+# SC2153: RATE and BURST are the caller's.
+# shellcheck disable=SC2034,SC2119,SC2120,SC2153
+#
+# tests/e2e/lib_xrld.sh - helpers for the end-to-end tests of the daemon
+# (xrld) and its command line (xrlctl), on top of lib.sh's lab.
+#
+# Sourced, not run; it sources lib.sh. Everything runs in the lab of lib.sh:
+# xrld and xrlctl run in the protected namespace through nsenter --net (so
+# they see the interface and the pins under /sys/fs/bpf), with a socket and
+# a pin directory of their own per test (/run/xrl-test-<tag>.sock,
+# /sys/fs/bpf/xrl-test-<tag>).
+#
+# xrld_lab TAG replaces lib.sh's EXIT trap by xrld_cleanup, which stops the
+# xrld processes we started, removes the socket, prints the tail of xrld's
+# log when the test failed, then runs lib.sh's lab_cleanup (processes,
+# detach, pins, namespaces, temporary files).
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+XRLD=${XRLD:-$XRL_ROOT/build/xrld}
+XRLCTL=${XRLCTL:-$XRL_ROOT/build/xrlctl}
+
+XRLD_SOCK=
+XRLD_CONF=
+XRLD_LOG=
+XRLD_PID=
+XRLD_PIDS=()
+
+# require_xrld TOOL...: lib.sh's require_env plus the daemon and the CLI.
+require_xrld() {
+	require_env python3 "$@"
+	[ -x "$XRLD" ] || fatal "$XRLD is missing: make build/xrld"
+	[ -x "$XRLCTL" ] || fatal "$XRLCTL is missing: make build/xrlctl"
+}
+
+# xrld_lab TAG: the lab (lab_up), a native XDP probe, and the names of this
+# test's socket, config file and xrld log.
+xrld_lab() {
+	lab_up "$1"
+	XRLD_SOCK=/run/xrl-test-$1.sock
+	XRLD_CONF=$LAB_TMP/xrld.yaml
+	XRLD_LOG=$LAB_TMP/xrld.log
+	: >"$XRLD_LOG"
+	rm -f "$XRLD_SOCK"
+	trap xrld_cleanup EXIT
+	require_native_xdp
+}
+
+xrld_cleanup() {
+	local rc=$? pid
+	trap - EXIT
+	for pid in "${XRLD_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${XRLD_PIDS[@]}"; do
+		# at most 3 s for a clean stop, then kill -9
+		for _ in $(seq 30); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ] && [ -n "$XRLD_LOG" ] && [ -s "$XRLD_LOG" ]; then
+		printf '[%s] xrld log (last 30 lines):\n' "$_xrl_name" >&2
+		tail -n 30 "$XRLD_LOG" | sed 's/^/    /' >&2
+	fi
+	[ -n "$XRLD_SOCK" ] && rm -f "$XRLD_SOCK"
+	(exit "$rc")
+	lab_cleanup
+}
+
+# ---- the policy file ---------------------------------------------------------
+
+# write_config FILE RATE BURST [ACTION [PENALTY-YAML]]: a policy with one rule
+# `syn` (TCP SYNs to port 80) on the lab's protected interface, metrics on
+# 127.0.0.1:9101 (the protected namespace's own loopback).
+write_config() {
+	local file=$1 rate=$2 burst=$3 action=${4:-drop} penalty=${5:-}
+	cat >"$file" <<EOF
+interfaces:
+  - name: $LAB_PROT_IF
+    mode: native
+xdp:
+  rules:
+    - name: syn
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
+      rate: $rate/s
+      burst: $burst
+      action: $action
+metrics: 127.0.0.1:9101
+EOF
+	[ -n "$penalty" ] && printf 'penalty: %s\n' "$penalty" >>"$file"
+	return 0
+}
+
+# ---- the daemon ----------------------------------------------------------------
+
+# ctl ARGS...: xrlctl in the protected namespace, on this test's socket and pins.
+ctl() { in_prot "$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"; }
+
+# xrld_start [ARGS...]: xrld in the foreground (in the background of the
+# test) in the protected namespace; waits until it answers on its socket.
+# Sets XRLD_PID (xrld itself: nsenter execs it).
+xrld_start() {
+	nsenter --net="/run/netns/$LAB_PROT" -- "$XRLD" --config "$XRLD_CONF" --foreground \
+		--socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@" >>"$XRLD_LOG" 2>&1 &
+	XRLD_PID=$!
+	XRLD_PIDS+=("$XRLD_PID")
+	lab_bg "$XRLD_PID"
+	for _ in $(seq 100); do
+		if ! kill -0 "$XRLD_PID" 2>/dev/null; then
+			fatal "xrld exited at start: $(tail -n 5 "$XRLD_LOG")"
+		fi
+		if ctl status 2>/dev/null | grep -q "^xrld pid $XRLD_PID"; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	fatal "xrld did not answer on $XRLD_SOCK within 10 s: $(tail -n 5 "$XRLD_LOG")"
+}
+
+# xrld_kill SIGNAL: signal xrld and wait for it to go.
+xrld_kill() {
+	kill "-$1" "$XRLD_PID" 2>/dev/null || fatal "xrld ($XRLD_PID) was not running"
+	for _ in $(seq 50); do
+		kill -0 "$XRLD_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$XRLD_PID" 2>/dev/null && fatal "xrld ($XRLD_PID) still runs after SIG$1"
+	wait "$XRLD_PID" 2>/dev/null
+	XRLD_RC=$?
+}
+
+# ---- JSON and counters -------------------------------------------------------
+
+# jq_py EXPR: evaluate a python expression over the JSON on stdin (bound to
+# d); prints the result (lists space separated), or nothing on any error.
+jq_py() {
+	"$XRL_PY" -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+    v = eval(sys.argv[1])
+except Exception as e:
+    sys.stderr.write("jq_py: %s\n" % e)
+    sys.exit(1)
+if isinstance(v, (list, tuple)):
+    print(" ".join(str(x) for x in v))
+elif isinstance(v, bool):
+    print("true" if v else "false")
+elif v is None:
+    print("null")
+else:
+    print(v)' "$1"
+}
+
+# rule_counts [RULE]: "passed dropped shadow_dropped" of RULE (syn) on the
+# lab interface, from `xrlctl --json stats` (read from the pins).
+rule_counts() {
+	ctl --json stats | jq_py "[(r['passed'], r['dropped'], r['shadow_dropped']) for r in d['rules'] if r['name'] == '${1:-syn}' and r['interface'] == '$LAB_PROT_IF'][0]"
+}
+
+# global_count NAME: one global counter from `xrlctl --json stats`.
+global_count() {
+	ctl --json stats | jq_py "d['global']['$1']"
+}
+
+# flood_measure SRC FLOOD-ARGS...: flood SYNs to port 80 from SRC, then set
+# ADM (Tcp InSegs delta in the protected namespace), XP, XD, XS (deltas of
+# the syn rule's passed, dropped, shadow_dropped from xrlctl) and EXP
+# (burst + rate * t for RATE and BURST of the caller).
+flood_measure() {
+	local src=$1 seg0 c0 c1 p0 d0 s0 p1 d1 s1
+	shift
+	seg0=$(snmp prot Tcp InSegs)
+	c0=$(rule_counts) || fatal "xrlctl --json stats failed"
+	flood --dst "$LAB_PROT_IP" --dport 80 --sources "$src" "$@"
+	sleep 0.3
+	ADM=$(( $(snmp prot Tcp InSegs) - seg0 ))
+	c1=$(rule_counts) || fatal "xrlctl --json stats failed"
+	read -r p0 d0 s0 <<<"$c0"
+	read -r p1 d1 s1 <<<"$c1"
+	XP=$((p1 - p0)); XD=$((d1 - d0)); XS=$((s1 - s0))
+	EXP=$(expected_admits "$RATE" "$BURST" "$FLOOD_MS")
+	info "flood from $src: sent $FLOOD_SENT in $FLOOD_MS ms ($FLOOD_PPS pps); admitted (InSegs) $ADM;" \
+		"xrl passed +$XP dropped +$XD shadow +$XS; burst + rate*t = $BURST + $RATE/s * ${FLOOD_MS}ms = $EXP"
+}
+
+# flood_bg OUTFILE FLOOD-ARGS...: a flood in the background (sets FLOOD_PID).
+flood_bg() {
+	local out=$1
+	shift
+	bg_atk "$XRL_FLOOD" --dev "$LAB_ATK_IF" --dst-mac "$LAB_PROT_MAC" "$@" >"$out" 2>&1
+	FLOOD_PID=$BG_PID
+}
+
+# flood_wait OUTFILE: wait for flood_bg's flood; sets FLOOD_SENT, FLOOD_MS.
+flood_wait() {
+	wait "$FLOOD_PID"
+	local out
+	out=$(cat "$1")
+	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$out")
+	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$out")
+	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$out")
+	if [ -z "$FLOOD_SENT" ] || [ -z "$FLOOD_MS" ]; then
+		fatal "unexpected xrl-synflood output: $out"
+	fi
+}
+
+# deny_field PREFIX FIELD: FIELD (origin, expires_in_s) of PREFIX in
+# `xrlctl --json deny list`, or "absent".
+deny_field() {
+	ctl --json deny list | jq_py "([e['$2'] for e in d if e['prefix'] == '$1'] + ['absent'])[0]"
+}
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 on timeout.
+wait_for() {
+	local n=$(( $1 * 10 ))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# check_rc WHAT GOT WANT: an exit status.
+check_rc() { check_eq "$1 (exit status)" "$2" "$3"; }
+
+# check_match WHAT TEXT REGEX: TEXT matches the extended REGEX.
+check_match() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s matches /%s/\n' "$_xrl_name" "$what" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want /%s/\n' "$_xrl_name" "$what" \
+			"$(head -c 300 <<<"$text" | tr '\n' '|')" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_nomatch WHAT TEXT REGEX: TEXT does not match REGEX.
+check_nomatch() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if ! grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s no /%s/\n' "$_xrl_name" "$what" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want no /%s/\n' "$_xrl_name" "$what" \
+			"$(head -c 300 <<<"$text" | tr '\n' '|')" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_float WHAT GOT LO HI: LO <= GOT <= HI, decimals allowed.
+check_float() {
+	local what=$1 got=$2 lo=$3 hi=$4
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?$ ]] &&
+	   awk -v g="$got" -v l="$lo" -v h="$hi" 'BEGIN { exit !(g >= l && g <= h) }'; then
+		printf '[%s]   ok   %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+	else
+		printf '[%s]   FAIL %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_xrld_deny.sh - end to end: `xrlctl deny` through xrld.
+#
+#   1. `xrlctl deny add SRC/32 --ttl 2s`: `deny list` shows it (origin
+#      runtime, expiring in <= 2 s); during the two seconds nothing from SRC
+#      gets through: a SYN flood and a UDP flood (not matched by any rule)
+#      are both admitted 0 times by the kernel counters (Tcp InSegs, Udp
+#      InDatagrams + NoPorts), xrl counts them as denylisted
+#   2. 3 s after the add: `deny list` no longer shows it (xrld's 1 s GC
+#      tick), and SRC's SYNs are admitted again: burst + rate * t +-10 %
+#   3. a permanent entry on a /26 (no --ttl): expires_in_s null, a source
+#      inside it is dropped, `deny del` removes it (exit 0) and a second
+#      `deny del` exits 1
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+# shellcheck disable=SC2119,SC2317  # helpers with optional arguments; functions run through wait_for
+set -u
+XRL_TEST_NAME=test_xrld_deny
+# shellcheck source=tests/e2e/lib_xrld.sh
+. "$(dirname "$0")/lib_xrld.sh"
+
+RATE=50
+BURST=20
+TOL=10
+SRC=198.51.100.50
+
+require_xrld ss
+xrld_lab dn$$
+start_server
+write_config "$XRLD_CONF" "$RATE" "$BURST"
+xrld_start
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+denylist_metric() {
+	in_prot curl -s --max-time 5 http://127.0.0.1:9101/metrics |
+		awk -v k="xrl_denylist_entries{interface=\"$LAB_PROT_IF\"}" '$1 == k { print $2 }'
+}
+udp_in() { echo $(( $(snmp prot Udp InDatagrams) + $(snmp prot Udp NoPorts) )); }
+
+log "0. baseline: a UDP flood from a source not denied reaches the stack"
+u0=$(udp_in)
+flood --udp --dst "$LAB_PROT_IP" --dport 9 --sources 198.51.100.49/32 --rate 2000 --duration 0.2
+sleep 0.2
+check_eq "UDP from 198.51.100.49 received (Udp InDatagrams+NoPorts)" "$(( $(udp_in) - u0 ))" "$FLOOD_SENT"
+
+log "1. deny add $SRC/32 --ttl 2s"
+seg0=$(snmp prot Tcp InSegs); u0=$(udp_in); den0=$(global_count denylisted)
+t_add=$(now_ms)
+out=$(ctl deny add "$SRC/32" --ttl 2s 2>&1); rc=$?
+info "$out"
+check_rc "deny add $SRC/32 --ttl 2s" "$rc" 0
+dl=$(ctl --json deny list)
+info "deny list: $dl"
+check_eq "deny list: origin" "$(deny_field "$SRC/32" origin)" runtime
+check_float "deny list: expires_in_s" "$(deny_field "$SRC/32" expires_in_s)" 1.0 2.0
+flood --dst "$LAB_PROT_IP" --dport 80 --sources "$SRC/32" --threads 1 --cpus 0 --duration 0.8
+syn_sent=$FLOOD_SENT
+flood --udp --dst "$LAB_PROT_IP" --dport 9 --sources "$SRC/32" --rate 20000 --duration 0.3
+udp_sent=$FLOOD_SENT
+t_done=$(now_ms)
+sleep 0.2
+info "SYN flood: $syn_sent frames, UDP flood: $udp_sent frames, both within $((t_done - t_add)) ms of the add"
+check_range "both floods ended within the TTL (ms after the add)" "$((t_done - t_add))" 0 1900
+check_eq "denied: SYNs admitted (Tcp InSegs delta)" "$(( $(snmp prot Tcp InSegs) - seg0 ))" 0
+check_eq "denied: UDP admitted (Udp InDatagrams+NoPorts delta)" "$(( $(udp_in) - u0 ))" 0
+check_eq "xrl global.denylisted delta = frames sent" "$(( $(global_count denylisted) - den0 ))" \
+	"$((syn_sent + udp_sent))"
+# (after the counters: the metrics request is TCP in the protected namespace)
+check_eq "metrics: xrl_denylist_entries" "$(denylist_metric)" 1
+
+log "2. 3 s after the add: expired"
+left=$(( t_add + 3000 - $(now_ms) ))
+[ "$left" -gt 0 ] && sleep "$(awk -v l="$left" 'BEGIN { printf "%.3f", l / 1000 }')"
+check_eq "deny list 3 s after the add" "$(deny_field "$SRC/32" origin)" absent
+check_eq "deny list --json: empty" "$(ctl --json deny list | jq_py 'len(d)')" 0
+check_nomatch "deny list (table)" "$(ctl deny list)" "$SRC"
+check_eq "metrics: xrl_denylist_entries after expiry" "$(denylist_metric)" 0
+flood_measure "$SRC/32" --threads 1 --cpus 0 --duration 1
+check_expect "after expiry: SYNs admitted again (InSegs)" "$ADM" "$EXP" "$TOL"
+check_eq "xrlctl: passed = InSegs delta" "$XP" "$ADM"
+check_ge "after expiry: refusals by the rule again" "$XD" 1
+R="after expiry: admitted $ADM, expected $EXP"
+
+log "3. permanent deny of 198.51.100.64/26, del"
+ctl deny add 198.51.100.64/26 >/dev/null 2>&1
+check_rc "deny add 198.51.100.64/26" "$?" 0
+check_eq "deny list: expires_in_s" "$(deny_field 198.51.100.64/26 expires_in_s)" null
+check_match "deny list (table): never" "$(ctl deny list)" "198.51.100.64/26 +runtime +never"
+seg0=$(snmp prot Tcp InSegs)
+flood --dst "$LAB_PROT_IP" --dport 80 --sources 198.51.100.70/32 --threads 1 --cpus 0 --duration 0.5
+sleep 0.2
+check_eq "198.51.100.70 in the /26: SYNs admitted" "$(( $(snmp prot Tcp InSegs) - seg0 ))" 0
+ctl deny del 198.51.100.64/26 >/dev/null 2>&1
+check_rc "deny del 198.51.100.64/26" "$?" 0
+check_eq "deny list after del" "$(deny_field 198.51.100.64/26 origin)" absent
+ctl deny del 198.51.100.64/26 >/dev/null 2>&1
+check_rc "deny del 198.51.100.64/26 again" "$?" 1
+flood_measure 198.51.100.70/32 --threads 1 --cpus 0 --duration 1
+check_expect "after del: 198.51.100.70 limited, not denied (InSegs)" "$ADM" "$EXP" "$TOL"
+
+log "summary: $R"
+finish
