@@ -4,12 +4,13 @@
  * Redis, with the GCRA arithmetic of include/xrl_gcra.h.
  *
  * Memory: a fixed-size table, sharded 64 ways with a mutex per shard, open
- * addressing over at most 8 slots. Every slot is 16 bytes (a 64-bit hash of
- * rule and key, and the TAT), allocated once: hostile key cardinality cannot
- * grow it. A bucket whose TAT is in the past is a full bucket, i.e. exactly
- * as if absent, so it is the first thing evicted and losing it loses nothing.
- * Only when all 8 slots hold buckets in use does an insert evict one that
- * still holds state (the one closest to full), and that is counted.
+ * addressing over at most 8 slots. Every slot is 16 bytes (a 48-bit hash of
+ * rule and key, its last-use second, and the TAT), allocated once: hostile
+ * key cardinality cannot grow it. A bucket whose TAT is in the past is a
+ * full bucket, i.e. exactly as if absent, so it is the first thing evicted
+ * and losing it loses nothing. Only when all 8 slots hold buckets in use
+ * does an insert evict one that still holds state: the least recently used,
+ * so a flood of fresh keys cannot reset a key that is being used. Counted.
  *
  * Redis: one EVALSHA per decision (NOSCRIPT reloads), the caller's clock
  * passed in, every key written with an expiry equal to the time until its
@@ -35,10 +36,17 @@
 #define SHARDS      64
 #define PROBE       8
 
+/*
+ * A slot: the key's hash in the top 48 bits of `h` and the second it was
+ * last used (mod 2^16) in the low 16, so that eviction can spare the keys in
+ * use; and the bucket's TAT (or "until") in `v`.
+ */
 struct slot {
-	__u64 h;      /* 0 = empty */
+	__u64 h;      /* tag << 16 | last-use second; 0 = empty */
 	__u64 v;      /* TAT or "until", CLOCK_MONOTONIC ns */
 };
+
+#define TAG(h)  ((h) >> 16)
 
 struct shard {
 	pthread_mutex_t mu;
@@ -104,7 +112,7 @@ static __u64 key_hash(__u32 rule_id, const char *key)
 	h ^= h >> 27;
 	h *= 0x94d049bb133111ebULL;
 	h ^= h >> 31;
-	return h ? h : 1;
+	return TAG(h) ? h : h | 1ULL << 16; /* a zero tag would read as empty */
 }
 
 /* ---- the memory store ------------------------------------------------------- */
@@ -144,30 +152,38 @@ static struct shard *shard_of(struct store *s, __u64 h)
 }
 
 /*
- * The slot for h in its (locked) shard, inserting it with v = 0 when absent.
- * Values <= now are "idle" (a full bucket, an expired refusal) and are the
- * first to be replaced.
+ * The slot for h in its (locked) shard, inserting it with v = 0 when absent,
+ * and marking it used now. Victims, in order: an empty slot; an idle one
+ * (v <= now: a full bucket, an expired refusal, exactly as if absent); the
+ * one used least recently (a key in use keeps its state against a flood of
+ * fresh keys, which would otherwise reset it for its owner), then the one
+ * closest to full.
  */
 static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 now)
 {
-	__u32 i = (__u32)(h >> 6) & sh->mask;
+	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
+	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
 	struct slot *free_s = NULL, *idle = NULL, *victim = NULL;
 
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
 		struct slot *x = &sh->slots[i];
 
-		if (x->h == h)
+		if (x->h && TAG(x->h) == TAG(h)) {
+			x->h = TAG(h) << 16 | sec;
 			return x;
+		}
 		if (!x->h) {
 			if (!free_s)
 				free_s = x;
 			break; /* nothing beyond an empty slot was ever placed for h */
 		}
+		age = (sec - (x->h & 0xffff)) & 0xffff;
 		if (x->v <= now) {
 			if (!idle)
 				idle = x;
-		} else if (!victim || x->v < victim->v) {
+		} else if (!victim || age > vage || (age == vage && x->v < victim->v)) {
 			victim = x;
+			vage = age;
 		}
 	}
 	if (free_s) {
@@ -179,7 +195,7 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 		free_s = victim;
 		atomic_fetch_add(&s->ev_active, 1);
 	}
-	free_s->h = h;
+	free_s->h = TAG(h) << 16 | sec;
 	free_s->v = 0;
 	return free_s;
 }
@@ -188,12 +204,12 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 static __u64 store_peek(struct store *s, __u64 h)
 {
 	struct shard *sh = shard_of(s, h);
-	__u32 i = (__u32)(h >> 6) & sh->mask;
+	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
 	__u64 v = 0;
 
 	pthread_mutex_lock(&sh->mu);
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
-		if (sh->slots[i].h == h) {
+		if (sh->slots[i].h && TAG(sh->slots[i].h) == TAG(h)) {
 			v = sh->slots[i].v;
 			break;
 		}
@@ -254,6 +270,8 @@ static void conclude(struct item *it, int n, __u64 now, struct xrl_decision *d)
 			__u64 t = it[i].ok ? it[i].new_tat : it[i].tat;
 			__u64 rem = xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
 
+			if (it[i].r->shadow)
+				continue; /* invisible to clients: no headers from it */
 			if (pick < 0 || rem < best_rem) {
 				best_rem = rem;
 				pick = i;
@@ -537,6 +555,10 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	}
 	if (st && win - (st >> 24) > l->cfg.penalty.strikes)
 		strikes = 0;
+	/* as in the packet tier: more than 2 x max without an offence forgives
+	 * (measured from the last strike, which is never before the last offence) */
+	if (st && offenses && win - (st >> 24) > 2 * l->cfg.penalty.max_ns / l->cfg.penalty.window_ns)
+		offenses = 0;
 	strikes++;
 	ttl = 0;
 	if (strikes >= l->cfg.penalty.strikes) {
@@ -640,6 +662,10 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 		__u32 cost = costs ? costs[i] : r->cost;
 
 		if (!keys[i]) { /* on_missing_key: refuse, decided by the caller */
+			if (r->shadow) { /* a shadow refusal: counted, not enforced */
+				STAT_ADD(l, shadow_refused, 1);
+				continue;
+			}
 			d->allowed = false;
 			d->missing_key = true;
 			d->rule = r;

@@ -1,0 +1,1428 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_limiter.c - unit tests of the identity tier's bucket store
+ * (user/limiter.c): xrl_limiter_new / decide / free with the memory backend,
+ * and the Redis backend against a Redis that is not there (127.0.0.1 port 1,
+ * and a local socket that accepts and never answers) for the breaker and the
+ * on_backend_error fallbacks. No root, no network, no Redis server.
+ *
+ * The limiter reads CLOCK_MONOTONIC itself, so these tests run on the real
+ * clock: exact counts use slow rates (1/6s, 10/min, 1/h) under which no
+ * token comes back while a test runs, and the few tests about time (Retry-
+ * After, penalties, the breaker) sleep, with margins on the side a slow
+ * machine errs on (a sleep overshoots, it never undershoots).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "http.h"
+#include "log.h"
+#include "xrl.h"
+
+#define MS      1000000ULL
+#define SEC     XRL_NSEC_PER_SEC
+
+typedef unsigned long long ull;
+
+/* What the current check is about, printed with any failure. */
+static char ctx[256];
+#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
+
+/* assert_int_equal prints hex in cmocka 1.1; say it in decimal, in context. */
+#define EQ(got, want) do {						\
+	ull g_ = (ull)(got), w_ = (ull)(want);				\
+	if (g_ != w_)							\
+		print_error("[%s] %s = %llu (%lld), want %s = %llu (%lld)\n", \
+			    ctx, #got, g_, (long long)g_, #want, w_,	\
+			    (long long)w_);				\
+	assert_int_equal(g_, w_);					\
+} while (0)
+
+#define LE(got, max) do {						\
+	ull g_ = (ull)(got), m_ = (ull)(max);				\
+	if (g_ > m_)							\
+		print_error("[%s] %s = %llu, want <= %s = %llu\n",	\
+			    ctx, #got, g_, #max, m_);			\
+	assert_true(g_ <= m_);						\
+} while (0)
+
+#define GE(got, min) do {						\
+	ull g_ = (ull)(got), m_ = (ull)(min);				\
+	if (g_ < m_)							\
+		print_error("[%s] %s = %llu, want >= %s = %llu\n",	\
+			    ctx, #got, g_, #min, m_);			\
+	assert_true(g_ >= m_);						\
+} while (0)
+
+/* Which rule a decision names: compared by pointer, printed by name. */
+#define RULE_IS(got, want) do {						\
+	const struct xrl_http_rule *g_ = (got), *w_ = (want);		\
+	if (g_ != w_)							\
+		print_error("[%s] %s = %s, want %s = %s\n", ctx, #got,	\
+			    g_ ? g_->name : "(none)", #want,		\
+			    w_ ? w_->name : "(none)");			\
+	assert_ptr_equal(g_, w_);					\
+} while (0)
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static __u64 mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * SEC + (__u64)ts.tv_nsec;
+}
+
+/* Sleep at least ns (a sleep may overshoot, never undershoot). */
+static void sleep_ns(__u64 ns)
+{
+	__u64 until = mono() + ns;
+	struct timespec ts = { .tv_sec = (time_t)(until / SEC), .tv_nsec = (long)(until % SEC) };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
+/* A fresh configuration (heap: it is ~40 KiB) with memory_max_keys 65536. */
+static struct xrl_http_cfg *cfg_new(void)
+{
+	struct xrl_http_cfg *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	xrl_http_cfg_init(c);
+	c->memory_max_keys = 65536;
+	return c;
+}
+
+/* Add a rule keyed by a header; returns its index (pointers are taken after
+ * cfg_done, the array does not move). */
+static __u32 rule_add(struct xrl_http_cfg *c, const char *name, const char *rate, __u32 burst)
+{
+	struct xrl_http_rule *r;
+	char err[256] = "";
+	int rc;
+
+	assert_true(c->n_rules < XRL_HTTP_MAX_RULES);
+	r = &c->rules[c->n_rules];
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->key_kind = XRL_KEY_HEADER;
+	snprintf(r->header, sizeof(r->header), "X-Api-Key");
+	rc = xrl_rate_parse(rate, &r->rate, err, sizeof(err));
+	if (rc)
+		print_error("[%s] xrl_rate_parse(\"%s\") = %d: %s\n", ctx, rate, rc, err);
+	assert_int_equal(rc, 0);
+	r->burst = burst;
+	r->cost = 1;
+	r->on_backend_error = XRL_BE_OPEN;
+	r->on_missing_key = XRL_MISSING_REFUSE;
+	return c->n_rules++;
+}
+
+static void cfg_done(struct xrl_http_cfg *c)
+{
+	char err[256] = "";
+	int rc = xrl_http_cfg_finish(c, err, sizeof(err));
+
+	if (rc)
+		print_error("[%s] xrl_http_cfg_finish = %d: %s\n", ctx, rc, err);
+	assert_int_equal(rc, 0);
+}
+
+static struct xrl_limiter *lim_new(const struct xrl_http_cfg *c)
+{
+	struct xrl_limiter *l = NULL;
+	int rc = xrl_limiter_new(c, &l);
+
+	if (rc)
+		print_error("[%s] xrl_limiter_new = %d\n", ctx, rc);
+	assert_int_equal(rc, 0);
+	assert_non_null(l);
+	return l;
+}
+
+/* One request matched by one rule, the rule's own cost. */
+static struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r,
+				const char *key)
+{
+	struct xrl_decision d;
+	int rc = xrl_limiter_decide(l, &r, &key, NULL, 1, &d);
+
+	if (rc)
+		print_error("[%s] xrl_limiter_decide(%s, \"%s\") = %d\n", ctx, r->name,
+			    key ? key : "(null)", rc);
+	assert_int_equal(rc, 0);
+	return d;
+}
+
+/* One request matched by two rules, the same key for both. */
+static struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
+				const struct xrl_http_rule *b, const char *key)
+{
+	const struct xrl_http_rule *rs[2] = { a, b };
+	const char *ks[2] = { key, key };
+	struct xrl_decision d;
+	int rc = xrl_limiter_decide(l, rs, ks, NULL, 2, &d);
+
+	if (rc)
+		print_error("[%s] xrl_limiter_decide(%s+%s, \"%s\") = %d\n", ctx, a->name,
+			    b->name, key, rc);
+	assert_int_equal(rc, 0);
+	return d;
+}
+
+/* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
+static __u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		   __u64 cap)
+{
+	__u64 n = 0;
+
+	while (n <= cap && dec1(l, r, key).allowed)
+		n++;
+	return n;
+}
+
+static struct xrl_limiter_stats stats(struct xrl_limiter *l)
+{
+	struct xrl_limiter_stats s;
+
+	xrl_limiter_get_stats(l, &s);
+	return s;
+}
+
+/* Sleep to the start of a penalty window if less than 30 % of it is left. */
+static void align_window(__u64 w)
+{
+	__u64 off = mono() % w;
+
+	if (off > w / 10 * 7)
+		sleep_ns(w - off + w / 100);
+}
+
+/* Resident set size in bytes (/proc/self/statm). */
+static __u64 rss_bytes(void)
+{
+	unsigned long size = 0, res = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu %lu", &size, &res) != 2)
+		res = 0;
+	fclose(f);
+	return (__u64)res * (__u64)sysconf(_SC_PAGESIZE);
+}
+
+/* ---- exact burst, then refusals, with every decision field --------------- */
+
+static void test_exact_burst_then_refused(void **state)
+{
+	static const struct { const char *rate; __u32 burst; __u64 emit_s; } t[] = {
+		{ "1/6s",   5, 6 },
+		{ "10/min", 10, 6 },
+		{ "1/h",    3, 3600 },
+		{ "1/h",    1, 3600 },
+		{ "20/h",   40, 180 },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct xrl_http_cfg *c = cfg_new();
+		struct xrl_limiter *l;
+		const struct xrl_http_rule *r;
+		struct xrl_limiter_stats s;
+
+		CTX("rate %s burst %u: setup", t[i].rate, t[i].burst);
+		r = &c->rules[rule_add(c, "api", t[i].rate, t[i].burst)];
+		cfg_done(c);
+		EQ(r->g.emit_ns, t[i].emit_s * SEC);
+		l = lim_new(c);
+		for (__u32 k = 1; k <= t[i].burst; k++) {
+			struct xrl_decision d = dec1(l, r, "alice");
+
+			CTX("rate %s burst %u: request %u of the burst", t[i].rate, t[i].burst, k);
+			EQ(d.allowed, true);
+			RULE_IS(d.rule, r);
+			EQ(d.limit, t[i].burst);
+			EQ(d.remaining, t[i].burst - k);
+			/* full again k emission intervals after the first request
+			 * (less the µs elapsed, rounded up) */
+			EQ(d.reset_s, k * t[i].emit_s);
+			EQ(d.retry_after_s, 0);
+			EQ(d.n_rules, 1);
+			EQ(d.shed, false);
+			EQ(d.backend_error, false);
+			EQ(d.missing_key, false);
+			EQ(d.penalized, false);
+		}
+		for (int k = 1; k <= 3; k++) {
+			struct xrl_decision d = dec1(l, r, "alice");
+
+			CTX("rate %s burst %u: refusal %d after the burst", t[i].rate, t[i].burst, k);
+			EQ(d.allowed, false);
+			RULE_IS(d.rule, r);
+			EQ(d.limit, t[i].burst);
+			EQ(d.remaining, 0);
+			/* cost 1: the next token is one emission interval after
+			 * the first request, i.e. ceil(emit - µs) = emit */
+			EQ(d.retry_after_s, t[i].emit_s);
+			EQ(d.reset_s, t[i].burst * t[i].emit_s);
+			EQ(d.n_rules, 1);
+			EQ(d.shed, false);
+			EQ(d.backend_error, false);
+			EQ(d.missing_key, false);
+			EQ(d.penalized, false);
+		}
+		CTX("rate %s burst %u: stats", t[i].rate, t[i].burst);
+		s = stats(l);
+		EQ(s.decisions, t[i].burst + 3);
+		EQ(s.allowed, t[i].burst);
+		EQ(s.refused, 3);
+		EQ(s.shadow_refused, 0);
+		EQ(s.keys, 1);
+		EQ(s.evictions_idle + s.evictions_active, 0);
+		xrl_limiter_free(l);
+		free(c);
+	}
+}
+
+/* ---- Retry-After tells the truth --------------------------------------------- */
+
+static void test_retry_after_truth(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	struct xrl_decision d;
+
+	CTX("2/s burst 1");
+	r = &c->rules[rule_add(c, "api", "2/s", 1)];
+	cfg_done(c);
+	l = lim_new(c);
+
+	d = dec1(l, r, "k");
+	EQ(d.allowed, true);
+	d = dec1(l, r, "k");
+	CTX("2/s burst 1: refused right after the one token");
+	EQ(d.allowed, false);
+	/* the next token comes 500 ms after the first request: rounded up, 1 s */
+	EQ(d.retry_after_s, 1);
+	/* well before the 500 ms it is still refused ... */
+	sleep_ns(300 * MS);
+	CTX("2/s burst 1: 300 ms after the refusal (token at 500 ms)");
+	d = dec1(l, r, "k");
+	EQ(d.allowed, false);
+	EQ(d.retry_after_s, 1);
+	/* ... and a client that waits Retry-After from its refusal is admitted */
+	sleep_ns(1 * SEC - 300 * MS);
+	CTX("2/s burst 1: Retry-After (1 s) after the refusal");
+	d = dec1(l, r, "k");
+	EQ(d.allowed, true);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- independent keys and rules ---------------------------------------------- */
+
+static void test_independent_keys(void **state)
+{
+	static const char *keys[] = { "a", "b", "c", "alice", "alice ", "ALICE", "" };
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r1, *r2;
+	char long_a[1000], long_b[1000];
+
+	CTX("1/h burst 2, two rules");
+	r1 = &c->rules[rule_add(c, "api", "1/h", 2)];
+	r2 = &c->rules[rule_add(c, "login", "1/h", 2)];
+	cfg_done(c);
+	l = lim_new(c);
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		CTX("key \"%s\" on rule api: its own full burst", keys[i]);
+		EQ(drain(l, r1, keys[i], 10), 2);
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		CTX("key \"%s\" on rule login: a bucket apart from rule api's", keys[i]);
+		EQ(drain(l, r2, keys[i], 10), 2);
+	}
+	/* long keys that differ only at the end */
+	memset(long_a, 'x', sizeof(long_a) - 1);
+	long_a[sizeof(long_a) - 1] = '\0';
+	memcpy(long_b, long_a, sizeof(long_b));
+	long_b[sizeof(long_b) - 2] = 'y';
+	CTX("a 999-byte key");
+	EQ(drain(l, r1, long_a, 10), 2);
+	CTX("a 999-byte key differing in its last byte");
+	EQ(drain(l, r1, long_b, 10), 2);
+	CTX("stats");
+	EQ(stats(l).keys, 2 * 7 + 2);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- check all, then take from all ----------------------------------------- */
+
+static void test_two_rules_refusal_spends_nothing(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *site, *login;
+	struct xrl_decision d;
+
+	CTX("site 1/h burst 5, login 1/h burst 1");
+	site = &c->rules[rule_add(c, "site", "1/h", 5)];
+	login = &c->rules[rule_add(c, "login", "1/h", 1)];
+	cfg_done(c);
+	l = lim_new(c);
+
+	/* both admit: the answer names the rule with the fewest tokens left */
+	d = dec2(l, site, login, "k1");
+	CTX("k1: site+login, both admit");
+	EQ(d.allowed, true);
+	EQ(d.n_rules, 2);
+	RULE_IS(d.rule, login);
+	EQ(d.limit, 1);
+	EQ(d.remaining, 0);
+	CTX("k1: site was charged once by the admitted request");
+	EQ(drain(l, site, "k1", 10), 4);
+
+	/* k2: login's bucket empty, then 10 requests matched by both */
+	CTX("k2: login alone");
+	EQ(dec1(l, login, "k2").allowed, true);
+	for (int i = 0; i < 10; i++) {
+		d = i & 1 ? dec2(l, login, site, "k2") : dec2(l, site, login, "k2");
+		CTX("k2: request %d matched by site and login, login empty", i);
+		EQ(d.allowed, false);
+		RULE_IS(d.rule, login);
+		EQ(d.limit, 1);
+		EQ(d.remaining, 0);
+		EQ(d.retry_after_s, 3600);
+	}
+	CTX("k2: site still has its full burst after 10 refusals by login");
+	EQ(drain(l, site, "k2", 10), 5);
+
+	/* and the other way round: site empty, login untouched */
+	CTX("k3: site drained alone");
+	EQ(drain(l, site, "k3", 10), 5);
+	for (int i = 0; i < 5; i++) {
+		CTX("k3: request %d matched by both, site empty", i);
+		d = dec2(l, login, site, "k3");
+		EQ(d.allowed, false);
+		RULE_IS(d.rule, site);
+		EQ(d.limit, 5);
+	}
+	CTX("k3: login still has its token");
+	EQ(drain(l, login, "k3", 10), 1);
+
+	CTX("stats");
+	EQ(stats(l).decisions, 1 + 5 + 1 + 10 + 6 + 6 + 5 + 2);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* A refusal by the rule with the longer wait is the one reported. */
+static void test_refusal_reports_longest_wait(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *fast, *slow;
+	struct xrl_decision d;
+
+	CTX("fast 1/6s burst 1, slow 1/h burst 1");
+	fast = &c->rules[rule_add(c, "fast", "1/6s", 1)];
+	slow = &c->rules[rule_add(c, "slow", "1/h", 1)];
+	cfg_done(c);
+	l = lim_new(c);
+	EQ(dec2(l, fast, slow, "k").allowed, true);
+	d = dec2(l, fast, slow, "k");
+	CTX("both empty: the answer is the one to wait longest for");
+	EQ(d.allowed, false);
+	RULE_IS(d.rule, slow);
+	EQ(d.retry_after_s, 3600);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- shadow rules ------------------------------------------------------------ */
+
+static void test_shadow_refusals_allow_and_count(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *enf, *sh;
+	struct xrl_limiter_stats s;
+	struct xrl_decision d;
+
+	CTX("enforcing 1/h burst 100, shadow 1/h burst 2");
+	enf = &c->rules[rule_add(c, "enforcing", "1/h", 100)];
+	sh = &c->rules[rule_add(c, "shadowed", "1/h", 2)];
+	c->rules[1].shadow = true;
+	cfg_done(c);
+	l = lim_new(c);
+
+	for (int i = 1; i <= 5; i++) {
+		d = dec2(l, enf, sh, "k");
+		CTX("request %d matched by enforcing and shadow (shadow burst 2)", i);
+		EQ(d.allowed, true);
+		EQ(stats(l).shadow_refused, i > 2 ? i - 2 : 0);
+	}
+	/* the shadow rule's refusals did not stop the enforcing rule's charges */
+	CTX("enforcing after 5 admitted requests");
+	d = dec1(l, enf, "k");
+	EQ(d.allowed, true);
+	EQ(d.remaining, 100 - 6);
+	/* a shadow rule alone never refuses */
+	for (int i = 0; i < 3; i++) {
+		CTX("shadow rule alone, request %d (empty)", i);
+		d = dec1(l, sh, "k");
+		EQ(d.allowed, true);
+		EQ(d.penalized, false);
+	}
+	CTX("stats");
+	s = stats(l);
+	EQ(s.decisions, 9);
+	EQ(s.allowed, 9);
+	EQ(s.refused, 0);
+	EQ(s.shadow_refused, 3 + 3);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/*
+ * A shadow rule is invisible to clients: when the request is admitted the
+ * headers (rule, limit, remaining, reset) come from an enforcing rule, not
+ * from a shadow rule that would have refused (RateLimit: r=0 would make
+ * well-behaved clients back off from a rule that is only being watched).
+ */
+static void test_shadow_rule_not_reported(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *enf, *sh;
+	struct xrl_decision d;
+
+	CTX("enforcing 1/h burst 100, shadow 1/h burst 1");
+	enf = &c->rules[rule_add(c, "enforcing", "1/h", 100)];
+	sh = &c->rules[rule_add(c, "shadowed", "1/h", 1)];
+	c->rules[1].shadow = true;
+	cfg_done(c);
+	l = lim_new(c);
+	EQ(dec2(l, enf, sh, "k").allowed, true);
+	d = dec2(l, enf, sh, "k");
+	CTX("admitted while the shadow rule would refuse: reported rule");
+	EQ(d.allowed, true);
+	RULE_IS(d.rule, enf);
+	EQ(d.limit, 100);
+	EQ(d.remaining, 98);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- costs ------------------------------------------------------------------- */
+
+static void test_cost_above_burst(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *a, *b;
+	const struct xrl_http_rule *rs[2];
+	const char *ks[2] = { "k", "k" };
+	__u32 costs[2];
+	struct xrl_decision d;
+	int rc;
+
+	CTX("a 1/h burst 5, b 1/h burst 3");
+	a = &c->rules[rule_add(c, "a", "1/h", 5)];
+	b = &c->rules[rule_add(c, "b", "1/h", 3)];
+	cfg_done(c);
+	l = lim_new(c);
+	rs[0] = a;
+	rs[1] = b;
+
+	CTX("cost 6 on a rule of burst 5");
+	costs[0] = 6;
+	rc = xrl_limiter_decide(l, rs, ks, costs, 1, &d);
+	EQ(rc, -E2BIG);
+	CTX("cost 1 on a, cost 4 on b (burst 3)");
+	costs[0] = 1;
+	costs[1] = 4;
+	rc = xrl_limiter_decide(l, rs, ks, costs, 2, &d);
+	EQ(rc, -E2BIG);
+	CTX("a after two -E2BIG requests: nothing charged");
+	EQ(drain(l, a, "k", 10), 5);
+	CTX("b after two -E2BIG requests: nothing charged");
+	EQ(drain(l, b, "k", 10), 3);
+
+	/* cost == burst: exactly once */
+	CTX("cost 5 == burst 5 on a fresh key");
+	ks[0] = "k2";
+	costs[0] = 5;
+	EQ(xrl_limiter_decide(l, rs, ks, costs, 1, &d), 0);
+	EQ(d.allowed, true);
+	EQ(d.remaining, 0);
+	EQ(d.reset_s, 5 * 3600);
+	CTX("cost 5 again");
+	EQ(xrl_limiter_decide(l, rs, ks, costs, 1, &d), 0);
+	EQ(d.allowed, false);
+	/* all 5 tokens must come back: 5 emission intervals after the first */
+	EQ(d.retry_after_s, 5 * 3600);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+static void test_cost_zero_and_rule_cost(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *a, *heavy;
+	const char *key = "k";
+	__u32 zero = 0;
+	struct xrl_decision d;
+	__u64 keys0;
+
+	CTX("a 1/h burst 2, heavy 1/h burst 5 cost 2");
+	a = &c->rules[rule_add(c, "a", "1/h", 2)];
+	heavy = &c->rules[rule_add(c, "heavy", "1/h", 5)];
+	c->rules[1].cost = 2;
+	cfg_done(c);
+	l = lim_new(c);
+
+	CTX("a drained");
+	EQ(drain(l, a, "k", 10), 2);
+	keys0 = stats(l).keys;
+	for (int i = 0; i < 100; i++) {
+		CTX("cost 0 on an empty bucket, request %d", i);
+		EQ(xrl_limiter_decide(l, &a, &key, &zero, 1, &d), 0);
+		EQ(d.allowed, true);
+	}
+	CTX("cost 0 on a key never seen");
+	key = "never-seen";
+	EQ(xrl_limiter_decide(l, &a, &key, &zero, 1, &d), 0);
+	EQ(d.allowed, true);
+	CTX("cost 0 creates no bucket");
+	EQ(stats(l).keys, keys0);
+	CTX("the never-seen key still has its full burst");
+	EQ(drain(l, a, "never-seen", 10), 2);
+
+	/* costs == NULL: the rule's own cost (2 of 5 tokens) */
+	CTX("rule cost 2, burst 5: two admitted, one token left over");
+	EQ(drain(l, heavy, "k", 10), 2);
+	d = dec1(l, heavy, "k");
+	EQ(d.allowed, false);
+	EQ(d.remaining, 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- missing keys -------------------------------------------------------------- */
+
+static void test_missing_key_refused(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *a, *b;
+	const struct xrl_http_rule *rs[2];
+	const char *ks[2] = { "k", NULL };
+	struct xrl_decision d;
+	struct xrl_limiter_stats s;
+
+	CTX("a 1/h burst 3, b 1/h burst 3");
+	a = &c->rules[rule_add(c, "a", "1/h", 3)];
+	b = &c->rules[rule_add(c, "b", "1/h", 3)];
+	cfg_done(c);
+	l = lim_new(c);
+	rs[0] = a;
+	rs[1] = b;
+
+	CTX("b's key missing (NULL)");
+	d = dec1(l, b, NULL);
+	EQ(d.allowed, false);
+	EQ(d.missing_key, true);
+	RULE_IS(d.rule, b);
+	EQ(d.limit, 3);
+	EQ(d.remaining, 0);
+	EQ(d.retry_after_s, 1);
+	EQ(d.penalized, false);
+	EQ(d.shed, false);
+	for (int i = 0; i < 5; i++) {
+		CTX("a with key k, b missing: request %d", i);
+		EQ(xrl_limiter_decide(l, rs, ks, NULL, 2, &d), 0);
+		EQ(d.allowed, false);
+		EQ(d.missing_key, true);
+		RULE_IS(d.rule, b);
+	}
+	CTX("a's bucket after 5 refusals for b's missing key");
+	EQ(drain(l, a, "k", 10), 3);
+	CTX("stats");
+	s = stats(l);
+	EQ(s.decisions, 6 + 4);
+	EQ(s.refused, 6 + 1);
+	EQ(s.allowed, 3);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* A shadow rule's missing-key refusal is a shadow refusal: counted, not enforced. */
+static void test_missing_key_shadow_rule(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *sh;
+	struct xrl_decision d;
+	struct xrl_limiter_stats s;
+
+	CTX("shadow rule 1/h burst 3, key missing");
+	sh = &c->rules[rule_add(c, "shadowed", "1/h", 3)];
+	c->rules[0].shadow = true;
+	cfg_done(c);
+	l = lim_new(c);
+	d = dec1(l, sh, NULL);
+	EQ(d.allowed, true);
+	s = stats(l);
+	EQ(s.refused, 0);
+	EQ(s.shadow_refused, 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- hostile key cardinality ------------------------------------------------- */
+
+#define FLOOD 1000000U
+#define TABLE 65536U    /* memory_max_keys 65536: 64 shards x 1024 slots */
+
+/* Every insert into the table is a new key, an idle eviction or an active one. */
+static __u64 inserts(struct xrl_limiter *l)
+{
+	struct xrl_limiter_stats s = stats(l);
+
+	return s.keys + s.evictions_idle + s.evictions_active;
+}
+
+/*
+ * One million unique keys, each one request on a slow rule (no bucket is
+ * ever idle): the table never grows past its capacity, every insert is a
+ * new key, an idle eviction or an active one, and memory stays put.
+ *
+ * Eviction, as documented at the top of limiter.c: idle buckets first, then
+ * among 8 busy slots the least recently used (to the second), then the one
+ * closest to full (smallest TAT). This flood runs within about one second,
+ * so recency ties and the TAT decides:
+ *  - a hot key that has been drained on a rule as slow as the flood's (TAT =
+ *    first use + 3 h) is never the victim of one-request keys (TAT = their
+ *    time + 1 h) and stays refused throughout;
+ *  - a key that took a single token before the flood (the oldest TAT of
+ *    all) loses its state: it is full again, the one token it had spent;
+ *  - a drained hot key of a faster rule (1/6s burst 3: TAT = now + 18 s) is
+ *    the smallest TAT in its window whenever a 1/h flood key lands there, so
+ *    it is evicted again and again and each time gets its burst back.
+ */
+static void test_flood_bounded_slow_rate(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *flood, *hot, *quick;
+	struct xrl_limiter_stats s;
+	__u64 hot_allowed = 0, quick_allowed = 0, hot_ins = 0, quick_ins = 0, checks = 0;
+	__u64 rss0, rss1, t0, n0;
+	char key[32];
+
+	CTX("flood 1/h burst 1, hot 1/h burst 3, quick 1/6s burst 3, memory_max_keys %u", TABLE);
+	flood = &c->rules[rule_add(c, "flood", "1/h", 1)];
+	hot = &c->rules[rule_add(c, "hot", "1/h", 3)];
+	quick = &c->rules[rule_add(c, "quick", "1/6s", 3)];
+	c->memory_max_keys = TABLE;
+	cfg_done(c);
+	l = lim_new(c);
+
+	CTX("warm key: one token before the flood");
+	EQ(dec1(l, flood, "warm").allowed, true);
+	EQ(dec1(l, flood, "warm").allowed, false);
+
+	rss0 = rss_bytes();
+	t0 = mono();
+	for (__u32 i = 0; i < FLOOD; i++) {
+		snprintf(key, sizeof(key), "flood-%u", i);
+		if (!dec1(l, flood, key).allowed) {
+			CTX("flood key %u (never seen before)", i);
+			fail_msg("[%s] refused: a new key must be admitted", ctx);
+		}
+		if (i % 1000 == 0) {
+			checks++;
+			n0 = inserts(l);
+			hot_allowed += dec1(l, hot, "hot").allowed;
+			hot_ins += inserts(l) - n0;
+			n0 = inserts(l);
+			quick_allowed += dec1(l, quick, "hot").allowed;
+			quick_ins += inserts(l) - n0;
+		}
+	}
+	rss1 = rss_bytes();
+	s = stats(l);
+	print_message("  flood: %u keys in %.2f s, RSS %+lld KiB; keys %llu, evictions "
+		      "idle %llu active %llu; quick key re-inserted %llu times, %llu of %llu "
+		      "checks admitted\n", FLOOD, (double)(mono() - t0) / SEC,
+		      ((long long)rss1 - (long long)rss0) / 1024, (ull)s.keys,
+		      (ull)s.evictions_idle, (ull)s.evictions_active, (ull)quick_ins - 1,
+		      (ull)quick_allowed, (ull)checks);
+
+	CTX("hot key (1/h burst 3) checked %llu times between the flood's keys", (ull)checks);
+	EQ(hot_ins, 1);
+	EQ(hot_allowed, 3);
+	EQ(dec1(l, hot, "hot").allowed, false);
+	CTX("quick key (1/6s burst 3, drained: TAT now + 18 s) during a 1/h flood");
+	GE(quick_ins, 2);
+	GE(quick_allowed, 3 + quick_ins - 1);
+
+	CTX("table after the flood");
+	LE(s.keys, TABLE);
+	GE(s.keys, TABLE * 99 / 100);
+	/* no bucket of a 1/h rule is idle within the test: every eviction
+	 * evicted state, and is counted as such */
+	EQ(s.evictions_idle, 0);
+	/* every insert: flood keys, warm, hot (once), quick (quick_ins) */
+	EQ(s.keys + s.evictions_idle + s.evictions_active, FLOOD + 2 + quick_ins);
+	/* bounded memory: no allocation per key (the table is 1 MiB) */
+	LE(rss1 > rss0 ? rss1 - rss0 : 0, 8ULL << 20);
+
+	CTX("warm key after the flood (oldest TAT: evicted, full again)");
+	EQ(dec1(l, flood, "warm").allowed, true);
+	s = stats(l);
+	EQ(s.keys + s.evictions_idle + s.evictions_active, FLOOD + 3 + quick_ins);
+	LE(s.keys, TABLE);
+	EQ(s.decisions, 2 + FLOOD + 2 * checks + 1 + 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/*
+ * The same flood on a fast rule (1,000,000/s, burst 1: a bucket is full
+ * again 1 µs after its request): buckets are idle by the time they are
+ * evicted, so evictions are of idle buckets and none of state.
+ */
+static void test_flood_evicts_idle_first(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	struct xrl_limiter_stats s;
+	char key[32];
+
+	CTX("1000000/s burst 1, memory_max_keys %u", TABLE);
+	r = &c->rules[rule_add(c, "fast", "1000000/s", 1)];
+	c->memory_max_keys = TABLE;
+	cfg_done(c);
+	l = lim_new(c);
+	for (__u32 i = 0; i < FLOOD; i++) {
+		snprintf(key, sizeof(key), "idle-%u", i);
+		(void)dec1(l, r, key);
+	}
+	s = stats(l);
+	CTX("table after a flood of buckets that empty within 1 µs");
+	LE(s.keys, TABLE);
+	EQ(s.keys + s.evictions_idle + s.evictions_active, FLOOD);
+	EQ(s.evictions_active, 0);
+	GE(s.evictions_idle, FLOOD - TABLE);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- penalties ------------------------------------------------------------- */
+
+static void penalty_cfg(struct xrl_http_cfg *c, __u32 strikes, __u64 window, __u64 base,
+			__u64 max)
+{
+	c->penalty.enabled = true;
+	c->penalty.strikes = strikes;
+	c->penalty.window_ns = window;
+	c->penalty.base_ns = base;
+	c->penalty.max_ns = max;
+}
+
+static void test_penalty_two_windows(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r, *sh;
+	struct xrl_decision d;
+
+	CTX("1/h burst 1, penalty { strikes 2, window 1s, base 2s, max 8s }");
+	r = &c->rules[rule_add(c, "login", "1/h", 1)];
+	sh = &c->rules[rule_add(c, "watch", "1/h", 1)];
+	c->rules[1].shadow = true;
+	penalty_cfg(c, 2, 1 * SEC, 2 * SEC, 8 * SEC);
+	cfg_done(c);
+	l = lim_new(c);
+
+	align_window(1 * SEC);
+	EQ(dec1(l, r, "mallory").allowed, true);
+	/* many refusals in one window are one strike */
+	for (int i = 0; i < 5; i++) {
+		CTX("mallory: refusal %d in the first window", i);
+		d = dec1(l, r, "mallory");
+		EQ(d.allowed, false);
+		EQ(d.penalized, false);
+	}
+	EQ(stats(l).penalties, 0);
+	/* a shadow rule's refusals never strike */
+	EQ(dec1(l, sh, "eve").allowed, true);
+	sleep_ns(1100 * MS);
+	CTX("mallory: refused in a second window (the second strike)");
+	d = dec1(l, r, "mallory");
+	EQ(d.allowed, false);
+	EQ(d.penalized, false);
+	LE(d.retry_after_s, 3600 - 1);
+	GE(d.retry_after_s, 3600 - 2);
+	EQ(stats(l).penalties, 1);
+	CTX("mallory: the next request, under penalty");
+	d = dec1(l, r, "mallory");
+	EQ(d.allowed, false);
+	EQ(d.penalized, true);
+	RULE_IS(d.rule, r);
+	EQ(d.limit, 1);
+	EQ(d.retry_after_s, 2);
+
+	CTX("bob: another key of the same rule");
+	d = dec1(l, r, "bob");
+	EQ(d.allowed, true);
+	EQ(d.penalized, false);
+	d = dec1(l, r, "bob");
+	EQ(d.allowed, false);
+	EQ(d.penalized, false);
+	CTX("mallory on another rule (a bucket of its own)");
+	d = dec1(l, sh, "mallory");
+	EQ(d.allowed, true);
+	EQ(d.penalized, false);
+	CTX("eve: shadow refusals in two windows");
+	for (int i = 0; i < 3; i++)
+		EQ(dec1(l, sh, "eve").allowed, true);
+	EQ(stats(l).penalties, 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* Refused in `strikes` windows: a penalty of base, then 2 x base (at most max). */
+static void test_penalty_escalates(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	struct xrl_decision d;
+
+	CTX("1/h burst 1, penalty { strikes 2, window 100ms, base 250ms, max 500ms }");
+	r = &c->rules[rule_add(c, "login", "1/h", 1)];
+	penalty_cfg(c, 2, 100 * MS, 250 * MS, 500 * MS);
+	cfg_done(c);
+	l = lim_new(c);
+
+	EQ(dec1(l, r, "k").allowed, true);
+	EQ(dec1(l, r, "k").allowed, false);
+	sleep_ns(110 * MS);
+	CTX("second window: the first offence");
+	EQ(dec1(l, r, "k").penalized, false);
+	EQ(dec1(l, r, "k").penalized, true);
+	EQ(stats(l).penalties, 1);
+	sleep_ns(300 * MS);
+	CTX("300 ms after a 250 ms penalty: refused by the bucket again (a strike)");
+	d = dec1(l, r, "k");
+	EQ(d.allowed, false);
+	EQ(d.penalized, false);
+	sleep_ns(110 * MS);
+	CTX("the next window: the second offence");
+	EQ(dec1(l, r, "k").penalized, false);
+	EQ(stats(l).penalties, 2);
+	sleep_ns(300 * MS);
+	CTX("300 ms into the second penalty (2 x 250 ms)");
+	d = dec1(l, r, "k");
+	EQ(d.penalized, true);
+	EQ(d.retry_after_s, 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* As in the packet tier: more than 2 x max without an offence forgives. */
+static void test_penalty_forgiven_after_quiet(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+
+	CTX("1/h burst 1, penalty { strikes 2, window 100ms, base 250ms, max 500ms }");
+	r = &c->rules[rule_add(c, "login", "1/h", 1)];
+	penalty_cfg(c, 2, 100 * MS, 250 * MS, 500 * MS);
+	cfg_done(c);
+	l = lim_new(c);
+
+	EQ(dec1(l, r, "k").allowed, true);
+	EQ(dec1(l, r, "k").allowed, false);
+	sleep_ns(110 * MS);
+	CTX("the first offence");
+	EQ(dec1(l, r, "k").penalized, false);
+	EQ(stats(l).penalties, 1);
+	sleep_ns(1100 * MS); /* quiet for more than 2 x max */
+	EQ(dec1(l, r, "k").penalized, false);
+	sleep_ns(110 * MS);
+	CTX("an offence after 1.1 s of quiet (> 2 x max)");
+	EQ(dec1(l, r, "k").penalized, false);
+	EQ(stats(l).penalties, 2);
+	sleep_ns(300 * MS);
+	CTX("300 ms into a penalty that should be base (250 ms) again");
+	EQ(dec1(l, r, "k").penalized, false);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- concurrency --------------------------------------------------------------- */
+
+struct worker {
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *rules[3];
+	int n_rules;
+	int n;             /* decisions */
+	int id;
+	pthread_barrier_t *go;
+	__u64 allowed;
+	__u64 allowed_key[8];
+	int errors;
+};
+
+static void *worker_same_key(void *arg)
+{
+	struct worker *w = arg;
+
+	pthread_barrier_wait(w->go);
+	for (int i = 0; i < w->n; i++) {
+		const char *k = "shared";
+		struct xrl_decision d;
+
+		if (xrl_limiter_decide(w->l, w->rules, &k, NULL, 1, &d))
+			w->errors++;
+		else
+			w->allowed += d.allowed;
+	}
+	return NULL;
+}
+
+static void test_concurrent_same_key(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	struct worker w[4];
+	pthread_t th[4];
+	pthread_barrier_t go;
+	struct xrl_limiter_stats s;
+	__u64 allowed = 0;
+
+	CTX("4 threads x 2500 decisions, one key, 1/h burst 1000");
+	rule_add(c, "api", "1/h", 1000);
+	cfg_done(c);
+	l = lim_new(c);
+	pthread_barrier_init(&go, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .l = l, .rules = { &c->rules[0] }, .n_rules = 1,
+					.n = 2500, .id = i, .go = &go };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_same_key, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EQ(w[i].errors, 0);
+		allowed += w[i].allowed;
+	}
+	pthread_barrier_destroy(&go);
+	EQ(allowed, 1000);
+	s = stats(l);
+	EQ(s.decisions, 10000);
+	EQ(s.allowed, 1000);
+	EQ(s.refused, 9000);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+static void *worker_multi(void *arg)
+{
+	struct worker *w = arg;
+	__u64 x = 0x9e3779b97f4a7c15ULL * (__u64)(w->id + 1);
+
+	pthread_barrier_wait(w->go);
+	for (int i = 0; i < w->n; i++) {
+		const struct xrl_http_rule *rs[3];
+		char key[16];
+		const char *ks[3] = { key, key, key };
+		struct xrl_decision d;
+		int k;
+
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		k = (int)(x % 8);
+		snprintf(key, sizeof(key), "k%d", k);
+		/* each thread its own rule order: lock order must not depend on it */
+		for (int j = 0; j < 3; j++)
+			rs[j] = w->rules[(j + w->id) % 3];
+		if (xrl_limiter_decide(w->l, rs, ks, NULL, 3, &d)) {
+			w->errors++;
+		} else if (d.allowed) {
+			w->allowed++;
+			w->allowed_key[k]++;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Requests matched by three rules (bursts 50, 30, 1000) from 4 threads in
+ * different rule orders: no deadlock, and "all admit or none is charged"
+ * holds between threads, so the tightest rule admits exactly its burst per
+ * key.
+ */
+static void test_concurrent_multi_rule(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	struct worker w[4];
+	pthread_t th[4];
+	pthread_barrier_t go;
+	__u64 allowed = 0, per_key[8] = { 0 };
+
+	CTX("4 threads x 20000 decisions, 8 keys, rules of burst 50, 30, 1000 (1/h)");
+	rule_add(c, "a", "1/h", 50);
+	rule_add(c, "b", "1/h", 30);
+	rule_add(c, "c", "1/h", 1000);
+	c->memory_max_keys = 1024;
+	cfg_done(c);
+	l = lim_new(c);
+	pthread_barrier_init(&go, NULL, 4);
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){ .l = l,
+					.rules = { &c->rules[0], &c->rules[1], &c->rules[2] },
+					.n_rules = 3, .n = 20000, .id = i, .go = &go };
+		assert_int_equal(pthread_create(&th[i], NULL, worker_multi, &w[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		EQ(w[i].errors, 0);
+		allowed += w[i].allowed;
+		for (int k = 0; k < 8; k++)
+			per_key[k] += w[i].allowed_key[k];
+	}
+	pthread_barrier_destroy(&go);
+	for (int k = 0; k < 8; k++) {
+		CTX("key k%d: admitted by all three rules", k);
+		EQ(per_key[k], 30);
+	}
+	CTX("totals");
+	EQ(allowed, 8 * 30);
+	EQ(stats(l).decisions, 80000);
+	for (int k = 0; k < 8; k++) {
+		char key[16];
+
+		snprintf(key, sizeof(key), "k%d", k);
+		CTX("key k%d afterwards: rule a (burst 50) was charged 30", k);
+		EQ(drain(l, &c->rules[0], key, 100), 20);
+		CTX("key k%d afterwards: rule c (burst 1000) was charged 30", k);
+		EQ(drain(l, &c->rules[2], key, 2000), 970);
+	}
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* ---- Redis that is not there --------------------------------------------- */
+
+static struct xrl_http_cfg *cfg_redis(const char *url, enum xrl_backend_err be, __u32 burst)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	char err[256] = "";
+	int rc = xrl_http_backend_parse(url, c, err, sizeof(err));
+
+	if (rc)
+		print_error("[%s] xrl_http_backend_parse(%s) = %d: %s\n", ctx, url, rc, err);
+	assert_int_equal(rc, 0);
+	c->redis_timeout_ns = 50 * MS;
+	rule_add(c, "api", "1/h", burst);
+	c->rules[0].on_backend_error = be;
+	cfg_done(c);
+	return c;
+}
+
+/* Time one decision (ns). */
+static __u64 timed(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		   struct xrl_decision *d)
+{
+	__u64 t0 = mono();
+
+	*d = dec1(l, r, key);
+	return mono() - t0;
+}
+
+static void test_redis_down_open(void **state)
+{
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	struct xrl_limiter_stats s;
+	__u64 ns;
+
+	CTX("redis://127.0.0.1:1, on_backend_error open, 1/h burst 2");
+	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_OPEN, 2);
+	l = lim_new(c);
+	EQ(xrl_limiter_breaker_state(l), 0);
+	ns = timed(l, &c->rules[0], "k", &d);
+	CTX("the first decision (connection refused)");
+	EQ(d.allowed, true);
+	EQ(d.backend_error, true);
+	EQ(d.shed, false);
+	LE(ns, c->redis_timeout_ns + 100 * MS);
+	EQ(xrl_limiter_breaker_state(l), 1);
+	for (int i = 1; i < 10; i++) {
+		ns = timed(l, &c->rules[0], "k", &d);
+		CTX("decision %d, breaker open: fails open, far beyond the burst", i);
+		EQ(d.allowed, true);
+		EQ(d.backend_error, true);
+		LE(ns, 5 * MS);
+	}
+	CTX("stats");
+	s = stats(l);
+	EQ(s.decisions, 10);
+	EQ(s.allowed, 10);
+	EQ(s.backend_errors, 10);
+	EQ(s.fallback_open, 10);
+	EQ(s.breaker_open_skips, 9);
+	EQ(s.fallback_closed + s.fallback_local + s.shed, 0);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+static void test_redis_down_closed(void **state)
+{
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	struct xrl_limiter_stats s;
+
+	CTX("redis://127.0.0.1:1, on_backend_error closed");
+	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_CLOSED, 2);
+	l = lim_new(c);
+	for (int i = 0; i < 3; i++) {
+		CTX("decision %d: shed", i);
+		d = dec1(l, &c->rules[0], "k");
+		EQ(d.allowed, false);
+		EQ(d.shed, true);
+		EQ(d.backend_error, true);
+		RULE_IS(d.rule, &c->rules[0]);
+		EQ(d.limit, 2);
+		/* come back when the breaker tries again (cooldown 1 s) */
+		EQ(d.retry_after_s, 1);
+	}
+	CTX("stats");
+	s = stats(l);
+	EQ(s.shed, 3);
+	EQ(s.fallback_closed, 3);
+	EQ(s.backend_errors, 3);
+	EQ(s.allowed, 0);
+	EQ(s.fallback_open + s.fallback_local, 0);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+static void test_redis_down_local(void **state)
+{
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	struct xrl_limiter_stats s;
+
+	CTX("redis://127.0.0.1:1, on_backend_error local, 1/h burst 3");
+	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_LOCAL, 3);
+	l = lim_new(c);
+	for (__u32 k = 1; k <= 3; k++) {
+		CTX("local bucket, request %u of the burst", k);
+		d = dec1(l, &c->rules[0], "k");
+		EQ(d.allowed, true);
+		EQ(d.backend_error, true);
+		RULE_IS(d.rule, &c->rules[0]);
+		EQ(d.remaining, 3 - k);
+	}
+	CTX("local bucket after the burst");
+	d = dec1(l, &c->rules[0], "k");
+	EQ(d.allowed, false);
+	EQ(d.backend_error, true);
+	EQ(d.shed, false);
+	EQ(d.remaining, 0);
+	EQ(d.retry_after_s, 3600);
+	CTX("another key: its own local bucket");
+	EQ(drain(l, &c->rules[0], "other", 10), 3);
+	CTX("stats");
+	s = stats(l);
+	EQ(s.fallback_local, 4 + 4);
+	EQ(s.allowed, 6);
+	EQ(s.refused, 2);
+	EQ(s.keys, 2);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* One request matched by an open rule and a local one: the local one decides. */
+static void test_redis_down_mixed(void **state)
+{
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *open, *local, *closed;
+	struct xrl_decision d;
+
+	CTX("redis://127.0.0.1:1, rules open (burst 1), local (burst 2), closed");
+	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_OPEN, 1);
+	rule_add(c, "local", "1/h", 2);
+	c->rules[1].on_backend_error = XRL_BE_LOCAL;
+	rule_add(c, "closed", "1/h", 5);
+	c->rules[2].on_backend_error = XRL_BE_CLOSED;
+	cfg_done(c);
+	l = lim_new(c);
+	open = &c->rules[0];
+	local = &c->rules[1];
+	closed = &c->rules[2];
+	for (int i = 1; i <= 2; i++) {
+		CTX("open+local, request %d", i);
+		d = dec2(l, open, local, "k");
+		EQ(d.allowed, true);
+		EQ(d.backend_error, true);
+		RULE_IS(d.rule, local);
+	}
+	CTX("open+local, local empty");
+	d = dec2(l, open, local, "k");
+	EQ(d.allowed, false);
+	RULE_IS(d.rule, local);
+	CTX("local+closed: shed");
+	d = dec2(l, local, closed, "k2");
+	EQ(d.allowed, false);
+	EQ(d.shed, true);
+	RULE_IS(d.rule, closed);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/* After the cooldown one probe goes to Redis; it fails and the breaker re-opens. */
+static void test_redis_breaker_probe(void **state)
+{
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	struct xrl_limiter_stats s0, s1;
+
+	CTX("redis://127.0.0.1:1, cooldown 200 ms");
+	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_OPEN, 2);
+	c->breaker_cooldown_ns = 200 * MS;
+	l = lim_new(c);
+	d = dec1(l, &c->rules[0], "k");
+	EQ(d.backend_error, true);
+	EQ(xrl_limiter_breaker_state(l), 1);
+	d = dec1(l, &c->rules[0], "k");
+	s0 = stats(l);
+	EQ(s0.breaker_open_skips, 1);
+	sleep_ns(250 * MS);
+	CTX("the first decision after the cooldown: a probe, not a skip");
+	d = dec1(l, &c->rules[0], "k");
+	EQ(d.allowed, true);
+	EQ(d.backend_error, true);
+	s1 = stats(l);
+	EQ(s1.breaker_open_skips, s0.breaker_open_skips);
+	EQ(s1.backend_errors, s0.backend_errors + 1);
+	EQ(xrl_limiter_breaker_state(l), 1);
+	CTX("right after the failed probe: open again, skipped");
+	d = dec1(l, &c->rules[0], "k");
+	EQ(stats(l).breaker_open_skips, s0.breaker_open_skips + 1);
+	xrl_limiter_free(l);
+	free(c);
+}
+
+/*
+ * A Redis that accepts the connection and never answers (a listening socket
+ * nobody accepts on: the kernel completes the handshake): the first decision
+ * waits out redis_timeout, once; with the breaker open the next ones take no
+ * time at all.
+ */
+static void test_redis_silent_timeout(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	char url[64];
+	__u64 ns;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%u", ntohs(sa.sin_port));
+	CTX("%s (never answers), timeout 50 ms, on_backend_error local", url);
+	c = cfg_redis(url, XRL_BE_LOCAL, 2);
+	l = lim_new(c);
+
+	ns = timed(l, &c->rules[0], "k", &d);
+	CTX("the first decision: waits out the 50 ms timeout once");
+	print_message("  silent redis: first decision %.1f ms\n", (double)ns / MS);
+	EQ(d.allowed, true);
+	EQ(d.backend_error, true);
+	GE(ns, 45 * MS);
+	LE(ns, c->redis_timeout_ns + 100 * MS);
+	EQ(xrl_limiter_breaker_state(l), 1);
+	for (int i = 1; i <= 5; i++) {
+		ns = timed(l, &c->rules[0], "k", &d);
+		CTX("decision %d with the breaker open", i);
+		LE(ns, 5 * MS);
+		EQ(d.backend_error, true);
+		EQ(d.allowed, i < 2);
+	}
+	xrl_limiter_free(l);
+	free(c);
+	close(fd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_exact_burst_then_refused),
+		cmocka_unit_test(test_retry_after_truth),
+		cmocka_unit_test(test_independent_keys),
+		cmocka_unit_test(test_two_rules_refusal_spends_nothing),
+		cmocka_unit_test(test_refusal_reports_longest_wait),
+		cmocka_unit_test(test_shadow_refusals_allow_and_count),
+		cmocka_unit_test(test_shadow_rule_not_reported),
+		cmocka_unit_test(test_cost_above_burst),
+		cmocka_unit_test(test_cost_zero_and_rule_cost),
+		cmocka_unit_test(test_missing_key_refused),
+		cmocka_unit_test(test_missing_key_shadow_rule),
+		cmocka_unit_test(test_flood_bounded_slow_rate),
+		cmocka_unit_test(test_flood_evicts_idle_first),
+		cmocka_unit_test(test_penalty_two_windows),
+		cmocka_unit_test(test_penalty_escalates),
+		cmocka_unit_test(test_penalty_forgiven_after_quiet),
+		cmocka_unit_test(test_concurrent_same_key),
+		cmocka_unit_test(test_concurrent_multi_rule),
+		cmocka_unit_test(test_redis_down_open),
+		cmocka_unit_test(test_redis_down_closed),
+		cmocka_unit_test(test_redis_down_local),
+		cmocka_unit_test(test_redis_down_mixed),
+		cmocka_unit_test(test_redis_breaker_probe),
+		cmocka_unit_test(test_redis_silent_timeout),
+	};
+
+	log_init("test_limiter", XRL_LOG_ERR, 0);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
