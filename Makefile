@@ -119,7 +119,7 @@ $(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbui
 $(BENCH): $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(XCFLAGS) $(filter %.o %.a,$^) -o $@ $(LDLIBS)
+	$(Q)$(CC) $(XCFLAGS) $(filter-out %.bpf.o,$(filter %.o %.a,$^)) -o $@ $(LDLIBS)
 
 $(BUILD):
 	$(Q)mkdir -p $@

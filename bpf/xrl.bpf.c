@@ -23,50 +23,82 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /*
- * Clock. bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC_COARSE: one tick of
- * resolution (docs/design.md measures it) for a fraction of the cost of
- * bpf_ktime_get_ns. GCRA only needs the long-run sum to be right, and a
- * coarse clock shifts admissions within a tick, never adds any. Set to 0 at
- * load time for the fine clock.
+ * Clock. The program's time is jiffies x xrl_tick_ns: bpf_jiffies64 is
+ * inlined by the verifier (no helper call), and it has the resolution of
+ * CLOCK_MONOTONIC_COARSE (one tick; the loader sets xrl_tick_ns from
+ * clock_getres). GCRA only needs the long-run sum of time to be right: a
+ * tick-granular clock shifts admissions to tick boundaries and adds none
+ * (docs/design.md measures it against the accuracy bar). xrl_coarse_clock
+ * = 0 at load time selects bpf_ktime_get_ns instead.
  */
 const volatile __u8 xrl_coarse_clock = 1;
+const volatile __u64 xrl_tick_ns = 4000000;
+/* 0 at load time turns admission leases off (every admit asks the bucket) */
+const volatile __u8 xrl_lease_on = 1;
+/* xrl_refused's size - 1 (a power of 2), set with the map's size at load */
+const volatile __u32 xrl_refused_mask = XRL_REFUSED_DEFAULT - 1;
 
 /* Rules a packet is checked against at most; later matches are ignored. */
 #define XRL_MAX_MATCH 4
 
-struct xrl_ctx {
-	struct xrl_global_ctr *gc;
-	__u64 now;             /* 0 until read: at most one read per packet */
-};
-
-static __always_inline __u64 xrl_now(struct xrl_ctx *x)
+static __always_inline __u64 xrl_now(__u64 jiffies)
 {
-	if (!x->now)
-		x->now = xrl_coarse_clock ? bpf_ktime_get_coarse_ns()
-					  : bpf_ktime_get_ns();
-	return x->now;
+	return xrl_coarse_clock ? jiffies * xrl_tick_ns : bpf_ktime_get_ns();
 }
 
 static __always_inline int xrl_allowlisted(const struct xrl_config *cfg,
 					   const struct xrl_pkt *p)
 {
+	struct xrl_allow_small *sm;
+	__u32 zero = 0;
+
 	if (p->family == XRL_AF_INET) {
 		struct xrl_lpm_v4 k = { .prefixlen = 32, .addr = p->src[0] };
 
-		return cfg->allow_v4_n && bpf_map_lookup_elem(&xrl_allow_v4, &k);
+		if (!cfg->allow_v4_n)
+			return 0;
+		if (cfg->allow_v4_n <= XRL_ALLOW_SMALL &&
+		    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
+#pragma unroll
+			for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
+				if (i >= sm->n4)
+					break;
+				if ((p->src[0] & sm->v4[i].mask) == sm->v4[i].addr)
+					return 1;
+			}
+			return 0;
+		}
+		return bpf_map_lookup_elem(&xrl_allow_v4, &k) != NULL;
 	} else {
 		struct xrl_lpm_v6 k = { .prefixlen = 128 };
 
 		if (!cfg->allow_v6_n)
 			return 0;
+		if (cfg->allow_v6_n <= XRL_ALLOW_SMALL &&
+		    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
+#pragma unroll
+			for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
+				if (i >= sm->n6)
+					break;
+				if ((p->src[0] & sm->v6[i].mask[0]) == sm->v6[i].addr[0] &&
+				    (p->src[1] & sm->v6[i].mask[1]) == sm->v6[i].addr[1] &&
+				    (p->src[2] & sm->v6[i].mask[2]) == sm->v6[i].addr[2] &&
+				    (p->src[3] & sm->v6[i].mask[3]) == sm->v6[i].addr[3])
+					return 1;
+			}
+			return 0;
+		}
 		__builtin_memcpy(k.addr, p->src, 16);
 		return bpf_map_lookup_elem(&xrl_allow_v6, &k) != NULL;
 	}
 }
 
-/* Returns 1 if the source is denied now; counts expired hits. */
-static __always_inline int xrl_denied(struct xrl_ctx *x,
-				      const struct xrl_config *cfg,
+/*
+ * Is the source denied? Deny expiries are written by userspace on
+ * CLOCK_MONOTONIC, so an entry with an expiry costs the one clock read of
+ * this packet (the bucket path uses jiffies).
+ */
+static __always_inline int xrl_denied(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
 				      const struct xrl_pkt *p)
 {
 	struct xrl_deny_val *v;
@@ -87,54 +119,18 @@ static __always_inline int xrl_denied(struct xrl_ctx *x,
 	}
 	if (!v)
 		return 0;
-	if (v->expires_ns && xrl_now(x) >= v->expires_ns) {
+	if (v->expires_ns && bpf_ktime_get_coarse_ns() >= v->expires_ns) {
 		/* the daemon removes it later; until then it is inert */
-		x->gc->c[XRL_G_DENY_EXPIRED]++;
+		gc->c[XRL_G_DENY_EXPIRED]++;
 		return 0;
 	}
 	return 1;
 }
 
-/*
- * A refusal: remember it on this CPU and, at most once per interval per
- * source per CPU, sample it into the ring buffer with the number of
- * refusals it stands for. Cost on the hot path: the compare below.
- */
-static __always_inline void xrl_note_refusal(struct xrl_ctx *x,
-					     const struct xrl_config *cfg,
-					     struct xrl_refused *rv,
-					     const struct xrl_bucket_key *k,
-					     const struct xrl_rule *r, __u32 slot)
-{
-	struct xrl_event *e;
-
-	rv->suppressed++;
-	if (x->now - rv->last_event_ns < cfg->event_interval_ns)
-		return;
-	e = bpf_ringbuf_reserve(&xrl_events, sizeof(*e), 0);
-	if (!e) {
-		x->gc->c[XRL_G_EVENTS_LOST]++;
-		return;
-	}
-	e->ts_ns = x->now;
-	e->rule_id = r->id;
-	e->count = rv->suppressed;
-	e->family = k->family;
-	e->plen = k->plen;
-	e->action = r->action;
-	e->pad = 0;
-	e->rule_slot = slot;
-	__builtin_memcpy(e->addr, k->addr, 16);
-	bpf_ringbuf_submit(e, 0);
-	x->gc->c[XRL_G_EVENTS_SENT]++;
-	rv->last_event_ns = x->now;
-	rv->suppressed = 0;
-}
-
 static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,
 					   __u64 bytes)
 {
-	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + slot;
+	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
 	struct xrl_rule_ctr *rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
 
 	if (!rc || verdict < 0 || verdict >= XRL_V_MAX)
@@ -143,20 +139,156 @@ static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdic
 	rc->bytes[verdict] += bytes;
 }
 
-/* Per-packet scratch on the program's stack, shared with the subprograms. */
+/*
+ * A refusal answered from slot rv: at most once per interval per slot per
+ * CPU, sample it into the ring buffer with the number of refusals it stands
+ * for. Cost on the hot path: one compare.
+ */
+static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
+				       struct xrl_refused *rv, __u64 j, __u8 action)
+{
+	struct xrl_event *e;
+
+	rv->suppressed++;
+	if (rv->last_event_j && j - rv->last_event_j < cfg->event_interval_j)
+		return;
+	e = bpf_ringbuf_reserve(&xrl_events, sizeof(*e), 0);
+	if (!e) {
+		gc->c[XRL_G_EVENTS_LOST]++;
+		return;
+	}
+	e->ts_ns = j * xrl_tick_ns;
+	e->rule_id = rv->key.rule_id;
+	e->count = rv->suppressed;
+	e->family = rv->key.family;
+	e->plen = rv->key.plen;
+	e->action = action;
+	e->pad = 0;
+	e->rule_slot = rv->rule_slot;
+	__builtin_memcpy(e->addr, rv->key.addr, 16);
+	bpf_ringbuf_submit(e, 0);
+	gc->c[XRL_G_EVENTS_SENT]++;
+	rv->last_event_j = j ? j : 1;
+	rv->suppressed = 0;
+}
+
+/* Per-packet scratch, on the stack. */
 struct xrl_scratch {
 	struct xrl_pkt pkt;
-	struct xrl_bucket_key key;   /* of the rule being checked */
-	__u64 now;
-	__u64 bytes;
-	__u32 ruleset;               /* slot of xrl_rulesets in force */
-	__u32 slot;                  /* rule being checked */
-	__u32 n_match;
+	__u64 sig[6];                /* the refusal cache's key */
+	struct xrl_bucket_key key;   /* of the rule being asked */
+	struct xrl_bucket_key admitted[XRL_MAX_MATCH];
+	__u64 admitted_inc[XRL_MAX_MATCH];
 	__u32 matched[XRL_MAX_MATCH];
-	__u32 pad;
+	__u32 n_match;
+	__u32 ruleset;
 };
 
-/* Fill s->matched with the slots of the rules that match, in order. */
+/*
+ * The signature of a packet for the refusal cache: everything the verdict
+ * depends on (source, destination, port, protocol and SYN class) and the
+ * policy epoch. Returns the slot index.
+ */
+static __always_inline __u32 xrl_signature(struct xrl_scratch *s, __u32 epoch)
+{
+	const struct xrl_pkt *p = &s->pkt;
+	const __u64 m = 0x9E3779B97F4A7C15ULL;   /* 2^64 / golden ratio */
+	__u64 h;
+
+	s->sig[0] = (__u64)p->src[0] | (__u64)p->src[1] << 32;
+	s->sig[1] = (__u64)p->src[2] | (__u64)p->src[3] << 32;
+	s->sig[2] = (__u64)p->dst[0] | (__u64)p->dst[1] << 32;
+	s->sig[3] = (__u64)p->dst[2] | (__u64)p->dst[3] << 32;
+	s->sig[4] = (__u64)p->dport | (__u64)p->proto << 16 |
+		    (__u64)((p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) ==
+			    XRL_TCP_FLAG_SYN) << 24 |
+		    (__u64)p->family << 32 | (__u64)p->has_ports << 40;
+	s->sig[5] = epoch;
+	h = s->sig[0] * m;
+	h = (h ^ s->sig[1]) * m;
+	h = (h ^ s->sig[2]) * m;
+	h = (h ^ s->sig[3]) * m;
+	h = (h ^ s->sig[4]) * m;
+	h = (h ^ s->sig[5]) * m;
+	return (__u32)(h >> 32);
+}
+
+/*
+ * Write this packet's refusal into its refusal-cache slot rv: refuse from
+ * the cache until jiffy until_j (0: never; the slot only keeps sampling
+ * state), and sample it. A slot that already holds this signature keeps its
+ * sampling state, so a source refused again and again is still sampled at
+ * most once per interval.
+ */
+static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
+					 struct xrl_refused *rv, const struct xrl_scratch *s,
+					 __u32 slot, __u8 action, __u64 until_j, __u64 j)
+{
+	if (!rv)
+		return;
+	if (rv->sig[0] != s->sig[0] || rv->sig[1] != s->sig[1] || rv->sig[2] != s->sig[2] ||
+	    rv->sig[3] != s->sig[3] || rv->sig[4] != s->sig[4] || rv->sig[5] != s->sig[5]) {
+		__builtin_memcpy(rv->sig, s->sig, sizeof(s->sig));
+		rv->last_event_j = 0;
+		rv->suppressed = 0;
+	}
+	rv->key = s->key;
+	rv->rule_slot = slot;
+	rv->until_j = until_j;
+	xrl_sample(gc, cfg, rv, j, action);
+}
+
+/*
+ * The admission lease. A source that kept this CPU busy with admits in the
+ * previous jiffy (prev_n of them) is likely to do so in this one: take up
+ * to prev_n - 1 tokens (at most the rule's lease_max) from the shared
+ * bucket at once, with one CAS, and spend them from this CPU's slot without
+ * touching the bucket again. Leased tokens left at the end of the jiffy are
+ * lost, which can only admit less, never more, and by at most the change
+ * in demand from one jiffy to the next. Sources that send a few packets a
+ * jiffy never lease: their every admit asks the shared bucket.
+ */
+static __always_inline void xrl_lease(struct xrl_global_ctr *gc, struct xrl_refused *rv,
+				      const struct xrl_scratch *s, const struct xrl_rule *r,
+				      __u32 slot, __u64 *tat, __u64 now, __u64 j)
+{
+	__u64 old, nt, want;
+
+	if (!rv)
+		return;
+	if (rv->sig[0] != s->sig[0] || rv->sig[1] != s->sig[1] || rv->sig[2] != s->sig[2] ||
+	    rv->sig[3] != s->sig[3] || rv->sig[4] != s->sig[4] || rv->sig[5] != s->sig[5]) {
+		__builtin_memcpy(rv->sig, s->sig, sizeof(s->sig));
+		rv->until_j = 0;
+		rv->last_event_j = 0;
+		rv->suppressed = 0;
+		rv->seen_j = j;
+		rv->seen_n = 0;
+		rv->prev_n = 0;
+		rv->lease = 0;
+	}
+	if (rv->seen_j != j) {
+		rv->prev_n = rv->seen_j + 1 == j ? rv->seen_n : 0;
+		rv->seen_j = j;
+		rv->seen_n = 0;
+		rv->lease = 0;
+	}
+	rv->seen_n++;
+	rv->key = s->key;
+	rv->rule_slot = slot;
+	if (!xrl_lease_on || !tat || rv->lease || rv->prev_n < 2 || !r->lease_max)
+		return;
+	want = rv->prev_n - 1;
+	if (want > r->lease_max)
+		want = r->lease_max;
+	old = *(volatile __u64 *)tat;
+	if (xrl_gcra_decide(old, now, want * r->emit_ns, r->tau_ns, &nt) &&
+	    __sync_val_compare_and_swap(tat, old, nt) == old)
+		rv->lease = (__u32)want;
+}
+
+/* Fill s->matched with the slots of the rules that match, in order. A
+ * subprogram: the verifier walks the 64-rule loop once. */
 __noinline int xrl_classify(struct xrl_scratch *s)
 {
 	struct xrl_ruleset *rs;
@@ -177,70 +309,13 @@ __noinline int xrl_classify(struct xrl_scratch *s)
 	return n;
 }
 
-enum xrl_step_res {
-	XRL_STEP_ADMIT = 0,
-	XRL_STEP_DROP,
-	XRL_STEP_SHADOW,
-	XRL_STEP_SKIP,
-};
-
-/*
- * Ask rule s->slot's bucket for s->pkt. The refusal path is the first branch:
- * one per-CPU hash lookup and a compare. Returns an xrl_step_res and leaves
- * the bucket key in s->key (for a refund).
- */
-__noinline int xrl_rule_step(struct xrl_scratch *s)
-{
-	struct xrl_refused *rv, nrv = {};
-	struct xrl_global_ctr *gc;
-	struct xrl_config *cfg;
-	struct xrl_ruleset *rs;
-	struct xrl_rule *r;
-	__u32 zero = 0, slot;
-	__u64 conform;
-	struct xrl_ctx x;
-
-	if (!s)
-		return XRL_STEP_SKIP;
-	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
-	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
-	rs = bpf_map_lookup_elem(&xrl_rulesets, &s->ruleset);
-	slot = s->slot;
-	if (!gc || !cfg || !rs || slot >= XRL_MAX_RULES)
-		return XRL_STEP_SKIP;
-	r = &rs->rules[slot];
-	x.gc = gc;
-	x.now = s->now;
-	xrl_make_key(&s->key, r, &s->pkt);
-
-	rv = bpf_map_lookup_elem(&xrl_refused, &s->key);
-	if (rv && x.now < rv->until_ns) {
-		gc->c[XRL_G_REFUSED_CACHED]++;
-	} else if (xrl_take(&s->key, r, x.now, gc, &conform) == XRL_TAKE_ADMIT) {
-		return XRL_STEP_ADMIT;
-	} else if (rv) {
-		rv->until_ns = conform;
-	} else {
-		nrv.until_ns = conform;
-		bpf_map_update_elem(&xrl_refused, &s->key, &nrv, BPF_ANY);
-		rv = bpf_map_lookup_elem(&xrl_refused, &s->key);
-	}
-	if (rv)
-		xrl_note_refusal(&x, cfg, rv, &s->key, r, slot);
-	return r->action == XRL_ACT_SHADOW ? XRL_STEP_SHADOW : XRL_STEP_DROP;
-}
-
 /* Give back one token taken for key k (a later rule refused the packet). */
-__noinline int xrl_refund(const struct xrl_bucket_key *k, __u64 inc)
+static __always_inline void xrl_refund(const struct xrl_bucket_key *k, __u64 inc)
 {
-	__u64 *tat;
+	__u64 *tat = bpf_map_lookup_elem(&xrl_buckets, k);
 
-	if (!k)
-		return 0;
-	tat = bpf_map_lookup_elem(&xrl_buckets, k);
 	if (tat)
 		__sync_fetch_and_add(tat, -inc);
-	return 0;
 }
 
 SEC("xdp")
@@ -248,45 +323,74 @@ int xrl_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	struct xrl_bucket_key admitted[XRL_MAX_MATCH];
-	__u64 admitted_inc[XRL_MAX_MATCH];
+	__u64 bytes = data_end - data, j, now = 0, conform = 0, *tat = NULL;
 	struct xrl_scratch s = {};
-	struct xrl_ctx x = {};
+	struct xrl_global_ctr *gc;
 	struct xrl_config *cfg;
 	struct xrl_ruleset *rs;
-	__u32 zero = 0, n_admitted = 0, refuse_slot = 0;
-	int refused = 0, res;
+	struct xrl_refused *rv;
+	__u32 zero = 0, n_admitted = 0, refuse_slot = 0, shadow_slot = 0, idx;
+	struct xrl_bucket_key shadow_key = {};
+	int refused = 0, shadowed = 0, res;
 
-	x.gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
-	if (!x.gc)
+	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
+	if (!gc)
 		return XDP_PASS;
-	x.gc->c[XRL_G_SEEN]++;
-	s.bytes = data_end - data;
+	gc->c[XRL_G_SEEN]++;
 
 	res = xrl_parse(data, data_end, &s.pkt);
 	if (res == XRL_P_NON_IP) {
-		x.gc->c[XRL_G_NON_IP]++;
+		gc->c[XRL_G_NON_IP]++;
 		return XDP_PASS;
 	}
 	if (res == XRL_P_MALFORMED) {
-		x.gc->c[XRL_G_MALFORMED]++;
+		gc->c[XRL_G_MALFORMED]++;
 		return XDP_PASS;
 	}
 	if (res == XRL_P_TINY_FRAG) {
-		x.gc->c[XRL_G_TINY_FRAGMENT]++;
+		gc->c[XRL_G_TINY_FRAGMENT]++;
 		return XDP_DROP;
 	}
-
-	/* fragments have addresses: the lists apply to them too */
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
-	if (xrl_allowlisted(cfg, &s.pkt)) {
-		x.gc->c[XRL_G_ALLOWLISTED]++;
+
+	/*
+	 * The refusal path, first: packets like this one (same signature, same
+	 * policy epoch) were refused until jiffy until_j. Cost: a multiply-hash,
+	 * an inlined per-CPU array lookup and a compare; no helper, no shared
+	 * memory. The epoch changes with every rule or list change, so an
+	 * allowlisted or re-policied source is never refused from here.
+	 */
+	j = bpf_jiffies64();
+	idx = xrl_signature(&s, cfg->epoch) & xrl_refused_mask;
+	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
+	if (rv && j < rv->until_j && rv->sig[0] == s.sig[0] && rv->sig[1] == s.sig[1] &&
+	    rv->sig[2] == s.sig[2] && rv->sig[3] == s.sig[3] && rv->sig[4] == s.sig[4] &&
+	    rv->sig[5] == s.sig[5]) {
+		gc->c[XRL_G_REFUSED_CACHED]++;
+		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes);
+		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP);
+		return XDP_DROP;
+	}
+	/* the admit path's shortcut: a token this CPU leased in this jiffy */
+	if (rv && rv->lease && rv->seen_j == j && rv->sig[0] == s.sig[0] &&
+	    rv->sig[1] == s.sig[1] && rv->sig[2] == s.sig[2] && rv->sig[3] == s.sig[3] &&
+	    rv->sig[4] == s.sig[4] && rv->sig[5] == s.sig[5]) {
+		rv->lease--;
+		rv->seen_n++;
+		gc->c[XRL_G_LEASED]++;
+		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_PASSED, bytes);
 		return XDP_PASS;
 	}
-	if (xrl_denied(&x, cfg, &s.pkt)) {
-		x.gc->c[XRL_G_DENYLISTED]++;
+
+	/* fragments have addresses: the lists apply to them too */
+	if (xrl_allowlisted(cfg, &s.pkt)) {
+		gc->c[XRL_G_ALLOWLISTED]++;
+		return XDP_PASS;
+	}
+	if (xrl_denied(gc, cfg, &s.pkt)) {
+		gc->c[XRL_G_DENYLISTED]++;
 		return XDP_DROP;
 	}
 	if (res == XRL_P_FRAGMENT) {
@@ -294,28 +398,30 @@ int xrl_xdp(struct xdp_md *ctx)
 		 * stack reassembles it only with its first fragment, which
 		 * the rules did see (a first fragment too short to show its
 		 * header was dropped above). */
-		x.gc->c[XRL_G_FRAGMENTS]++;
+		gc->c[XRL_G_FRAGMENTS]++;
 		return XDP_PASS;
 	}
 
 	s.ruleset = cfg->active_ruleset;
 	rs = bpf_map_lookup_elem(&xrl_rulesets, &s.ruleset);
 	if (!rs || !rs->n_rules) {
-		x.gc->c[XRL_G_NO_POLICY]++;
+		gc->c[XRL_G_NO_POLICY]++;
 		return XDP_PASS;
 	}
 	if (!xrl_classify(&s)) {
-		x.gc->c[XRL_G_NO_RULE]++;
+		gc->c[XRL_G_NO_RULE]++;
 		return XDP_PASS;
 	}
-	s.now = xrl_now(&x);
+	now = xrl_now(j);
 
 	/*
 	 * Every matching rule must admit. The first refusing rule with action
 	 * drop decides; tokens already taken from earlier rules are given
-	 * back, so a refusal by one rule does not spend another's budget.
+	 * back, so a refusal by one rule does not spend another's budget. A
+	 * shadow rule's refusal is counted and the packet goes on.
 	 */
 	for (__u32 m = 0; m < XRL_MAX_MATCH; m++) {
+		struct xrl_rule *r;
 		__u32 slot;
 
 		if (m >= s.n_match)
@@ -323,38 +429,60 @@ int xrl_xdp(struct xdp_md *ctx)
 		slot = s.matched[m];
 		if (slot >= XRL_MAX_RULES)
 			break;
-		s.slot = slot;
-		res = xrl_rule_step(&s);
-		if (res == XRL_STEP_ADMIT) {
+		r = &rs->rules[slot];
+		xrl_make_key(&s.key, r, &s.pkt);
+		if (xrl_take(&s.key, r, now, gc, &conform, &tat) == XRL_TAKE_ADMIT) {
 			if (n_admitted < XRL_MAX_MATCH) {
-				admitted[n_admitted] = s.key;
-				admitted_inc[n_admitted] = rs->rules[slot].emit_ns;
+				s.admitted[n_admitted] = s.key;
+				s.admitted_inc[n_admitted] = r->emit_ns;
 				n_admitted++;
 			}
-		} else if (res == XRL_STEP_SHADOW) {
-			xrl_count_rule(s.ruleset, slot, XRL_V_SHADOW_DROPPED, s.bytes);
-			s.matched[m] = XRL_MAX_RULES; /* not counted as passed */
-		} else if (res == XRL_STEP_DROP) {
-			refused = 1;
-			refuse_slot = slot;
-			break;
+			continue;
 		}
+		if (r->action == XRL_ACT_SHADOW) {
+			xrl_count_rule(s.ruleset, slot, XRL_V_SHADOW_DROPPED, bytes);
+			s.matched[m] = XRL_MAX_RULES; /* not counted as passed */
+			if (!shadowed) {
+				shadowed = 1;
+				shadow_slot = slot;
+				shadow_key = s.key;
+			}
+			continue;
+		}
+		refused = 1;
+		refuse_slot = slot;
+		break;
 	}
 
 	if (refused) {
-		for (__u32 j = 0; j < XRL_MAX_MATCH; j++) {
-			if (j >= n_admitted)
+		for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+			if (k >= n_admitted)
 				break;
-			xrl_refund(&admitted[j], admitted_inc[j]);
+			xrl_refund(&s.admitted[k], s.admitted_inc[k]);
 		}
-		xrl_count_rule(s.ruleset, refuse_slot, XRL_V_DROPPED, s.bytes);
+		xrl_count_rule(s.ruleset, refuse_slot, XRL_V_DROPPED, bytes);
+		/*
+		 * Remember it on this CPU until the bucket has a token again
+		 * (rounded down to a jiffy: early, never late). Not when a
+		 * shadow rule matched too: its would-be refusals must stay
+		 * counted, so those packets keep taking the slow path.
+		 */
+		xrl_remember(gc, cfg, rv, &s, refuse_slot, XRL_ACT_DROP,
+			     shadowed ? 0 : j + (conform > now ? (conform - now) / xrl_tick_ns : 0), j);
 		return XDP_DROP;
 	}
-	for (__u32 j = 0; j < XRL_MAX_MATCH; j++) {
-		if (j >= s.n_match)
-			break;
-		if (s.matched[j] < XRL_MAX_RULES)
-			xrl_count_rule(s.ruleset, s.matched[j], XRL_V_PASSED, s.bytes);
+	if (shadowed) {
+		/* sampled like a refusal, never answered from the cache */
+		s.key = shadow_key;
+		xrl_remember(gc, cfg, rv, &s, shadow_slot, XRL_ACT_SHADOW, 0, j);
 	}
+	for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+		if (k >= s.n_match)
+			break;
+		if (s.matched[k] < XRL_MAX_RULES)
+			xrl_count_rule(s.ruleset, s.matched[k], XRL_V_PASSED, bytes);
+	}
+	if (s.n_match == 1 && n_admitted == 1 && !shadowed && s.matched[0] < XRL_MAX_RULES)
+		xrl_lease(gc, rv, &s, &rs->rules[s.matched[0]], s.matched[0], tat, now, j);
 	return XDP_PASS;
 }

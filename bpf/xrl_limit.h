@@ -26,14 +26,9 @@ enum xrl_take_res {
 	XRL_TAKE_REFUSE,
 };
 
-/*
- * Does rule r match packet p? Cost: a few compares; the ports loop is capped.
- * A global function: the verifier checks it once, not once per rule slot.
- */
-__noinline int xrl_rule_match(const struct xrl_rule *r, const struct xrl_pkt *p)
+/* Does rule r match packet p? Cost: a few compares; the ports loop is capped. */
+static __always_inline int xrl_rule_match(const struct xrl_rule *r, const struct xrl_pkt *p)
 {
-	if (!r || !p)
-		return 0;
 	if (r->proto != XRL_PROTO_ANY && r->proto != p->proto)
 		return 0;
 	if (r->tcp_class == XRL_TCP_SYN &&
@@ -71,44 +66,53 @@ __noinline int xrl_rule_match(const struct xrl_rule *r, const struct xrl_pkt *p)
 	return 1;
 }
 
-/* The bucket key: rule id and the source masked to the rule's key prefix. */
+/*
+ * The bucket key: rule id and the source masked to the rule's key prefix.
+ * Written as three 64-bit words: the hash function and the compare read it
+ * back that way, and narrower stores would stall store forwarding.
+ */
 static __always_inline void xrl_make_key(struct xrl_bucket_key *k,
 					 const struct xrl_rule *r,
 					 const struct xrl_pkt *p)
 {
-	k->rule_id = r->id;
-	k->family = p->family;
-	k->pad = 0;
+	__u64 *w = (__u64 *)k;
+	__u64 plen;
+
 	if (p->family == XRL_AF_INET) {
-		k->plen = r->key_plen4;
-		k->addr[0] = p->src[0] & r->key_mask4;
-		k->addr[1] = 0;
-		k->addr[2] = 0;
-		k->addr[3] = 0;
+		plen = r->key_plen4;
+		w[1] = (__u64)(p->src[0] & r->key_mask4);
+		w[2] = 0;
 	} else {
-		k->plen = r->key_plen6;
-		k->addr[0] = p->src[0] & r->key_mask6[0];
-		k->addr[1] = p->src[1] & r->key_mask6[1];
-		k->addr[2] = p->src[2] & r->key_mask6[2];
-		k->addr[3] = p->src[3] & r->key_mask6[3];
+		plen = r->key_plen6;
+		w[1] = (__u64)(p->src[0] & r->key_mask6[0]) |
+		       (__u64)(p->src[1] & r->key_mask6[1]) << 32;
+		w[2] = (__u64)(p->src[2] & r->key_mask6[2]) |
+		       (__u64)(p->src[3] & r->key_mask6[3]) << 32;
 	}
+	/* little-endian layout of rule_id, family, plen, pad */
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "xrl_make_key assumes a little-endian target"
+#endif
+	w[0] = (__u64)r->id | (__u64)p->family << 32 | plen << 40;
 }
 
 /*
  * Take one token from the shared bucket of key k. On refusal *conform_at is
- * the first moment a packet would be admitted.
+ * the first moment a packet would be admitted; on an admit of an existing
+ * bucket *tat_out points at its state (for a lease).
  * Cost: one hash lookup and one CAS; a new source adds one insert.
  * Never refuses by accident: a failed insert or a lost CAS race passes.
  */
 static __always_inline int xrl_take(const struct xrl_bucket_key *k,
 				    const struct xrl_rule *r, __u64 now,
 				    struct xrl_global_ctr *gc,
-				    __u64 *conform_at)
+				    __u64 *conform_at, __u64 **tat_out)
 {
 	__u64 inc = r->emit_ns, tau = r->tau_ns;
 	__u64 *tat, old, nt;
 	long err;
 
+	*tat_out = NULL;
 	tat = bpf_map_lookup_elem(&xrl_buckets, k);
 	if (!tat) {
 		/* a new source: its bucket is full, take one token from it */
@@ -129,7 +133,6 @@ static __always_inline int xrl_take(const struct xrl_bucket_key *k,
 		}
 	}
 
-#pragma unroll
 	for (int i = 0; i < XRL_CAS_TRIES; i++) {
 		old = *(volatile __u64 *)tat;
 		if (!xrl_gcra_decide(old, now, inc, tau, &nt)) {
@@ -137,6 +140,7 @@ static __always_inline int xrl_take(const struct xrl_bucket_key *k,
 			return XRL_TAKE_REFUSE;
 		}
 		if (__sync_val_compare_and_swap(tat, old, nt) == old) {
+			*tat_out = tat;
 			return XRL_TAKE_ADMIT;
 		}
 		gc->c[XRL_G_CAS_RETRY]++;

@@ -39,13 +39,22 @@ struct {
 	__type(value, __u64);
 } xrl_buckets SEC(".maps");
 
-/* Per-CPU "refused until" state: the refusal path's only bucket memory. */
+/* Per-CPU "refused until" state, direct-mapped: the refusal path's only
+ * bucket memory. Sized at load time (power of 2). */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_PERCPU_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, XRL_REFUSED_DEFAULT);
-	__type(key, struct xrl_bucket_key);
+	__type(key, __u32);
 	__type(value, struct xrl_refused);
 } xrl_refused SEC(".maps");
+
+/* Short allowlists, inline. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_allow_small);
+} xrl_allow_small SEC(".maps");
 
 /* Allowlist: sources never limited. */
 struct {

@@ -29,7 +29,8 @@
 
 /* Default table sizes; overridable at load time (bpf_map__set_max_entries). */
 #define XRL_BUCKETS_DEFAULT      (1u << 20) /* shared GCRA states */
-#define XRL_REFUSED_DEFAULT      (1u << 16) /* per-CPU refusal cache */
+#define XRL_REFUSED_DEFAULT      (1u << 15) /* per-CPU refusal cache slots, power of 2 */
+#define XRL_ALLOW_SMALL          8          /* allowlists this short are checked inline */
 #define XRL_LIST_DEFAULT         (1u << 16) /* allow/deny entries per family */
 #define XRL_EVENTS_BYTES         (1u << 20) /* ring buffer size, power of 2 */
 
@@ -47,6 +48,7 @@
 #define XRL_MAP_GLOBAL_STATS "xrl_global_stats"
 #define XRL_MAP_EVENTS       "xrl_events"
 #define XRL_MAP_META         "xrl_meta"
+#define XRL_MAP_ALLOW_SMALL  "xrl_allow_small"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -102,6 +104,7 @@ enum xrl_global {
 	XRL_G_NO_POLICY,         /* no ruleset installed: passed */
 	XRL_G_TINY_FRAGMENT,     /* first fragment cut inside its L4 header
 	                          * (RFC 1858, RFC 7112): dropped */
+	XRL_G_LEASED,            /* admits spent from a per-CPU lease */
 	XRL_G_MAX,
 };
 
@@ -118,10 +121,14 @@ struct xrl_config {
 	__u32 allow_v6_n;
 	__u32 deny_v4_n;
 	__u32 deny_v6_n;
-	__u32 pad;
+	__u32 epoch;              /* bumped on every change of rules or lists:
+	                           * per-CPU refusal cache entries of an older
+	                           * epoch are ignored */
 	__u64 event_interval_ns;  /* min gap between samples per source per CPU */
+	__u32 event_interval_j;   /* the same in jiffies (set by userspace) */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct xrl_config) == 32, "xrl_config layout");
+_Static_assert(sizeof(struct xrl_config) == 40, "xrl_config layout");
 
 /* ---- rules (ARRAY, 2 entries of struct xrl_ruleset) -------------------- */
 
@@ -149,8 +156,11 @@ struct xrl_rule {
 	__u32 dst_mask[4];        /* network byte order, from dst_plen */
 	__u32 dst[4];             /* network byte order, host bits zero; v4 in [0] */
 	struct xrl_port_range ports[XRL_MAX_PORT_RANGES];
+	__u32 lease_max;          /* most tokens one CPU may lease per jiffy:
+	                           * min(31, burst / (2 x CPUs)); 0 = never */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct xrl_rule) == 112, "xrl_rule layout");
+_Static_assert(sizeof(struct xrl_rule) == 120, "xrl_rule layout");
 
 struct xrl_ruleset {
 	__u32 n_rules;            /* used entries of rules[] */
@@ -184,19 +194,40 @@ _Static_assert(sizeof(struct xrl_bucket_key) == 24, "xrl_bucket_key layout");
 
 /*
  * xrl_buckets (LRU_HASH, shared by all CPUs) holds one __u64 per key: the
- * GCRA theoretical arrival time in CLOCK_MONOTONIC ns, updated only by
+ * GCRA theoretical arrival time on the program's clock (jiffies x tick ns,
+ * or CLOCK_MONOTONIC ns with the fine clock), advanced only by
  * compare-and-swap so concurrent CPUs never admit more than the rule allows.
  *
- * xrl_refused (LRU_PERCPU_HASH) holds the hot refusal state so that a flood's
- * refusals touch only this CPU's memory.
+ * xrl_refused (PERCPU_ARRAY, direct-mapped by a hash of the packet's
+ * signature) holds the hot refusal state, so that a flood's refusals touch
+ * only this CPU's memory and no helper: "packets like this one are refused
+ * until jiffy J". A slot holds the signature it was written for; another
+ * signature hashing there simply replaces it (the cost is one slow path).
  */
 struct xrl_refused {
-	__u64 until_ns;           /* refuse without asking the shared map until */
-	__u64 last_event_ns;      /* last sample sent for this key on this CPU */
+	__u64 sig[6];             /* source, destination, port/proto/class, epoch */
+	struct xrl_bucket_key key;/* the rule's bucket, for samples */
+	__u64 until_j;            /* refuse from this slot until this jiffy */
+	__u64 last_event_j;       /* last sample sent for it on this CPU */
 	__u32 suppressed;         /* refusals since that sample */
+	__u32 rule_slot;          /* the rule's slot, for counters */
+	/* admission lease (see docs/design.md): tokens this CPU took from the
+	 * shared bucket ahead of demand, spendable during jiffy seen_j only */
+	__u64 seen_j;             /* the jiffy the counts below are for */
+	__u32 seen_n;             /* admits of this signature in seen_j */
+	__u32 prev_n;             /* admits in the jiffy before seen_j */
+	__u32 lease;              /* leased tokens left for seen_j */
 	__u32 pad;
 };
-_Static_assert(sizeof(struct xrl_refused) == 24, "xrl_refused layout");
+_Static_assert(sizeof(struct xrl_refused) == 120, "xrl_refused layout");
+
+/* Allowlists of up to XRL_ALLOW_SMALL prefixes per family, mirrored from
+ * the LPM tries and checked inline (an LPM lookup costs a helper call). */
+struct xrl_allow_small {
+	__u32 n4, n6;
+	struct { __u32 addr, mask; } v4[XRL_ALLOW_SMALL];       /* network order */
+	struct { __u32 addr[4], mask[4]; } v6[XRL_ALLOW_SMALL]; /* network order */
+};
 
 /* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
 
@@ -246,7 +277,8 @@ struct xrl_global_ctr {
 /* ---- refusal samples (RINGBUF) ----------------------------------------- */
 
 struct xrl_event {
-	__u64 ts_ns;              /* CLOCK_MONOTONIC ns */
+	__u64 ts_ns;              /* the program's clock, ns: compare only with
+	                           * other samples' ts_ns */
 	__u32 rule_id;
 	__u32 count;              /* refusals this sample stands for (>= 1) */
 	__u8  family;

@@ -33,6 +33,7 @@ static const char *const pinned_maps[] = {
 	XRL_MAP_CONFIG, XRL_MAP_RULESETS, XRL_MAP_META, XRL_MAP_BUCKETS,
 	XRL_MAP_REFUSED, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, XRL_MAP_DENY_V4,
 	XRL_MAP_DENY_V6, XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
+	XRL_MAP_ALLOW_SMALL,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
@@ -43,7 +44,18 @@ struct xrl_handle {
 	char pin_dir[PATH_MAX];         /* "" when not pinned */
 	struct xrl_attach_info info;
 	int ncpus;
+	__u64 tick_ns;                  /* CLOCK_MONOTONIC_COARSE resolution */
 };
+
+/* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
+static __u64 coarse_tick_ns(void)
+{
+	struct timespec r;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) || (!r.tv_sec && !r.tv_nsec))
+		return 4000000; /* HZ=250 */
+	return (__u64)r.tv_sec * XRL_NSEC_PER_SEC + (__u64)r.tv_nsec;
+}
 
 __u64 xrl_now_ns(void)
 {
@@ -104,6 +116,7 @@ int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle 
 	for (size_t i = 0; i < N_PINNED; i++)
 		h->fds[i] = -1;
 	h->ncpus = libbpf_num_possible_cpus();
+	h->tick_ns = coarse_tick_ns();
 	snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", pin_root, ifname);
 	for (size_t i = 0; i < N_PINNED; i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
@@ -270,11 +283,20 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 		log_warnx("couldn't open the BPF object: %s", strerror(-err));
 		goto fail;
 	}
+	h->tick_ns = coarse_tick_ns();
 	h->skel->rodata->xrl_coarse_clock = o->fine_clock ? 0 : 1;
+	h->skel->rodata->xrl_tick_ns = h->tick_ns;
+	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
 	if (o->buckets_max)
 		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
-	if (o->refused_max)
-		bpf_map__set_max_entries(h->skel->maps.xrl_refused, o->refused_max);
+	if (o->refused_max) {
+		__u32 n = 1;
+
+		while (n < o->refused_max && n < (1u << 24))
+			n <<= 1;
+		bpf_map__set_max_entries(h->skel->maps.xrl_refused, n);
+		h->skel->rodata->xrl_refused_mask = n - 1;
+	}
 
 	if (o->pin_root && o->ifname) {
 		if (snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", o->pin_root, o->ifname) >=
@@ -311,7 +333,8 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 	for (size_t i = 0; i < N_PINNED; i++)
 		h->fds[i] = bpf_map__fd(bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]));
 	if (!h->info.reused_pins) {
-		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC };
+		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC,
+					  .event_interval_j = (__u32)(XRL_NSEC_PER_SEC / h->tick_ns) };
 		__u32 zero = 0;
 
 		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
@@ -432,19 +455,59 @@ static int list_count(int fd, size_t keysz)
 	return n;
 }
 
-/* Recount the four lists into xrl_config; 0 entries skips the lookup. */
+/*
+ * Recount the four lists into xrl_config (0 entries skips the lookup),
+ * mirror short allowlists into xrl_allow_small (checked inline), and bump
+ * the epoch so that no per-CPU refusal decided under the old lists stands.
+ * The inline copy is written before the counts that select it.
+ */
 static int sync_list_counts(struct xrl_handle *h)
 {
-	int cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
+	int cfd = xrl_map_fd(h, XRL_MAP_CONFIG), a4 = xrl_map_fd(h, XRL_MAP_ALLOW_V4);
+	int a6 = xrl_map_fd(h, XRL_MAP_ALLOW_V6);
+	struct xrl_allow_small sm = {};
+	struct xrl_lpm_v4 k4, n4;
+	struct xrl_lpm_v6 k6, n6;
 	struct xrl_config cfg;
+	void *prev = NULL;
 	__u32 zero = 0;
 
+	while (!bpf_map_get_next_key(a4, prev, &n4)) {
+		k4 = n4;
+		prev = &k4;
+		if (sm.n4 < XRL_ALLOW_SMALL) {
+			__u32 m[4];
+
+			xrl_prefix_mask(XRL_AF_INET, (__u8)k4.prefixlen, m);
+			sm.v4[sm.n4].mask = m[0];
+			sm.v4[sm.n4].addr = k4.addr & m[0];
+			sm.n4++;
+		}
+	}
+	prev = NULL;
+	while (!bpf_map_get_next_key(a6, prev, &n6)) {
+		k6 = n6;
+		prev = &k6;
+		if (sm.n6 < XRL_ALLOW_SMALL) {
+			__u32 m[4];
+
+			xrl_prefix_mask(XRL_AF_INET6, (__u8)k6.prefixlen, m);
+			for (int w = 0; w < 4; w++) {
+				sm.v6[sm.n6].mask[w] = m[w];
+				sm.v6[sm.n6].addr[w] = k6.addr[w] & m[w];
+			}
+			sm.n6++;
+		}
+	}
+	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_ALLOW_SMALL), &zero, &sm, BPF_ANY))
+		return -errno;
 	if (bpf_map_lookup_elem(cfd, &zero, &cfg))
 		return -errno;
-	cfg.allow_v4_n = list_count(xrl_map_fd(h, XRL_MAP_ALLOW_V4), sizeof(struct xrl_lpm_v4));
-	cfg.allow_v6_n = list_count(xrl_map_fd(h, XRL_MAP_ALLOW_V6), sizeof(struct xrl_lpm_v6));
+	cfg.allow_v4_n = list_count(a4, sizeof(struct xrl_lpm_v4));
+	cfg.allow_v6_n = list_count(a6, sizeof(struct xrl_lpm_v6));
 	cfg.deny_v4_n = list_count(xrl_map_fd(h, XRL_MAP_DENY_V4), sizeof(struct xrl_lpm_v4));
 	cfg.deny_v6_n = list_count(xrl_map_fd(h, XRL_MAP_DENY_V6), sizeof(struct xrl_lpm_v6));
+	cfg.epoch++;
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY))
 		return -errno;
 	return 0;
@@ -547,6 +610,7 @@ int xrl_set_event_interval(struct xrl_handle *h, __u64 ns)
 	if (bpf_map_lookup_elem(cfd, &zero, &cfg))
 		return -errno;
 	cfg.event_interval_ns = ns;
+	cfg.event_interval_j = (__u32)(ns / h->tick_ns ? ns / h->tick_ns : 1);
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY))
 		return -errno;
 	return 0;
@@ -658,7 +722,12 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	rs->n_rules = p->n_rules;
 	rs->generation = old->generation + 1;
 	for (__u32 i = 0; i < p->n_rules; i++) {
+		__u32 lm;
+
 		xrl_rule_compile(&p->rules[i], &rs->rules[i], NULL, 0);
+		/* a CPU may lease at most its share of half the burst */
+		lm = p->rules[i].burst / (2u * (__u32)h->ncpus);
+		rs->rules[i].lease_max = lm > 31 ? 31 : lm;
 		snprintf(meta->names[i], sizeof(meta->names[i]), "%s", p->rules[i].name);
 	}
 
@@ -743,6 +812,7 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	if (rc)
 		goto out_err;
 	cfg.active_ruleset = next;
+	cfg.epoch++; /* refusals decided under the old rules no longer stand */
 	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
 		rc = -errno;
 		goto out_err;

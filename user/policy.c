@@ -355,6 +355,7 @@ const char *xrl_global_name(int idx)
 		[XRL_G_EVENTS_LOST] = "events_lost",
 		[XRL_G_NO_POLICY] = "no_policy",
 		[XRL_G_TINY_FRAGMENT] = "tiny_fragment",
+		[XRL_G_LEASED] = "leased",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])

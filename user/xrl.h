@@ -100,7 +100,8 @@ struct xrl_open_opts {
 	enum xrl_attach_mode mode;
 	__u32 buckets_max;       /* 0: XRL_BUCKETS_DEFAULT */
 	__u32 refused_max;       /* 0: XRL_REFUSED_DEFAULT */
-	bool  fine_clock;        /* bpf_ktime_get_ns instead of the coarse one */
+	bool  fine_clock;        /* bpf_ktime_get_ns instead of jiffies */
+	bool  no_lease;          /* every admit asks the shared bucket */
 	const char *bpf_obj;     /* unused: the object is embedded (skeleton) */
 };
 

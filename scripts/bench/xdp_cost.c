@@ -9,11 +9,14 @@
  *
  *   floor      the bare XDP_DROP program
  *   refuse4    IPv4 TCP SYN whose source bucket is exhausted (dropped)
- *   admit4     IPv4 TCP SYN that every repeat admits (passed)
+ *   admit4     IPv4 TCP SYN that every repeat admits (passed): a busy
+ *              source, whose admits come from this CPU's lease
  *   allow4     IPv4 TCP SYN from an allowlisted source (passed)
  *   refuse6    IPv6 TCP SYN whose source bucket is exhausted (dropped)
- *   refuse4f   refuse4 on a program loaded with the fine clock
- *              (bpf_ktime_get_ns), to justify the coarse default
+ *   admit4s    admit4 with leases off: every admit asks the shared bucket
+ *              (a source sending a few packets a jiffy)
+ *   admit4sf   admit4s on a program loaded with the fine clock
+ *              (bpf_ktime_get_ns), to justify the jiffies default
  *
  * The paths are measured in interleaved rounds (the order rotates every
  * round) and the median of each is reported with its ratio to the floor.
@@ -42,7 +45,7 @@
 
 #define DEF_FLOOR_OBJ "build/bench/floor.bpf.o"
 #define DEF_REPEAT    1000000u
-#define DEF_ROUNDS    5u
+#define DEF_ROUNDS    9u
 #define MAX_ROUNDS    101u
 
 #define XDP_DROP_RET 1
@@ -394,7 +397,8 @@ static int load_floor(const char *path, struct bpf_object **objp)
 }
 
 /* Load xrl (no interface, no pins), apply the policy and the allowlist. */
-static struct xrl_handle *load_xrl(const char *label, bool admit, bool fine_clock)
+static struct xrl_handle *load_xrl(const char *label, bool admit, bool fine_clock,
+				   bool no_lease)
 {
 	static struct xrl_policy pol;
 	struct xrl_prefix pfx;
@@ -403,7 +407,8 @@ static struct xrl_handle *load_xrl(const char *label, bool admit, bool fine_cloc
 	int ret;
 
 	ret = xrl_open(&(struct xrl_open_opts){ .ifname = NULL, .pin_root = NULL,
-						  .fine_clock = fine_clock }, &h);
+						  .fine_clock = fine_clock,
+						  .no_lease = no_lease }, &h);
 	if (ret) {
 		fprintf(stderr, "xdp_cost: %s: xrl_open: %s\n", label, strerror(-ret));
 		return NULL;
@@ -466,7 +471,7 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: xdp_cost [--floor-obj PATH] [--repeat N] [--rounds N] [--cpu N]\n"
-		"                [--no-fine-clock]\n"
+		"                [--no-fine-clock] [--quick]\n"
 		"  --floor-obj PATH  the bare XDP_DROP program (default %s)\n"
 		"  --repeat N        BPF_PROG_TEST_RUN repeats per timed run (default %u,\n"
 		"                    at least 1000000 unless --quick)\n"
@@ -494,9 +499,9 @@ int main(int argc, char **argv)
 	long cpu = -2;
 	bool fine = true, quick = false;
 	struct bpf_object *floor = NULL;
-	struct xrl_handle *h_refuse = NULL, *h_admit = NULL, *h_fine = NULL;
+	struct xrl_handle *h_refuse = NULL, *h_admit = NULL, *h_fine = NULL, *h_slow = NULL;
 	struct frame f_v4, f_v4_allow, f_v6;
-	struct path paths[6];
+	struct path paths[8];
 	unsigned n_paths = 0;
 	struct utsname un;
 	int c, floor_fd, rc = 1;
@@ -550,11 +555,12 @@ int main(int argc, char **argv)
 	floor_fd = load_floor(floor_obj, &floor);
 	if (floor_fd < 0)
 		goto out;
-	h_refuse = load_xrl("refuse", false, false);
-	h_admit = load_xrl("admit", true, false);
-	if (!h_refuse || !h_admit)
+	h_refuse = load_xrl("refuse", false, false, false);
+	h_admit = load_xrl("admit", true, false, false);
+	h_slow = load_xrl("admit-no-lease", true, false, true);
+	if (!h_refuse || !h_admit || !h_slow)
 		goto out;
-	if (fine && !(h_fine = load_xrl("fine-clock", false, true)))
+	if (fine && !(h_fine = load_xrl("fine-clock", true, true, true)))
 		goto out;
 
 	add_path(&paths[n_paths++], "floor", "bare XDP_DROP (floor.bpf.c)", NULL,
@@ -567,10 +573,12 @@ int main(int argc, char **argv)
 		 xrl_prog_fd(h_refuse), &f_v4_allow, XDP_PASS_RET, CHK_ALLOWED);
 	add_path(&paths[n_paths++], "refuse6", "xrl refusal, IPv6 SYN", h_refuse,
 		 xrl_prog_fd(h_refuse), &f_v6, XDP_DROP_RET, CHK_DROPPED);
+	add_path(&paths[n_paths++], "admit4s", "xrl admit, IPv4 SYN, no lease", h_slow,
+		 xrl_prog_fd(h_slow), &f_v4, XDP_PASS_RET, CHK_PASSED);
 	if (fine)
-		add_path(&paths[n_paths++], "refuse4f",
-			 "xrl refusal, IPv4 SYN, fine clock", h_fine,
-			 xrl_prog_fd(h_fine), &f_v4, XDP_DROP_RET, CHK_DROPPED);
+		add_path(&paths[n_paths++], "admit4sf",
+			 "xrl admit, no lease, fine clock", h_fine,
+			 xrl_prog_fd(h_fine), &f_v4, XDP_PASS_RET, CHK_PASSED);
 
 	for (unsigned i = 0; i < n_paths; i++) {
 		if (paths[i].prog_fd < 0) {
@@ -624,11 +632,20 @@ int main(int argc, char **argv)
 		printf("%-9s %-38s %9.1f %8.2f\n", paths[i].name, paths[i].what,
 		       paths[i].median, paths[i].median / paths[0].median);
 	if (fine) {
-		double co = paths[1].median, fi = paths[5].median;
+		/* paired by round: both ran within the same second */
+		__u32 d[MAX_ROUNDS];
+		double co = paths[5].median, fi = paths[6].median, dm;
 
-		printf("\nfine_clock: refusal %.1f ns with bpf_ktime_get_ns vs %.1f ns "
-		       "with bpf_ktime_get_coarse_ns: %+.1f ns (%+.0f%%) per packet\n",
-		       fi, co, fi - co, co > 0 ? 100.0 * (fi - co) / co : 0.0);
+		for (unsigned r = 0; r < rounds; r++)
+			d[r] = paths[6].ns[r] - paths[5].ns[r] + 1000000u; /* offset: no negatives */
+		dm = median(d, rounds) - 1000000.0;
+		printf("\nclock: an admit that asks the bucket costs %.1f ns with bpf_ktime_get_ns "
+		       "(fine) and %.1f ns with bpf_jiffies64 (the default): the fine clock adds "
+		       "%+.1f ns per packet (median of per-round differences); the refusal path "
+		       "reads no clock\n", fi, co, dm);
+		printf("lease: a busy source's admit costs %.2fx the floor from its lease and "
+		       "%.2fx when every admit asks the shared bucket\n",
+		       paths[2].median / paths[0].median, paths[5].median / paths[0].median);
 	}
 	printf("refuse_vs_floor=%.2f pass_vs_floor=%.2f\n",
 	       paths[1].median / paths[0].median, paths[2].median / paths[0].median);
@@ -636,6 +653,8 @@ int main(int argc, char **argv)
 out:
 	if (h_fine)
 		xrl_close(h_fine);
+	if (h_slow)
+		xrl_close(h_slow);
 	if (h_admit)
 		xrl_close(h_admit);
 	if (h_refuse)
