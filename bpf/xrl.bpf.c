@@ -23,15 +23,16 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /*
- * Clock. The program's time is jiffies x xrl_tick_ns: bpf_jiffies64 is
- * inlined by the verifier (no helper call), and it has the resolution of
+ * Clock. A rule's buckets run on jiffies x xrl_tick_ns: bpf_jiffies64 is
+ * inlined by the verifier (no helper call) and has the resolution of
  * CLOCK_MONOTONIC_COARSE (one tick; the loader sets xrl_tick_ns from
- * clock_getres). GCRA only needs the long-run sum of time to be right: a
- * tick-granular clock shifts admissions to tick boundaries and adds none
- * (docs/design.md measures it against the accuracy bar). xrl_coarse_clock
- * = 0 at load time selects bpf_ktime_get_ns instead.
+ * clock_getres). GCRA only needs the long-run sum of time to be right, and a
+ * tick-granular clock shifts admissions to tick boundaries, provided the
+ * bucket can hold a tick's worth of tokens. A rule whose burst is shorter
+ * than two ticks of tokens (xrl_rule.clock_fine, set by the loader) runs on
+ * bpf_ktime_get_ns instead, read once per packet, only when such a rule's
+ * bucket is asked. The refusal path reads no clock but jiffies.
  */
-const volatile __u8 xrl_coarse_clock = 1;
 const volatile __u64 xrl_tick_ns = 4000000;
 /* 0 at load time turns admission leases off (every admit asks the bucket) */
 const volatile __u8 xrl_lease_on = 1;
@@ -41,9 +42,14 @@ const volatile __u32 xrl_refused_mask = XRL_REFUSED_DEFAULT - 1;
 /* Rules a packet is checked against at most; later matches are ignored. */
 #define XRL_MAX_MATCH 4
 
-static __always_inline __u64 xrl_now(__u64 jiffies)
+/* The time rule r's buckets run on; *fine caches the one ktime read. */
+static __always_inline __u64 xrl_now(const struct xrl_rule *r, __u64 jiffies, __u64 *fine)
 {
-	return xrl_coarse_clock ? jiffies * xrl_tick_ns : bpf_ktime_get_ns();
+	if (!r->clock_fine)
+		return jiffies * xrl_tick_ns;
+	if (!*fine)
+		*fine = bpf_ktime_get_ns();
+	return *fine;
 }
 
 static __always_inline int xrl_allowlisted(const struct xrl_config *cfg,
@@ -323,7 +329,7 @@ int xrl_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u64 bytes = data_end - data, j, now = 0, conform = 0, *tat = NULL;
+	__u64 bytes = data_end - data, j, now = 0, fine = 0, conform = 0, *tat = NULL;
 	struct xrl_scratch s = {};
 	struct xrl_global_ctr *gc;
 	struct xrl_config *cfg;
@@ -412,7 +418,6 @@ int xrl_xdp(struct xdp_md *ctx)
 		gc->c[XRL_G_NO_RULE]++;
 		return XDP_PASS;
 	}
-	now = xrl_now(j);
 
 	/*
 	 * Every matching rule must admit. The first refusing rule with action
@@ -431,6 +436,7 @@ int xrl_xdp(struct xdp_md *ctx)
 			break;
 		r = &rs->rules[slot];
 		xrl_make_key(&s.key, r, &s.pkt);
+		now = xrl_now(r, j, &fine);
 		if (xrl_take(&s.key, r, now, gc, &conform, &tat) == XRL_TAKE_ADMIT) {
 			if (n_admitted < XRL_MAX_MATCH) {
 				s.admitted[n_admitted] = s.key;

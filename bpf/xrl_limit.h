@@ -93,7 +93,7 @@ static __always_inline void xrl_make_key(struct xrl_bucket_key *k,
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "xrl_make_key assumes a little-endian target"
 #endif
-	w[0] = (__u64)r->id | (__u64)p->family << 32 | plen << 40;
+	w[0] = (__u64)r->id | (__u64)p->family << 32 | plen << 40 | (__u64)r->clock_fine << 48;
 }
 
 /*

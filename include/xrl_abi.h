@@ -157,8 +157,12 @@ struct xrl_rule {
 	__u32 dst[4];             /* network byte order, host bits zero; v4 in [0] */
 	struct xrl_port_range ports[XRL_MAX_PORT_RANGES];
 	__u32 lease_max;          /* most tokens one CPU may lease per jiffy:
-	                           * min(31, burst / (2 x CPUs)); 0 = never */
-	__u32 pad;
+	                           * min(31, burst / (2 x CPUs), tokens a jiffy
+	                           * earns / 32); 0 = never */
+	__u8  clock_fine;         /* 1: this rule's buckets run on
+	                           * bpf_ktime_get_ns (its burst is shorter than
+	                           * two jiffies of tokens); 0: on jiffies */
+	__u8  pad[3];
 };
 _Static_assert(sizeof(struct xrl_rule) == 120, "xrl_rule layout");
 
@@ -187,7 +191,9 @@ struct xrl_bucket_key {
 	__u32 rule_id;            /* xrl_rule.id */
 	__u8  family;             /* enum xrl_family */
 	__u8  plen;               /* prefix length the address was masked to */
-	__u16 pad;                /* zero */
+	__u16 clock;              /* xrl_rule.clock_fine: the clock the TAT is
+	                           * on, so a rule that changes clocks on reload
+	                           * starts fresh buckets instead of misreading */
 	__u32 addr[4];            /* network byte order, v4 in [0], rest zero */
 };
 _Static_assert(sizeof(struct xrl_bucket_key) == 24, "xrl_bucket_key layout");

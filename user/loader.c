@@ -45,6 +45,7 @@ struct xrl_handle {
 	struct xrl_attach_info info;
 	int ncpus;
 	__u64 tick_ns;                  /* CLOCK_MONOTONIC_COARSE resolution */
+	bool fine_clock;                /* every rule on bpf_ktime_get_ns */
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -284,7 +285,7 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 		goto fail;
 	}
 	h->tick_ns = coarse_tick_ns();
-	h->skel->rodata->xrl_coarse_clock = o->fine_clock ? 0 : 1;
+	h->fine_clock = o->fine_clock;
 	h->skel->rodata->xrl_tick_ns = h->tick_ns;
 	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
 	if (o->buckets_max)
@@ -724,10 +725,20 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	for (__u32 i = 0; i < p->n_rules; i++) {
 		__u32 lm;
 
-		xrl_rule_compile(&p->rules[i], &rs->rules[i], NULL, 0);
-		/* a CPU may lease at most its share of half the burst */
+		struct xrl_rule *r = &rs->rules[i];
+		__u64 per_tick;
+
+		xrl_rule_compile(&p->rules[i], r, NULL, 0);
+		/* a bucket that cannot hold two ticks of tokens needs a finer
+		 * clock than jiffies, or the tick would cap it below its rate */
+		r->clock_fine = h->fine_clock || r->tau_ns < 2 * h->tick_ns;
+		/* a lease is at most a CPU's share of half the burst and 1/32
+		 * of what a tick earns: what a lease can waste stays < 3 % */
+		per_tick = h->tick_ns / r->emit_ns;
 		lm = p->rules[i].burst / (2u * (__u32)h->ncpus);
-		rs->rules[i].lease_max = lm > 31 ? 31 : lm;
+		if (lm > per_tick / 32)
+			lm = (__u32)(per_tick / 32);
+		r->lease_max = lm > 31 ? 31 : lm;
 		snprintf(meta->names[i], sizeof(meta->names[i]), "%s", p->rules[i].name);
 	}
 
