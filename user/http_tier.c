@@ -100,31 +100,45 @@ static bool trusted(const struct xrl_http_cfg *c, const struct xrl_prefix *a)
 	return false;
 }
 
+/* All X-Forwarded-For fields, in order, as one list (RFC 9110 5.3): a proxy
+ * may add its own field line after the client's instead of appending. */
+static enum MHD_Result xff_join(void *cls, enum MHD_ValueKind kind, const char *key,
+				const char *value)
+{
+	struct xrl_buf *b = cls;
+
+	(void)kind;
+	if (key && value && !strcasecmp(key, "X-Forwarded-For"))
+		xrl_buf_printf(b, "%s%s", b->len ? "," : "", value);
+	return MHD_YES;
+}
+
 /*
  * The client address: the direct peer, unless the peer is a trusted proxy,
  * in which case X-Forwarded-For is walked right to left over trusted hops;
  * the first untrusted address is the client. A malformed entry stops the
- * walk at the last address we could vouch for.
+ * walk at the last address we could vouch for. The whole list is walked
+ * (it is bounded by max_header_bytes): only its right end was written by
+ * our proxies, so it must never be cut there.
  */
 static void client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
 		      size_t len)
 {
 	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	const char *xff;
 	struct xrl_prefix peer;
+	struct xrl_buf xb = {};
 	char cand[INET6_ADDRSTRLEN] = "unknown";
 
 	if (sa && sa->sa_family == AF_INET)
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, cand, sizeof(cand));
 	else if (sa && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, cand, sizeof(cand));
-	xff = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-For");
-	if (xff && addr_parse(cand, &peer) && trusted(c, &peer)) {
-		char buf[1024], *end;
+	if (addr_parse(cand, &peer) && trusted(c, &peer))
+		MHD_get_connection_values(conn, MHD_HEADER_KIND, xff_join, &xb);
+	if (xb.p && !xb.oom) {
+		char *buf = xb.p, *end = buf + xb.len;
 
-		snprintf(buf, sizeof(buf), "%s", xff);
-		end = buf + strlen(buf);
 		while (end > buf) {
 			char *start = end, *a, *e;
 			struct xrl_prefix p;
@@ -146,7 +160,29 @@ static void client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn,
 			end = start > buf ? start - 1 : buf;
 		}
 	}
+	xrl_buf_free(&xb);
 	snprintf(out, len, "%s", cand);
+}
+
+/*
+ * The key of a client address: an IPv4 address as it is, an IPv6 address
+ * as its /64 (one subscriber's allocation; keying on the full address would
+ * give one client 2^64 buckets), as the packet tier does by default.
+ */
+static void client_key(const char *ip, char *out, size_t len)
+{
+	struct xrl_prefix p;
+	__u32 m[4];
+
+	if (!strchr(ip, ':') || !addr_parse(ip, &p)) {
+		snprintf(out, len, "%s", ip);
+		return;
+	}
+	xrl_prefix_mask(XRL_AF_INET6, 64, m);
+	for (int i = 0; i < 4; i++)
+		p.addr[i] &= m[i];
+	p.plen = 64;
+	xrl_prefix_str(&p, out, len);
 }
 
 /* Bearer tokens are never kept or logged: the key is a SHA-256 prefix. */
@@ -417,7 +453,8 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, const struct xrl_http_
 		case XRL_KEY_CLIENT_IP:
 			if (!ip[0])
 				client_ip(c, conn, ip, sizeof(ip));
-			v = ip;
+			client_key(ip, keybuf[n], sizeof(keybuf[n]));
+			v = keybuf[n];
 			break;
 		}
 		if (!v) {
@@ -426,7 +463,8 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, const struct xrl_http_
 			if (r->on_missing_key == XRL_MISSING_CLIENT_IP) {
 				if (!ip[0])
 					client_ip(c, conn, ip, sizeof(ip));
-				v = ip;
+				client_key(ip, keybuf[n], sizeof(keybuf[n]));
+				v = keybuf[n];
 			}
 		}
 		rules[n] = r;
@@ -441,11 +479,11 @@ answer:
 		atomic_fetch_add(&s->status[ST_200], 1);
 	} else if (d.shed) {
 		status = nginx ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
-		atomic_fetch_add(&s->status[ST_503], 1);
+		atomic_fetch_add(&s->status[nginx ? ST_401 : ST_503], 1);
 		refusal_body(&b, &d, 503);
 	} else {
 		status = nginx ? MHD_HTTP_FORBIDDEN : MHD_HTTP_TOO_MANY_REQUESTS;
-		atomic_fetch_add(&s->status[ST_429], 1);
+		atomic_fetch_add(&s->status[nginx ? ST_403 : ST_429], 1);
 		refusal_body(&b, &d, 429);
 	}
 	ret = send_buf(conn, status, d.allowed ? "text/plain" : "application/problem+json", &b, c, &d);

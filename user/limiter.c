@@ -72,6 +72,8 @@ struct xrl_limiter {
 	_Atomic int brk_state;
 	_Atomic __u64 brk_until;           /* open until (monotonic ns) */
 	_Atomic __u32 brk_fails;
+	_Atomic __u64 brk_gen;             /* bumped when Redis fails: connections
+					    * opened before are not used again */
 	_Atomic int brk_probe;             /* a half-open probe is in flight */
 	struct xrl_limiter_stats st;       /* updated with atomic adds */
 };
@@ -79,6 +81,7 @@ struct xrl_limiter {
 static __thread redisContext *tl_redis;
 static __thread const struct xrl_limiter *tl_owner;
 static __thread char tl_sha[41];
+static __thread __u64 tl_gen;
 
 static __u64 mono_ns(void)
 {
@@ -154,16 +157,18 @@ static struct shard *shard_of(struct store *s, __u64 h)
 /*
  * The slot for h in its (locked) shard, inserting it with v = 0 when absent,
  * and marking it used now. Victims, in order: an empty slot; an idle one
- * (v <= now: a full bucket, an expired refusal, exactly as if absent); the
- * one used least recently (a key in use keeps its state against a flood of
- * fresh keys, which would otherwise reset it for its owner), then the one
- * closest to full.
+ * (v <= now: a full bucket, an expired refusal, exactly as if absent); among
+ * those that owe no more than `cheap` (the newcomer's cost), the one used
+ * least recently (a key in use keeps its state against a flood of fresh
+ * keys), then the one closest to full; only when all owe more, the one
+ * closest to full. So a drained key that waits out its Retry-After is not
+ * handed a fresh burst by a flood of one-request keys.
  */
-static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 now)
+static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 now, __u64 cheap)
 {
 	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
 	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
-	struct slot *free_s = NULL, *idle = NULL, *victim = NULL;
+	struct slot *free_s = NULL, *idle = NULL, *victim = NULL, *dear = NULL;
 
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
 		struct slot *x = &sh->slots[i];
@@ -181,6 +186,11 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 		if (x->v <= now) {
 			if (!idle)
 				idle = x;
+		} else if (x->v - now > cheap) {
+			/* it owes more than the newcomer will: evicting it would
+			 * hand its owner more than the newcomer spends */
+			if (!dear || x->v < dear->v)
+				dear = x;
 		} else if (!victim || age > vage || (age == vage && x->v < victim->v)) {
 			victim = x;
 			vage = age;
@@ -192,7 +202,7 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 		free_s = idle;
 		atomic_fetch_add(&s->ev_idle, 1);
 	} else {
-		free_s = victim;
+		free_s = victim ? victim : dear;
 		atomic_fetch_add(&s->ev_active, 1);
 	}
 	free_s->h = TAG(h) << 16 | sec;
@@ -225,7 +235,7 @@ static void store_put(struct store *s, __u64 h, __u64 v, __u64 now)
 	struct shard *sh = shard_of(s, h);
 
 	pthread_mutex_lock(&sh->mu);
-	slot_get(s, sh, h, now)->v = v;
+	slot_get(s, sh, h, now, ~0ULL)->v = v;
 	pthread_mutex_unlock(&sh->mu);
 }
 
@@ -317,7 +327,7 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_lock(&s->sh[idx[i]].mu);
 	for (int i = 0; i < n; i++) {
-		struct slot *x = slot_get(s, shard_of(s, it[i].h), it[i].h, now);
+		struct slot *x = slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc);
 
 		it[i].tat = x->v;
 		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);
@@ -327,7 +337,7 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 	if (all_ok)
 		for (int i = 0; i < n; i++)
 			if (it[i].ok)
-				slot_get(s, shard_of(s, it[i].h), it[i].h, now)->v = it[i].new_tat;
+				slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc)->v = it[i].new_tat;
 	for (int i = m - 1; i >= 0; i--)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_unlock(&s->sh[idx[i]].mu);
@@ -390,9 +400,12 @@ static redisContext *redis_get(struct xrl_limiter *l)
 			      .tv_usec = (suseconds_t)(l->cfg.redis_timeout_ns % XRL_NSEC_PER_SEC / 1000) };
 	redisReply *r;
 
-	if (tl_redis && tl_owner == l)
+	/* a connection from before the last failure may be to a Redis that
+	 * has died since (every thread has its own): open a new one */
+	if (tl_redis && tl_owner == l && tl_gen == atomic_load(&l->brk_gen))
 		return tl_redis;
 	redis_drop();
+	tl_gen = atomic_load(&l->brk_gen);
 	tl_redis = redisConnectWithTimeout(l->cfg.redis_host, l->cfg.redis_port, tv);
 	tl_owner = l;
 	if (!tl_redis || tl_redis->err) {
@@ -456,6 +469,7 @@ static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now)
 				  l->cfg.redis_host, l->cfg.redis_port);
 		atomic_store(&l->brk_until, now + l->cfg.breaker_cooldown_ns);
 		atomic_fetch_add(&l->brk_fails, 1);
+		atomic_fetch_add(&l->brk_gen, 1);
 	}
 	if (probe)
 		atomic_store(&l->brk_probe, 0);
@@ -472,8 +486,10 @@ static int decide_redis(struct xrl_limiter *l, struct item *it, int n)
 	__u64 now_us = real_us();
 	redisContext *c;
 	redisReply *r;
+	bool reused;
 	int a = 0;
 
+	reused = tl_redis && tl_owner == l && tl_gen == atomic_load(&l->brk_gen);
 	c = redis_get(l);
 	if (!c)
 		return -EIO;
@@ -501,6 +517,19 @@ static int decide_redis(struct xrl_limiter *l, struct item *it, int n)
 	for (int i = 0; i < a; i++)
 		argl[i] = strlen(argv[i]);
 	r = redisCommandArgv(c, a, argv, argl);
+	if (!r && reused && (c->err == REDIS_ERR_EOF ||
+			     (c->err == REDIS_ERR_IO && errno != EAGAIN && errno != EWOULDBLOCK &&
+			      errno != EINTR))) {
+		/* Redis closed this connection while it was idle (a restart, its
+		 * client timeout): not a failure yet; once more on a new one. A
+		 * timeout (EAGAIN) is not retried: no request waits it out twice. */
+		redis_drop();
+		c = redis_get(l);
+		if (!c)
+			return -EIO;
+		argv[1] = tl_sha;
+		r = redisCommandArgv(c, a, argv, argl);
+	}
 	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
 		freeReplyObject(r);
 		argv[0] = "EVAL";
@@ -545,7 +574,7 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	struct slot *s;
 
 	pthread_mutex_lock(&sh->mu);
-	s = slot_get(l->pen_state, sh, x->h, 0);
+	s = slot_get(l->pen_state, sh, x->h, 0, ~0ULL);
 	st = s->v;
 	strikes = (st >> 16) & 0xff;
 	offenses = (st >> 8) & 0xff;

@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+# shellcheck shell=bash
+#
+# tests/e2e/lib_http.sh - helpers for the end-to-end tests of the identity
+# tier (xrld's http: section): xrld, redis-server and nginx started on free
+# loopback ports as children of the test, curl against them.
+#
+# Sourced, not run. It sources lib.sh for the reporting helpers only (log,
+# info, skip, fatal, check_eq, check_range, check_ge, finish); no namespaces,
+# no XDP: an http-only policy attaches nothing, everything is on 127.0.0.1.
+#
+# http_setup registers http_cleanup on EXIT (INT and TERM exit through it):
+# it stops every process the test started (by pid, TERM then KILL), removes
+# this test's pin directories and temporary directory, and prints the tail of
+# each xrld log when the test failed.
+
+# shellcheck source=tests/e2e/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+XRLD=${XRLD:-$XRL_ROOT/build/xrld}
+
+HT_TMP=
+HT_PIDS=()          # every process started, stopped at cleanup
+HT_PORTS=()         # ports handed out by free_port in this test
+HT_PINS=()          # pin directories given to xrld
+declare -A HT_PID   # NAME -> pid of a named process (xrld, redis, nginx)
+declare -A HT_PORT  # NAME -> its port
+declare -A HT_LOG   # NAME -> its log file
+
+# require_http [TOOL...]: root (run.sh's e2e group runs as root), xrld built,
+# the tools named (skip, or fail under CI=true, when one is missing).
+# shellcheck disable=SC2120 # the tools are optional
+require_http() {
+	local t
+	[ "$(id -u)" -eq 0 ] || skip "needs root"
+	for t in curl "$XRL_PY" awk "$@"; do
+		command -v "$t" >/dev/null 2>&1 || skip "needs '$t'"
+	done
+	[ -x "$XRLD" ] || fatal "$XRLD is missing: make build/xrld"
+}
+
+# http_setup: the temporary directory and the cleanup trap.
+http_setup() {
+	HT_TMP=$(mktemp -d "/tmp/xrl-http-$$.XXXXXX") || fatal "mktemp failed"
+	trap http_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+http_cleanup() {
+	local rc=$? pid name p
+	trap - EXIT INT TERM
+	for pid in "${HT_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+		kill -CONT "$pid" 2>/dev/null
+	done
+	for pid in "${HT_PIDS[@]}"; do
+		for _ in $(seq 30); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	if [ "$rc" -ne 0 ]; then
+		for name in "${!HT_LOG[@]}"; do
+			[ -s "${HT_LOG[$name]}" ] || continue
+			printf '[%s] log of %s (last 20 lines):\n' "$_xrl_name" "$name" >&2
+			tail -n 20 "${HT_LOG[$name]}" | sed 's/^/    /' >&2
+		done
+	fi
+	for p in "${HT_PINS[@]}"; do
+		rm -rf "$p"
+	done
+	[ -n "$HT_TMP" ] && rm -rf "$HT_TMP"
+	exit "$rc"
+}
+
+# free_port: a TCP port free on 127.0.0.1 now (the kernel's pick), never one
+# already handed out in this test.
+free_port() {
+	local p
+	for _ in $(seq 20); do
+		p=$("$XRL_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		if [[ " ${HT_PORTS[*]} " != *" $p "* ]]; then
+			HT_PORTS+=("$p")
+			echo "$p"
+			return 0
+		fi
+	done
+	fatal "no free port"
+}
+
+# port_listens PORT: something listens on 127.0.0.1:PORT.
+port_listens() {
+	"$XRL_PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), 0.5).close()' "$1" 2>/dev/null
+}
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 on timeout.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# ---- redis -----------------------------------------------------------------
+
+# redis_start NAME [PORT]: a throwaway redis-server (no persistence) on
+# 127.0.0.1:PORT (a free one by default), as our child; waits for PING.
+redis_start() {
+	local name=$1 port=${2:-}
+	[ -n "$port" ] || port=$(free_port)
+	mkdir -p "$HT_TMP/$name"
+	HT_LOG[$name]=$HT_TMP/$name.log
+	redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		--dir "$HT_TMP/$name" --daemonize no >>"${HT_LOG[$name]}" 2>&1 &
+	HT_PID[$name]=$!
+	HT_PORT[$name]=$port
+	HT_PIDS+=("$!")
+	wait_for 10 redis_ping "$name" || fatal "redis-server $name did not answer on port $port: $(tail -n 5 "${HT_LOG[$name]}")"
+}
+
+redis_ping() {
+	[ "$(redis-cli -h 127.0.0.1 -p "${HT_PORT[$1]}" ping 2>/dev/null)" = PONG ]
+}
+
+# proc_stop NAME [SIGNAL]: signal a named process (TERM by default) and wait
+# for it to be gone (KILL after 5 s).
+proc_stop() {
+	local sig=${2:-TERM} pid=${HT_PID[$1]}
+	if [ "$sig" = KILL ]; then
+		# reaped at once, quietly: no "Killed" job notice
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		return 0
+	fi
+	kill "-$sig" "$pid" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+# ---- xrld --------------------------------------------------------------------
+
+# xrld_http_start NAME CONF PORT [ARGS...]: xrld --foreground on CONF (whose
+# http.listen is 127.0.0.1:PORT), its own socket and pin directory, as our
+# child; waits until /healthz answers 200. Sets HT_PID[NAME].
+xrld_http_start() {
+	local name=$1 conf=$2 port=$3 pin=/sys/fs/bpf/xrl-http-$$-$1
+	shift 3
+	HT_LOG[$name]=$HT_TMP/$name.log
+	HT_PINS+=("$pin")
+	"$XRLD" --config "$conf" --foreground --socket "$HT_TMP/$name.sock" --pin-dir "$pin" "$@" \
+		>>"${HT_LOG[$name]}" 2>&1 &
+	HT_PID[$name]=$!
+	HT_PORT[$name]=$port
+	HT_PIDS+=("$!")
+	for _ in $(seq 100); do
+		kill -0 "${HT_PID[$name]}" 2>/dev/null ||
+			fatal "xrld $name exited at start: $(tail -n 5 "${HT_LOG[$name]}")"
+		[ "$(curl -s -m 1 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")" = 200 ] && return 0
+		sleep 0.1
+	done
+	fatal "xrld $name did not answer on 127.0.0.1:$port/healthz within 10 s: $(tail -n 5 "${HT_LOG[$name]}")"
+}
+
+# rss_kib PID: VmRSS in KiB.
+rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
+
+# metric PORT NAME: the value of the metrics line that starts with NAME (a
+# name, or a name with its labels) on xrld's metrics listener PORT.
+metric() {
+	curl -s -m 2 "http://127.0.0.1:$1/metrics" |
+		awk -v n="$2" 'index($0, n " ") == 1 { print $NF; exit }'
+}
+
+# ---- requests ------------------------------------------------------------------
+
+# hreq URL [CURL-ARGS...]: one request; sets H_CODE, H_TIME (seconds),
+# H_BODY, and keeps the response headers for hdr.
+# shellcheck disable=SC2034 # read by the tests
+H_CODE='' H_TIME='' H_BODY=''
+hreq() {
+	local url=$1 out
+	shift
+	out=$(curl -s -m 5 -D "$HT_TMP/last.hdr" -o "$HT_TMP/last.body" \
+		-w '%{http_code} %{time_total}' "$@" "$url")
+	# shellcheck disable=SC2034 # read by the tests
+	read -r H_CODE H_TIME <<<"$out"
+	# shellcheck disable=SC2034
+	H_BODY=$(cat "$HT_TMP/last.body" 2>/dev/null)
+}
+
+# hdr NAME: a header of the last hreq answer (the last one of that name).
+hdr() {
+	awk -v n="$1" 'BEGIN { n = tolower(n) ":" }
+		{ sub(/\r$/, "") }
+		tolower(substr($0, 1, length(n))) == n { v = substr($0, length(n) + 1); sub(/^[ \t]+/, "", v) }
+		END { print v }' "$HT_TMP/last.hdr"
+}
+
+# count WORD WORDS...: how often WORD is among WORDS.
+count() {
+	local w=$1 n=0 x
+	shift
+	for x in "$@"; do [ "$x" = "$w" ] && n=$((n + 1)); done
+	echo "$n"
+}
+
+# jget EXPR: a python expression over the JSON on stdin (bound to d); prints
+# the result (true/false/null for those), or "ERR: ..." when it can't.
+jget() {
+	"$XRL_PY" -c '
+import json, sys
+try:
+    d = json.load(sys.stdin)
+    v = eval(sys.argv[1])
+except Exception as e:
+    print("ERR: %s" % e)
+    sys.exit(0)
+print("true" if v is True else "false" if v is False else "null" if v is None else v)' "$1"
+}
+
+# ---- checks --------------------------------------------------------------------
+
+# check_match WHAT TEXT REGEX: TEXT matches the extended REGEX.
+check_match() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s got "%s", matches /%s/\n' "$_xrl_name" "$what" \
+			"$(printf '%s' "$text" | head -c 160 | tr '\n' '|')" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want /%s/\n' "$_xrl_name" "$what" \
+			"$(printf '%s' "$text" | head -c 300 | tr '\n' '|')" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_nomatch WHAT TEXT REGEX: TEXT does not match REGEX.
+check_nomatch() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if ! grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s no /%s/\n' "$_xrl_name" "$what" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want no /%s/\n' "$_xrl_name" "$what" \
+			"$(grep -Em 1 -- "$re" <<<"$text" | head -c 300)" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_float WHAT GOT LO HI: LO <= GOT <= HI, decimals allowed.
+check_float() {
+	local what=$1 got=$2 lo=$3 hi=$4
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?$ ]] &&
+	   awk -v g="$got" -v l="$lo" -v h="$hi" 'BEGIN { exit !(g >= l && g <= h) }'; then
+		printf '[%s]   ok   %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+	else
+		printf '[%s]   FAIL %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_quota_headers WHAT RULE LIMIT: the last answer carries RateLimit-Policy
+# and RateLimit naming RULE, X-RateLimit-Limit = LIMIT, X-RateLimit-Remaining
+# and an X-RateLimit-Reset in the future (epoch seconds).
+check_quota_headers() {
+	local what=$1 rule=$2 limit=$3 now reset
+	now=$(date +%s)
+	reset=$(hdr X-RateLimit-Reset)
+	[[ "$reset" =~ ^[0-9]+$ ]] || reset=-1
+	check_match "$what: RateLimit-Policy" "$(hdr RateLimit-Policy)" "^\"$rule\";q=$limit;w=[0-9]+$"
+	check_match "$what: RateLimit" "$(hdr RateLimit)" "^\"$rule\";r=[0-9]+;t=[0-9]+$"
+	check_eq "$what: X-RateLimit-Limit" "$(hdr X-RateLimit-Limit)" "$limit"
+	check_match "$what: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" '^[0-9]+$'
+	check_range "$what: X-RateLimit-Reset - now (s)" "$([ "$reset" -ge 0 ] && echo $((reset - now)) || echo "'$(hdr X-RateLimit-Reset)'")" 0 100000
+}

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_http_forward_auth.sh - end to end: the identity tier's forward-auth
+# endpoint (/v1/auth, Traefik/Caddy style, and /v1/auth/nginx) counts exactly,
+# answers refusals with the headers and the problem body the issue asks for,
+# and a client that honours Retry-After is admitted.
+#
+#   1. rule holds {POST /api/holds, key header:X-User-Id, 1/6s, burst 10},
+#      memory backend: 10 requests of one user (X-Forwarded-Method/-Uri) are
+#      200 with the quota headers (X-RateLimit-Remaining 9..0), the 11th is 429
+#      with Retry-After (integer >= 1), RateLimit-Policy, RateLimit,
+#      X-RateLimit-*, application/problem+json naming the rule in a sentence
+#   2. another user, GET on the route, another path, no identity: 200
+#   3. nginx-style X-Original-Method/X-Original-URI (with a query string):
+#      the same counts on /v1/auth; /v1/auth/nginx says 403 for the refusal
+#   4. rule quick {POST /api/quick, 1/2s, burst 2}: after a 429, sleeping
+#      exactly Retry-After seconds admits the next request
+#   5. a refusal keeps the keep-alive connection (two requests, one connect)
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+set -u
+XRL_TEST_NAME=test_http_forward_auth
+# shellcheck source=tests/e2e/lib_http.sh
+. "$(dirname "$0")/lib_http.sh"
+
+require_http
+http_setup
+
+P=$(free_port)
+cat >"$HT_TMP/xrld.yaml" <<EOF
+http:
+  listen: 127.0.0.1:$P
+  backend: memory
+  rules:
+    - name: holds
+      match: { method: POST, path_prefix: /api/holds }
+      key: header:X-User-Id
+      rate: 1/6s
+      burst: 10
+    - name: quick
+      match: { method: POST, path_prefix: /api/quick }
+      key: header:X-User-Id
+      rate: 1/2s
+      burst: 2
+EOF
+xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
+AUTH=http://127.0.0.1:$P/v1/auth
+NGX=http://127.0.0.1:$P/v1/auth/nginx
+
+# fwd USER METHOD URI [URL]: Traefik-style forward-auth headers
+fwd() { hreq "${4:-$AUTH}" -H "X-Forwarded-Method: $2" -H "X-Forwarded-Uri: $3" -H "X-User-Id: $1"; }
+# orig USER METHOD URI [URL]: nginx-style
+orig() { hreq "${4:-$AUTH}" -H "X-Original-Method: $2" -H "X-Original-URI: $3" -H "X-User-Id: $1"; }
+
+log "1. holds (1/6s, burst 10): 10 requests of user u1, then the 11th"
+got=() rem=() c=()
+for i in $(seq 10); do
+	fwd u1 POST "/api/holds/$i"
+	got+=("$H_CODE")
+	rem+=("$(hdr X-RateLimit-Remaining)")
+	[ "$i" = 1 ] && check_quota_headers "allowed answer #1" holds 10
+done
+check_eq "10 requests of u1: statuses" "${got[*]}" "200 200 200 200 200 200 200 200 200 200"
+check_eq "10 requests of u1: X-RateLimit-Remaining" "${rem[*]}" "9 8 7 6 5 4 3 2 1 0"
+fwd u1 POST /api/holds/11
+check_eq "11th request of u1: status" "$H_CODE" 429
+ra=$(hdr Retry-After)
+check_match "11th: Retry-After is an integer" "$ra" '^[0-9]+$'
+check_range "11th: Retry-After (s), 1/6s" "${ra:-0}" 1 6
+check_quota_headers "11th" holds 10
+check_eq "11th: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 0
+check_match "11th: Content-Type" "$(hdr Content-Type)" '^application/problem\+json'
+check_eq "11th: body .rule" "$(jget "d['rule']" <<<"$H_BODY")" holds
+check_eq "11th: body .status" "$(jget "d['status']" <<<"$H_BODY")" 429
+check_eq "11th: body .retry_after = Retry-After" "$(jget "d['retry_after']" <<<"$H_BODY")" "$ra"
+detail=$(jget "d['detail']" <<<"$H_BODY")
+check_match "11th: body .detail is a sentence naming the rule" "$detail" \
+	'^[A-Z].*"holds".*[0-9]+ seconds?\.$'
+info "detail: $detail"
+
+log "2. the others are unaffected"
+fwd u2 POST /api/holds/1
+check_eq "another user (u2), same route" "$H_CODE" 200
+check_eq "u2: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 9
+fwd u1 GET /api/holds/1
+check_eq "u1, GET on the route (rule is POST only)" "$H_CODE" 200
+check_eq "u1, GET: no quota headers (no rule matched)" "$(hdr X-RateLimit-Limit)" ""
+fwd u1 POST /api/other
+check_eq "u1, POST /api/other (another path)" "$H_CODE" 200
+hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1"
+check_eq "no X-User-Id (on_missing_key skip)" "$H_CODE" 200
+fwd u1 POST /api/holds/12
+check_eq "u1 is still refused" "$H_CODE" 429
+
+log "3. nginx-style X-Original-Method / X-Original-URI"
+c=()
+for i in $(seq 11); do orig u3 POST "/api/holds/$i?x=1&y=2"; c+=("$H_CODE"); done
+check_eq "u3 via X-Original-*: 11 requests" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 429"
+check_quota_headers "u3 refusal" holds 10
+check_match "u3 refusal: Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
+orig u3 GET /api/holds/1
+check_eq "u3, GET (X-Original-Method)" "$H_CODE" 200
+c=()
+for i in $(seq 11); do orig u4 POST "/api/holds/$i" "$NGX"; c+=("$H_CODE"); done
+check_eq "u4 via /v1/auth/nginx: 11 requests" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 403"
+check_match "/v1/auth/nginx refusal: Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
+check_quota_headers "/v1/auth/nginx refusal" holds 10
+check_eq "/v1/auth/nginx refusal: body .rule" "$(jget "d['rule']" <<<"$H_BODY")" holds
+
+log "4. quick (1/2s, burst 2): honour Retry-After"
+c=()
+for i in 1 2 3; do fwd u5 POST /api/quick; c+=("$H_CODE"); done
+check_eq "u5: 3 requests" "${c[*]}" "200 200 429"
+ra=$(hdr Retry-After)
+check_range "u5: Retry-After (s)" "${ra:-0}" 1 2
+sleep "${ra:-1}"
+fwd u5 POST /api/quick
+check_eq "u5 after sleeping Retry-After=${ra}s" "$H_CODE" 200
+fwd u5 POST /api/quick
+check_eq "u5 at once again" "$H_CODE" 429
+
+log "5. a refusal keeps the connection alive"
+out=$(curl -s -o /dev/null -o /dev/null -w '%{http_code}/%{num_connects} ' \
+	-H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1" -H "X-User-Id: u1" \
+	"$AUTH" "$AUTH")
+check_eq "two refusals on one curl: status/connects" "${out% }" "429/1 429/0"
+
+finish

@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_http_nginx.sh - end to end: nginx with the shipped snippet
+# docs/examples/nginx-xrl.conf (auth_request to xrld's /v1/auth/nginx) in front
+# of an upstream: admitted requests reach the application with the quota
+# headers; refusals come back as 429 with Retry-After and the quota headers;
+# shedding as 503 with Retry-After.
+#
+# The snippet is rendered twice, with this test's ports, into one nginx.conf
+# (daemon off, pid and logs in a temporary directory):
+#   server 1 -> xrld 1: rule holds {POST /api/holds, header:X-User-Id, 1/6s,
+#               burst 5}
+#   server 2 -> xrld 2: the same rule plus http.shed {1/min, burst 2}
+# and a third server block is the upstream (200 "upstream ok <uri>", and 403
+# on /api/forbidden).
+#
+#   1. 5 POSTs of one user through nginx: 200 from the upstream, with
+#      X-RateLimit-Remaining 4..0, RateLimit, RateLimit-Policy
+#   2. the 6th: 429, Retry-After (integer >= 1), the quota headers, a JSON
+#      problem body naming the rule; the upstream did not see it
+#   3. another user, a GET: 200; the upstream's own 403 stays a 403
+#   4. shedding (server 2): the 3rd request is 503 with Retry-After
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+set -u
+XRL_TEST_NAME=test_http_nginx
+# shellcheck source=tests/e2e/lib_http.sh
+. "$(dirname "$0")/lib_http.sh"
+
+SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
+NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
+require_http
+"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
+	skip "this nginx has no auth_request module"
+[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
+http_setup
+
+X1=$(free_port); X2=$(free_port); N1=$(free_port); N2=$(free_port); UP=$(free_port)
+rule='    - name: holds
+      match: { method: POST, path_prefix: /api/holds }
+      key: header:X-User-Id
+      rate: 1/6s
+      burst: 5'
+printf 'http:\n  listen: 127.0.0.1:%s\n  rules:\n%s\n' "$X1" "$rule" >"$HT_TMP/x1.yaml"
+printf 'http:\n  listen: 127.0.0.1:%s\n  shed: { rate: 1/min, burst: 2 }\n  rules:\n%s\n' "$X2" "$rule" \
+	>"$HT_TMP/x2.yaml"
+xrld_http_start xrld1 "$HT_TMP/x1.yaml" "$X1"
+xrld_http_start xrld2 "$HT_TMP/x2.yaml" "$X2"
+
+# render NGINX-PORT XRLD-PORT OUT: the snippet with this test's ports; each
+# placeholder must be there (the snippet must not drift from this test)
+render() {
+	local ph
+	for ph in 'listen 127.0.0.1:8080;' 'http://127.0.0.1:9090/v1/auth/nginx' 'http://127.0.0.1:8000;'; do
+		grep -qF -- "$ph" "$SNIPPET" || fatal "the snippet no longer has '$ph'"
+	done
+	sed -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$1;|" \
+		-e "s|http://127.0.0.1:9090/|http://127.0.0.1:$2/|" \
+		-e "s|http://127.0.0.1:8000;|http://127.0.0.1:$UP;|" "$SNIPPET" >"$3"
+}
+render "$N1" "$X1" "$HT_TMP/xrl1.conf"
+render "$N2" "$X2" "$HT_TMP/xrl2.conf"
+T=$HT_TMP
+cat >"$T/nginx.conf" <<EOF
+daemon off;
+user root;
+worker_processes 1;
+pid $T/nginx.pid;
+error_log $T/nginx-error.log info;
+events { worker_connections 256; }
+http {
+    access_log $T/nginx-access.log;
+    client_body_temp_path $T/body;
+    proxy_temp_path $T/proxy;
+    fastcgi_temp_path $T/fastcgi;
+    uwsgi_temp_path $T/uwsgi;
+    scgi_temp_path $T/scgi;
+    default_type text/plain;
+    # the application
+    server {
+        listen 127.0.0.1:$UP;
+        access_log $T/upstream-access.log;
+        location /api/forbidden { return 403 "the application says no\n"; }
+        location / { return 200 "upstream ok \$request_method \$request_uri\n"; }
+    }
+    include $T/xrl1.conf;
+    include $T/xrl2.conf;
+}
+EOF
+out=$("$NGINX" -p "$T" -c "$T/nginx.conf" -t 2>&1) || fatal "nginx -t: $out"
+HT_LOG[nginx]=$T/nginx-error.log
+"$NGINX" -p "$T" -c "$T/nginx.conf" >"$T/nginx.out" 2>&1 &
+HT_PID[nginx]=$!
+HT_PIDS+=("$!")
+wait_for 10 port_listens "$N2" || fatal "nginx did not start: $(cat "$T/nginx.out" "$T/nginx-error.log")"
+info "nginx on $N1 (-> xrld $X1) and $N2 (-> xrld $X2, shed 1/min burst 2), upstream $UP"
+
+log "1. 5 POSTs of user u1 through nginx (burst 5)"
+c=() rem=() bodies=()
+for i in $(seq 5); do
+	hreq "http://127.0.0.1:$N1/api/holds/$i?q=1" -X POST -H "X-User-Id: u1"
+	c+=("$H_CODE")
+	rem+=("$(hdr X-RateLimit-Remaining)")
+	bodies+=("$H_BODY")
+done
+check_eq "statuses" "${c[*]}" "200 200 200 200 200"
+check_eq "X-RateLimit-Remaining" "${rem[*]}" "4 3 2 1 0"
+check_eq "the upstream answered (last body)" "${bodies[4]}" "upstream ok POST /api/holds/5?q=1"
+check_quota_headers "allowed answer" holds 5
+
+log "2. the 6th"
+hreq "http://127.0.0.1:$N1/api/holds/6" -X POST -H "X-User-Id: u1"
+check_eq "status" "$H_CODE" 429
+ra=$(hdr Retry-After)
+check_match "Retry-After is an integer" "$ra" '^[0-9]+$'
+check_range "Retry-After (s), 1/6s" "${ra:-0}" 1 6
+check_quota_headers "refusal" holds 5
+check_eq "refusal: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 0
+check_match "refusal: Content-Type" "$(hdr Content-Type)" '^application/problem\+json'
+check_eq "refusal: body .status" "$(jget "d['status']" <<<"$H_BODY")" 429
+check_eq "refusal: body .rule" "$(jget "d['rule']" <<<"$H_BODY")" holds
+check_match "refusal: body .detail" "$(jget "d['detail']" <<<"$H_BODY")" "holds.*try again in $ra seconds"
+check_eq "the upstream saw the 5 admitted POSTs, not the 6th" \
+	"$(grep -Eo 'POST /api/holds/[0-9]+' "$T/upstream-access.log" | awk '{ print $2 }' | tr '\n' ' ')" \
+	"/api/holds/1 /api/holds/2 /api/holds/3 /api/holds/4 /api/holds/5 "
+
+log "3. others"
+hreq "http://127.0.0.1:$N1/api/holds/1" -X POST -H "X-User-Id: u2"
+check_eq "user u2" "$H_CODE" 200
+check_eq "u2: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 4
+hreq "http://127.0.0.1:$N1/api/holds/1" -H "X-User-Id: u1"
+check_eq "u1, GET" "$H_CODE" 200
+check_eq "u1, GET: the upstream's body" "$H_BODY" "upstream ok GET /api/holds/1"
+hreq "http://127.0.0.1:$N1/api/forbidden" -H "X-User-Id: u1"
+check_eq "the upstream's own 403 passes unchanged" "$H_CODE $H_BODY" "403 the application says no"
+hreq "http://127.0.0.1:$N1/api/holds/7" -X POST -H "X-User-Id: u1"
+check_eq "u1 POST still refused" "$H_CODE" 429
+
+log "4. shedding (server 2: capacity 1/min, burst 2)"
+c=()
+for i in 1 2 3; do
+	hreq "http://127.0.0.1:$N2/api/other/$i" -H "X-User-Id: s$i"
+	c+=("$H_CODE")
+done
+check_eq "3 requests" "${c[*]}" "200 200 503"
+check_match "503: Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
+check_match "503: Content-Type" "$(hdr Content-Type)" '^application/problem\+json'
+check_eq "503: body .status" "$(jget "d['status']" <<<"$H_BODY")" 503
+check_nomatch "nginx error log: no auth request errors" "$(cat "$T/nginx-error.log")" \
+	'auth request unexpected status|upstream prematurely closed|connect\(\) failed'
+
+finish
