@@ -246,11 +246,15 @@ static int dur_val(struct cx *x, const yaml_node_t *n, const char *path, __u64 *
 	return 0;
 }
 
-/* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
-static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
-		      struct xrl_prefix *out)
+/*
+ * A scalar turned into a value by one of the library's parsers, whose own
+ * message is appended as detail: prefixes, rates.
+ */
+typedef int (*parse_fn)(const char *s, void *out, char *err, size_t errlen);
+
+static int parsed_val(struct cx *x, const yaml_node_t *n, const char *path, const char *what,
+		      parse_fn parse, void *out)
 {
-	static const char what[] = "an address prefix such as 10.0.0.0/8 or 2001:db8::/48";
 	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
 	const char *s;
 	int rc;
@@ -258,10 +262,34 @@ static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
 	rc = scalar(x, n, path, what, &s);
 	if (rc)
 		return rc;
-	if (xrl_prefix_parse(s, out, msg, sizeof(msg)))
+	if (parse(s, out, msg, sizeof(msg)))
 		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
 			  detail(msg, s, dt, sizeof(dt)));
 	return 0;
+}
+
+static int parse_prefix(const char *s, void *out, char *err, size_t errlen)
+{
+	return xrl_prefix_parse(s, out, err, errlen);
+}
+
+static int parse_rate(const char *s, void *out, char *err, size_t errlen)
+{
+	return xrl_rate_parse(s, out, err, errlen);
+}
+
+/* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
+static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
+		      struct xrl_prefix *out)
+{
+	return parsed_val(x, n, path, "an address prefix such as 10.0.0.0/8 or 2001:db8::/48",
+			  parse_prefix, out);
+}
+
+/* A rate: "100/s", "10/min", "1/6s". */
+static int rate_val(struct cx *x, const yaml_node_t *n, const char *path, struct xrl_rate *r)
+{
+	return parsed_val(x, n, path, "COUNT/PERIOD such as 100/s, 10/min or 1/6s", parse_rate, r);
 }
 
 /* ---- mappings ---------------------------------------------------------- */
@@ -868,21 +896,6 @@ static int bool_val(struct cx *x, const yaml_node_t *n, const char *path, bool *
 	return rc;
 }
 
-static int rate_val(struct cx *x, const yaml_node_t *n, const char *path, struct xrl_rate *r)
-{
-	static const char what[] = "COUNT/PERIOD such as 100/s, 10/min or 1/6s";
-	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
-	const char *s;
-	int rc;
-
-	rc = scalar(x, n, path, what, &s);
-	if (rc)
-		return rc;
-	if (xrl_rate_parse(s, r, msg, sizeof(msg)))
-		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
-			  detail(msg, s, dt, sizeof(dt)));
-	return 0;
-}
 
 static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {

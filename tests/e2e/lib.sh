@@ -360,3 +360,57 @@ expected_admits() {
 xdp_prog_id() {
 	ip -n "$LAB_PROT" -d link show dev "$1" | awk '/prog\/xdp/ { for (i = 1; i <= NF; i++) if ($i == "id") { print $(i + 1); exit } }'
 }
+
+# ---- shared by the daemon and identity-tier tests ---------------------------
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 on timeout.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+# check_match WHAT TEXT REGEX: TEXT matches the extended REGEX.
+check_match() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s got "%s", matches /%s/\n' "$_xrl_name" "$what" \
+			"$(printf '%s' "$text" | head -c 160 | tr '\n' '|')" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want /%s/\n' "$_xrl_name" "$what" \
+			"$(printf '%s' "$text" | head -c 300 | tr '\n' '|')" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_nomatch WHAT TEXT REGEX: TEXT does not match REGEX.
+check_nomatch() {
+	local what=$1 text=$2 re=$3
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if ! grep -Eq -- "$re" <<<"$text"; then
+		printf '[%s]   ok   %-52s no /%s/\n' "$_xrl_name" "$what" "$re"
+	else
+		printf '[%s]   FAIL %-52s got "%s", want no /%s/\n' "$_xrl_name" "$what" \
+			"$(grep -Em 1 -- "$re" <<<"$text" | head -c 300)" "$re"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}
+
+# check_float WHAT GOT LO HI: LO <= GOT <= HI, decimals allowed.
+check_float() {
+	local what=$1 got=$2 lo=$3 hi=$4
+	XRL_CHECKS=$((XRL_CHECKS + 1))
+	if [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?$ ]] &&
+	   awk -v g="$got" -v l="$lo" -v h="$hi" 'BEGIN { exit !(g >= l && g <= h) }'; then
+		printf '[%s]   ok   %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+	else
+		printf '[%s]   FAIL %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
+		XRL_FAILS=$((XRL_FAILS + 1))
+	fi
+}

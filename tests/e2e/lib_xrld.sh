@@ -218,56 +218,9 @@ deny_field() {
 	ctl --json deny list | jq_py "([e['$2'] for e in d if e['prefix'] == '$1'] + ['absent'])[0]"
 }
 
-# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 on timeout.
-wait_for() {
-	local n=$(( $1 * 10 ))
-	shift
-	while [ "$n" -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 
 # check_rc WHAT GOT WANT: an exit status.
 check_rc() { check_eq "$1 (exit status)" "$2" "$3"; }
 
-# check_match WHAT TEXT REGEX: TEXT matches the extended REGEX.
-check_match() {
-	local what=$1 text=$2 re=$3
-	XRL_CHECKS=$((XRL_CHECKS + 1))
-	if grep -Eq -- "$re" <<<"$text"; then
-		printf '[%s]   ok   %-52s matches /%s/\n' "$_xrl_name" "$what" "$re"
-	else
-		printf '[%s]   FAIL %-52s got "%s", want /%s/\n' "$_xrl_name" "$what" \
-			"$(head -c 300 <<<"$text" | tr '\n' '|')" "$re"
-		XRL_FAILS=$((XRL_FAILS + 1))
-	fi
-}
 
-# check_nomatch WHAT TEXT REGEX: TEXT does not match REGEX.
-check_nomatch() {
-	local what=$1 text=$2 re=$3
-	XRL_CHECKS=$((XRL_CHECKS + 1))
-	if ! grep -Eq -- "$re" <<<"$text"; then
-		printf '[%s]   ok   %-52s no /%s/\n' "$_xrl_name" "$what" "$re"
-	else
-		printf '[%s]   FAIL %-52s got "%s", want no /%s/\n' "$_xrl_name" "$what" \
-			"$(head -c 300 <<<"$text" | tr '\n' '|')" "$re"
-		XRL_FAILS=$((XRL_FAILS + 1))
-	fi
-}
 
-# check_float WHAT GOT LO HI: LO <= GOT <= HI, decimals allowed.
-check_float() {
-	local what=$1 got=$2 lo=$3 hi=$4
-	XRL_CHECKS=$((XRL_CHECKS + 1))
-	if [[ "$got" =~ ^-?[0-9]+(\.[0-9]+)?$ ]] &&
-	   awk -v g="$got" -v l="$lo" -v h="$hi" 'BEGIN { exit !(g >= l && g <= h) }'; then
-		printf '[%s]   ok   %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
-	else
-		printf '[%s]   FAIL %-52s got %s, want %s..%s\n' "$_xrl_name" "$what" "$got" "$lo" "$hi"
-		XRL_FAILS=$((XRL_FAILS + 1))
-	fi
-}

@@ -18,28 +18,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "config.h"
 #include "log.h"
 #include "xrl.h"
-
-#define SEC    XRL_NSEC_PER_SEC
-#define MS     1000000ULL
-#define MINUTE (60ULL * SEC)
-#define HOUR   (60ULL * MINUTE)
-
-typedef unsigned long long ull;
-
-/* What the current check is about, printed with any failure. */
-static char ctx[256];
-#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
-
-#define EQ(got, want) do {						\
-	ull g_ = (ull)(got), w_ = (ull)(want);				\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %llu (%lld), want %s = %llu (%lld)\n", \
-			    ctx, #got, g_, (long long)g_, #want, w_, (long long)w_); \
-	assert_int_equal(g_, w_);					\
-} while (0)
 
 #define STR_EQ(got, want) do {						\
 	const char *g_ = (got), *w_ = (want);				\

@@ -16,41 +16,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "xrl_gcra.h"
 
-#define NS        1ULL
-#define US        (1000ULL * NS)
-#define MS        (1000ULL * US)
-#define SEC       XRL_NSEC_PER_SEC
-#define MINUTE    (60ULL * SEC)
-#define HOUR      (60ULL * MINUTE)
-#define DAY       (24ULL * HOUR)
-#define YEAR      (365ULL * DAY)
 #define NOW_MAX   ((1ULL << 62) - 1)   /* documented: now < 2^62 */
-
-typedef unsigned long long ull;
-
-/* What the current loop iteration is testing, printed with any failure. */
-static char ctx[256];
-#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
-
-/* assert_int_equal prints hex in cmocka 1.1; say it in decimal, in context. */
-#define EQ(got, want) do {						\
-	ull g_ = (ull)(got), w_ = (ull)(want);				\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %llu (%lld), want %s = %llu (%lld)\n", \
-			    ctx, #got, g_, (long long)g_, #want, w_,	\
-			    (long long)w_);				\
-	assert_int_equal(g_, w_);					\
-} while (0)
-
-#define LE(got, max) do {						\
-	ull g_ = (ull)(got), m_ = (ull)(max);				\
-	if (g_ > m_)							\
-		print_error("[%s] %s = %llu, want <= %s = %llu\n",	\
-			    ctx, #got, g_, #max, m_);			\
-	assert_true(g_ <= m_);						\
-} while (0)
 
 static struct xrl_gcra_params mkp(__u64 tokens, __u64 period, __u32 burst)
 {

@@ -29,44 +29,11 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "http.h"
 #include "log.h"
 #include "xrl.h"
-
-#define MS      1000000ULL
-#define SEC     XRL_NSEC_PER_SEC
-
-typedef unsigned long long ull;
-
-/* What the current check is about, printed with any failure. */
-static char ctx[256];
-#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
-
-/* assert_int_equal prints hex in cmocka 1.1; say it in decimal, in context. */
-#define EQ(got, want) do {						\
-	ull g_ = (ull)(got), w_ = (ull)(want);				\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %llu (%lld), want %s = %llu (%lld)\n", \
-			    ctx, #got, g_, (long long)g_, #want, w_,	\
-			    (long long)w_);				\
-	assert_int_equal(g_, w_);					\
-} while (0)
-
-#define LE(got, max) do {						\
-	ull g_ = (ull)(got), m_ = (ull)(max);				\
-	if (g_ > m_)							\
-		print_error("[%s] %s = %llu, want <= %s = %llu\n",	\
-			    ctx, #got, g_, #max, m_);			\
-	assert_true(g_ <= m_);						\
-} while (0)
-
-#define GE(got, min) do {						\
-	ull g_ = (ull)(got), m_ = (ull)(min);				\
-	if (g_ < m_)							\
-		print_error("[%s] %s = %llu, want >= %s = %llu\n",	\
-			    ctx, #got, g_, #min, m_);			\
-	assert_true(g_ >= m_);						\
-} while (0)
 
 /* Which rule a decision names: compared by pointer, printed by name. */
 #define RULE_IS(got, want) do {						\

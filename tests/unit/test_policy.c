@@ -16,29 +16,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "check.h"
+
 #include "xrl.h"
-
-#define SEC    XRL_NSEC_PER_SEC
-#define MS     1000000ULL
-#define MINUTE (60ULL * SEC)
-#define HOUR   (60ULL * MINUTE)
-#define DAY    (24ULL * HOUR)
-
-typedef unsigned long long ull;
-
-/* What the current loop iteration is testing, printed with any failure. */
-static char ctx[256];
-#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
-
-/* assert_int_equal prints hex in cmocka 1.1; say it in decimal, in context. */
-#define EQ(got, want) do {						\
-	ull g_ = (ull)(got), w_ = (ull)(want);				\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %llu (%lld, %#llx), want %s = %llu (%lld, %#llx)\n", \
-			    ctx, #got, g_, (long long)g_, g_, #want, w_, \
-			    (long long)w_, w_);				\
-	assert_int_equal(g_, w_);					\
-} while (0)
 
 #define STR_EQ(got, want) do {						\
 	const char *g_ = (got), *w_ = (want);				\

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * check.h - what every cmocka test here shares: time units, a context
+ * string printed with any failure, and asserts that name what they compare
+ * and print it in decimal (cmocka 1.1's assert_int_equal prints hex).
+ * Include after <cmocka.h>.
+ */
+#ifndef XRL_TEST_CHECK_H
+#define XRL_TEST_CHECK_H
+
+#include <stdio.h>
+
+#include "xrl_gcra.h"
+
+#define NS        1ULL
+#define US        (1000ULL * NS)
+#define MS        (1000ULL * US)
+#define SEC       XRL_NSEC_PER_SEC
+#define MINUTE    (60ULL * SEC)
+#define HOUR      (60ULL * MINUTE)
+#define DAY       (24ULL * HOUR)
+#define YEAR      (365ULL * DAY)
+
+typedef unsigned long long ull;
+
+/* What the current check is about, printed with any failure. */
+static char ctx[256];
+#define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
+
+#define EQ(got, want) do {						\
+	ull g_ = (ull)(got), w_ = (ull)(want);				\
+	if (g_ != w_)							\
+		print_error("[%s] %s = %llu (%lld, %#llx), want %s = %llu (%lld, %#llx)\n", \
+			    ctx, #got, g_, (long long)g_, g_, #want, w_, \
+			    (long long)w_, w_);				\
+	assert_int_equal(g_, w_);					\
+} while (0)
+
+#define LE(got, max) do {						\
+	ull g_ = (ull)(got), m_ = (ull)(max);				\
+	if (g_ > m_)							\
+		print_error("[%s] %s = %llu, want <= %s = %llu\n",	\
+			    ctx, #got, g_, #max, m_);			\
+	assert_true(g_ <= m_);						\
+} while (0)
+
+#define GE(got, min) do {						\
+	ull g_ = (ull)(got), m_ = (ull)(min);				\
+	if (g_ < m_)							\
+		print_error("[%s] %s = %llu, want >= %s = %llu\n",	\
+			    ctx, #got, g_, #min, m_);			\
+	assert_true(g_ >= m_);						\
+} while (0)
+
+#endif
