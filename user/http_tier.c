@@ -46,6 +46,7 @@ struct xrl_http_server {
 	struct xrl_http_cfg *old[16]; /* retired configs, freed at stop */
 	int n_old;
 	_Atomic __u64 shed_tat;       /* global capacity bucket (GCRA, CAS) */
+	_Atomic __u32 gen;            /* bumped by each reload (refusal cache) */
 	_Atomic __u64 status[ST_MAX];
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
@@ -236,45 +237,77 @@ static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
 	snprintf(buf, len, "%llu per %llu ns", (unsigned long long)tok, (unsigned long long)per);
 }
 
+/* Decimal digits of v at p; returns the end (not terminated). */
+static char *put_u64(char *p, __u64 v)
+{
+	char t[20];
+	int n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+static char *put_str(char *p, const char *s, size_t n)
+{
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* The quota headers without printf: they are on every answer. */
 static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response *resp,
 			      const struct xrl_decision *d)
 {
-	char v[160];
+	char v[160], *p;
+	size_t nl;
 
 	if (!d->rule)
 		return;
+	nl = strnlen(d->rule->name, sizeof(d->rule->name));
 	if (c->ietf_headers) {
 		/* draft-ietf-httpapi-ratelimit-headers: quota q over window w
 		 * (the time an empty bucket takes to fill); r left, t to reset */
-		snprintf(v, sizeof(v), "\"%s\";q=%llu;w=%llu", d->rule->name,
-			 (unsigned long long)d->limit,
-			 (unsigned long long)((d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC));
+		p = put_str(v, "\"", 1);
+		p = put_str(p, d->rule->name, nl);
+		p = put_str(p, "\";q=", 4);
+		p = put_u64(p, d->limit);
+		p = put_str(p, ";w=", 3);
+		p = put_u64(p, (d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC);
+		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit-Policy", v);
-		snprintf(v, sizeof(v), "\"%s\";r=%llu;t=%llu", d->rule->name,
-			 (unsigned long long)d->remaining, (unsigned long long)d->reset_s);
+		p = put_str(v, "\"", 1);
+		p = put_str(p, d->rule->name, nl);
+		p = put_str(p, "\";r=", 4);
+		p = put_u64(p, d->remaining);
+		p = put_str(p, ";t=", 3);
+		p = put_u64(p, d->reset_s);
+		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit", v);
 	}
 	if (c->x_ratelimit_headers) {
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->limit);
+		*put_u64(v, d->limit) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Limit", v);
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)d->remaining);
+		*put_u64(v, d->remaining) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Remaining", v);
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)(time(NULL) + (time_t)d->reset_s));
+		*put_u64(v, (__u64)time(NULL) + d->reset_s) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Reset", v);
 	}
 }
 
-static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
-				struct xrl_buf *b, const struct xrl_http_cfg *c,
-				const struct xrl_decision *d)
+static struct MHD_Response *make_response(const char *ctype, struct xrl_buf *b,
+					  const struct xrl_http_cfg *c, const struct xrl_decision *d)
 {
 	struct MHD_Response *resp;
-	enum MHD_Result ret;
 	char v[32];
 
-	resp = MHD_create_response_from_buffer(b->len, b->p ? b->p : (char *)"", MHD_RESPMEM_MUST_COPY);
+	resp = b->len ? MHD_create_response_from_buffer(b->len, b->p, MHD_RESPMEM_MUST_COPY)
+		      : MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
 	if (!resp)
-		return MHD_NO;
+		return NULL;
 	if (ctype)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
@@ -287,6 +320,18 @@ static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned status, co
 				MHD_add_response_header(resp, "X-XRL-Rule", d->rule->name);
 		}
 	}
+	return resp;
+}
+
+static enum MHD_Result send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
+				struct xrl_buf *b, const struct xrl_http_cfg *c,
+				const struct xrl_decision *d)
+{
+	struct MHD_Response *resp = make_response(ctype, b, c, d);
+	enum MHD_Result ret;
+
+	if (!resp)
+		return MHD_NO;
 	ret = MHD_queue_response(conn, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -347,6 +392,55 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	xrl_buf_printf(b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu}\n",
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
 		       (unsigned long long)d->retry_after_s);
+}
+
+/*
+ * A refusal is the same answer, byte for byte, for as long as its numbers
+ * are (the same rule, remaining, reset, retry-after, in the same second):
+ * a key that floods gets one response object per thread and second, queued
+ * again and again (libmicrohttpd counts its references).
+ */
+struct refusal_cache {
+	const struct xrl_http_server *srv;
+	__u32 gen;
+	const struct xrl_http_rule *rule;
+	__u64 limit, remaining, reset_s, retry_after_s;
+	time_t now_s;
+	unsigned status;
+	bool missing, penalized;
+	struct MHD_Response *resp;
+};
+static __thread struct refusal_cache tl_refusal;
+
+static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				    struct MHD_Connection *conn, unsigned status,
+				    const struct xrl_decision *d)
+{
+	struct refusal_cache *rc = &tl_refusal;
+	__u32 gen = atomic_load(&s->gen);
+	time_t now_s = time(NULL);
+
+	if (!rc->resp || rc->srv != s || rc->gen != gen || rc->rule != d->rule ||
+	    rc->status != status || rc->limit != d->limit || rc->remaining != d->remaining ||
+	    rc->reset_s != d->reset_s || rc->retry_after_s != d->retry_after_s ||
+	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized) {
+		struct xrl_buf b = {};
+		struct MHD_Response *resp;
+
+		refusal_body(&b, d, 429);
+		resp = make_response("application/problem+json", &b, c, d);
+		xrl_buf_free(&b);
+		if (!resp)
+			return MHD_NO;
+		if (rc->resp)
+			MHD_destroy_response(rc->resp);
+		*rc = (struct refusal_cache){ .srv = s, .gen = gen, .rule = d->rule, .limit = d->limit,
+					      .remaining = d->remaining, .reset_s = d->reset_s,
+					      .retry_after_s = d->retry_after_s, .now_s = now_s,
+					      .status = status, .missing = d->missing_key,
+					      .penalized = d->penalized, .resp = resp };
+	}
+	return MHD_queue_response(conn, status, rc->resp);
 }
 
 /* The global capacity bucket: one CAS on a shared TAT. */
@@ -484,7 +578,7 @@ answer:
 	} else {
 		status = nginx ? MHD_HTTP_FORBIDDEN : MHD_HTTP_TOO_MANY_REQUESTS;
 		atomic_fetch_add(&s->status[nginx ? ST_403 : ST_429], 1);
-		refusal_body(&b, &d, 429);
+		return send_refusal(s, c, conn, status, &d);
 	}
 	ret = send_buf(conn, status, d.allowed ? "text/plain" : "application/problem+json", &b, c, &d);
 	xrl_buf_free(&b);
@@ -780,6 +874,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	else
 		free(s->cfg); /* no request holds it: we have the write lock */
 	s->cfg = n;
+	atomic_fetch_add(&s->gen, 1);
 	xrl_limiter_set_cfg(s->lim, c);
 	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
 	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));

@@ -44,18 +44,52 @@ void xrl_buf_printf(struct xrl_buf *b, const char *fmt, ...)
 	}
 }
 
+/* n bytes as they are (no format string to parse). */
+static void buf_add(struct xrl_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->cap - b->len < n + 1) {
+		size_t ncap = b->cap ? b->cap * 2 : 4096;
+		char *np;
+
+		while (ncap < b->len + n + 1)
+			ncap *= 2;
+		np = realloc(b->p, ncap);
+		if (!np) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = ncap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* Runs of plain characters are copied whole; only escapes are formatted. */
 void xrl_buf_json_str(struct xrl_buf *b, const char *s)
 {
-	xrl_buf_printf(b, "\"");
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			xrl_buf_printf(b, "\\%c", *p);
-		else if (*p < 0x20)
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+
+	buf_add(b, "\"", 1);
+	for (;; p++) {
+		if (*p && *p != '"' && *p != '\\' && *p >= 0x20)
+			continue;
+		buf_add(b, (const char *)run, (size_t)(p - run));
+		if (!*p)
+			break;
+		if (*p == '"' || *p == '\\') {
+			char e[2] = { '\\', (char)*p };
+
+			buf_add(b, e, 2);
+		} else {
 			xrl_buf_printf(b, "\\u%04x", *p);
-		else
-			xrl_buf_printf(b, "%c", *p);
+		}
+		run = p + 1;
 	}
-	xrl_buf_printf(b, "\"");
+	buf_add(b, "\"", 1);
 }
 
 void xrl_buf_free(struct xrl_buf *b)
