@@ -37,12 +37,13 @@ TOOL       := $(BUILD)/xrl-load
 XRLD       := $(BUILD)/xrld
 XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
+XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter
 BPF_TESTS  := $(BUILD)/tests/test_bpf
 BENCH      := $(BUILD)/bench/xdp_cost
 
-all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) \
+all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) $(XGEN) \
      $(UNIT_TESTS) $(BPF_TESTS) $(BENCH)
 
 help:
@@ -99,6 +100,20 @@ $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 $(BUILD)/tests/test_limiter: $(BUILD)/tests/unit/test_limiter.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
+
+$(BUILD)/gen.bpf.o: tests/tools/gen.bpf.c | $(BUILD)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/gen.skel.h: $(BUILD)/gen.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name gen > $@
+
+$(BUILD)/tests/tools/gen.o: $(BUILD)/gen.skel.h
+
+$(XGEN): $(BUILD)/tests/tools/gen.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lbpf -lelf -lz -lpthread
 
 $(GEN): $(BUILD)/tests/tools/synflood.o
 	$(call msg,LINK,$@)
