@@ -120,6 +120,8 @@ struct xrl_limiter_stats {
 	__u64 backend_errors, breaker_open_skips, overlimit_cache_hits;
 	__u64 fallback_open, fallback_closed, fallback_local;
 	__u64 keys, evictions_idle, evictions_active, penalties;
+	__u64 redis_round_trips;       /* writes of a batch of EVALSHA */
+	__u64 redis_calls;             /* EVALSHA sent */
 };
 
 int  xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
@@ -136,6 +138,51 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
 int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		       const char *const *keys, const __u32 *costs, int n,
 		       struct xrl_decision *d);
+
+/*
+ * A Redis pipe: one connection, driven by one thread's event loop. The
+ * decisions queued on it go out together whenever it is free (one write,
+ * then their replies as they arrive), so a decision waits for at most the
+ * batch in flight and its own; no timer adds delay.
+ */
+struct xrl_redis_pipe;
+
+struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l);
+/* Every decision still queued or in flight falls back now (resumed); then free. */
+void xrl_limiter_pipe_free(struct xrl_redis_pipe *p);
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p);   /* the same, the pipe stays */
+/*
+ * What the loop waits for: returns the fd (-1: none) with the poll events
+ * wanted and the time until the batch in flight times out (UINT64_MAX:
+ * none); *gen changes with every new connection (a new fd to register).
+ */
+int  xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns,
+			   __u32 *gen);
+/* After the fd was ready (revents), the timeout passed, or decisions were
+ * queued (revents 0): write, read, time out, hand back the decisions of a
+ * batch that is over, and send the next batch when the pipe is free.
+ * Returns the number of decisions handed back (w->resume called). */
+int  xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents);
+bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p);
+
+/*
+ * As xrl_limiter_decide without blocking on Redis. Returns 0 when d is the
+ * decision already (the memory backend, a missing key, a penalty, the
+ * over-limit cache), -E2BIG as above, or 1: the decision is queued on the
+ * pipe p, which sends it with the next batch (xrl_limiter_pipe_run).
+ * w->suspend(w->arg), if set, is called before it is queued, and
+ * w->resume(w->arg) by xrl_limiter_pipe_run once d is filled. The keys are
+ * copied; the rules and d must stay until resume.
+ */
+struct xrl_limiter_wait {
+	void (*suspend)(void *arg);
+	void (*resume)(void *arg);
+	void *arg;
+};
+int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *const *rules, const char *const *keys,
+			     const __u32 *costs, int n, struct xrl_decision *d,
+			     const struct xrl_limiter_wait *w);
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);

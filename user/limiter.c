@@ -12,23 +12,30 @@
  * does an insert evict one that still holds state: the least recently used,
  * so a flood of fresh keys cannot reset a key that is being used. Counted.
  *
- * Redis: one EVALSHA per decision (NOSCRIPT reloads), the caller's clock
- * passed in, every key written with an expiry equal to the time until its
- * bucket is full, key names with a hash tag. A breaker stops calling a
- * Redis that fails, so no request waits out a timeout during an outage;
- * each rule then decides per on_backend_error. A key refused until t is
- * refused locally until t without a round trip (the over-limit cache).
+ * Redis: one EVALSHA per decision (all its keys in it: atomic; NOSCRIPT
+ * reloads), the caller's clock passed in, every key written with an expiry
+ * equal to the time until its bucket is full, key names with a hash tag.
+ * Each server thread's event loop owns a connection and pipelines on it:
+ * the decisions queued while a batch is in flight go out together in the
+ * next (see "the Redis pipe"). A breaker stops calling a Redis that fails, so no request
+ * waits out a timeout during an outage; each rule then decides per
+ * on_backend_error. A key refused until t is refused locally until t
+ * without a round trip (the over-limit cache).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
 #include "http.h"
 #include "log.h"
@@ -72,16 +79,14 @@ struct xrl_limiter {
 	_Atomic int brk_state;
 	_Atomic __u64 brk_until;           /* open until (monotonic ns) */
 	_Atomic __u32 brk_fails;
-	_Atomic __u64 brk_gen;             /* bumped when Redis fails: connections
-					    * opened before are not used again */
 	_Atomic int brk_probe;             /* a half-open probe is in flight */
+	char sha[41];                      /* SHA1 of lua_gcra, for EVALSHA */
+	char *load_cmd;                    /* SCRIPT LOAD lua_gcra, formatted */
+	size_t load_len;
+	pthread_mutex_t sync_mu;           /* xrl_limiter_decide: one at a time */
+	struct xrl_redis_pipe *sync_pipe;  /* on a pipe of its own */
 	struct xrl_limiter_stats st;       /* updated with atomic adds */
 };
-
-static __thread redisContext *tl_redis;
-static __thread const struct xrl_limiter *tl_owner;
-static __thread char tl_sha[41];
-static __thread __u64 tl_gen;
 
 static __u64 mono_ns(void)
 {
@@ -89,14 +94,6 @@ static __u64 mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
-
-static __u64 real_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (__u64)ts.tv_sec * 1000000ULL + (__u64)ts.tv_nsec / 1000;
 }
 
 #define STAT_ADD(l, f, n) __atomic_fetch_add(&(l)->st.f, (n), __ATOMIC_RELAXED)
@@ -347,93 +344,254 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 
 /*
  * Several buckets at once, all admit or none is charged. Times in
- * microseconds of the caller's clock (CLOCK_REALTIME, shared by every
- * instance), so the script is a pure function of its arguments.
+ * microseconds with three decimals (ns) since 2024-01-01 00:00 UTC on the
+ * caller's CLOCK_REALTIME (one epoch, shared by every instance), so the
+ * script is a pure function of its arguments. Absolute times are split into
+ * their integer and fractional parts and all arithmetic is on times
+ * relative to now, which a double holds to far below a ns: a rule of
+ * 10,000,000/s (0.1 us a token) counts exactly. (As one double counted from
+ * 1970, ~1.7e15 us, a step is 0.25 us: such a key never advanced.)
  * ARGV[1] = now; per key i: ARGV[3i-1] = tau (negative: a shadow rule, whose
  * refusal does not refuse the request), ARGV[3i] = inc (cost x emit),
- * ARGV[3i+1] = unused (reserved).
- * Returns { refused (0 or 1), then per key "A" or "R" and the TAT }.
+ * ARGV[3i+1] = unused (reserved). Comparisons allow half a ns of rounding.
+ * A stored TAT beyond now + tau (written by an instance whose clock is
+ * ahead, or on another epoch) counts as now + tau, a drained bucket, and is
+ * written back so: never more than a full burst of debt.
+ * Returns { refused (0 or 1), then per key "A" or "R" and its TAT relative
+ * to now in us ("0": in the past, a full bucket) }.
  */
 static const char lua_gcra[] =
-	"local now = tonumber(ARGV[1])\n"
+	"local function split(v)\n"
+	"  local d = string.find(v, '.', 1, true)\n"
+	"  if not d then return tonumber(v) or 0, 0 end\n"
+	"  return tonumber(string.sub(v, 1, d - 1)) or 0, tonumber(string.sub(v, d)) or 0\n"
+	"end\n"
+	"local ni, nf = split(ARGV[1])\n"
+	"local function abs(r)\n"
+	"  local x = nf + r\n"
+	"  local xi = math.floor(x)\n"
+	"  local f = math.floor((x - xi) * 1000 + 0.5)\n"
+	"  if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
+	"  return string.format('%.0f.%03d', ni + xi, f)\n"
+	"end\n"
 	"local n = #KEYS\n"
-	"local tat, new, ok = {}, {}, {}\n"
+	"local rel, new, ok, fix = {}, {}, {}, {}\n"
 	"local refused = 0\n"
 	"for i = 1, n do\n"
 	"  local tau = tonumber(ARGV[3*i-1])\n"
 	"  local inc = tonumber(ARGV[3*i])\n"
 	"  local shadow = tau < 0\n"
 	"  if shadow then tau = -tau end\n"
-	"  local t = tonumber(redis.call('GET', KEYS[i]) or '0') or 0\n"
-	"  tat[i] = t\n"
-	"  local base = t\n"
-	"  if base < now then base = now end\n"
-	"  new[i] = base + inc\n"
-	"  ok[i] = (new[i] - now) <= tau\n"
+	"  local v = redis.call('GET', KEYS[i])\n"
+	"  local r = 0\n"
+	"  if v then local ti, tf = split(v); r = (ti - ni) + (tf - nf) end\n"
+	"  if r > tau + 0.0005 then r = tau; fix[i] = true end\n"
+	"  rel[i] = r\n"
+	"  if r < 0 then r = 0 end\n"
+	"  new[i] = r + inc\n"
+	"  ok[i] = new[i] <= tau + 0.0005\n"
 	"  if not ok[i] and not shadow then refused = 1 end\n"
 	"end\n"
 	"local out = { refused }\n"
 	"for i = 1, n do\n"
+	"  local r = rel[i]\n"
 	"  if refused == 0 and ok[i] then\n"
-	"    local ttl = math.ceil((new[i] - now) / 1000) + 1\n"
-	"    redis.call('SET', KEYS[i], string.format('%.0f', new[i]), 'PX', ttl)\n"
+	"    redis.call('SET', KEYS[i], abs(new[i]), 'PX', math.ceil(new[i] / 1000) + 1)\n"
 	"    out[#out + 1] = 'A'\n"
-	"    out[#out + 1] = string.format('%.0f', new[i])\n"
+	"    out[#out + 1] = string.format('%.3f', new[i])\n"
 	"  else\n"
-	"    if tat[i] > now then redis.call('PEXPIRE', KEYS[i], math.ceil((tat[i] - now) / 1000) + 1) end\n"
+	"    if fix[i] then redis.call('SET', KEYS[i], abs(r), 'PX', math.ceil(r / 1000) + 1)\n"
+	"    elseif r > 0 then redis.call('PEXPIRE', KEYS[i], math.ceil(r / 1000) + 1) end\n"
 	"    out[#out + 1] = ok[i] and 'a' or 'R'\n"
-	"    out[#out + 1] = string.format('%.0f', tat[i])\n"
+	"    out[#out + 1] = r > 0 and string.format('%.3f', r) or '0'\n"
 	"  end\n"
 	"end\n"
 	"return out\n";
 
-static void redis_drop(void)
+#define REDIS_EPOCH_S 1704067200ULL   /* 2024-01-01T00:00:00Z */
+#define NOW_LEN       20              /* "%016llu.%03llu": now in the command */
+#define CMD_MAX       4096            /* one EVALSHA, 8 keys at most (~3 KiB) */
+#define FREE_JOBS_MAX 1024
+
+/* ns since REDIS_EPOCH_S on CLOCK_REALTIME */
+static __u64 redis_now_ns(void)
 {
-	if (tl_redis)
-		redisFree(tl_redis);
-	tl_redis = NULL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if ((__u64)ts.tv_sec < REDIS_EPOCH_S)
+		return 0;
+	return ((__u64)ts.tv_sec - REDIS_EPOCH_S) * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
-static redisContext *redis_get(struct xrl_limiter *l)
+static char *put_dec(char *p, __u64 v)
 {
-	struct timeval tv = { .tv_sec = (time_t)(l->cfg.redis_timeout_ns / XRL_NSEC_PER_SEC),
-			      .tv_usec = (suseconds_t)(l->cfg.redis_timeout_ns % XRL_NSEC_PER_SEC / 1000) };
-	redisReply *r;
+	char t[20];
+	int n = 0;
 
-	/* a connection from before the last failure may be to a Redis that
-	 * has died since (every thread has its own): open a new one */
-	if (tl_redis && tl_owner == l && tl_gen == atomic_load(&l->brk_gen))
-		return tl_redis;
-	redis_drop();
-	tl_gen = atomic_load(&l->brk_gen);
-	tl_redis = redisConnectWithTimeout(l->cfg.redis_host, l->cfg.redis_port, tv);
-	tl_owner = l;
-	if (!tl_redis || tl_redis->err) {
-		redis_drop();
-		return NULL;
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+/* ns as microseconds with three decimals: "1234.567" */
+static char *put_us(char *p, __u64 ns)
+{
+	p = put_dec(p, ns / 1000);
+	*p++ = '.';
+	*p++ = (char)('0' + ns % 1000 / 100);
+	*p++ = (char)('0' + ns % 100 / 10);
+	*p++ = (char)('0' + ns % 10);
+	return p;
+}
+
+/* A RESP bulk string. */
+static char *put_bulk(char *p, const char *s, size_t n)
+{
+	*p++ = '$';
+	p = put_dec(p, n);
+	*p++ = '\r';
+	*p++ = '\n';
+	memcpy(p, s, n);
+	p += n;
+	*p++ = '\r';
+	*p++ = '\n';
+	return p;
+}
+
+/* The text of a "123.456" microsecond time as ns (no double on the way). */
+static __u64 parse_us(const char *s)
+{
+	__u64 us = 0, f = 0;
+	int d = 0;
+
+	while (*s >= '0' && *s <= '9')
+		us = us * 10 + (__u64)(*s++ - '0');
+	if (*s == '.')
+		for (s++; d < 3 && *s >= '0' && *s <= '9'; d++)
+			f = f * 10 + (__u64)(*s++ - '0');
+	for (; d < 3; d++)
+		f *= 10;
+	return us * 1000 + f;
+}
+
+enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING };
+
+/*
+ * One decision waiting for Redis: its items, its EVALSHA already in the wire
+ * format (only the batch's "now" is written into it when it is sent), where
+ * the answer goes.
+ */
+struct job {
+	struct job *next;
+	struct xrl_limiter_wait w;
+	struct xrl_decision *d;
+	struct item it[XRL_HTTP_MAX_MATCH];
+	int m;
+	int st;                  /* J_* */
+	__u64 mnow;              /* the batch's now, monotonic (ns) */
+	size_t len, now_off;
+	char cmd[CMD_MAX];
+};
+
+/* The EVALSHA of j's items, keys from the caller; "now" is left blank. */
+static void job_format(struct xrl_limiter *l, struct job *j, const char *const *keys)
+{
+	char *p = j->cmd, num[32], *e;
+	int m = j->m;
+
+	*p++ = '*';
+	p = put_dec(p, (__u64)(3 + m + 1 + 3 * m));
+	*p++ = '\r';
+	*p++ = '\n';
+	p = put_bulk(p, "EVALSHA", 7);
+	p = put_bulk(p, l->sha, 40);
+	e = put_dec(num, (__u64)m);
+	p = put_bulk(p, num, (size_t)(e - num));
+	for (int i = 0; i < m; i++) {
+		const struct xrl_http_rule *r = j->it[i].r;
+		size_t nl = strnlen(r->name, sizeof(r->name));
+		size_t kl = strnlen(keys[i], XRL_HTTP_KEY_MAX);
+
+		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
+		*p++ = '$';
+		p = put_dec(p, 7 + nl + kl);
+		memcpy(p, "\r\nxrl:{", 7);
+		p += 7;
+		memcpy(p, r->name, nl);
+		p += nl;
+		*p++ = ':';
+		memcpy(p, keys[i], kl);
+		p += kl;
+		memcpy(p, "}\r\n", 3);
+		p += 3;
 	}
-	redisSetTimeout(tl_redis, tv);
-	if (l->cfg.redis_db) {
-		r = redisCommand(tl_redis, "SELECT %d", l->cfg.redis_db);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			if (r)
-				freeReplyObject(r);
-			redis_drop();
-			return NULL;
-		}
-		freeReplyObject(r);
+	memcpy(p, "$20\r\n", 5);
+	p += 5;
+	j->now_off = (size_t)(p - j->cmd);
+	memset(p, '0', NOW_LEN);
+	p += NOW_LEN;
+	*p++ = '\r';
+	*p++ = '\n';
+	for (int i = 0; i < m; i++) {
+		const struct xrl_http_rule *r = j->it[i].r;
+
+		e = num;
+		if (r->shadow)
+			*e++ = '-';
+		e = put_us(e, r->g.tau_ns);
+		p = put_bulk(p, num, (size_t)(e - num));
+		e = put_us(num, j->it[i].inc);
+		p = put_bulk(p, num, (size_t)(e - num));
+		p = put_bulk(p, "0", 1);
 	}
-	r = redisCommand(tl_redis, "SCRIPT LOAD %s", lua_gcra);
-	if (!r || r->type != REDIS_REPLY_STRING || r->len != 40) {
-		if (r)
-			freeReplyObject(r);
-		redis_drop();
-		return NULL;
+	j->len = (size_t)(p - j->cmd);
+}
+
+static void job_set_now(struct job *j, __u64 rnow, __u64 mnow)
+{
+	char *p = j->cmd + j->now_off;
+	__u64 us = rnow / 1000;
+
+	for (int i = 15; i >= 0; i--) {
+		p[i] = (char)('0' + us % 10);
+		us /= 10;
 	}
-	memcpy(tl_sha, r->str, 40);
-	tl_sha[40] = '\0';
-	freeReplyObject(r);
-	return tl_redis;
+	p[16] = '.';
+	p[17] = (char)('0' + rnow % 1000 / 100);
+	p[18] = (char)('0' + rnow % 100 / 10);
+	p[19] = (char)('0' + rnow % 10);
+	j->mnow = mnow;
+}
+
+/* The reply to j's EVALSHA: J_OK with the items filled, J_NOSCRIPT, J_FAIL. */
+static int job_reply(struct job *j, redisReply *r)
+{
+	if (r->type == REDIS_REPLY_ERROR) {
+		if (!strncmp(r->str, "NOSCRIPT", 8))
+			return J_NOSCRIPT;
+		log_warnx("redis: %s", r->str);
+		return J_FAIL;
+	}
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * (size_t)j->m)
+		return J_FAIL;
+	/* TATs relative to the batch's now: on our monotonic clock */
+	for (int i = 0; i < j->m; i++) {
+		redisReply *f = r->element[1 + 2 * i], *t = r->element[2 + 2 * i];
+		__u64 rel = t->type == REDIS_REPLY_STRING ? parse_us(t->str) : 0;
+		bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
+
+		j->it[i].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
+		j->it[i].tat = rel ? j->mnow + rel : 0;
+		/* 'A': the TAT is the one after the admit; 'a' (would admit, but
+		 * another rule refused) and 'R': the TAT as it stays */
+		j->it[i].new_tat = j->it[i].tat;
+	}
+	return J_OK;
 }
 
 /* Breaker: may we call Redis now? One probe at a time once the cooldown is over. */
@@ -455,7 +613,7 @@ static bool brk_allow(struct xrl_limiter *l, __u64 now, bool *probe)
 	return true;
 }
 
-static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now)
+static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, const char *why)
 {
 	if (ok) {
 		atomic_store(&l->brk_fails, 0);
@@ -465,102 +623,13 @@ static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now)
 	} else {
 		/* one timeout is enough: the next request must not wait it out too */
 		if (atomic_exchange(&l->brk_state, BRK_OPEN) == BRK_CLOSED)
-			log_warnx("redis %s:%d failed: breaker open, rules fall back to on_backend_error",
-				  l->cfg.redis_host, l->cfg.redis_port);
+			log_warnx("redis %s:%d failed (%s): breaker open, rules fall back to on_backend_error",
+				  l->cfg.redis_host, l->cfg.redis_port, why ? why : "?");
 		atomic_store(&l->brk_until, now + l->cfg.breaker_cooldown_ns);
 		atomic_fetch_add(&l->brk_fails, 1);
-		atomic_fetch_add(&l->brk_gen, 1);
 	}
 	if (probe)
 		atomic_store(&l->brk_probe, 0);
-}
-
-/* One EVALSHA for all items. Returns 0, or -EIO when Redis failed. */
-static int decide_redis(struct xrl_limiter *l, struct item *it, int n)
-{
-	const char *argv[4 + 2 * XRL_HTTP_MAX_MATCH + 3 * XRL_HTTP_MAX_MATCH + 2];
-	size_t argl[sizeof(argv) / sizeof(argv[0])];
-	char keys[XRL_HTTP_MAX_MATCH][XRL_RULE_NAME_LEN + XRL_HTTP_KEY_MAX + 16];
-	char nums[1 + 3 * XRL_HTTP_MAX_MATCH][32];
-	char nk[16];
-	__u64 now_us = real_us();
-	redisContext *c;
-	redisReply *r;
-	bool reused;
-	int a = 0;
-
-	reused = tl_redis && tl_owner == l && tl_gen == atomic_load(&l->brk_gen);
-	c = redis_get(l);
-	if (!c)
-		return -EIO;
-	snprintf(nk, sizeof(nk), "%d", n);
-	argv[a++] = "EVALSHA";
-	argv[a++] = tl_sha;
-	argv[a++] = nk;
-	for (int i = 0; i < n; i++) {
-		/* hash tag on the key: one bucket's key always maps to one slot */
-		snprintf(keys[i], sizeof(keys[i]), "xrl:{%s:%s}", it[i].r->name, it[i].key);
-		argv[a++] = keys[i];
-	}
-	snprintf(nums[0], sizeof(nums[0]), "%llu", (unsigned long long)now_us);
-	argv[a++] = nums[0];
-	for (int i = 0; i < n; i++) {
-		double tau = (double)it[i].r->g.tau_ns / 1000.0;
-
-		snprintf(nums[1 + 3 * i], 32, "%.3f", it[i].r->shadow ? -tau : tau);
-		snprintf(nums[2 + 3 * i], 32, "%.3f", (double)it[i].inc / 1000.0);
-		snprintf(nums[3 + 3 * i], 32, "0");
-		argv[a++] = nums[1 + 3 * i];
-		argv[a++] = nums[2 + 3 * i];
-		argv[a++] = nums[3 + 3 * i];
-	}
-	for (int i = 0; i < a; i++)
-		argl[i] = strlen(argv[i]);
-	r = redisCommandArgv(c, a, argv, argl);
-	if (!r && reused && (c->err == REDIS_ERR_EOF ||
-			     (c->err == REDIS_ERR_IO && errno != EAGAIN && errno != EWOULDBLOCK &&
-			      errno != EINTR))) {
-		/* Redis closed this connection while it was idle (a restart, its
-		 * client timeout): not a failure yet; once more on a new one. A
-		 * timeout (EAGAIN) is not retried: no request waits it out twice. */
-		redis_drop();
-		c = redis_get(l);
-		if (!c)
-			return -EIO;
-		argv[1] = tl_sha;
-		r = redisCommandArgv(c, a, argv, argl);
-	}
-	if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
-		freeReplyObject(r);
-		argv[0] = "EVAL";
-		argv[1] = lua_gcra;
-		argl[0] = 4;
-		argl[1] = strlen(lua_gcra);
-		r = redisCommandArgv(c, a, argv, argl);
-	}
-	if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * (size_t)n) {
-		if (r && r->type == REDIS_REPLY_ERROR)
-			log_warnx("redis: %s", r->str);
-		if (r)
-			freeReplyObject(r);
-		redis_drop();
-		return -EIO;
-	}
-	/* translate the µs of the shared clock into ns relative to our monotonic now */
-	for (int i = 0; i < n; i++) {
-		redisReply *f = r->element[1 + 2 * i], *t = r->element[2 + 2 * i];
-		double tat_us = t->type == REDIS_REPLY_STRING ? strtod(t->str, NULL) : 0;
-		__u64 mono = mono_ns();
-		double rel = (tat_us - (double)now_us) * 1000.0;
-
-		it[i].ok = f->type == REDIS_REPLY_STRING && (f->str[0] == 'A' || f->str[0] == 'a');
-		it[i].tat = rel > 0 ? mono + (__u64)rel : 0;
-		it[i].new_tat = it[i].tat;
-		if (f->str[0] == 'a') /* would admit, but another rule refused */
-			it[i].new_tat = it[i].tat;
-	}
-	freeReplyObject(r);
-	return 0;
 }
 
 /* ---- penalties -------------------------------------------------------------- */
@@ -610,67 +679,86 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	}
 }
 
-/* ---- public ---------------------------------------------------------------- */
+/* ---- deciding --------------------------------------------------------------- */
 
-int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
+/* The end of every decision: the answer from the items, the counters, the
+ * over-limit cache and penalties of a refusal. */
+static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+			   struct xrl_decision *d)
 {
-	struct xrl_limiter *l = calloc(1, sizeof(*l));
-	__u32 cap = c->memory_max_keys ? c->memory_max_keys : 1000000;
-
-	if (!l)
-		return -ENOMEM;
-	l->cfg = *c;
-	pthread_rwlock_init(&l->cfg_mu, NULL);
-	/* memory: the buckets (or the local fallback when the backend is Redis) */
-	l->mem = store_new(c->redis ? cap / 4 : cap);
-	l->overlimit = store_new(c->redis ? cap / 4 : 1024);
-	l->pen_block = store_new(cap / 16);
-	l->pen_state = store_new(cap / 16);
-	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state) {
-		xrl_limiter_free(l);
-		return -ENOMEM;
+	conclude(it, m, now, d);
+	if (!d->allowed) {
+		STAT_ADD(l, refused, 1);
+		for (int i = 0; i < m; i++) {
+			if (it[i].ok || it[i].r->shadow)
+				continue;
+			if (l->cfg.redis && !d->backend_error)
+				store_put(l->overlimit, it[i].h,
+					  xrl_gcra_conform_at(it[i].tat, it[i].inc, it[i].r->g.tau_ns), now);
+			if (l->cfg.penalty.enabled)
+				penalty_strike(l, &it[i], now);
+		}
+	} else {
+		STAT_ADD(l, allowed, 1);
 	}
-	*out = l;
-	return 0;
+	for (int i = 0; i < m; i++)
+		if (!it[i].ok && it[i].r->shadow)
+			STAT_ADD(l, shadow_refused, 1);
 }
 
-void xrl_limiter_free(struct xrl_limiter *l)
+/*
+ * A decision Redis did not answer (st: J_SKIP, the breaker is open; J_FAIL,
+ * it failed): each rule per its on_backend_error. Or one it did (J_OK).
+ */
+static void finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 now,
+		   struct xrl_decision *d)
 {
-	if (!l)
+	struct item loc[XRL_HTTP_MAX_MATCH];
+	int k = 0;
+
+	if (st == J_OK) {
+		conclude_count(l, it, m, now, d);
 		return;
-	store_free(l->mem);
-	store_free(l->overlimit);
-	store_free(l->pen_block);
-	store_free(l->pen_state);
-	free(l);
+	}
+	if (st == J_SKIP)
+		STAT_ADD(l, breaker_open_skips, 1);
+	STAT_ADD(l, backend_errors, 1);
+	d->backend_error = true;
+	for (int i = 0; i < m; i++) {
+		switch (it[i].r->on_backend_error) {
+		case XRL_BE_CLOSED:
+			STAT_ADD(l, fallback_closed, 1);
+			d->allowed = false;
+			d->shed = true;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->retry_after_s = ceil_s(l->cfg.breaker_cooldown_ns);
+			STAT_ADD(l, shed, 1);
+			return;
+		case XRL_BE_LOCAL:
+			loc[k++] = it[i];
+			break;
+		default:
+			STAT_ADD(l, fallback_open, 1);
+			break;
+		}
+	}
+	if (k) {
+		STAT_ADD(l, fallback_local, 1);
+		decide_store(l->mem, loc, k, now);
+	}
+	conclude_count(l, loc, k, now, d);
 }
 
-void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
+/*
+ * Everything before the backend: the items, missing keys, penalties; the
+ * memory backend decides here, and so does the over-limit cache. Returns 0
+ * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ */
+static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		   struct item *it, int *pm)
 {
-	pthread_rwlock_wrlock(&l->cfg_mu);
-	l->cfg = *c;
-	pthread_rwlock_unlock(&l->cfg_mu);
-}
-
-int xrl_limiter_breaker_state(struct xrl_limiter *l)
-{
-	return atomic_load(&l->brk_state);
-}
-
-void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
-{
-	/* field by field: each counter is read atomically, the set need not be */
-	for (size_t i = 0; i < sizeof(*s) / sizeof(__u64); i++)
-		((__u64 *)s)[i] = __atomic_load_n(&((__u64 *)&l->st)[i], __ATOMIC_RELAXED);
-	s->keys = atomic_load(&l->mem->keys);
-	s->evictions_idle = atomic_load(&l->mem->ev_idle);
-	s->evictions_active = atomic_load(&l->mem->ev_active);
-}
-
-int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
-		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
-{
-	struct item it[XRL_HTTP_MAX_MATCH];
 	__u64 now = mono_ns();
 	int m = 0;
 
@@ -735,94 +823,638 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 
 	if (!l->cfg.redis) {
 		decide_store(l->mem, it, m, now);
-	} else {
-		bool probe, cached = false;
+		pthread_rwlock_unlock(&l->cfg_mu);
+		conclude_count(l, it, m, now, d);
+		return 0;
+	}
+	/* the over-limit cache: refused until t, without a round trip */
+	for (int i = 0; i < m; i++) {
+		__u64 until = it[i].r->shadow ? 0 : store_peek(l->overlimit, it[i].h);
 
-		/* the over-limit cache: refused until t, without a round trip */
-		for (int i = 0; i < m && !cached; i++) {
-			__u64 until = it[i].r->shadow ? 0 : store_peek(l->overlimit, it[i].h);
-
-			if (until > now) {
-				cached = true;
-				d->allowed = false;
-				d->rule = it[i].r;
-				d->limit = it[i].r->burst;
-				d->remaining = 0;
-				d->retry_after_s = ceil_s(until - now);
-				if (!d->retry_after_s)
-					d->retry_after_s = 1;
-				d->reset_s = ceil_s(until - now + it[i].r->g.tau_ns);
-			}
-		}
-		if (cached) {
+		if (until > now) {
+			d->allowed = false;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->remaining = 0;
+			d->retry_after_s = ceil_s(until - now);
+			if (!d->retry_after_s)
+				d->retry_after_s = 1;
+			d->reset_s = ceil_s(until - now + it[i].r->g.tau_ns);
 			STAT_ADD(l, overlimit_cache_hits, 1);
 			STAT_ADD(l, refused, 1);
 			pthread_rwlock_unlock(&l->cfg_mu);
 			return 0;
 		}
-		if (brk_allow(l, now, &probe) && decide_redis(l, it, m) == 0) {
-			brk_result(l, true, probe, now);
-			now = mono_ns();
-			for (int i = 0; i < m; i++)
-				if (it[i].ok)
-					it[i].new_tat = it[i].tat;
-		} else {
-			struct item loc[XRL_HTTP_MAX_MATCH];
-			int k = 0;
-
-			if (!probe && atomic_load(&l->brk_state) != BRK_CLOSED)
-				STAT_ADD(l, breaker_open_skips, 1);
-			else
-				brk_result(l, false, probe, now);
-			STAT_ADD(l, backend_errors, 1);
-			d->backend_error = true;
-			for (int i = 0; i < m; i++) {
-				switch (it[i].r->on_backend_error) {
-				case XRL_BE_CLOSED:
-					STAT_ADD(l, fallback_closed, 1);
-					d->allowed = false;
-					d->shed = true;
-					d->rule = it[i].r;
-					d->limit = it[i].r->burst;
-					d->retry_after_s = ceil_s(l->cfg.breaker_cooldown_ns);
-					STAT_ADD(l, shed, 1);
-					pthread_rwlock_unlock(&l->cfg_mu);
-					return 0;
-				case XRL_BE_LOCAL:
-					loc[k++] = it[i];
-					break;
-				default:
-					STAT_ADD(l, fallback_open, 1);
-					break;
-				}
-			}
-			if (k) {
-				STAT_ADD(l, fallback_local, 1);
-				decide_store(l->mem, loc, k, now);
-			}
-			memcpy(it, loc, sizeof(loc[0]) * (size_t)k);
-			m = k;
-		}
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
-
-	conclude(it, m, now, d);
-	if (!d->allowed) {
-		STAT_ADD(l, refused, 1);
-		for (int i = 0; i < m; i++) {
-			if (it[i].ok || it[i].r->shadow)
-				continue;
-			if (l->cfg.redis && !d->backend_error)
-				store_put(l->overlimit, it[i].h,
-					  xrl_gcra_conform_at(it[i].tat, it[i].inc, it[i].r->g.tau_ns), now);
-			if (l->cfg.penalty.enabled)
-				penalty_strike(l, &it[i], now);
-		}
-	} else {
-		STAT_ADD(l, allowed, 1);
+	if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		conclude_count(l, it, m, now, d);
+		return 0;
 	}
-	for (int i = 0; i < m; i++)
-		if (!it[i].ok && it[i].r->shadow)
-			STAT_ADD(l, shadow_refused, 1);
+	*pm = m;
+	return 1;
+}
+
+/* ---- the Redis pipe ------------------------------------------------------------ */
+
+/*
+ * One connection to Redis, driven by one thread: a server thread's event
+ * loop, or poll() in xrl_limiter_decide. Decisions are queued on it and go
+ * out whenever it is free: all that are queued, in one write; the replies
+ * are read as they arrive, and when the last is in, every decision of the
+ * batch is handed back (w.resume). So a decision waits for at most the
+ * batch in flight and its own, no timer adds delay, and under load one
+ * write and one read serve many decisions, in xrld and in Redis. When Redis
+ * fails, the whole batch falls back at once, and so does every batch after
+ * it while the breaker is open: no decision waits out a timeout but those
+ * of the batch that met it.
+ */
+struct xrl_redis_pipe {
+	struct xrl_limiter *l;
+	redisContext *c;              /* connected and non-blocking, or NULL */
+	__u32 gen;                    /* bumped with every new connection */
+	char host[128];               /* where c is connected */
+	int port, db;
+	struct job *q, *q_tail;       /* queued */
+	struct job *b;                /* the batch in flight; NULL: free */
+	struct job *cur;              /* the next reply is this one's */
+	__u32 skip;                   /* replies to drop first (SCRIPT LOAD) */
+	__u64 t0, deadline;           /* the batch's start; it fails at deadline */
+	bool probe;                   /* the batch is the breaker's probe */
+	bool reused;                  /* c was open before the batch */
+	bool retried, reloaded;       /* sent once more: on a new connection; after NOSCRIPT */
+	bool answered;                /* a reply of the batch came in */
+	char *wb;                     /* the batch's bytes; wb[woff..wlen) unwritten */
+	size_t wlen, woff, wcap;
+	struct job *free;             /* spare jobs */
+	__u32 nfree;
+	__u32 handed;                 /* decisions handed back (pipe_run's count) */
+	const char *why;              /* what failed, for the log */
+	char why_buf[160];
+};
+
+static void pipe_drop(struct xrl_redis_pipe *p)
+{
+	if (p->c)
+		redisFree(p->c);
+	p->c = NULL;
+}
+
+/* A connection to the configured Redis (cfg_mu held): the open one, or a
+ * new one (SELECT, SCRIPT LOAD; blocking, with the timeout), non-blocking. */
+static int pipe_connect(struct xrl_redis_pipe *p)
+{
+	const struct xrl_http_cfg *c = &p->l->cfg;
+	struct timeval tv = { .tv_sec = (time_t)(c->redis_timeout_ns / XRL_NSEC_PER_SEC),
+			      .tv_usec = (suseconds_t)(c->redis_timeout_ns % XRL_NSEC_PER_SEC / 1000) };
+	redisReply *r;
+	int fl;
+
+	p->reused = false;
+	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host)) {
+		p->reused = true;
+		return 0;
+	}
+	pipe_drop(p);
+	p->c = redisConnectWithTimeout(c->redis_host, c->redis_port, tv);
+	if (!p->c || p->c->err) {
+		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s", p->c ? p->c->errstr : "out of memory");
+		p->why = p->why_buf;
+		goto fail;
+	}
+	redisSetTimeout(p->c, tv);
+	if (c->redis_db) {
+		r = redisCommand(p->c, "SELECT %d", c->redis_db);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			p->why = "SELECT";
+			if (r)
+				freeReplyObject(r);
+			goto fail;
+		}
+		freeReplyObject(r);
+	}
+	r = redisCommand(p->c, "SCRIPT LOAD %s", lua_gcra);
+	if (!r || r->type != REDIS_REPLY_STRING || r->len != 40 || memcmp(r->str, p->l->sha, 40)) {
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.100s",
+			 !r ? p->c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
+		p->why = p->why_buf;
+		if (r && r->type == REDIS_REPLY_STRING && r->len == 40)
+			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
+				  r->str, p->l->sha);
+		if (r)
+			freeReplyObject(r);
+		goto fail;
+	}
+	freeReplyObject(r);
+	/* from here on hiredis only parses; reads and writes are ours */
+	fl = fcntl(p->c->fd, F_GETFL);
+	if (fl < 0 || fcntl(p->c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		goto fail;
+	p->c->flags &= ~REDIS_BLOCK;
+	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
+	p->port = c->redis_port;
+	p->db = c->redis_db;
+	p->gen++;
 	return 0;
+fail:
+	pipe_drop(p);
+	return -EIO;
+}
+
+static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
+{
+	if (p->wlen + n > p->wcap) {
+		size_t cap = p->wcap ? p->wcap : 16384;
+		char *nb;
+
+		while (cap < p->wlen + n)
+			cap *= 2;
+		nb = realloc(p->wb, cap);
+		if (!nb)
+			return -ENOMEM;
+		p->wb = nb;
+		p->wcap = cap;
+	}
+	memcpy(p->wb + p->wlen, s, n);
+	p->wlen += n;
+	return 0;
+}
+
+/* Write what the socket takes. 0 (all written, or EAGAIN), or -errno. */
+static int pipe_write(struct xrl_redis_pipe *p)
+{
+	while (p->woff < p->wlen) {
+		ssize_t n = send(p->c->fd, p->wb + p->woff, p->wlen - p->woff, MSG_NOSIGNAL);
+
+		if (n > 0)
+			p->woff += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		else
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+/*
+ * Send the batch's pending jobs (cfg_mu held), on the open connection or a
+ * new one; after NOSCRIPT, SCRIPT LOAD first. -EIO: no connection;
+ * -EPIPE: the connection failed as it was written to.
+ */
+static int pipe_send(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	__u64 rnow, mnow, calls = 0;
+
+	if (pipe_connect(p))
+		return -EIO;
+	rnow = redis_now_ns();
+	mnow = mono_ns();
+	p->wlen = p->woff = 0;
+	p->skip = 0;
+	if (p->reloaded) {
+		if (wb_add(p, l->load_cmd, l->load_len))
+			return -EIO;
+		p->skip = 1;
+	}
+	for (struct job *j = p->b; j; j = j->next) {
+		if (j->st != J_PENDING)
+			continue;
+		job_set_now(j, rnow, mnow);
+		if (wb_add(p, j->cmd, j->len))
+			return -EIO;
+		calls++;
+	}
+	STAT_ADD(l, redis_round_trips, 1);
+	STAT_ADD(l, redis_calls, calls);
+	p->cur = p->b;
+	p->deadline = mnow + l->cfg.redis_timeout_ns;
+	return pipe_write(p) ? -EPIPE : 0;
+}
+
+/* The batch is over: the breaker, the decisions, back to their callers. */
+static void pipe_end(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	struct job *b = p->b, *next;
+	bool ok = true, skipped = false;
+	__u64 now;
+
+	for (struct job *j = b; j; j = j->next) {
+		ok &= j->st == J_OK;
+		skipped |= j->st == J_SKIP;
+	}
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	if (!skipped)
+		brk_result(l, ok, p->probe, p->t0, p->why);
+	now = mono_ns();
+	for (struct job *j = b; j; j = j->next)
+		finish(l, j->it, j->m, j->st, now, j->d);
+	pthread_rwlock_unlock(&l->cfg_mu);
+	p->b = NULL;
+	for (struct job *j = b; j; j = next) {
+		next = j->next;
+		j->w.resume(j->w.arg); /* d is the caller's again */
+		p->handed++;
+		if (p->nfree < FREE_JOBS_MAX) {
+			j->next = p->free;
+			p->free = j;
+			p->nfree++;
+		} else {
+			free(j);
+		}
+	}
+}
+
+/*
+ * The connection failed (closed: Redis closed it, rather than a timeout
+ * or an error answer). One that Redis closed while it was idle (a restart,
+ * its client timeout) is not an outage: if nothing was answered on it, the
+ * batch goes once more on a new one. Otherwise what is unanswered fails.
+ */
+static void pipe_fail(struct xrl_redis_pipe *p, bool closed, const char *why)
+{
+	if (why)
+		p->why = why;
+	pipe_drop(p);
+	if (closed && p->reused && !p->answered && !p->retried) {
+		int rc;
+
+		p->retried = true;
+		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		rc = pipe_send(p);
+		pthread_rwlock_unlock(&p->l->cfg_mu);
+		if (!rc)
+			return;
+		pipe_drop(p);
+	}
+	for (struct job *j = p->b; j; j = j->next)
+		if (j->st == J_PENDING || j->st == J_NOSCRIPT)
+			j->st = J_FAIL;
+	pipe_end(p);
+}
+
+static void pipe_start(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	int rc;
+
+	p->b = p->q;
+	p->q = p->q_tail = NULL;
+	for (struct job *j = p->b; j; j = j->next)
+		j->st = J_PENDING;
+	p->t0 = mono_ns();
+	p->retried = p->reloaded = p->answered = false;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	if (!brk_allow(l, p->t0, &p->probe)) {
+		pthread_rwlock_unlock(&l->cfg_mu);
+		for (struct job *j = p->b; j; j = j->next)
+			j->st = J_SKIP;
+		pipe_end(p);
+		return;
+	}
+	rc = pipe_send(p);
+	pthread_rwlock_unlock(&l->cfg_mu);
+	if (rc)
+		pipe_fail(p, rc == -EPIPE, rc == -EPIPE ? "write" : NULL);
+}
+
+/* Replies that have arrived. */
+static void pipe_read(struct xrl_redis_pipe *p)
+{
+	bool noscript = false, bad = false;
+
+	if (redisBufferRead(p->c) != REDIS_OK) {
+		int err = errno;
+
+		snprintf(p->why_buf, sizeof(p->why_buf), "read: %.100s", p->c->errstr);
+		pipe_fail(p, p->c->err == REDIS_ERR_EOF ||
+			     (p->c->err == REDIS_ERR_IO && err != EAGAIN && err != EINTR), p->why_buf);
+		return;
+	}
+	for (;;) {
+		redisReply *r = NULL;
+
+		if (redisGetReplyFromReader(p->c, (void **)&r) != REDIS_OK) {
+			pipe_fail(p, false, "not the Redis protocol");
+			return;
+		}
+		if (!r)
+			break;
+		if (p->skip) {
+			p->skip--;
+			freeReplyObject(r);
+			continue;
+		}
+		while (p->cur && p->cur->st != J_PENDING)
+			p->cur = p->cur->next;
+		if (!p->cur) {
+			freeReplyObject(r);
+			pipe_fail(p, false, "an answer too many");
+			return;
+		}
+		p->cur->st = job_reply(p->cur, r);
+		p->answered = true;
+		freeReplyObject(r);
+		p->cur = p->cur->next;
+	}
+	while (p->cur && p->cur->st != J_PENDING)
+		p->cur = p->cur->next;
+	if (p->cur || p->skip)
+		return; /* more to come */
+	for (struct job *j = p->b; j; j = j->next) {
+		noscript |= j->st == J_NOSCRIPT;
+		bad |= j->st == J_FAIL;
+	}
+	if (noscript && !p->reloaded) {
+		/* a flushed script cache: load it, and those once more */
+		int rc;
+
+		p->reloaded = true;
+		for (struct job *j = p->b; j; j = j->next)
+			if (j->st == J_NOSCRIPT)
+				j->st = J_PENDING;
+		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		rc = pipe_send(p);
+		pthread_rwlock_unlock(&p->l->cfg_mu);
+		if (rc)
+			pipe_fail(p, false, NULL);
+		return;
+	}
+	for (struct job *j = p->b; j; j = j->next)
+		if (j->st == J_NOSCRIPT)
+			j->st = J_FAIL;
+	if (noscript || bad) {
+		p->why = noscript ? "NOSCRIPT after SCRIPT LOAD" : "an error answer";
+		pipe_drop(p); /* Redis is not fit to decide */
+	}
+	pipe_end(p);
+}
+
+struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
+{
+	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->l = l;
+	return p;
+}
+
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
+{
+	struct job *q;
+
+	if (!p)
+		return;
+	if (p->b)
+		pipe_fail(p, false, "stopping");
+	q = p->q;
+	p->q = p->q_tail = NULL;
+	if (q) {
+		p->b = q;
+		for (struct job *j = q; j; j = j->next)
+			j->st = J_FAIL;
+		pipe_end(p);
+	}
+	pipe_drop(p);
+}
+
+void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
+{
+	struct job *next;
+
+	if (!p)
+		return;
+	xrl_limiter_pipe_abort(p);
+	for (struct job *j = p->free; j; j = next) {
+		next = j->next;
+		free(j);
+	}
+	free(p->wb);
+	free(p);
+}
+
+int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
+{
+	*events = 0;
+	*timeout_ns = UINT64_MAX;
+	*gen = p->gen;
+	if (!p->c)
+		return -1;
+	/* idle: POLLIN sees Redis close the connection (a restart) */
+	*events = POLLIN;
+	if (p->b) {
+		__u64 now = mono_ns();
+
+		if (p->woff < p->wlen)
+			*events |= POLLOUT;
+		*timeout_ns = p->deadline > now ? p->deadline - now : 0;
+	}
+	return p->c->fd;
+}
+
+int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
+{
+	p->handed = 0;
+	if (p->b) {
+		if (p->woff < p->wlen && (revents & (POLLOUT | POLLERR | POLLHUP)) && pipe_write(p))
+			pipe_fail(p, true, "write");
+		if (p->b && (revents & (POLLIN | POLLERR | POLLHUP)))
+			pipe_read(p);
+		if (p->b && mono_ns() >= p->deadline) {
+			/* the replies may be in, unread: this thread was busy */
+			if (!(revents & POLLIN) && p->woff == p->wlen)
+				pipe_read(p);
+			if (p->b && mono_ns() >= p->deadline)
+				pipe_fail(p, false, "timeout"); /* not once more */
+		}
+	} else if (p->c && (revents & (POLLIN | POLLERR | POLLHUP))) {
+		char buf[64];
+		ssize_t n = recv(p->c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		/* idle: closed by Redis (or anything unasked for): let it go */
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			pipe_drop(p);
+	}
+	if (!p->b && p->q)
+		pipe_start(p);
+	return (int)p->handed;
+}
+
+bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
+{
+	return p->b || p->q;
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
+{
+	struct xrl_limiter *l = calloc(1, sizeof(*l));
+	__u32 cap = c->memory_max_keys ? c->memory_max_keys : 1000000;
+	const char *argv[3] = { "SCRIPT", "LOAD", lua_gcra };
+	size_t argl[3] = { 6, 4, sizeof(lua_gcra) - 1 };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int len;
+
+	if (!l)
+		return -ENOMEM;
+	l->cfg = *c;
+	pthread_rwlock_init(&l->cfg_mu, NULL);
+	pthread_mutex_init(&l->sync_mu, NULL);
+	if (!EVP_Digest(lua_gcra, sizeof(lua_gcra) - 1, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
+		free(l);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(l->sha + 2 * i, 3, "%02x", md[i]);
+	len = redisFormatCommandArgv(&l->load_cmd, 3, argv, argl);
+	if (len < 0) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->load_len = (size_t)len;
+	/* memory: the buckets (or the local fallback when the backend is Redis) */
+	l->mem = store_new(c->redis ? cap / 4 : cap);
+	l->overlimit = store_new(c->redis ? cap / 4 : 1024);
+	l->pen_block = store_new(cap / 16);
+	l->pen_state = store_new(cap / 16);
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state) {
+		xrl_limiter_free(l);
+		return -ENOMEM;
+	}
+	*out = l;
+	return 0;
+}
+
+void xrl_limiter_free(struct xrl_limiter *l)
+{
+	if (!l)
+		return;
+	xrl_limiter_pipe_free(l->sync_pipe);
+	redisFreeCommand(l->load_cmd);
+	store_free(l->mem);
+	store_free(l->overlimit);
+	store_free(l->pen_block);
+	store_free(l->pen_state);
+	free(l);
+}
+
+void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
+{
+	pthread_rwlock_wrlock(&l->cfg_mu);
+	l->cfg = *c;
+	pthread_rwlock_unlock(&l->cfg_mu);
+}
+
+int xrl_limiter_breaker_state(struct xrl_limiter *l)
+{
+	return atomic_load(&l->brk_state);
+}
+
+void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
+{
+	/* field by field: each counter is read atomically, the set need not be */
+	for (size_t i = 0; i < sizeof(*s) / sizeof(__u64); i++)
+		((__u64 *)s)[i] = __atomic_load_n(&((__u64 *)&l->st)[i], __ATOMIC_RELAXED);
+	s->keys = atomic_load(&l->mem->keys);
+	s->evictions_idle = atomic_load(&l->mem->ev_idle);
+	s->evictions_active = atomic_load(&l->mem->ev_active);
+}
+
+int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *const *rules, const char *const *keys,
+			     const __u32 *costs, int n, struct xrl_decision *d,
+			     const struct xrl_limiter_wait *w)
+{
+	struct item it[XRL_HTTP_MAX_MATCH];
+	const char *ik[XRL_HTTP_MAX_MATCH];
+	struct job *j;
+	int m = 0, rc;
+
+	rc = prepare(l, rules, keys, costs, n, d, it, &m);
+	if (rc != 1)
+		return rc;
+	j = p->free;
+	if (j) {
+		p->free = j->next;
+		p->nfree--;
+	} else {
+		j = malloc(sizeof(*j));
+	}
+	if (!j) {
+		/* no memory to queue it: as if Redis had failed (no breaker) */
+		pthread_rwlock_rdlock(&l->cfg_mu);
+		finish(l, it, m, J_FAIL, mono_ns(), d);
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return 0;
+	}
+	for (int i = 0; i < m; i++) {
+		ik[i] = it[i].key;
+		it[i].key = NULL; /* the caller's: gone once we return */
+	}
+	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
+	j->m = m;
+	j->d = d;
+	j->w = *w;
+	j->next = NULL;
+	job_format(l, j, ik);
+	if (w->suspend)
+		w->suspend(w->arg);
+	if (p->q_tail)
+		p->q_tail->next = j;
+	else
+		p->q = j;
+	p->q_tail = j;
+	return 1;
+}
+
+static void sync_resume(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* One decision at a time on the limiter's own pipe, driven by poll(). */
+int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
+{
+	bool done = false;
+	struct xrl_limiter_wait w = { .resume = sync_resume, .arg = &done };
+	struct xrl_redis_pipe *p;
+	int rc;
+
+	pthread_mutex_lock(&l->sync_mu);
+	if (!l->sync_pipe)
+		l->sync_pipe = xrl_limiter_pipe_new(l);
+	p = l->sync_pipe;
+	if (!p) {
+		pthread_mutex_unlock(&l->sync_mu);
+		return -ENOMEM;
+	}
+	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
+	if (rc == 1) {
+		xrl_limiter_pipe_run(p, 0);
+		while (!done) {
+			struct pollfd pfd = { .fd = -1 };
+			__u64 left;
+			__u32 gen;
+			int ms;
+
+			pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
+			if (pfd.fd < 0) {
+				xrl_limiter_pipe_abort(p); /* nothing to wait for */
+				break;
+			}
+			ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+				pfd.revents = POLLERR;
+			xrl_limiter_pipe_run(p, pfd.revents);
+		}
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->sync_mu);
+	return rc;
 }

@@ -4,7 +4,9 @@
  * (user/limiter.c): xrl_limiter_new / decide / free with the memory backend,
  * and the Redis backend against a Redis that is not there (127.0.0.1 port 1,
  * and a local socket that accepts and never answers) for the breaker and the
- * on_backend_error fallbacks. No root, no network, no Redis server.
+ * on_backend_error fallbacks. No root, no network. The tests of batches,
+ * precision, NOSCRIPT, outages and shared counts start a redis-server of
+ * their own on a loopback port, and are skipped when there is none.
  *
  * The limiter reads CLOCK_MONOTONIC itself, so these tests run on the real
  * clock: exact counts use slow rates (1/6s, 10/min, 1/h) under which no
@@ -14,7 +16,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,9 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <hiredis/hiredis.h>
 
 #include "check.h"
 
@@ -1361,6 +1368,453 @@ static void test_redis_silent_timeout(void **state)
 	close(fd);
 }
 
+/* ---- a real Redis: batches, precision, NOSCRIPT, outages ------------------- */
+
+/*
+ * These start a redis-server of their own on a free loopback port (skipped
+ * when there is none on PATH). The asynchronous ones drive a pipe the way a
+ * server thread's event loop does: queue decisions, run the pipe, poll its
+ * fd; what is queued while a batch is in flight goes out in the next.
+ */
+struct rsrv {
+	pid_t pid;
+	int port;
+	char url[64];
+};
+
+static int free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	port = ntohs(sa.sin_port);
+	close(fd);
+	return port;
+}
+
+static bool have_redis_server(void)
+{
+	return system("command -v redis-server >/dev/null 2>&1") == 0;
+}
+
+/* Start redis-server on r->port (a free one when 0); wait until it answers. */
+static void redis_up(struct rsrv *r)
+{
+	char port[16];
+
+	if (!r->port)
+		r->port = free_port();
+	snprintf(port, sizeof(port), "%d", r->port);
+	snprintf(r->url, sizeof(r->url), "redis://127.0.0.1:%d", r->port);
+	r->pid = fork();
+	assert_true(r->pid >= 0);
+	if (!r->pid) {
+		int fd = open("/dev/null", O_RDWR);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1",
+		       "--save", "", "--appendonly", "no", (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100; i++) {
+		struct timeval tv = { 0, 100000 };
+		redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+		redisReply *rep = c && !c->err ? redisCommand(c, "PING") : NULL;
+		bool ok = rep && rep->type == REDIS_REPLY_STATUS;
+
+		if (rep)
+			freeReplyObject(rep);
+		if (c)
+			redisFree(c);
+		if (ok)
+			return;
+		sleep_ns(50 * MS);
+	}
+	fail_msg("redis-server on port %d did not answer", r->port);
+}
+
+static void redis_down(struct rsrv *r)
+{
+	if (r->pid <= 0)
+		return;
+	kill(r->pid, SIGCONT);
+	kill(r->pid, SIGTERM);
+	waitpid(r->pid, NULL, 0);
+	r->pid = 0;
+}
+
+/* One command to the test's Redis, by a connection of the test's own. */
+static void redis_cmd(const struct rsrv *r, const char *cmd)
+{
+	struct timeval tv = { 1, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+	redisReply *rep;
+
+	assert_true(c && !c->err);
+	rep = redisCommand(c, cmd);
+	assert_non_null(rep);
+	freeReplyObject(rep);
+	redisFree(c);
+}
+
+/* Decisions queued on a pipe: how many were suspended and resumed. */
+struct flight {
+	int suspended, resumed;
+};
+
+static void fl_suspend(void *arg)
+{
+	((struct flight *)arg)->suspended++;
+}
+
+static void fl_resume(void *arg)
+{
+	((struct flight *)arg)->resumed++;
+}
+
+/* Queue one decision (rule r, key) on p; xrl_limiter_decide_async's result. */
+static int dec_async(struct xrl_limiter *l, struct xrl_redis_pipe *p, const struct xrl_http_rule *r,
+		     const char *key, struct flight *f, struct xrl_decision *d)
+{
+	struct xrl_limiter_wait w = { .suspend = fl_suspend, .resume = fl_resume, .arg = f };
+
+	return xrl_limiter_decide_async(l, p, &r, &key, NULL, 1, d, &w);
+}
+
+/* Run the pipe as an event loop would until `n` decisions are resumed;
+ * the time it took (ns). */
+static __u64 drive(struct xrl_redis_pipe *p, struct flight *f, int n)
+{
+	__u64 t0 = mono();
+
+	xrl_limiter_pipe_run(p, 0);
+	while (f->resumed < n) {
+		struct pollfd pfd = { .fd = -1 };
+		__u64 left;
+		__u32 gen;
+
+		pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
+		assert_true(pfd.fd >= 0);
+		poll(&pfd, 1, left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000));
+		xrl_limiter_pipe_run(p, pfd.revents);
+		assert_true(mono() - t0 < 10 * SEC);
+	}
+	return mono() - t0;
+}
+
+static struct xrl_http_cfg *cfg_live(const struct rsrv *r, const char *rate, __u32 burst,
+				     __u64 timeout)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	char err[256] = "";
+
+	assert_int_equal(xrl_http_backend_parse(r->url, c, err, sizeof(err)), 0);
+	rule_add(c, "api", rate, burst);
+	c->redis_timeout_ns = timeout;
+	c->breaker_cooldown_ns = 200 * MS;
+	cfg_done(c);
+	return c;
+}
+
+/*
+ * One decision in flight, N queued behind it: the N go out in one write
+ * (the pipe's round trips: the first, the one in flight, the N), counts
+ * are exact, and none of them waited for more than those two batches.
+ */
+static void test_redis_batches(void **state)
+{
+	enum { N = 300 };
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct xrl_limiter_stats s;
+	struct flight f = {};
+	static struct xrl_decision d[N + 2];
+	int allowed = 0;
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, 1/h burst 100: 1 + %d decisions of one key", rs.url, N);
+	c = cfg_live(&rs, "1/h", 100, 2 * SEC);
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	/* connect and load the script first */
+	EQ(dec_async(l, p, &c->rules[0], "warm", &f, &d[N + 1]), 1);
+	drive(p, &f, 1);
+	EQ(d[N + 1].allowed, true);
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 1);
+	xrl_limiter_pipe_run(p, 0); /* in flight */
+	EQ(xrl_limiter_pipe_busy(p), true);
+	for (int i = 1; i <= N; i++)
+		EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[i]), 1);
+	EQ(f.suspended, 1 + 1 + N);
+	EQ(f.resumed, 1);
+	drive(p, &f, 1 + 1 + N);
+	for (int i = 0; i <= N; i++) {
+		allowed += d[i].allowed;
+		EQ(d[i].backend_error, false);
+	}
+	CTX("allowed of 1 + %d", N);
+	EQ(allowed, 100);
+	s = stats(l);
+	CTX("stats after 1 + 1 + %d decisions", N);
+	EQ(s.redis_calls, 1 + 1 + N);
+	EQ(s.redis_round_trips, 3);
+	EQ(s.backend_errors, 0);
+	CTX("the over-limit cache: refused at once, no round trip");
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 0);
+	EQ(d[0].allowed, false);
+	EQ(stats(l).redis_round_trips, 3);
+	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/*
+ * Times of the shared clock keep sub-microsecond steps: at 10,000,000/s
+ * (100 ns a token), burst 50, one batch of decisions of one key at one
+ * "now" admits exactly the first 50. (Counted in us since 1970, ~1.7e15, a
+ * double's step is 0.25 us: the 0.1 us steps were lost, all admitted.)
+ * Only the first 51 are judged: the key's expiry is Redis's own clock, so
+ * a stall of Redis of 2 ms within the batch rightly refills the bucket.
+ */
+static void test_redis_fast_rule_precision(void **state)
+{
+	enum { N = 60 };
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct flight f = {};
+	static struct xrl_decision d[N + 1];
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, 10000000/s burst 50", rs.url);
+	c = cfg_live(&rs, "10000000/s", 50, 2 * SEC);
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, &c->rules[0], "other", &f, &d[0]), 1);
+	xrl_limiter_pipe_run(p, 0);
+	for (int i = 1; i <= N; i++)
+		EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[i]), 1);
+	drive(p, &f, N + 1);
+	EQ(stats(l).redis_round_trips, 2);
+	for (int i = 1; i <= 51; i++) {
+		CTX("decision %d of one batch at one now", i);
+		EQ(d[i].allowed, i <= 50);
+	}
+	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* SCRIPT FLUSH: the next decision reloads the script, no backend error. */
+static void test_redis_noscript(void **state)
+{
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_limiter_stats s0, s1;
+	struct xrl_decision d;
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, 1/h burst 3", rs.url);
+	c = cfg_live(&rs, "1/h", 3, 1 * SEC);
+	l = lim_new(c);
+	EQ(dec1(l, &c->rules[0], "k").allowed, true);
+	redis_cmd(&rs, "SCRIPT FLUSH");
+	s0 = stats(l);
+	d = dec1(l, &c->rules[0], "k");
+	CTX("after SCRIPT FLUSH");
+	EQ(d.allowed, true);
+	EQ(d.backend_error, false);
+	EQ(d.remaining, 1);
+	s1 = stats(l);
+	EQ(s1.backend_errors, 0);
+	EQ(s1.redis_round_trips - s0.redis_round_trips, 2); /* NOSCRIPT, then load + again */
+	EQ(xrl_limiter_breaker_state(l), 0);
+	CTX("the third and fourth");
+	EQ(dec1(l, &c->rules[0], "k").allowed, true);
+	EQ(dec1(l, &c->rules[0], "k").allowed, false);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* Two rules in Redis: a refusal by one charges neither (one script call). */
+static void test_redis_two_rules_atomic(void **state)
+{
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *a, *b;
+	int n = 0;
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, rules a (burst 2) and b (burst 5)", rs.url);
+	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
+	rule_add(c, "b", "1/h", 5);
+	cfg_done(c);
+	l = lim_new(c);
+	a = &c->rules[0];
+	b = &c->rules[1];
+	for (int i = 0; i < 6; i++)
+		n += dec2(l, a, b, "k").allowed;
+	EQ(n, 2);
+	CTX("b alone afterwards: charged 2 of 5");
+	EQ(drain(l, b, "k", 10), 3);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/*
+ * Redis frozen with one decision in flight and 50 queued: all 51 fall back
+ * together once the one in flight times out (not one timeout each), the
+ * breaker opens; thawed, after the cooldown, Redis decides again. Then
+ * Redis restarted while idle: no backend error (the stale connection is
+ * opened again), the buckets start over (a new, empty Redis).
+ */
+static void test_redis_outage_and_restart(void **state)
+{
+	enum { N = 50 };
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct flight f = {};
+	static struct xrl_decision d[N + 1];
+	__u64 ns;
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, timeout 100 ms, cooldown 200 ms", rs.url);
+	c = cfg_live(&rs, "1/h", 1000, 100 * MS);
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 1);
+	drive(p, &f, 1);
+	EQ(d[0].remaining, 1000 - 1);
+	kill(rs.pid, SIGSTOP);
+	f = (struct flight){};
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 1);
+	xrl_limiter_pipe_run(p, 0);
+	for (int i = 1; i <= N; i++)
+		EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[i]), 1);
+	ns = drive(p, &f, N + 1);
+	print_message("  frozen redis: 1 + %d queued decisions answered in %.1f ms\n", N,
+		      (double)ns / MS);
+	CTX("1 + %d decisions with Redis frozen", N);
+	GE(ns, 90 * MS);
+	LE(ns, 100 * MS + 150 * MS);
+	for (int i = 0; i <= N; i++) {
+		EQ(d[i].backend_error, true);
+		EQ(d[i].allowed, true); /* on_backend_error open */
+	}
+	EQ(xrl_limiter_breaker_state(l), 1);
+	EQ(stats(l).breaker_open_skips, N); /* the batch behind the failed one */
+	kill(rs.pid, SIGCONT);
+	sleep_ns(250 * MS);
+	CTX("thawed, after the cooldown");
+	f = (struct flight){};
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 1);
+	drive(p, &f, 1);
+	EQ(d[0].backend_error, false);
+	/* the one that timed out was written: Redis ran it when it woke (a
+	 * timeout never tells whether a command ran); the 50 were never sent */
+	EQ(d[0].remaining, 1000 - 3);
+	EQ(xrl_limiter_breaker_state(l), 0);
+
+	CTX("redis restarted while idle");
+	redis_down(&rs);
+	redis_up(&rs);
+	f = (struct flight){};
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[0]), 1);
+	drive(p, &f, 1);
+	EQ(d[0].backend_error, false);
+	EQ(d[0].remaining, 1000 - 1);
+	EQ(stats(l).backend_errors, N + 1);
+	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* Two limiters (two instances) on one Redis, two threads each: exact counts. */
+struct share_arg {
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	int allowed, errors;
+};
+
+static void *share_worker(void *arg)
+{
+	struct share_arg *a = arg;
+
+	for (int i = 0; i < 400; i++) {
+		struct xrl_decision d;
+		const char *key = "shared";
+
+		if (xrl_limiter_decide(a->l, &a->r, &key, NULL, 1, &d))
+			a->errors++;
+		a->allowed += d.allowed;
+		a->errors += d.backend_error;
+	}
+	return NULL;
+}
+
+static void test_redis_two_instances_exact(void **state)
+{
+	struct rsrv rs = {};
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l[2];
+	struct share_arg a[4];
+	pthread_t t[4];
+	int allowed = 0, errors = 0;
+
+	if (!have_redis_server())
+		skip();
+	redis_up(&rs);
+	CTX("%s, 1/h burst 500, 2 limiters x 2 threads x 400 decisions", rs.url);
+	c = cfg_live(&rs, "1/h", 500, 1 * SEC);
+	l[0] = lim_new(c);
+	l[1] = lim_new(c);
+	for (int i = 0; i < 4; i++) {
+		a[i] = (struct share_arg){ .l = l[i % 2], .r = &c->rules[0] };
+		assert_int_equal(pthread_create(&t[i], NULL, share_worker, &a[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		allowed += a[i].allowed;
+		errors += a[i].errors;
+	}
+	EQ(errors, 0);
+	EQ(allowed, 500);
+	xrl_limiter_free(l[0]);
+	xrl_limiter_free(l[1]);
+	free(c);
+	redis_down(&rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1388,6 +1842,12 @@ int main(void)
 		cmocka_unit_test(test_redis_down_mixed),
 		cmocka_unit_test(test_redis_breaker_probe),
 		cmocka_unit_test(test_redis_silent_timeout),
+		cmocka_unit_test(test_redis_batches),
+		cmocka_unit_test(test_redis_fast_rule_precision),
+		cmocka_unit_test(test_redis_noscript),
+		cmocka_unit_test(test_redis_two_rules_atomic),
+		cmocka_unit_test(test_redis_outage_and_restart),
+		cmocka_unit_test(test_redis_two_instances_exact),
 	};
 
 	log_init("test_limiter", XRL_LOG_ERR, 0);
