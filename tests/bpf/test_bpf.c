@@ -808,9 +808,15 @@ static int check_leases(struct run *r)
 	 * got the CPU: printed, not asserted */
 	printf("  info admitted %.1f%% of min(sent, burst + rate x t)\n",
 	       100.0 * (double)passed / (double)(sent < 400 + el / 5000 ? sent : 400 + el / 5000));
-	check(r, b->global.c[XRL_G_LEASED] > a->global.c[XRL_G_LEASED],
-	      "some admits came from a lease: %llu", (unsigned long long)
-	      (b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED]));
+	/* leases need a busy source: dozens of admits a jiffy on this CPU. A
+	 * starved test process (a loaded machine) may not get there. */
+	if (sent * 4000000ULL / (el ? el : 1) >= 100)
+		check(r, b->global.c[XRL_G_LEASED] > a->global.c[XRL_G_LEASED],
+		      "some admits came from a lease: %llu", (unsigned long long)
+		      (b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED]));
+	else
+		printf("  info only %llu packets a jiffy were sent: too few to lease\n",
+		       (unsigned long long)(sent * 4000000ULL / (el ? el : 1)));
 	check(r, b->rules[0].pkts[XRL_V_PASSED] - a->rules[0].pkts[XRL_V_PASSED] == passed,
 	      "every admit counted as passed, leased or not");
 out:
