@@ -829,6 +829,51 @@ out:
 	return 0;
 }
 
+/*
+ * A busy source well under its rate (2,000,000/s, burst 4000: far more than
+ * BPF_PROG_TEST_RUN can send) is admitted in full, mostly from leases.
+ */
+static int check_leases_busy(struct run *r)
+{
+	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct pspec ps = { .src = "198.51.100.43" };
+	uint64_t sent = 0, passed = 0, t0, el;
+	struct pb p;
+	int v, rc;
+
+	if (!a || !b || build(&ps, &p)) {
+		check(r, false, "lease check: set-up");
+		goto out;
+	}
+	xrl_read_stats(r->h, a);
+	t0 = xrl_now_ns();
+	while (xrl_now_ns() - t0 < 30000000ULL) {
+		rc = send_pkt(r, &p, &v);
+		if (rc) {
+			check(r, false, "lease check: test run: %d", rc);
+			goto out;
+		}
+		sent++;
+		passed += v == XDP_PASS_V;
+	}
+	el = xrl_now_ns() - t0;
+	xrl_read_stats(r->h, b);
+	check(r, passed == sent, "a source under its rate is admitted in full: %llu of %llu",
+	      (unsigned long long)passed, (unsigned long long)sent);
+	if (sent * 4000000ULL / (el ? el : 1) >= 100)
+		check(r, b->global.c[XRL_G_LEASED] > a->global.c[XRL_G_LEASED],
+		      "busy (%llu a jiffy): admits came from leases: %llu",
+		      (unsigned long long)(sent * 4000000ULL / (el ? el : 1)), (unsigned long long)
+		      (b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED]));
+	else
+		printf("  info only %llu packets a jiffy: too few to lease\n",
+		       (unsigned long long)(sent * 4000000ULL / (el ? el : 1)));
+out:
+	free(a);
+	free(b);
+	return 0;
+}
+
 /* ---- the cases -------------------------------------------------------- */
 
 #define PASS XDP_PASS_V
@@ -1495,6 +1540,16 @@ static const struct tcase cases[] = {
 	},
 	.g = { G(BUCKET_NEW) = 1 },
 	.check = check_leases,
+},
+{
+	.name = "admission leases: a busy source under its rate, admitted in full from leases",
+	.rules = { { .name = "busy", .proto = TCP, .tcp_class = CLS_SYN,
+		     .rate = { 2000000, 1000000000ULL }, .burst = 4000 } },
+	.s = {
+		{ .p = { .src = "198.51.100.43" }, .v = PASS, .r = { RV_P } },
+	},
+	.g = { G(BUCKET_NEW) = 1 },
+	.check = check_leases_busy,
 },
 };
 
