@@ -46,6 +46,7 @@
 # NAPI_PRIO (50: the kthread's SCHED_FIFO priority, see napi_pin).
 # State: /run/xrlfl (nginx prefix, pid file, lab.env); pins of xrl go under
 # /sys/fs/bpf/xrlfl and are removed by `down`.
+# shellcheck disable=SC2086 # pid lists split on purpose
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

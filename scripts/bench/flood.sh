@@ -37,11 +37,11 @@
 # had room (someone else had CPU GEN_CPU), is measured again (RETRY times at
 # most, RETRY_BUDGET in the whole run; the least disturbed attempt is kept):
 # the machine may be shared.
-# A step "keeps control" when the receive path did not saturate (kthread
-# busy < 90 % and < 10 % of the flood lost in the receive ring: a paced
-# generator's bursts overflow the veth's 256 frames now and then whatever
-# the defence) and the clients lost <= 0.1 % with a p99 <= 2x idle. The
+# A step "keeps control" when the receive CPU did not saturate (kthread
+# busy < 90 %) and the clients lost <= 0.1 % with a p99 <= 2x idle. The
 # highest received rate of such a step is the defence's "absorbed" figure.
+# Ring drops are shown but not judged: the generator's bursts overflow the
+# veth's 256 frames now and then whatever the defence (flat out, a lot).
 #
 # Then, per defence (not none): admitted SYNs per source against burst +
 # rate * t, with one source's packets received on one CPU (threaded NAPI,
@@ -76,11 +76,12 @@
 # Knobs (environment): XRL_GEN (the generator: build/xrl-gen if built, else
 # build/xrl-synflood), STEPS ("100000 200000 400000 0"), NSRC (64),
 # RATE (100), BURST (50), LEGIT_RPS (300), LEGIT_SECS (4), WARM (0.5),
-# MEAS (2), NOISE_MAX (10), RETRY (3), RETRY_BUDGET (16), COST_ROUNDS (5), GEN_BATCH (192), NAPI_PRIO (50),
+# MEAS (2), NOISE_MAX (10), RETRY (3), RETRY_BUDGET (24), COST_ROUNDS (5), GEN_BATCH (192), NAPI_PRIO (50),
 # RX_SPIN (1), DEFENCES ("floor none nft iptables xrl"), BIG (1: run the
 # millions-of-sources part), BIG_RATE (300000), BIG_SOURCES ("1000000
 # 10000000"), KEEP (1: keep the logs).
-# Whole run: about 7 minutes on 2 vCPUs.
+# Whole run: 6 to 9 minutes on 2 vCPUs (more retries on a busier machine).
+# shellcheck disable=SC2086,SC2153 # pid lists split on purpose; names set by lab.sh env and bg
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -102,7 +103,7 @@ NAPI_PRIO=${NAPI_PRIO:-50}
 GEN_PRIO=5                     # the clients run at 10
 NOISE_MAX=${NOISE_MAX:-10}
 RETRY=${RETRY:-3}
-RETRY_BUDGET=${RETRY_BUDGET:-16}  # retries in the whole run, at most
+RETRY_BUDGET=${RETRY_BUDGET:-24}  # retries in the whole run, at most
 RX_SPIN=${RX_SPIN:-1}
 RATE=${RATE:-100}
 BURST=${BURST:-50}
@@ -187,6 +188,7 @@ wait_bg() {
 # VM a halted vCPU takes long enough to wake that a flood at a few hundred
 # kpps overflows the veth's 256-frame ring meanwhile (a NIC's ring is 4 to
 # 16 times larger). Every task and the kthread preempt it at once.
+# shellcheck disable=SC2034 # set by bg, for the record
 SPIN_PID=
 # idle_pids CPU|any: the SCHED_IDLE tasks last seen on CPU (ours and anyone
 # else's); idle_ns PIDS...: their run time so far. They yield to every other
@@ -388,7 +390,7 @@ defence_off() {
 
 IDLE_P99=
 FLOOR_MAX=
-BEST_SCORE=0 BEST_ROW= BEST_MSG=
+BEST_SCORE=0 BEST_ROW='' BEST_MSG=''
 # idle DEFENCE: the clients without a flood.
 idle() {
 	local d=$1 f=$TMP/$1.idle
@@ -439,12 +441,12 @@ step() {
 	req=$(kv requests "$LEGIT_OUT"); err=$(kv errors "$LEGIT_OUT")
 	errp=$(awk -v e="$err" -v n="$req" 'BEGIN { printf "%.2f", n ? 100 * e / n : 0 }')
 	p50=$(kv p50_ms "$LEGIT_OUT"); p99=$(kv p99_ms "$LEGIT_OUT")
-	# loss of control: the receive path saturated (the kthread busy >= 90 %,
-	# or >= 10 % of the flood lost in the ring: more than bursts overflowing
-	# it now and then), or the clients hurt
+	# loss of control: the receive CPU saturated (the kthread >= 90 % busy)
+	# or the clients were hurt. Ring drops are shown, not judged: flat out,
+	# the generator's bursts overflow the veth's 256 frames whatever the
+	# defence, and what a defence took is the received rate
 	why=
 	awk -v b="$busy" 'BEGIN { exit !(b >= 90) }' && why+="kthread ${busy}% busy;"
-	awk -v d="$drop_pct" 'BEGIN { exit !(d >= 10) }' && why+="ring drops ${drop_pct}%;"
 	if [ "$d" != floor ]; then
 		awk -v e="$errp" -v m="$E_MAX" 'BEGIN { exit !(e > m) }' && why+="legit errors ${errp}%;"
 		awk -v p="$p99" -v i="$IDLE_P99" -v m="$P_MAX" 'BEGIN { exit !(p > m * i) }' && why+="legit p99 ${p99}ms>2x idle;"
@@ -457,7 +459,7 @@ step() {
 	# XDP recycles its pages as fast: xrl and floor only) or under the
 	# lowest paced step (stalled). The score ranks attempts: the least
 	# noisy one is kept.
-	local noise= score short=0
+	local noise='' score short=0
 	[ "$others" -gt "$NOISE_MAX" ] && noise="other tasks took $others% of CPU $RX_CPU"
 	if [ "$pps" -gt 0 ] && [ "$gen_pps" -lt $((pps * 9 / 10)) ] &&
 	   awk -v b="$busy" 'BEGIN { exit !(b < 80) }'; then

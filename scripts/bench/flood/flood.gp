@@ -16,34 +16,39 @@ file(n) = dir."/".n.".dat"
 
 set multiplot layout 2,2 title "SYN flood against a front end: receive cost and legitimate clients, per defence" font ",15"
 set grid
-set key top left
 set logscale x
+set xrange [50000:3000000]
 set xlabel "flood offered (packets/s, generator's rate)"
 set format x "%.0s%c"
 set style data linespoints
 set pointsize 1.3
 
 set title "Receive CPU per flood packet (NAPI kthread)"
+set key top right
 set ylabel "ns per packet"
 set logscale y
+set yrange [100:30000]
 plot for [n in names] file(n) using 1:4 title title(n) lc rgb color(n) pt 7
 
 set title "Receive kthread busy (100 % = CPU saturated)"
+set key bottom right
 set ylabel "% of one CPU"
 unset logscale y
 set yrange [0:105]
 plot for [n in names] file(n) using 1:3 title title(n) lc rgb color(n) pt 7
 
 set title "Legitimate clients: p99 latency (new connection + GET)"
+set key top right
 set ylabel "ms"
 set logscale y
-set yrange [*:*]
+set yrange [1:*]
 plot for [n in lnames] file(n) using 1:7 title title(n) lc rgb color(n) pt 7
 
 set title "Legitimate clients: failed requests (timeout 3 s)"
+set key top right
 set ylabel "% of requests"
 unset logscale y
-set yrange [-2:102]
+set yrange [0:1<*]
 plot for [n in lnames] file(n) using 1:5 title title(n) lc rgb color(n) pt 7
 
 unset multiplot

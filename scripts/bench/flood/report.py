@@ -102,11 +102,11 @@ def main():
     def absorbed(d):
         ok = [r for r in steps[d] if r["control"] == "yes"]
         if not ok:
-            return "below %s" % kpps(f(steps[d][0]["gen_pps"])) if steps[d] else "-"
+            return "below %s pps" % kpps(f(steps[d][0]["gen_pps"])) if steps[d] else "-"
         best = max(ok, key=lambda r: f(r["rx_pps"]))
-        s = kpps(f(best["rx_pps"]))
+        s = kpps(f(best["rx_pps"])) + " pps"
         if best is steps[d][-1] and best["step"] == "0":
-            s = ">= " + s + " (generator's max)"
+            s = ">= " + s + " (all the generator sent)"
         return s
 
     L = []
@@ -122,9 +122,9 @@ def main():
         if not h:
             continue
         if d == "floor":
-            L.append("| %s | %s | %s %% | %s pps | - | - |" % (NAMES[d], h["ns_per_pkt"], h["busy_pct"], absorbed(d)))
+            L.append("| %s | %s | %s %% | %s | - | - |" % (NAMES[d], h["ns_per_pkt"], h["busy_pct"], absorbed(d)))
             continue
-        L.append("| %s | %s | %s %% | %s pps | %s %%, %s ms, %s ms | %s %%, %s ms, %s ms |" % (
+        L.append("| %s | %s | %s %% | %s | %s %%, %s ms, %s ms | %s %%, %s ms, %s ms |" % (
             NAMES.get(d, d), h["ns_per_pkt"], h["busy_pct"], absorbed(d),
             i["legit_err_pct"], i["p50_ms"], i["p99_ms"], h["legit_err_pct"], h["p50_ms"], h["p99_ms"]))
     # receive cost side by side, per step
