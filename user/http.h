@@ -148,7 +148,7 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 struct xrl_redis_pipe;
 
 struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l);
-/* Every decision still queued or in flight falls back now (resumed); then free. */
+/* Every decision still queued or in flight falls back now (w->decided); then free. */
 void xrl_limiter_pipe_free(struct xrl_redis_pipe *p);
 void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p);   /* the same, the pipe stays */
 /*
@@ -161,7 +161,7 @@ int  xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeo
 /* After the fd was ready (revents), the timeout passed, or decisions were
  * queued (revents 0): write, read, time out, hand back the decisions of a
  * batch that is over, and send the next batch when the pipe is free.
- * Returns the number of decisions handed back (w->resume called). */
+ * Returns the number of decisions handed back (w->decided called). */
 int  xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents);
 bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p);
 
@@ -170,13 +170,13 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p);
  * decision already (the memory backend, a missing key, a penalty, the
  * over-limit cache), -E2BIG as above, or 1: the decision is queued on the
  * pipe p, which sends it with the next batch (xrl_limiter_pipe_run).
- * w->suspend(w->arg), if set, is called before it is queued, and
- * w->resume(w->arg) by xrl_limiter_pipe_run once d is filled. The keys are
- * copied; the rules and d must stay until resume.
+ * w->queued(w->arg), if set, is called before it is queued, and
+ * w->decided(w->arg) by xrl_limiter_pipe_run once d is filled. The keys are
+ * copied; the rules and d must stay until w->decided.
  */
 struct xrl_limiter_wait {
-	void (*suspend)(void *arg);
-	void (*resume)(void *arg);
+	void (*queued)(void *arg);
+	void (*decided)(void *arg);
 	void *arg;
 };
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,

@@ -590,7 +590,7 @@ static int decide(struct xrl_http_server *s, struct srv_cfg *sc, struct req *rq,
 		  const struct xrl_http_rule *const *rules, const char *const *keys,
 		  const __u32 *costs, int n)
 {
-	struct xrl_limiter_wait w = { .suspend = rq_wait, .resume = rq_decided, .arg = rq };
+	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
 	int rc;
 
 	if (!tl_loop || tl_loop->s != s)

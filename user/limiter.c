@@ -354,16 +354,17 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
  * ARGV[1] = now; per key i: ARGV[3i-1] = tau (negative: a shadow rule, whose
  * refusal does not refuse the request), ARGV[3i] = inc (cost x emit),
  * ARGV[3i+1] = unused (reserved). Comparisons allow half a ns of rounding.
- * A stored TAT beyond now + tau (written by an instance whose clock is
- * ahead, or on another epoch) counts as now + tau, a drained bucket, and is
- * written back so: never more than a full burst of debt.
+ * A stored TAT without decimals is one an older xrl wrote, in whole us
+ * since 1970: it is moved to the 2024 epoch. A stored TAT beyond now + tau
+ * (written by an instance whose clock is ahead) counts as now + tau, a
+ * drained bucket, and is written back so: never more than a burst of debt.
  * Returns { refused (0 or 1), then per key "A" or "R" and its TAT relative
  * to now in us ("0": in the past, a full bucket) }.
  */
 static const char lua_gcra[] =
 	"local function split(v)\n"
 	"  local d = string.find(v, '.', 1, true)\n"
-	"  if not d then return tonumber(v) or 0, 0 end\n"
+	"  if not d then return tonumber(v) or 0, 0, true end\n"
 	"  return tonumber(string.sub(v, 1, d - 1)) or 0, tonumber(string.sub(v, d)) or 0\n"
 	"end\n"
 	"local ni, nf = split(ARGV[1])\n"
@@ -384,7 +385,11 @@ static const char lua_gcra[] =
 	"  if shadow then tau = -tau end\n"
 	"  local v = redis.call('GET', KEYS[i])\n"
 	"  local r = 0\n"
-	"  if v then local ti, tf = split(v); r = (ti - ni) + (tf - nf) end\n"
+	"  if v then\n"
+	"    local ti, tf, old = split(v)\n"
+	"    if old then ti = ti - 1704067200000000 end\n"
+	"    r = (ti - ni) + (tf - nf)\n"
+	"  end\n"
 	"  if r > tau + 0.0005 then r = tau; fix[i] = true end\n"
 	"  rel[i] = r\n"
 	"  if r < 0 then r = 0 end\n"
@@ -862,7 +867,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
  * loop, or poll() in xrl_limiter_decide. Decisions are queued on it and go
  * out whenever it is free: all that are queued, in one write; the replies
  * are read as they arrive, and when the last is in, every decision of the
- * batch is handed back (w.resume). So a decision waits for at most the
+ * batch is handed back (w.decided). So a decision waits for at most the
  * batch in flight and its own, no timer adds delay, and under load one
  * write and one read serve many decisions, in xrld and in Redis. When Redis
  * fails, the whole batch falls back at once, and so does every batch after
@@ -884,6 +889,7 @@ struct xrl_redis_pipe {
 	bool reused;                  /* c was open before the batch */
 	bool retried, reloaded;       /* sent once more: on a new connection; after NOSCRIPT */
 	bool answered;                /* a reply of the batch came in */
+	bool aborting;                /* pipe_abort: not Redis's failure */
 	char *wb;                     /* the batch's bytes; wb[woff..wlen) unwritten */
 	size_t wlen, woff, wcap;
 	struct job *free;             /* spare jobs */
@@ -1016,7 +1022,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	p->skip = 0;
 	if (p->reloaded) {
 		if (wb_add(p, l->load_cmd, l->load_len))
-			return -EIO;
+			goto oom;
 		p->skip = 1;
 	}
 	for (struct job *j = p->b; j; j = j->next) {
@@ -1024,7 +1030,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 			continue;
 		job_set_now(j, rnow, mnow);
 		if (wb_add(p, j->cmd, j->len))
-			return -EIO;
+			goto oom;
 		calls++;
 	}
 	STAT_ADD(l, redis_round_trips, 1);
@@ -1032,6 +1038,9 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	p->cur = p->b;
 	p->deadline = mnow + l->cfg.redis_timeout_ns;
 	return pipe_write(p) ? -EPIPE : 0;
+oom:
+	p->why = "out of memory";
+	return -EIO;
 }
 
 /* The batch is over: the breaker, the decisions, back to their callers. */
@@ -1047,16 +1056,19 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		skipped |= j->st == J_SKIP;
 	}
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	if (!skipped)
+	if (!skipped && !p->aborting)
 		brk_result(l, ok, p->probe, p->t0, p->why);
+	else if (p->probe)
+		atomic_store(&l->brk_probe, 0); /* the probe is given up */
 	now = mono_ns();
 	for (struct job *j = b; j; j = j->next)
 		finish(l, j->it, j->m, j->st, now, j->d);
 	pthread_rwlock_unlock(&l->cfg_mu);
 	p->b = NULL;
+	p->probe = false;
 	for (struct job *j = b; j; j = next) {
 		next = j->next;
-		j->w.resume(j->w.arg); /* d is the caller's again */
+		j->w.decided(j->w.arg); /* d is the caller's again */
 		p->handed++;
 		if (p->nfree < FREE_JOBS_MAX) {
 			j->next = p->free;
@@ -1107,6 +1119,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 		j->st = J_PENDING;
 	p->t0 = mono_ns();
 	p->retried = p->reloaded = p->answered = false;
+	p->why = NULL;
 	pthread_rwlock_rdlock(&l->cfg_mu);
 	if (!brk_allow(l, p->t0, &p->probe)) {
 		pthread_rwlock_unlock(&l->cfg_mu);
@@ -1180,7 +1193,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		rc = pipe_send(p);
 		pthread_rwlock_unlock(&p->l->cfg_mu);
 		if (rc)
-			pipe_fail(p, false, NULL);
+			pipe_fail(p, false, rc == -EPIPE ? "write" : NULL);
 		return;
 	}
 	for (struct job *j = p->b; j; j = j->next)
@@ -1204,21 +1217,23 @@ struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
 
 void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 {
-	struct job *q;
+	struct job **tail = &p->b;
 
-	if (!p)
-		return;
-	if (p->b)
-		pipe_fail(p, false, "stopping");
-	q = p->q;
+	/* the batch in flight and the queue, as one failed batch; not a
+	 * failure of Redis: the breaker is left as it is */
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = p->q;
 	p->q = p->q_tail = NULL;
-	if (q) {
-		p->b = q;
-		for (struct job *j = q; j; j = j->next)
-			j->st = J_FAIL;
-		pipe_end(p);
-	}
 	pipe_drop(p);
+	if (!p->b)
+		return;
+	for (struct job *j = p->b; j; j = j->next)
+		if (j->st != J_OK)
+			j->st = J_FAIL;
+	p->aborting = true;
+	pipe_end(p);
+	p->aborting = false;
 }
 
 void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
@@ -1400,10 +1415,11 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	j->m = m;
 	j->d = d;
 	j->w = *w;
+	j->st = J_PENDING;
 	j->next = NULL;
 	job_format(l, j, ik);
-	if (w->suspend)
-		w->suspend(w->arg);
+	if (w->queued)
+		w->queued(w->arg);
 	if (p->q_tail)
 		p->q_tail->next = j;
 	else
@@ -1412,7 +1428,7 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	return 1;
 }
 
-static void sync_resume(void *arg)
+static void sync_decided(void *arg)
 {
 	*(bool *)arg = true;
 }
@@ -1422,7 +1438,7 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
 {
 	bool done = false;
-	struct xrl_limiter_wait w = { .resume = sync_resume, .arg = &done };
+	struct xrl_limiter_wait w = { .decided = sync_decided, .arg = &done };
 	struct xrl_redis_pipe *p;
 	int rc;
 

@@ -1382,6 +1382,9 @@ struct rsrv {
 	char url[64];
 };
 
+/* The servers running, stopped by redis_teardown even when a test failed. */
+static struct rsrv *live_rs[4];
+
 static int free_port(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -1421,6 +1424,11 @@ static void redis_up(struct rsrv *r)
 		       "--save", "", "--appendonly", "no", (char *)NULL);
 		_exit(127);
 	}
+	for (int i = 0; i < 4; i++)
+		if (!live_rs[i] || live_rs[i] == r) {
+			live_rs[i] = r;
+			break;
+		}
 	for (int i = 0; i < 100; i++) {
 		struct timeval tv = { 0, 100000 };
 		redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
@@ -1440,12 +1448,23 @@ static void redis_up(struct rsrv *r)
 
 static void redis_down(struct rsrv *r)
 {
+	for (int i = 0; i < 4; i++)
+		if (live_rs[i] == r)
+			live_rs[i] = NULL;
 	if (r->pid <= 0)
 		return;
 	kill(r->pid, SIGCONT);
 	kill(r->pid, SIGTERM);
 	waitpid(r->pid, NULL, 0);
 	r->pid = 0;
+}
+
+static int redis_teardown(void **state)
+{
+	for (int i = 0; i < 4; i++)
+		if (live_rs[i])
+			redis_down(live_rs[i]);
+	return 0;
 }
 
 /* One command to the test's Redis, by a connection of the test's own. */
@@ -1462,38 +1481,38 @@ static void redis_cmd(const struct rsrv *r, const char *cmd)
 	redisFree(c);
 }
 
-/* Decisions queued on a pipe: how many were suspended and resumed. */
+/* Decisions queued on a pipe: how many were queued and decided. */
 struct flight {
-	int suspended, resumed;
+	int queued, decided;
 };
 
-static void fl_suspend(void *arg)
+static void fl_queued(void *arg)
 {
-	((struct flight *)arg)->suspended++;
+	((struct flight *)arg)->queued++;
 }
 
-static void fl_resume(void *arg)
+static void fl_decided(void *arg)
 {
-	((struct flight *)arg)->resumed++;
+	((struct flight *)arg)->decided++;
 }
 
 /* Queue one decision (rule r, key) on p; xrl_limiter_decide_async's result. */
 static int dec_async(struct xrl_limiter *l, struct xrl_redis_pipe *p, const struct xrl_http_rule *r,
 		     const char *key, struct flight *f, struct xrl_decision *d)
 {
-	struct xrl_limiter_wait w = { .suspend = fl_suspend, .resume = fl_resume, .arg = f };
+	struct xrl_limiter_wait w = { .queued = fl_queued, .decided = fl_decided, .arg = f };
 
 	return xrl_limiter_decide_async(l, p, &r, &key, NULL, 1, d, &w);
 }
 
-/* Run the pipe as an event loop would until `n` decisions are resumed;
+/* Run the pipe as an event loop would until `n` decisions are decided;
  * the time it took (ns). */
 static __u64 drive(struct xrl_redis_pipe *p, struct flight *f, int n)
 {
 	__u64 t0 = mono();
 
 	xrl_limiter_pipe_run(p, 0);
-	while (f->resumed < n) {
+	while (f->decided < n) {
 		struct pollfd pfd = { .fd = -1 };
 		__u64 left;
 		__u32 gen;
@@ -1522,14 +1541,15 @@ static struct xrl_http_cfg *cfg_live(const struct rsrv *r, const char *rate, __u
 }
 
 /*
- * One decision in flight, N queued behind it: the N go out in one write
- * (the pipe's round trips: the first, the one in flight, the N), counts
- * are exact, and none of them waited for more than those two batches.
+ * One decision in flight, N queued behind it: the N go out in one write as
+ * soon as the one in flight is answered (the pipe's round trips: the first,
+ * the one in flight, the N), with exact counts; a refused key is refused
+ * afterwards from the over-limit cache, without a round trip.
  */
 static void test_redis_batches(void **state)
 {
 	enum { N = 300 };
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_redis_pipe *p;
@@ -1540,6 +1560,7 @@ static void test_redis_batches(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, 1/h burst 100: 1 + %d decisions of one key", rs.url, N);
 	c = cfg_live(&rs, "1/h", 100, 2 * SEC);
@@ -1555,8 +1576,8 @@ static void test_redis_batches(void **state)
 	EQ(xrl_limiter_pipe_busy(p), true);
 	for (int i = 1; i <= N; i++)
 		EQ(dec_async(l, p, &c->rules[0], "k", &f, &d[i]), 1);
-	EQ(f.suspended, 1 + 1 + N);
-	EQ(f.resumed, 1);
+	EQ(f.queued, 1 + 1 + N);
+	EQ(f.decided, 1);
 	drive(p, &f, 1 + 1 + N);
 	for (int i = 0; i <= N; i++) {
 		allowed += d[i].allowed;
@@ -1590,7 +1611,7 @@ static void test_redis_batches(void **state)
 static void test_redis_fast_rule_precision(void **state)
 {
 	enum { N = 60 };
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_redis_pipe *p;
@@ -1599,6 +1620,7 @@ static void test_redis_fast_rule_precision(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, 10000000/s burst 50", rs.url);
 	c = cfg_live(&rs, "10000000/s", 50, 2 * SEC);
@@ -1624,7 +1646,7 @@ static void test_redis_fast_rule_precision(void **state)
 /* SCRIPT FLUSH: the next decision reloads the script, no backend error. */
 static void test_redis_noscript(void **state)
 {
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_limiter_stats s0, s1;
@@ -1632,6 +1654,7 @@ static void test_redis_noscript(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, 1/h burst 3", rs.url);
 	c = cfg_live(&rs, "1/h", 3, 1 * SEC);
@@ -1659,7 +1682,7 @@ static void test_redis_noscript(void **state)
 /* Two rules in Redis: a refusal by one charges neither (one script call). */
 static void test_redis_two_rules_atomic(void **state)
 {
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	const struct xrl_http_rule *a, *b;
@@ -1667,6 +1690,7 @@ static void test_redis_two_rules_atomic(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, rules a (burst 2) and b (burst 5)", rs.url);
 	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
@@ -1695,7 +1719,7 @@ static void test_redis_two_rules_atomic(void **state)
 static void test_redis_outage_and_restart(void **state)
 {
 	enum { N = 50 };
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_redis_pipe *p;
@@ -1705,6 +1729,7 @@ static void test_redis_outage_and_restart(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, timeout 100 ms, cooldown 200 ms", rs.url);
 	c = cfg_live(&rs, "1/h", 1000, 100 * MS);
@@ -1784,7 +1809,7 @@ static void *share_worker(void *arg)
 
 static void test_redis_two_instances_exact(void **state)
 {
-	struct rsrv rs = {};
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l[2];
 	struct share_arg a[4];
@@ -1793,6 +1818,7 @@ static void test_redis_two_instances_exact(void **state)
 
 	if (!have_redis_server())
 		skip();
+	rs = (struct rsrv){};
 	redis_up(&rs);
 	CTX("%s, 1/h burst 500, 2 limiters x 2 threads x 400 decisions", rs.url);
 	c = cfg_live(&rs, "1/h", 500, 1 * SEC);
@@ -1842,12 +1868,12 @@ int main(void)
 		cmocka_unit_test(test_redis_down_mixed),
 		cmocka_unit_test(test_redis_breaker_probe),
 		cmocka_unit_test(test_redis_silent_timeout),
-		cmocka_unit_test(test_redis_batches),
-		cmocka_unit_test(test_redis_fast_rule_precision),
-		cmocka_unit_test(test_redis_noscript),
-		cmocka_unit_test(test_redis_two_rules_atomic),
-		cmocka_unit_test(test_redis_outage_and_restart),
-		cmocka_unit_test(test_redis_two_instances_exact),
+		cmocka_unit_test_teardown(test_redis_batches, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_fast_rule_precision, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_noscript, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_two_rules_atomic, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
 	};
 
 	log_init("test_limiter", XRL_LOG_ERR, 0);
