@@ -121,7 +121,7 @@ struct xrl_limiter_stats {
 	__u64 fallback_open, fallback_closed, fallback_local;
 	__u64 keys, evictions_idle, evictions_active, penalties;
 	__u64 redis_round_trips;       /* writes of a batch of EVALSHA */
-	__u64 redis_calls;             /* EVALSHA sent */
+	__u64 redis_calls;             /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
 };
 
 int  xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
@@ -146,6 +146,9 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
  * batch in flight and its own; no timer adds delay.
  */
 struct xrl_redis_pipe;
+
+/* Decisions carried by one EVALSHA of a batch at most. */
+#define XRL_REDIS_CALL_MAX 128
 
 struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l);
 /* Every decision still queued or in flight falls back now (w->decided); then free. */

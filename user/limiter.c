@@ -343,23 +343,30 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 /* ---- Redis ------------------------------------------------------------------ */
 
 /*
- * Several buckets at once, all admit or none is charged. Times in
- * microseconds with three decimals (ns) since 2024-01-01 00:00 UTC on the
- * caller's CLOCK_REALTIME (one epoch, shared by every instance), so the
- * script is a pure function of its arguments. Absolute times are split into
- * their integer and fractional parts and all arithmetic is on times
- * relative to now, which a double holds to far below a ns: a rule of
- * 10,000,000/s (0.1 us a token) counts exactly. (As one double counted from
- * 1970, ~1.7e15 us, a step is 0.25 us: such a key never advanced.)
- * ARGV[1] = now; per key i: ARGV[3i-1] = tau (negative: a shadow rule, whose
- * refusal does not refuse the request), ARGV[3i] = inc (cost x emit),
- * ARGV[3i+1] = unused (reserved). Comparisons allow half a ns of rounding.
- * A stored TAT without decimals is one an older xrl wrote, in whole us
- * since 1970: it is moved to the 2024 epoch. A stored TAT beyond now + tau
- * (written by an instance whose clock is ahead) counts as now + tau, a
- * drained bucket, and is written back so: never more than a burst of debt.
- * Returns { refused (0 or 1), then per key "A" or "R" and its TAT relative
- * to now in us ("0": in the past, a full bucket) }.
+ * Decisions, in order, each over several buckets: all admit or none is
+ * charged. One call carries every decision of a batch (xrl_redis_pipe), so
+ * Redis parses, looks up and enters the script once per batch, not once per
+ * decision; a decision sees the buckets as the ones before it left them,
+ * exactly as if each had been a call of its own. Times in microseconds with
+ * three decimals (ns) since 2024-01-01 00:00 UTC on the caller's
+ * CLOCK_REALTIME (one epoch, shared by every instance), so the script is a
+ * pure function of its arguments. Absolute times are split into their
+ * integer and fractional parts and all arithmetic is on times relative to
+ * now, which a double holds to far below a ns: a rule of 10,000,000/s
+ * (0.1 us a token) counts exactly. (As one double counted from 1970,
+ * ~1.7e15 us, a step is 0.25 us: such a key never advanced.)
+ * ARGV[1] = now, ARGV[2] = D decisions, ARGV[2+d] = the number of keys of
+ * decision d (its keys follow the previous decision's in KEYS); then per
+ * key, in KEYS order, two: tau (negative: a shadow rule, whose refusal does
+ * not refuse the request) and inc (cost x emit). Comparisons allow half a
+ * ns of rounding. A stored TAT without decimals is one an older xrl wrote,
+ * in whole us since 1970: it is moved to the 2024 epoch. A stored TAT
+ * beyond now + tau (written by an instance whose clock is ahead) counts as
+ * now + tau, a drained bucket, and is written back so: never more than a
+ * burst of debt.
+ * Returns, per decision in turn, { refused (0 or 1), then per key "A"
+ * (admitted), "a" (would admit; another rule refused) or "R" and its TAT
+ * relative to now in us ("0": in the past, a full bucket) }.
  */
 static const char lua_gcra[] =
 	"local function split(v)\n"
@@ -375,49 +382,62 @@ static const char lua_gcra[] =
 	"  if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
 	"  return string.format('%.0f.%03d', ni + xi, f)\n"
 	"end\n"
-	"local n = #KEYS\n"
-	"local rel, new, ok, fix = {}, {}, {}, {}\n"
-	"local refused = 0\n"
-	"for i = 1, n do\n"
-	"  local tau = tonumber(ARGV[3*i-1])\n"
-	"  local inc = tonumber(ARGV[3*i])\n"
-	"  local shadow = tau < 0\n"
-	"  if shadow then tau = -tau end\n"
-	"  local v = redis.call('GET', KEYS[i])\n"
-	"  local r = 0\n"
-	"  if v then\n"
-	"    local ti, tf, old = split(v)\n"
-	"    if old then ti = ti - 1704067200000000 end\n"
-	"    r = (ti - ni) + (tf - nf)\n"
+	"local nd = tonumber(ARGV[2])\n"
+	"local out = {}\n"
+	"local k0, a0 = 0, nd + 2\n"
+	"for d = 1, nd do\n"
+	"  local n = tonumber(ARGV[2 + d])\n"
+	"  local rel, new, ok, fix = {}, {}, {}, {}\n"
+	"  local refused = 0\n"
+	"  for i = 1, n do\n"
+	"    local tau = tonumber(ARGV[a0 + 2*i - 1])\n"
+	"    local inc = tonumber(ARGV[a0 + 2*i])\n"
+	"    local shadow = tau < 0\n"
+	"    if shadow then tau = -tau end\n"
+	"    local v = redis.call('GET', KEYS[k0 + i])\n"
+	"    local r = 0\n"
+	"    if v then\n"
+	"      local ti, tf, old = split(v)\n"
+	"      if old then ti = ti - 1704067200000000 end\n"
+	"      r = (ti - ni) + (tf - nf)\n"
+	"    end\n"
+	"    if r > tau + 0.0005 then r = tau; fix[i] = true end\n"
+	"    rel[i] = r\n"
+	"    if r < 0 then r = 0 end\n"
+	"    new[i] = r + inc\n"
+	"    ok[i] = new[i] <= tau + 0.0005\n"
+	"    if not ok[i] and not shadow then refused = 1 end\n"
 	"  end\n"
-	"  if r > tau + 0.0005 then r = tau; fix[i] = true end\n"
-	"  rel[i] = r\n"
-	"  if r < 0 then r = 0 end\n"
-	"  new[i] = r + inc\n"
-	"  ok[i] = new[i] <= tau + 0.0005\n"
-	"  if not ok[i] and not shadow then refused = 1 end\n"
-	"end\n"
-	"local out = { refused }\n"
-	"for i = 1, n do\n"
-	"  local r = rel[i]\n"
-	"  if refused == 0 and ok[i] then\n"
-	"    redis.call('SET', KEYS[i], abs(new[i]), 'PX', math.ceil(new[i] / 1000) + 1)\n"
-	"    out[#out + 1] = 'A'\n"
-	"    out[#out + 1] = string.format('%.3f', new[i])\n"
-	"  else\n"
-	"    if fix[i] then redis.call('SET', KEYS[i], abs(r), 'PX', math.ceil(r / 1000) + 1)\n"
-	"    elseif r > 0 then redis.call('PEXPIRE', KEYS[i], math.ceil(r / 1000) + 1) end\n"
-	"    out[#out + 1] = ok[i] and 'a' or 'R'\n"
-	"    out[#out + 1] = r > 0 and string.format('%.3f', r) or '0'\n"
+	"  out[#out + 1] = refused\n"
+	"  for i = 1, n do\n"
+	"    local r, key = rel[i], KEYS[k0 + i]\n"
+	"    if refused == 0 and ok[i] then\n"
+	"      redis.call('SET', key, abs(new[i]), 'PX', math.ceil(new[i] / 1000) + 1)\n"
+	"      out[#out + 1] = 'A'\n"
+	"      out[#out + 1] = string.format('%.3f', new[i])\n"
+	"    else\n"
+	"      if fix[i] then redis.call('SET', key, abs(r), 'PX', math.ceil(r / 1000) + 1)\n"
+	"      elseif r > 0 then redis.call('PEXPIRE', key, math.ceil(r / 1000) + 1) end\n"
+	"      out[#out + 1] = ok[i] and 'a' or 'R'\n"
+	"      out[#out + 1] = r > 0 and string.format('%.3f', r) or '0'\n"
+	"    end\n"
 	"  end\n"
+	"  k0 = k0 + n\n"
+	"  a0 = a0 + 2 * n\n"
 	"end\n"
 	"return out\n";
 
 #define REDIS_EPOCH_S 1704067200ULL   /* 2024-01-01T00:00:00Z */
 #define NOW_LEN       20              /* "%016llu.%03llu": now in the command */
-#define CMD_MAX       4096            /* one EVALSHA, 8 keys at most (~3 KiB) */
+#define KEYS_MAX      3072            /* a decision's keys, RESP (8 at most) */
+#define ARGS_MAX      640             /* a decision's tau and inc, RESP */
+#define CALL_MAX      XRL_REDIS_CALL_MAX
 #define FREE_JOBS_MAX 1024
 
+/* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
+_Static_assert(XRL_HTTP_MAX_MATCH * (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_HTTP_KEY_MAX + 3) <= KEYS_MAX,
+	       "KEYS_MAX holds a decision's keys");
+_Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX, "ARGS_MAX holds a decision's arguments");
 /* ns since REDIS_EPOCH_S on CLOCK_REALTIME */
 static __u64 redis_now_ns(void)
 {
@@ -487,9 +507,9 @@ static __u64 parse_us(const char *s)
 enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING };
 
 /*
- * One decision waiting for Redis: its items, its EVALSHA already in the wire
- * format (only the batch's "now" is written into it when it is sent), where
- * the answer goes.
+ * One decision waiting for Redis: its items, its part of the batch's
+ * EVALSHA already in the wire format (its keys, and its tau and inc per
+ * key), where the answer goes.
  */
 struct job {
 	struct job *next;
@@ -498,25 +518,19 @@ struct job {
 	struct item it[XRL_HTTP_MAX_MATCH];
 	int m;
 	int st;                  /* J_* */
+	int call_n;              /* first job of a call: the call's decisions */
 	__u64 mnow;              /* the batch's now, monotonic (ns) */
-	size_t len, now_off;
-	char cmd[CMD_MAX];
+	size_t klen, alen;
+	char kb[KEYS_MAX];
+	char ab[ARGS_MAX];
 };
 
-/* The EVALSHA of j's items, keys from the caller; "now" is left blank. */
-static void job_format(struct xrl_limiter *l, struct job *j, const char *const *keys)
+/* j's keys and arguments, keys from the caller. */
+static void job_format(struct job *j, const char *const *keys)
 {
-	char *p = j->cmd, num[32], *e;
+	char *p = j->kb, num[32], *e;
 	int m = j->m;
 
-	*p++ = '*';
-	p = put_dec(p, (__u64)(3 + m + 1 + 3 * m));
-	*p++ = '\r';
-	*p++ = '\n';
-	p = put_bulk(p, "EVALSHA", 7);
-	p = put_bulk(p, l->sha, 40);
-	e = put_dec(num, (__u64)m);
-	p = put_bulk(p, num, (size_t)(e - num));
 	for (int i = 0; i < m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
 		size_t nl = strnlen(r->name, sizeof(r->name));
@@ -535,13 +549,8 @@ static void job_format(struct xrl_limiter *l, struct job *j, const char *const *
 		memcpy(p, "}\r\n", 3);
 		p += 3;
 	}
-	memcpy(p, "$20\r\n", 5);
-	p += 5;
-	j->now_off = (size_t)(p - j->cmd);
-	memset(p, '0', NOW_LEN);
-	p += NOW_LEN;
-	*p++ = '\r';
-	*p++ = '\n';
+	j->klen = (size_t)(p - j->kb);
+	p = j->ab;
 	for (int i = 0; i < m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
 
@@ -552,37 +561,14 @@ static void job_format(struct xrl_limiter *l, struct job *j, const char *const *
 		p = put_bulk(p, num, (size_t)(e - num));
 		e = put_us(num, j->it[i].inc);
 		p = put_bulk(p, num, (size_t)(e - num));
-		p = put_bulk(p, "0", 1);
 	}
-	j->len = (size_t)(p - j->cmd);
+	j->alen = (size_t)(p - j->ab);
 }
 
-static void job_set_now(struct job *j, __u64 rnow, __u64 mnow)
-{
-	char *p = j->cmd + j->now_off;
-	__u64 us = rnow / 1000;
-
-	for (int i = 15; i >= 0; i--) {
-		p[i] = (char)('0' + us % 10);
-		us /= 10;
-	}
-	p[16] = '.';
-	p[17] = (char)('0' + rnow % 1000 / 100);
-	p[18] = (char)('0' + rnow % 100 / 10);
-	p[19] = (char)('0' + rnow % 10);
-	j->mnow = mnow;
-}
-
-/* The reply to j's EVALSHA: J_OK with the items filled, J_NOSCRIPT, J_FAIL. */
+/* j's share of its call's reply (an array): J_OK with the items filled, or J_FAIL. */
 static int job_reply(struct job *j, redisReply *r)
 {
-	if (r->type == REDIS_REPLY_ERROR) {
-		if (!strncmp(r->str, "NOSCRIPT", 8))
-			return J_NOSCRIPT;
-		log_warnx("redis: %s", r->str);
-		return J_FAIL;
-	}
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * (size_t)j->m)
+	if (r->elements != 1 + 2 * (size_t)j->m)
 		return J_FAIL;
 	/* TATs relative to the batch's now: on our monotonic clock */
 	for (int i = 0; i < j->m; i++) {
@@ -1004,20 +990,94 @@ static int pipe_write(struct xrl_redis_pipe *p)
 	return 0;
 }
 
+/* A RESP bulk string of a number. */
+static int wb_num(struct xrl_redis_pipe *p, __u64 v)
+{
+	char t[32], n[24], *e = put_dec(n, v);
+
+	return wb_add(p, t, (size_t)(put_bulk(t, n, (size_t)(e - n)) - t));
+}
+
 /*
- * Send the batch's pending jobs (cfg_mu held), on the open connection or a
- * new one; after NOSCRIPT, SCRIPT LOAD first. -EIO: no connection;
- * -EPIPE: the connection failed as it was written to.
+ * One EVALSHA for the n pending jobs from j on: their keys, now, n, their
+ * key counts, their arguments. The first job records n (its reply is the
+ * call's); each job records the monotonic now its TATs are relative to.
+ */
+static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *now,
+		   __u64 mnow)
+{
+	struct xrl_limiter *l = p->l;
+	char hdr[64], *h = hdr;
+	int keys = 0;
+	struct job *x;
+	int i;
+
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			keys += x->m;
+			i++;
+		}
+	*h++ = '*';
+	h = put_dec(h, (__u64)(3 + keys + 2 + n + 2 * keys));
+	*h++ = '\r';
+	*h++ = '\n';
+	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
+	    wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys))
+		return -ENOMEM;
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_add(p, x->kb, x->klen))
+				return -ENOMEM;
+			i++;
+		}
+	if (wb_add(p, "$20\r\n", 5) || wb_add(p, now, NOW_LEN) || wb_add(p, "\r\n", 2) ||
+	    wb_num(p, (__u64)n))
+		return -ENOMEM;
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_num(p, (__u64)x->m))
+				return -ENOMEM;
+			i++;
+		}
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_add(p, x->ab, x->alen))
+				return -ENOMEM;
+			x->mnow = mnow;
+			x->call_n = i ? 0 : n;
+			i++;
+		}
+	return 0;
+}
+
+/*
+ * Send the batch's pending jobs (cfg_mu held), CALL_MAX decisions to an
+ * EVALSHA, on the open connection or a new one; after NOSCRIPT, SCRIPT
+ * LOAD first. -EIO: no connection; -EPIPE: the connection failed as it was
+ * written to.
  */
 static int pipe_send(struct xrl_redis_pipe *p)
 {
 	struct xrl_limiter *l = p->l;
-	__u64 rnow, mnow, calls = 0;
+	__u64 rnow, mnow, us, calls = 0;
+	char now[NOW_LEN];
+	struct job *first = NULL;
+	int n = 0;
 
 	if (pipe_connect(p))
 		return -EIO;
 	rnow = redis_now_ns();
 	mnow = mono_ns();
+	/* "%016llu.%03llu" */
+	us = rnow / 1000;
+	for (int i = 15; i >= 0; i--) {
+		now[i] = (char)('0' + us % 10);
+		us /= 10;
+	}
+	now[16] = '.';
+	now[17] = (char)('0' + rnow % 1000 / 100);
+	now[18] = (char)('0' + rnow % 100 / 10);
+	now[19] = (char)('0' + rnow % 10);
 	p->wlen = p->woff = 0;
 	p->skip = 0;
 	if (p->reloaded) {
@@ -1028,8 +1088,18 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	for (struct job *j = p->b; j; j = j->next) {
 		if (j->st != J_PENDING)
 			continue;
-		job_set_now(j, rnow, mnow);
-		if (wb_add(p, j->cmd, j->len))
+		if (!first)
+			first = j;
+		if (++n == CALL_MAX) {
+			if (wb_call(p, first, n, now, mnow))
+				goto oom;
+			calls++;
+			first = NULL;
+			n = 0;
+		}
+	}
+	if (n) {
+		if (wb_call(p, first, n, now, mnow))
 			goto oom;
 		calls++;
 	}
@@ -1041,6 +1111,47 @@ static int pipe_send(struct xrl_redis_pipe *p)
 oom:
 	p->why = "out of memory";
 	return -EIO;
+}
+
+/*
+ * The reply r to the call of the n pending jobs from j on: each job's
+ * share of it (an error is every job's). Returns the job after the call.
+ */
+static struct job *call_reply(struct job *j, int n, redisReply *r)
+{
+	size_t off = 0, want = 0;
+	int i, st = J_PENDING;
+	struct job *x;
+
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			want += 1 + 2 * (size_t)x->m;
+			i++;
+		}
+	if (r->type == REDIS_REPLY_ERROR) {
+		st = strncmp(r->str, "NOSCRIPT", 8) ? J_FAIL : J_NOSCRIPT;
+		if (st == J_FAIL)
+			log_warnx("redis: %s", r->str);
+	} else if (r->type != REDIS_REPLY_ARRAY || r->elements != want) {
+		log_warnx("redis: an answer of %zu elements to %d decisions, %zu expected",
+			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n, want);
+		st = J_FAIL;
+	}
+	for (x = j, i = 0; i < n; x = x->next) {
+		if (x->st != J_PENDING)
+			continue;
+		if (st == J_PENDING) {
+			redisReply v = { .type = REDIS_REPLY_ARRAY, .elements = 1 + 2 * (size_t)x->m,
+					 .element = r->element + off };
+
+			x->st = job_reply(x, &v);
+			off += v.elements;
+		} else {
+			x->st = st;
+		}
+		i++;
+	}
+	return x;
 }
 
 /* The batch is over: the breaker, the decisions, back to their callers. */
@@ -1163,15 +1274,14 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		}
 		while (p->cur && p->cur->st != J_PENDING)
 			p->cur = p->cur->next;
-		if (!p->cur) {
+		if (!p->cur || p->cur->call_n <= 0) {
 			freeReplyObject(r);
 			pipe_fail(p, false, "an answer too many");
 			return;
 		}
-		p->cur->st = job_reply(p->cur, r);
+		p->cur = call_reply(p->cur, p->cur->call_n, r);
 		p->answered = true;
 		freeReplyObject(r);
-		p->cur = p->cur->next;
 	}
 	while (p->cur && p->cur->st != J_PENDING)
 		p->cur = p->cur->next;
@@ -1417,7 +1527,7 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	j->w = *w;
 	j->st = J_PENDING;
 	j->next = NULL;
-	job_format(l, j, ik);
+	job_format(j, ik);
 	if (w->queued)
 		w->queued(w->arg);
 	if (p->q_tail)

@@ -1543,8 +1543,10 @@ static struct xrl_http_cfg *cfg_live(const struct rsrv *r, const char *rate, __u
 /*
  * One decision in flight, N queued behind it: the N go out in one write as
  * soon as the one in flight is answered (the pipe's round trips: the first,
- * the one in flight, the N), with exact counts; a refused key is refused
- * afterwards from the over-limit cache, without a round trip.
+ * the one in flight, the N), in ceil(N / XRL_REDIS_CALL_MAX) script calls,
+ * with exact counts (decisions of one key within a call see each other's
+ * charges); a refused key is refused afterwards from the over-limit cache,
+ * without a round trip.
  */
 static void test_redis_batches(void **state)
 {
@@ -1587,7 +1589,7 @@ static void test_redis_batches(void **state)
 	EQ(allowed, 100);
 	s = stats(l);
 	CTX("stats after 1 + 1 + %d decisions", N);
-	EQ(s.redis_calls, 1 + 1 + N);
+	EQ(s.redis_calls, 1 + 1 + (N + XRL_REDIS_CALL_MAX - 1) / XRL_REDIS_CALL_MAX);
 	EQ(s.redis_round_trips, 3);
 	EQ(s.backend_errors, 0);
 	CTX("the over-limit cache: refused at once, no round trip");
@@ -1704,6 +1706,64 @@ static void test_redis_two_rules_atomic(void **state)
 	EQ(n, 2);
 	CTX("b alone afterwards: charged 2 of 5");
 	EQ(drain(l, b, "k", 10), 3);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/*
+ * One call, decisions of different shapes: k1 asks rules a (burst 2) and b
+ * (burst 5), k2 asks b alone, in turn, 6 times each, all queued behind one
+ * in flight so that they share a call. Each gets its own share of the
+ * reply: a admits k1 twice, then refuses it without charging b; b admits
+ * k2 five times; b's k1 bucket holds the 2 that a admitted.
+ */
+static void test_redis_call_mixed(void **state)
+{
+	enum { N = 6 };
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct flight f = {};
+	struct xrl_decision d1[N], d2[N], w;
+	const struct xrl_http_rule *ab[2];
+	const char *k1[2] = { "k1", "k1" };
+	struct xrl_limiter_wait wt = { .queued = fl_queued, .decided = fl_decided, .arg = &f };
+	int a1 = 0, a2 = 0;
+
+	if (!have_redis_server())
+		skip();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	CTX("%s, rules a (burst 2) and b (burst 5)", rs.url);
+	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
+	rule_add(c, "b", "1/h", 5);
+	cfg_done(c);
+	l = lim_new(c);
+	ab[0] = &c->rules[0];
+	ab[1] = &c->rules[1];
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, ab[1], "warm", &f, &w), 1);
+	xrl_limiter_pipe_run(p, 0); /* in flight */
+	for (int i = 0; i < N; i++) {
+		EQ(xrl_limiter_decide_async(l, p, ab, k1, NULL, 2, &d1[i], &wt), 1);
+		EQ(dec_async(l, p, ab[1], "k2", &f, &d2[i]), 1);
+	}
+	drive(p, &f, 1 + 2 * N);
+	for (int i = 0; i < N; i++) {
+		EQ(d1[i].backend_error, false);
+		EQ(d2[i].backend_error, false);
+		a1 += d1[i].allowed;
+		a2 += d2[i].allowed;
+	}
+	EQ(stats(l).redis_calls, 2);
+	EQ(a1, 2);
+	EQ(a2, 5);
+	CTX("b for k1 afterwards: charged 2 of 5");
+	EQ(drain(l, ab[1], "k1", 10), 3);
+	xrl_limiter_pipe_free(p);
 	xrl_limiter_free(l);
 	free(c);
 	redis_down(&rs);
@@ -1872,6 +1932,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_fast_rule_precision, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_noscript, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_rules_atomic, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_call_mixed, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
 	};
