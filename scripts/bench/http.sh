@@ -6,8 +6,9 @@
 #
 #   sudo scripts/bench/http.sh
 #
-# One run, every case for the same duration (DUR seconds, after a 1 s
-# warm-up), wrk -t1 -cCONNS --latency with scripts/bench/http/auth.lua:
+# One run of ROUNDS rounds, every case once a round for the same duration
+# (DUR seconds, after a 1 s warm-up), wrk -t1 -cCONNS --latency with
+# scripts/bench/http/auth.lua:
 #
 #   a  xrld, memory backend, allowed   /v1/auth, X-Forwarded-Uri /open/x
 #   b  xrld, memory backend, refused   /v1/auth, X-Forwarded-Uri /shut/x, one
@@ -27,7 +28,9 @@
 # and the subject of f, also runs on SERVER_CPU (REDIS_CPU): in c and d xrld
 # and Redis share the one server CPU, as Redis alone has it in f.
 #
-# Ratios and requirements (the run exits 1 when one is missed):
+# Ratios and requirements (the run exits 1 when one is missed), each the
+# median of its rounds (a round runs the cases compared back to back: one
+# round alone is at the mercy of a neighbour taking CPU 0 for a few seconds):
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  b / a and d / c >= 1.0   (the last line shows the min)
@@ -39,7 +42,7 @@
 #
 # Environment: DUR (10), CONNS (32), THREADS (1), NKEYS (1024),
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (8,
-# the target length of f), KEEP=1 keeps the temporary directory (logs),
+# the target length of f), ROUNDS (3), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
 # a patched copy; its Lua script must still be the one in user/limiter.c).
 # Exit: 0 all requirements met, 1 one missed, 2 the run itself failed.
@@ -58,6 +61,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 REDIS_CPU=${REDIS_CPU:-$SERVER_CPU}
 RB_SECONDS=${RB_SECONDS:-8}
+ROUNDS=${ROUNDS:-3}
 
 die() { printf 'http.sh: %s\n' "$*" >&2; exit 2; }
 say() { printf '%s\n' "$*" >&2; }
@@ -289,34 +293,13 @@ say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS on CPU $CLIENT_C
 	"xrld (http.threads $THREADS) and nginx (worker_processes $THREADS) on CPU $SERVER_CPU;" \
 	"redis-server on CPU $REDIS_CPU"
 
-# a and e(allowed) back to back, then b and e(refused): the pairs compared
-# see the same neighbours on a shared machine
-wrk_case a "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"
-wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"
-exhaust "http://127.0.0.1:$P_MEM/v1/auth" /shut/x
-wrk_case b "$P_MEM" /v1/auth /shut/x 1 refused "${PID_XRLD[mem]}"
-exhaust "http://127.0.0.1:$P_NGX/shut/x" /shut/x
-wrk_case e_refused "$P_NGX" /shut/x /shut/x 1 refused "${PIDS_NGINX[@]}"
-
-# xrld has loaded its script by now (healthz does not; the first decision
-# does): ours must be byte-identical, i.e. have the same SHA1
+# xrld has loaded its script once it decided (healthz does not load it):
+# ours must be byte-identical, i.e. have the same SHA1
 curl -s -o /dev/null -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
 [ "$("${RCLI[@]}" SCRIPT EXISTS "$SHA" | tr -d '\r')" = 1 ] ||
 	die "the script extracted from user/limiter.c ($T/gcra.lua) differs from the one xrld loaded"
 [ "$("${RCLI[@]}" -x SCRIPT LOAD <"$T/gcra.lua" | tr -d '\r')" = "$SHA" ] ||
 	die "redis-cli SCRIPT LOAD did not give SHA1 $SHA"
-
-n0=$(evalsha_calls)
-wrk_case c "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
-n1=$(evalsha_calls)
-exhaust "http://127.0.0.1:$P_RED/v1/auth" /shut/x
-n2=$(evalsha_calls)
-wrk_case d "$P_RED" /v1/auth /shut/x 1 refused "${PID_XRLD[redis]}" "$PID_REDIS"
-n3=$(evalsha_calls)
-C_EVALS=$((n1 - n0))
-D_EVALS=$((n3 - n2))
-C_PER_CALL=$(awk -v e="$C_EVALS" -v n="$((REQS[c]))" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
-say "  c: $C_EVALS EVALSHA for $((REQS[c])) measured + warm-up decisions (~$C_PER_CALL a call); d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
 
 # f: one decision a call, as xrld would send it alone: the arguments for
 # rule "open" (tau 1 s, emit 1 µs, in µs), its key shape over NKEYS keys,
@@ -333,43 +316,91 @@ rb() { # N: the --csv line of EVALSHA into $T/redis-benchmark.csv
 rb 200000
 cal_rps=$(awk -F'"' '{ print $4 }' "$T/redis-benchmark.csv")
 RB_N=$(awk -v r="$cal_rps" -v s="$RB_SECONDS" 'BEGIN { n = int(r * s); if (n < 100000) n = 100000; print n }')
-say "  f: calibration $cal_rps requests/s; measuring -n $RB_N"
-t0=$(cpu_ticks "$PID_REDIS")
-rb "$RB_N"
-t1=$(cpu_ticks "$PID_REDIS")
-CPU[f]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="$RB_N" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
-f=$(cat "$T/redis-benchmark.csv")
-# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
-RPS[f]=$(echo "$f" | awk -F'"' '{ printf "%.0f", $4 }')
-P50[f]=$(echo "$f" | awk -F'"' '{ printf "%.2f", $10 }')
-P99[f]=$(echo "$f" | awk -F'"' '{ printf "%.2f", $14 }')
-REQS[f]=$RB_N
-NON2XX[f]=-
-say "  f: ${RPS[f]} EVALSHA/s, p50 ${P50[f]} ms, p99 ${P99[f]} ms (per pipeline of 16), server CPU ${CPU[f]} us/EVALSHA"
+say "f: calibration $cal_rps requests/s; -n $RB_N"
 
-# ---- the report --------------------------------------------------------------
+f_case() {
+	local t0 t1 f
+	t0=$(cpu_ticks "$PID_REDIS")
+	rb "$RB_N"
+	t1=$(cpu_ticks "$PID_REDIS")
+	CPU[f]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="$RB_N" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+	f=$(cat "$T/redis-benchmark.csv")
+	# "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"
+	RPS[f]=$(echo "$f" | awk -F'"' '{ printf "%.0f", $4 }')
+	P50[f]=$(echo "$f" | awk -F'"' '{ printf "%.2f", $10 }')
+	P99[f]=$(echo "$f" | awk -F'"' '{ printf "%.2f", $14 }')
+	REQS[f]=$RB_N
+	NON2XX[f]=-
+	say "  f: ${RPS[f]} EVALSHA/s, p50 ${P50[f]} ms, p99 ${P99[f]} ms (per pipeline of 16), server CPU ${CPU[f]} us/EVALSHA"
+}
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-R_MEM=$(ratio "${RPS[a]}" "${RPS[e_allowed]}")
-R_RED=$(ratio "${RPS[c]}" "${RPS[f]}")
-R_RA_MEM=$(ratio "${RPS[b]}" "${RPS[a]}")
-R_RA_RED=$(ratio "${RPS[d]}" "${RPS[c]}")
+# One round: every case once, the pairs compared back to back (a and
+# e_allowed, b and e_refused, c and f; d after c) so that they see the same
+# neighbours on a shared machine; the ratios of the round.
+declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
+one_round() {
+	local n0 n1 n2 n3
+	say "round $ROUND of $ROUNDS"
+	wrk_case a "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"
+	wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"
+	[ "$ROUND" -gt 1 ] || exhaust "http://127.0.0.1:$P_MEM/v1/auth" /shut/x
+	wrk_case b "$P_MEM" /v1/auth /shut/x 1 refused "${PID_XRLD[mem]}"
+	[ "$ROUND" -gt 1 ] || exhaust "http://127.0.0.1:$P_NGX/shut/x" /shut/x
+	wrk_case e_refused "$P_NGX" /shut/x /shut/x 1 refused "${PIDS_NGINX[@]}"
+	n0=$(evalsha_calls)
+	wrk_case c "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
+	n1=$(evalsha_calls)
+	f_case
+	[ "$ROUND" -gt 1 ] || exhaust "http://127.0.0.1:$P_RED/v1/auth" /shut/x
+	n2=$(evalsha_calls)
+	wrk_case d "$P_RED" /v1/auth /shut/x 1 refused "${PID_XRLD[redis]}" "$PID_REDIS"
+	n3=$(evalsha_calls)
+	C_EVALS=$((n1 - n0))
+	D_EVALS=$((n3 - n2))
+	C_PER_CALL=$(awk -v e="$C_EVALS" -v n="$((REQS[c]))" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
+	say "  c: $C_EVALS EVALSHA for $((REQS[c])) measured + warm-up decisions (~$C_PER_CALL a call); d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
+	RR_MEM+=("$(ratio "${RPS[a]}" "${RPS[e_allowed]}")")
+	RR_RED+=("$(ratio "${RPS[c]}" "${RPS[f]}")")
+	RR_RA_MEM+=("$(ratio "${RPS[b]}" "${RPS[a]}")")
+	RR_RA_RED+=("$(ratio "${RPS[d]}" "${RPS[c]}")")
+	# the same from the server CPU time a decision took: what the ratios
+	# would be if each server had its CPU to itself (neighbours lower
+	# decisions/s, much less the CPU time each decision takes)
+	RC_MEM+=("$(ratio "${CPU[e_allowed]}" "${CPU[a]}")")
+	RC_RED+=("$(ratio "${CPU[f]}" "${CPU[c]}")")
+	RC_RA_MEM+=("$(ratio "${CPU[a]}" "${CPU[b]}")")
+	RC_RA_RED+=("$(ratio "${CPU[c]}" "${CPU[d]}")")
+	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}"
+}
+
+say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS on CPU $CLIENT_CPU;" \
+	"xrld (http.threads $THREADS) and nginx (worker_processes $THREADS) on CPU $SERVER_CPU;" \
+	"redis-server on CPU $REDIS_CPU; $ROUNDS rounds"
+for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
+	one_round
+done
+
+# ---- the report --------------------------------------------------------------
+
+R_MEM=$(median "${RR_MEM[@]}")
+R_RED=$(median "${RR_RED[@]}")
+R_RA_MEM=$(median "${RR_RA_MEM[@]}")
+R_RA_RED=$(median "${RR_RA_RED[@]}")
 R_RA=$(awk -v x="$R_RA_MEM" -v y="$R_RA_RED" 'BEGIN { printf "%.2f", x < y ? x : y }')
-
-# the same ratios from the server CPU time a decision took: what the ratios
-# would be if each server had its CPU to itself (neighbours on a shared
-# machine lower decisions/s, much less the CPU time each decision takes)
-C_MEM=$(ratio "${CPU[e_allowed]}" "${CPU[a]}")
-C_RED=$(ratio "${CPU[f]}" "${CPU[c]}")
-C_RA_MEM=$(ratio "${CPU[a]}" "${CPU[b]}")
-C_RA_RED=$(ratio "${CPU[c]}" "${CPU[d]}")
+C_MEM=$(median "${RC_MEM[@]}")
+C_RED=$(median "${RC_RED[@]}")
+C_RA_MEM=$(median "${RC_RA_MEM[@]}")
+C_RA_RED=$(median "${RC_RA_RED[@]}")
 
 {
 	echo
 	echo "identity tier, $(date -u +%F), $(uname -r), $(nproc) CPUs; ${DUR} s a case, wrk -t1 -c$CONNS;" \
 		"servers on CPU $SERVER_CPU (xrld threads $THREADS, nginx workers $THREADS), clients on CPU $CLIENT_CPU"
+	echo "the last of $ROUNDS rounds:"
 	printf '%-46s %12s %8s %8s %9s %10s\n' case decisions/s "p50 ms" "p99 ms" refused "CPU us/dec"
 	for row in "a:xrld memory, allowed" "b:xrld memory, refused (429)" \
 		"c:xrld redis, allowed (batched EVALSHA)" "d:xrld redis, refused (over-limit cache)" \
@@ -386,14 +417,23 @@ C_RA_RED=$(ratio "${CPU[c]}" "${CPU[d]}")
 	echo " the decisions queued while a batch is out as one call; f: one decision a call, 16 calls"
 	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals)"
 	echo
-	echo "                                   decisions/s  by CPU time  required"
+	echo "ratios by round (decisions/s; by CPU time in brackets):"
+	echo "round   a/e_allowed    c/f            b/a            d/c"
+	for ((i = 0; i < ROUNDS; i++)); do
+		printf '%-7s %-14s %-14s %-14s %s\n' "$((i + 1))" "${RR_MEM[i]} (${RC_MEM[i]})" \
+			"${RR_RED[i]} (${RC_RED[i]})" "${RR_RA_MEM[i]} (${RC_RA_MEM[i]})" \
+			"${RR_RA_RED[i]} (${RC_RA_RED[i]})"
+	done
+	echo
+	echo "medians of the rounds:             decisions/s  by CPU time  required"
 	echo "memory_allowed_vs_nginx  a/e_allowed     $R_MEM         $C_MEM    >= 0.8 (goal 1.0)"
 	echo "redis_allowed_vs_redis_benchmark c/f     $R_RED         $C_RED    >= 0.5"
 	echo "refused_vs_allowed_memory  b/a           $R_RA_MEM         $C_RA_MEM    >= 1.0"
 	echo "refused_vs_allowed_redis   d/c           $R_RA_RED         $C_RA_RED    >= 1.0"
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
-	echo "(the requirements are judged on decisions/s; refused_vs_allowed on the last line is the lower of b/a and d/c)"
+	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
+	echo " line is the lower of b/a and d/c)"
 }
 
 missed=()
