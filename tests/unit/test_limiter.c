@@ -1681,6 +1681,21 @@ static void test_redis_noscript(void **state)
 	redis_down(&rs);
 }
 
+/* A Redis of its own for rs, rules a (1/h, burst 2) and b (1/h, burst 5), a limiter. */
+static struct xrl_http_cfg *two_rules_live(struct rsrv *rs, struct xrl_limiter **l)
+{
+	struct xrl_http_cfg *c;
+
+	*rs = (struct rsrv){};
+	redis_up(rs);
+	CTX("%s, rules a (burst 2) and b (burst 5)", rs->url);
+	c = cfg_live(rs, "1/h", 2, 1 * SEC);
+	rule_add(c, "b", "1/h", 5);
+	cfg_done(c);
+	*l = lim_new(c);
+	return c;
+}
+
 /* Two rules in Redis: a refusal by one charges neither (one script call). */
 static void test_redis_two_rules_atomic(void **state)
 {
@@ -1692,13 +1707,7 @@ static void test_redis_two_rules_atomic(void **state)
 
 	if (!have_redis_server())
 		skip();
-	rs = (struct rsrv){};
-	redis_up(&rs);
-	CTX("%s, rules a (burst 2) and b (burst 5)", rs.url);
-	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
-	rule_add(c, "b", "1/h", 5);
-	cfg_done(c);
-	l = lim_new(c);
+	c = two_rules_live(&rs, &l);
 	a = &c->rules[0];
 	b = &c->rules[1];
 	for (int i = 0; i < 6; i++)
@@ -1734,13 +1743,7 @@ static void test_redis_call_mixed(void **state)
 
 	if (!have_redis_server())
 		skip();
-	rs = (struct rsrv){};
-	redis_up(&rs);
-	CTX("%s, rules a (burst 2) and b (burst 5)", rs.url);
-	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
-	rule_add(c, "b", "1/h", 5);
-	cfg_done(c);
-	l = lim_new(c);
+	c = two_rules_live(&rs, &l);
 	ab[0] = &c->rules[0];
 	ab[1] = &c->rules[1];
 	p = xrl_limiter_pipe_new(l);
