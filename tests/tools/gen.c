@@ -1061,15 +1061,18 @@ static void send_loop(struct thr *t)
 	double tokens = 0, cap = 0;
 
 	if (t->rate) {
-		/* about a millisecond's worth per call; the bucket holds 20 ms
+		/* about a millisecond's worth per call; the bucket holds 2 ms
 		 * (at least two calls), so a late wake-up is made up but a
-		 * long stall is not turned into a burst */
+		 * stall is not turned into a burst: frames sent back to back
+		 * faster than the receiver drains them overflow the veth's
+		 * 256-frame ring, and take the clients' SYNs with them, which
+		 * a paced flood must not do (the rate reported is what went) */
 		chunk = t->rate / 1000;
 		if (chunk < 1)
 			chunk = 1;
 		if (chunk > C.batch)
 			chunk = C.batch;
-		cap = (double)t->rate * 0.02;
+		cap = (double)t->rate * 0.002;
 		if (cap < 2.0 * (double)chunk)
 			cap = 2.0 * (double)chunk;
 	}
