@@ -147,6 +147,21 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
  */
 struct xrl_redis_pipe;
 
+/* The decimal digits of v at p, not terminated; returns their end. */
+static inline char *xrl_put_u64(char *p, __u64 v)
+{
+	char t[20];
+	int n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
 /* Decisions carried by one EVALSHA of a batch at most. */
 #define XRL_REDIS_CALL_MAX 128
 

@@ -304,21 +304,6 @@ static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
 	snprintf(buf, len, "%llu per %llu ns", (unsigned long long)tok, (unsigned long long)per);
 }
 
-/* Decimal digits of v at p; returns the end (not terminated). */
-static char *put_u64(char *p, __u64 v)
-{
-	char t[20];
-	int n = 0;
-
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = t[--n];
-	return p;
-}
-
 static char *put_str(char *p, const char *s, size_t n)
 {
 	memcpy(p, s, n);
@@ -341,26 +326,26 @@ static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response 
 		p = put_str(v, "\"", 1);
 		p = put_str(p, d->rule->name, nl);
 		p = put_str(p, "\";q=", 4);
-		p = put_u64(p, d->limit);
+		p = xrl_put_u64(p, d->limit);
 		p = put_str(p, ";w=", 3);
-		p = put_u64(p, (d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC);
+		p = xrl_put_u64(p, (d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC);
 		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit-Policy", v);
 		p = put_str(v, "\"", 1);
 		p = put_str(p, d->rule->name, nl);
 		p = put_str(p, "\";r=", 4);
-		p = put_u64(p, d->remaining);
+		p = xrl_put_u64(p, d->remaining);
 		p = put_str(p, ";t=", 3);
-		p = put_u64(p, d->reset_s);
+		p = xrl_put_u64(p, d->reset_s);
 		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit", v);
 	}
 	if (c->x_ratelimit_headers) {
-		*put_u64(v, d->limit) = '\0';
+		*xrl_put_u64(v, d->limit) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Limit", v);
-		*put_u64(v, d->remaining) = '\0';
+		*xrl_put_u64(v, d->remaining) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Remaining", v);
-		*put_u64(v, (__u64)time(NULL) + d->reset_s) = '\0';
+		*xrl_put_u64(v, (__u64)time(NULL) + d->reset_s) = '\0';
 		MHD_add_response_header(resp, "X-RateLimit-Reset", v);
 	}
 }

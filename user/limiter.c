@@ -449,24 +449,10 @@ static __u64 redis_now_ns(void)
 	return ((__u64)ts.tv_sec - REDIS_EPOCH_S) * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
-static char *put_dec(char *p, __u64 v)
-{
-	char t[20];
-	int n = 0;
-
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = t[--n];
-	return p;
-}
-
 /* ns as microseconds with three decimals: "1234.567" */
 static char *put_us(char *p, __u64 ns)
 {
-	p = put_dec(p, ns / 1000);
+	p = xrl_put_u64(p, ns / 1000);
 	*p++ = '.';
 	*p++ = (char)('0' + ns % 1000 / 100);
 	*p++ = (char)('0' + ns % 100 / 10);
@@ -478,7 +464,7 @@ static char *put_us(char *p, __u64 ns)
 static char *put_bulk(char *p, const char *s, size_t n)
 {
 	*p++ = '$';
-	p = put_dec(p, n);
+	p = xrl_put_u64(p, n);
 	*p++ = '\r';
 	*p++ = '\n';
 	memcpy(p, s, n);
@@ -538,7 +524,7 @@ static void job_format(struct job *j, const char *const *keys)
 
 		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
 		*p++ = '$';
-		p = put_dec(p, 7 + nl + kl);
+		p = xrl_put_u64(p, 7 + nl + kl);
 		memcpy(p, "\r\nxrl:{", 7);
 		p += 7;
 		memcpy(p, r->name, nl);
@@ -993,7 +979,7 @@ static int pipe_write(struct xrl_redis_pipe *p)
 /* A RESP bulk string of a number. */
 static int wb_num(struct xrl_redis_pipe *p, __u64 v)
 {
-	char t[32], n[24], *e = put_dec(n, v);
+	char t[32], n[24], *e = xrl_put_u64(n, v);
 
 	return wb_add(p, t, (size_t)(put_bulk(t, n, (size_t)(e - n)) - t));
 }
@@ -1018,7 +1004,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *n
 			i++;
 		}
 	*h++ = '*';
-	h = put_dec(h, (__u64)(3 + keys + 2 + n + 2 * keys));
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys));
 	*h++ = '\r';
 	*h++ = '\n';
 	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
