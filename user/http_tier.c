@@ -1284,8 +1284,9 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 		       "xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
 		       "# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
 		       "# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
-		       "# HELP xrl_http_redis_round_trips_total Writes of a batch of EVALSHA to Redis.\n"
+		       "# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
 		       "# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
+		       "# HELP xrl_http_redis_calls_total Script calls sent to Redis (up to 128 decisions each).\n"
 		       "# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n",
 		       (unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
 		       (unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,

@@ -52,7 +52,6 @@
 #include <ifaddrs.h>
 #include <inttypes.h>
 #include <linux/ethtool.h>
-#include <linux/if_ether.h>
 #include <linux/if_link.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -72,24 +71,21 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#define PROG          "xrl-gen"
+#include "flood.h"
 #include "gen.h"
 #include "gen.skel.h"
 
-#define PROG          "xrl-gen"
-#define MAX_THREADS   64
 #define BATCH_DEF     1024
 #define BATCH_MAX     65536
 #define KBATCH_MAX    64          /* frames per kernel round (<= 256) */
 #define FRAME_MIN     60          /* Ethernet minimum without the FCS */
 #define FRAME_MAX     3000        /* fits a live-frame page with room */
-#define TCP_HLEN      24          /* 20 + MSS option */
-#define UDP_HLEN      8
 
 /* ---- configuration -------------------------------------------------------- */
 
@@ -136,10 +132,7 @@ struct thr {
 static uint8_t g_frame[FRAME_MAX];
 static unsigned g_flen;
 static int g_prog_fd;
-static volatile sig_atomic_t g_stop;
 static atomic_int g_live;
-static pthread_barrier_t g_barrier;
-static uint64_t g_deadline;     /* CLOCK_MONOTONIC ns, 0 = none */
 
 /* ---- messages --------------------------------------------------------------- */
 
@@ -190,145 +183,20 @@ static void usage(FILE *f)
 		FRAME_MIN, MAX_THREADS, BATCH_DEF, BATCH_MAX);
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2))) die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	exit(2);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t t)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(t / 1000000000ull),
-		.tv_nsec = (long)(t % 1000000000ull),
-	};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
-	       !g_stop)
-		;
-}
-
 /* ---- argument parsing --------------------------------------------------------- */
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v = parse_num(opt, s, 10, false);
 
-	errno = 0;
-	if (!s || !*s || *s == '-' || *s == '+')
-		die_usage("%s: '%s' is not a non-negative integer", opt, s ? s : "");
-	v = strtoull(s, &end, 10);
-	if (errno || *end)
-		die_usage("%s: '%s' is not a non-negative integer", opt, s);
 	if (v < min || v > max)
 		die_usage("%s: %s is outside %" PRIu64 "..%" PRIu64, opt, s, min, max);
 	return v;
 }
 
-static void parse_mac(const char *opt, const char *s, uint8_t mac[6])
+static uint64_t parse_max(const char *opt, const char *s, uint64_t max)
 {
-	unsigned int b[6];
-	char tail;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &tail) != 6)
-		die_usage("%s: '%s' is not a MAC address like 02:00:00:00:00:01", opt, s);
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-}
-
-static int parse_ip(const char *s, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (inet_pton(AF_INET, s, out) == 1)
-		return AF_INET;
-	if (inet_pton(AF_INET6, s, out) == 1)
-		return AF_INET6;
-	return 0;
-}
-
-/* "ADDR[/PLEN]"; returns the family. */
-static int parse_cidr(const char *opt, const char *s, uint8_t addr[16], int *plen)
-{
-	char buf[INET6_ADDRSTRLEN + 8];
-	char *slash;
-	int family;
-
-	if (strlen(s) >= sizeof(buf))
-		die_usage("%s: '%s' is too long for an address prefix", opt, s);
-	strcpy(buf, s);
-	slash = strchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-	family = parse_ip(buf, addr);
-	if (!family)
-		die_usage("%s: '%s' is not an IPv4 or IPv6 address", opt, buf);
-	*plen = family == AF_INET ? 32 : 128;
-	if (slash)
-		*plen = (int)parse_u64(opt, slash + 1, 0, (uint64_t)*plen);
-	return family;
-}
-
-/* "0,1" "0-3" "0,2-3"; every CPU must be allowed for this process. */
-static void parse_cpus(const char *s)
-{
-	cpu_set_t allowed;
-	char *dup = strdup(s), *save = NULL, *tok;
-
-	if (!dup)
-		die("out of memory");
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		die("couldn't read the CPU affinity mask: %s", strerror(errno));
-	C.n_cpus = 0;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *dash = strchr(tok, '-');
-		uint64_t lo, hi;
-
-		if (dash)
-			*dash = '\0';
-		lo = parse_u64("--cpus", tok, 0, CPU_SETSIZE - 1);
-		hi = dash ? parse_u64("--cpus", dash + 1, 0, CPU_SETSIZE - 1) : lo;
-		if (lo > hi)
-			die_usage("--cpus: range %" PRIu64 "-%" PRIu64 " is backwards", lo, hi);
-		for (uint64_t c = lo; c <= hi; c++) {
-			if (!CPU_ISSET((int)c, &allowed))
-				die_usage("--cpus: CPU %" PRIu64 " is not online or not allowed "
-					  "for this process", c);
-			if (C.n_cpus == MAX_THREADS)
-				die_usage("--cpus: more than %d CPUs listed", MAX_THREADS);
-			C.cpus[C.n_cpus++] = (int)c;
-		}
-	}
-	free(dup);
-	if (!C.n_cpus)
-		die_usage("--cpus: '%s' lists no CPU", s);
+	return parse_u64(opt, s, 0, max);
 }
 
 static void parse_args(int argc, char **argv)
@@ -409,17 +277,9 @@ static void parse_args(int argc, char **argv)
 		case O_RATE:
 			C.rate = parse_u64("--rate", optarg, 0, 1000000000);
 			break;
-		case O_DURATION: {
-			char *end;
-
-			errno = 0;
-			C.duration = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(C.duration > 0) ||
-			    C.duration > 3600)
-				die_usage("--duration: '%s' is not a number of seconds in "
-					  "(0, 3600]", optarg);
+		case O_DURATION:
+			C.duration = parse_duration(optarg);
 			break;
-		}
 		case O_COUNT:
 			C.count = parse_u64("--count", optarg, 1, UINT64_MAX / 2);
 			break;
@@ -427,7 +287,9 @@ static void parse_args(int argc, char **argv)
 			C.threads = (int)parse_u64("--threads", optarg, 1, MAX_THREADS);
 			break;
 		case O_CPUS:
-			parse_cpus(optarg);
+			C.n_cpus = parse_cpus(optarg, C.cpus, parse_max);
+			if (C.n_cpus < 0)
+				die("out of memory");
 			break;
 		case O_BATCH:
 			C.batch = (unsigned)parse_u64("--batch", optarg, 1, BATCH_MAX);
@@ -441,10 +303,8 @@ static void parse_args(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case ':':
-			die_usage("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			die_usage("unknown option '%s'", argv[optind - 1]);
+			bad_option(o, argv);
 		}
 	}
 	if (optind < argc)
@@ -507,12 +367,12 @@ static bool iface_addr(uint8_t out[16])
 
 static size_t l3_off(void)
 {
-	return sizeof(struct ethhdr) + (C.vlan >= 0 ? 4 : 0);
+	return fl_l3_off(C.vlan);
 }
 
 static size_t l4_off(void)
 {
-	return l3_off() + (C.family == AF_INET ? 20 : 40);
+	return fl_l4_off(C.vlan, C.family);
 }
 
 static size_t hdr_len(void)
@@ -524,10 +384,8 @@ static void iface_setup(void)
 {
 	struct ifreq ifr = { 0 };
 	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	int fd = iface_socket();
 
-	if (fd < 0)
-		die("couldn't open a socket for interface queries: %s", strerror(errno));
 	C.ifindex = (int)if_nametoindex(C.dev);
 	if (!C.ifindex)
 		die_usage("--dev: no interface '%s' in this network namespace", C.dev);
@@ -540,16 +398,13 @@ static void iface_setup(void)
 			  "frames out of this machine; add --allow-physical if that is "
 			  "really meant", C.dev, di.driver[0] ? di.driver : "unknown");
 	if (!C.has_src_mac) {
-		if (ioctl(fd, SIOCGIFHWADDR, &ifr))
-			die("couldn't read the MAC of %s: %s", C.dev, strerror(errno));
+		iface_get(fd, C.dev, SIOCGIFHWADDR, &ifr, "MAC");
 		memcpy(C.src_mac, ifr.ifr_hwaddr.sa_data, 6);
 	}
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
-		die("couldn't read the flags of %s: %s", C.dev, strerror(errno));
+	iface_get(fd, C.dev, SIOCGIFFLAGS, &ifr, "flags");
 	if (!(ifr.ifr_flags & IFF_UP))
 		die("couldn't send on %s: the interface is down", C.dev);
-	if (ioctl(fd, SIOCGIFMTU, &ifr))
-		die("couldn't read the MTU of %s: %s", C.dev, strerror(errno));
+	iface_get(fd, C.dev, SIOCGIFMTU, &ifr, "MTU");
 	close(fd);
 
 	if (C.size && C.size < hdr_len())
@@ -561,7 +416,8 @@ static void iface_setup(void)
 
 	/* the source population */
 	if (C.sources) {
-		if (parse_cidr("--sources", C.sources, C.src, &C.src_plen) != C.family)
+		if (parse_cidr("--sources", C.sources, C.src, &C.src_plen, parse_max) !=
+		    C.family)
 			die_usage("--sources %s and --dst are of different families", C.sources);
 	} else {
 		if (!iface_addr(C.src))
@@ -569,137 +425,35 @@ static void iface_setup(void)
 				  C.family == AF_INET ? "IPv4" : "IPv6");
 		C.src_plen = C.family == AF_INET ? 32 : 128;
 	}
-	if (C.nsrc) {
-		/* sequential from the given address, inside the prefix */
-		int alen = C.family == AF_INET ? 4 : 16, host = alen * 8 - C.src_plen;
-		unsigned __int128 offset = 0, space;
-
-		for (int i = 0; i < alen; i++) {
-			int bit0 = i * 8;
-			uint8_t hm = bit0 + 8 <= C.src_plen ? 0 : bit0 >= C.src_plen ? 0xff :
-				     (uint8_t)(0xff >> (C.src_plen - bit0));
-
-			offset = offset << 8 | (C.src[i] & hm);
-		}
-		space = host >= 128 ? 0 : (unsigned __int128)1 << host;
-		if (host < 128 && (C.nsrc > space || offset > space - C.nsrc))
-			die_usage("--nsrc %" PRIu64 " from %s runs past the end of its prefix "
-				  "/%d (give a wider one, e.g. --sources 198.51.100.0/24)",
-				  C.nsrc, C.sources ? C.sources : "the interface's address",
-				  C.src_plen);
-	} else if (C.random) {
-		for (int i = 0; i < 16; i++) {
-			int bit0 = i * 8;
-
-			if (bit0 >= C.src_plen)
-				C.src[i] = 0;
-			else if (bit0 + 8 > C.src_plen)
-				C.src[i] &= (uint8_t)(0xff << (8 - (C.src_plen - bit0)));
-		}
-	}
+	/* sequential from the given address, inside the prefix */
+	if (C.nsrc && !src_seq_fits(C.family, C.src, C.src_plen, C.nsrc))
+		die_usage("--nsrc %" PRIu64 " from %s runs past the end of its prefix "
+			  "/%d (give a wider one, e.g. --sources 198.51.100.0/24)",
+			  C.nsrc, C.sources ? C.sources : "the interface's address",
+			  C.src_plen);
+	if (!C.nsrc && C.random)
+		src_zero_host(C.src, C.src_plen);
 }
 
 /* ---- the template frame and its checksum sums ------------------------------------ */
 
-/* Sum of raw 16-bit words, folded to 16 bits (see gen.h). */
-static uint32_t raw_sum(uint32_t sum, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	for (; len > 1; p += 2, len -= 2) {
-		uint16_t w;
-
-		memcpy(&w, p, 2);
-		sum += w;
-	}
-	if (len) {
-		uint16_t w = 0;
-
-		memcpy(&w, p, 1);
-		sum += w;
-	}
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return sum;
-}
-
 static void build_frame(struct xrl_gen_cfg *g)
 {
-	uint8_t *f = g_frame, *ip = f + l3_off(), *l4 = f + l4_off();
-	uint16_t l3proto = htons(C.family == AF_INET ? ETH_P_IP : ETH_P_IPV6);
 	size_t l4len = (C.size ? C.size : hdr_len()) - l4_off();
-	uint8_t proto = C.udp ? IPPROTO_UDP : IPPROTO_TCP;
-	uint16_t v16;
-	uint8_t pseudo[40];
-	size_t plen;
+	struct fl_spec spec = {
+		.dst_mac = C.dst_mac, .src_mac = C.src_mac, .vlan = C.vlan,
+		.family = C.family, .dst = C.dst, .udp = C.udp,
+		.dport = C.rand_dport ? -1 : C.dport, .l4_len = l4len,
+	};
 
-	memset(g_frame, 0, sizeof(g_frame));
-	memcpy(f, C.dst_mac, 6);
-	memcpy(f + 6, C.src_mac, 6);
-	if (C.vlan >= 0) {
-		v16 = htons(ETH_P_8021Q);
-		memcpy(f + 12, &v16, 2);
-		v16 = htons((uint16_t)C.vlan);
-		memcpy(f + 14, &v16, 2);
-		memcpy(f + 16, &l3proto, 2);
-	} else {
-		memcpy(f + 12, &l3proto, 2);
-	}
-
-	if (C.family == AF_INET) {
-		ip[0] = 0x45;
-		v16 = htons((uint16_t)(20 + l4len));
-		memcpy(ip + 2, &v16, 2);
-		v16 = htons(0x4000);               /* DF */
-		memcpy(ip + 6, &v16, 2);
-		ip[8] = 64;
-		ip[9] = proto;
-		memcpy(ip + 16, C.dst, 4);         /* saddr (12) and check (10) zero */
-		g->ip_sum = raw_sum(0, ip, 20);
-		/* pseudo header without the source: daddr, 0, proto, length */
-		memcpy(pseudo, C.dst, 4);
-		pseudo[4] = 0;
-		pseudo[5] = proto;
-		v16 = htons((uint16_t)l4len);
-		memcpy(pseudo + 6, &v16, 2);
-		plen = 8;
-	} else {
-		uint32_t vtf = htonl(6u << 28);
-
-		memcpy(ip, &vtf, 4);
-		v16 = htons((uint16_t)l4len);
-		memcpy(ip + 4, &v16, 2);
-		ip[6] = proto;
-		ip[7] = 64;
-		memcpy(ip + 24, C.dst, 16);
-		memcpy(pseudo, C.dst, 16);
-		memset(pseudo + 16, 0, 8);
-		uint32_t l32 = htonl((uint32_t)l4len);
-		memcpy(pseudo + 16, &l32, 4);
-		pseudo[23] = proto;
-		plen = 24;
-	}
-
-	if (!C.rand_dport) {
-		v16 = htons((uint16_t)C.dport);
-		memcpy(l4 + 2, &v16, 2);
-	}
-	if (C.udp) {
-		v16 = htons((uint16_t)l4len);
-		memcpy(l4 + 4, &v16, 2);
-	} else {
-		l4[12] = (TCP_HLEN / 4) << 4;
-		l4[13] = 0x02;                     /* SYN */
-		v16 = htons(64240);
-		memcpy(l4 + 14, &v16, 2);
-		l4[20] = 2;                        /* MSS 1460 */
-		l4[21] = 4;
-		v16 = htons(1460);
-		memcpy(l4 + 22, &v16, 2);
-	}
-	/* sport, seq, the checksum and a random dport are zero here: the
-	 * program writes them and adds them to the sum */
-	g->l4_sum = raw_sum(raw_sum(0, pseudo, plen), l4, l4len);
+	fl_init(g_frame, sizeof(g_frame), &spec);
+	/* the source, the IPv4 check, sport, seq, the L4 checksum and a
+	 * random dport are zero here: the program writes them and adds them
+	 * to the sums */
+	if (C.family == AF_INET)
+		g->ip_sum = csum_add(0, g_frame + l3_off(), sizeof(struct fl_ip4));
+	g->l4_sum = csum_add(csum_pseudo(C.family, C.dst, C.udp, l4len),
+			     g_frame + l4_off(), l4len);
 }
 
 static void fill_cfg(struct xrl_gen_cfg *g)
@@ -1033,15 +787,6 @@ static void keeper_detach(int fd)
 
 /* ---- senders ---------------------------------------------------------------------- */
 
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-}
-
 /*
  * Send t->count frames (0 = no limit) at t->rate (0 = at once) until the
  * deadline or a signal, from the calling thread.
@@ -1130,12 +875,7 @@ static void *sender(void *arg)
 	 * it starts on. */
 	if (t->cpu < 0)
 		t->cpu = sched_getcpu();
-	if (t->cpu >= 0) {
-		t->err = pin_self(t->cpu);
-		if (t->err)
-			fprintf(stderr, PROG ": couldn't pin thread %d to CPU %d: %s\n",
-				t->idx, t->cpu, strerror(t->err));
-	}
+	t->err = pin_sender(t->idx, t->cpu);
 	pthread_barrier_wait(&g_barrier);
 	if (!t->err)
 		send_loop(t);
@@ -1183,12 +923,6 @@ static void top_up(struct thr *thr, int map_fd, uint64_t x0, uint64_t e0)
 			t.offered);
 }
 
-static void on_signal(int sig)
-{
-	(void)sig;
-	g_stop = 1;
-}
-
 /* SIGUSR1 only interrupts a BPF_PROG_RUN call that overran the deadline */
 static void on_wake(int sig)
 {
@@ -1207,7 +941,7 @@ static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list 
 int main(int argc, char **argv)
 {
 	static struct thr thr[MAX_THREADS];
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_wake };
 	struct xrl_gen_cfg gcfg;
 	struct gen *skel;
 	uint64_t x0 = 0, e0 = 0, x1 = 0, e1 = 0, tx = 0, bad = 0, offered = 0, sent;
@@ -1233,14 +967,7 @@ int main(int argc, char **argv)
 
 		t->idx = i;
 		t->cpu = C.n_cpus ? C.cpus[i % C.n_cpus] : -1;
-		t->rate = C.rate / (uint64_t)C.threads + ((uint64_t)i < C.rate % (uint64_t)C.threads);
-		if (C.rate && !t->rate)
-			die_usage("--rate %" PRIu64 " is below one frame per second per thread "
-				  "for %d threads", C.rate, C.threads);
-		t->count = C.count / (uint64_t)C.threads + ((uint64_t)i < C.count % (uint64_t)C.threads);
-		if (C.count && !t->count)
-			die_usage("--count %" PRIu64 " is smaller than --threads %d", C.count,
-				  C.threads);
+		thread_share(C.rate, C.count, C.threads, i, &t->rate, &t->count);
 	}
 
 	libbpf_set_print(libbpf_quiet);
@@ -1264,10 +991,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": note: %s has no XDP transmit counters; frames the "
 			"device refuses would be counted as sent\n", C.dev);
 
+	catch_stop();
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = on_wake;
 	sigaction(SIGUSR1, &sa, NULL);
 
 	if (C.verbose) {
@@ -1288,17 +1013,14 @@ int main(int argc, char **argv)
 			C.threads, C.batch);
 	}
 
-	if (pthread_barrier_init(&g_barrier, NULL, (unsigned)C.threads + 1))
-		die("couldn't create a barrier: %s", strerror(errno));
+	barrier_init(C.threads);
 	atomic_store(&g_live, C.threads);
 	for (int i = 0; i < C.threads; i++) {
 		err = pthread_create(&thr[i].tid, NULL, sender, &thr[i]);
 		if (err)
 			die("couldn't start sender thread %d: %s", i, strerror(err));
 	}
-	if (C.duration)
-		g_deadline = now_ns() + (uint64_t)(C.duration * 1e9);
-	pthread_barrier_wait(&g_barrier);
+	release_senders(C.duration);
 
 	/* Watch the first moments: a peer that takes no XDP frames makes the
 	 * kernel drop every one of them without an error to the sender. And

@@ -33,14 +33,12 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/ethtool.h>
-#include <linux/if_ether.h>
 #include <linux/sockios.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,74 +46,13 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #define PROG            "xrl-synflood"
-#define MAX_THREADS     64
+#include "flood.h"
+
 #define BATCH_MAX       256
 #define FRAME_MAX       2048
-#define TCP_HDR_LEN     24        /* 20 + MSS option */
-#define UDP_HDR_LEN     8
-
-/* ---- wire headers (byte order: network unless noted) -------------------- */
-
-struct fl_eth {
-	uint8_t  dst[6];
-	uint8_t  src[6];
-	uint16_t proto;
-} __attribute__((packed));
-
-struct fl_vlan {
-	uint16_t tci;
-	uint16_t proto;
-} __attribute__((packed));
-
-struct fl_ip4 {
-	uint8_t  ver_ihl;
-	uint8_t  tos;
-	uint16_t tot_len;
-	uint16_t id;
-	uint16_t frag_off;
-	uint8_t  ttl;
-	uint8_t  proto;
-	uint16_t csum;
-	uint32_t saddr;
-	uint32_t daddr;
-} __attribute__((packed));
-
-struct fl_ip6 {
-	uint32_t ver_tc_flow;
-	uint16_t payload_len;
-	uint8_t  nexthdr;
-	uint8_t  hop_limit;
-	uint8_t  saddr[16];
-	uint8_t  daddr[16];
-} __attribute__((packed));
-
-struct fl_tcp {
-	uint16_t sport;
-	uint16_t dport;
-	uint32_t seq;
-	uint32_t ack;
-	uint8_t  doff_res;        /* data offset in 32-bit words << 4 */
-	uint8_t  flags;
-	uint16_t window;
-	uint16_t csum;
-	uint16_t urg;
-	uint8_t  opt[4];          /* MSS: kind 2, len 4, value */
-} __attribute__((packed));
-
-struct fl_udp {
-	uint16_t sport;
-	uint16_t dport;
-	uint16_t len;
-	uint16_t csum;
-} __attribute__((packed));
-
-_Static_assert(sizeof(struct fl_tcp) == TCP_HDR_LEN, "tcp header");
-_Static_assert(sizeof(struct fl_ip4) == 20, "ipv4 header");
-_Static_assert(sizeof(struct fl_ip6) == 40, "ipv6 header");
 
 /* ---- configuration ------------------------------------------------------ */
 
@@ -168,9 +105,6 @@ static struct cfg C = {
 	.threads = 1,
 	.batch = 64,
 };
-static volatile sig_atomic_t g_stop;
-static pthread_barrier_t g_barrier;
-static uint64_t g_deadline;       /* CLOCK_MONOTONIC ns, 0 = none */
 
 /* ---- helpers -------------------------------------------------------------- */
 
@@ -213,50 +147,6 @@ static void usage(FILE *f)
 "Exit: 0 ok, 1 runtime error, 2 usage error.\n", MAX_THREADS, BATCH_MAX);
 }
 
-static void __attribute__((noreturn, format(printf, 1, 2))) die_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help'.\n");
-	exit(2);
-}
-
-static void __attribute__((noreturn, format(printf, 1, 2))) die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, PROG ": ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\n");
-	exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t t)
-{
-	struct timespec ts = {
-		.tv_sec = (time_t)(t / 1000000000ull),
-		.tv_nsec = (long)(t % 1000000000ull),
-	};
-
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR &&
-	       !g_stop)
-		;
-}
-
 /* xorshift64*: fast, per thread, good enough for addresses and ports. */
 static uint64_t rnd(uint64_t *s)
 {
@@ -271,137 +161,23 @@ static uint64_t rnd(uint64_t *s)
 
 static uint64_t parse_u64(const char *opt, const char *s, uint64_t max)
 {
-	unsigned long long v;
-	char *end;
+	uint64_t v = parse_num(opt, s, 0, true);
 
-	errno = 0;
-	if (!s || !*s || *s == '-')
-		die_usage("%s: '%s' is not a non-negative integer", opt, s ? s : "");
-	v = strtoull(s, &end, 0);
-	if (errno || *end)
-		die_usage("%s: '%s' is not a non-negative integer", opt, s);
 	if (v > max)
 		die_usage("%s: %s is above the maximum %" PRIu64, opt, s, max);
 	return v;
-}
-
-static void parse_mac(const char *opt, const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	char tail;
-
-	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3],
-		   &b[4], &b[5], &tail) != 6)
-		die_usage("%s: '%s' is not a MAC address like 02:00:00:00:00:01", opt, s);
-	for (int i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-}
-
-/* "a.b.c.d" or IPv6 text into 16 bytes; returns AF_INET/AF_INET6 or 0. */
-static int parse_ip(const char *s, uint8_t out[16])
-{
-	memset(out, 0, 16);
-	if (inet_pton(AF_INET, s, out) == 1)
-		return AF_INET;
-	if (inet_pton(AF_INET6, s, out) == 1)
-		return AF_INET6;
-	return 0;
-}
-
-static void parse_cidr(const char *opt, const char *s, uint8_t addr[16], int *plen,
-		       int *family)
-{
-	char buf[INET6_ADDRSTRLEN + 8];
-	char *slash;
-	int max;
-
-	if (strlen(s) >= sizeof(buf))
-		die_usage("%s: '%s' is too long for an address prefix", opt, s);
-	strcpy(buf, s);
-	slash = strchr(buf, '/');
-	if (slash)
-		*slash = '\0';
-	*family = parse_ip(buf, addr);
-	if (!*family)
-		die_usage("%s: '%s' is not an IPv4 or IPv6 address", opt, buf);
-	max = *family == AF_INET ? 32 : 128;
-	*plen = max;
-	if (slash)
-		*plen = (int)parse_u64(opt, slash + 1, (uint64_t)max);
-}
-
-/* "0,1" "0-3" "0,2-3" into cpus[]; every CPU must be in our affinity mask. */
-static void parse_cpus(const char *s)
-{
-	cpu_set_t allowed;
-	char *dup = strdup(s), *save = NULL, *tok;
-
-	if (!dup)
-		die("couldn't parse --cpus: out of memory");
-	if (sched_getaffinity(0, sizeof(allowed), &allowed))
-		die("couldn't read the CPU affinity mask: %s", strerror(errno));
-	C.n_cpus = 0;
-	for (tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *dash = strchr(tok, '-');
-		uint64_t lo, hi;
-
-		if (dash) {
-			*dash = '\0';
-			lo = parse_u64("--cpus", tok, CPU_SETSIZE - 1);
-			hi = parse_u64("--cpus", dash + 1, CPU_SETSIZE - 1);
-		} else {
-			lo = hi = parse_u64("--cpus", tok, CPU_SETSIZE - 1);
-		}
-		if (lo > hi)
-			die_usage("--cpus: range %" PRIu64 "-%" PRIu64 " is backwards", lo, hi);
-		for (uint64_t c = lo; c <= hi; c++) {
-			if (!CPU_ISSET((int)c, &allowed))
-				die_usage("--cpus: CPU %" PRIu64 " is not online or not "
-					  "allowed for this process", c);
-			if (C.n_cpus == MAX_THREADS)
-				die_usage("--cpus: more than %d CPUs listed", MAX_THREADS);
-			C.cpus[C.n_cpus++] = (int)c;
-		}
-	}
-	free(dup);
-	if (!C.n_cpus)
-		die_usage("--cpus: '%s' lists no CPU", s);
-}
-
-/* Ones' complement sum, folded later. */
-static uint32_t csum_add(uint32_t sum, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-
-	while (len > 1) {
-		sum += (uint32_t)p[0] << 8 | p[1];
-		p += 2;
-		len -= 2;
-	}
-	if (len)
-		sum += (uint32_t)p[0] << 8;
-	return sum;
-}
-
-static uint16_t csum_fold(uint32_t sum)
-{
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return htons((uint16_t)~sum);
 }
 
 /* ---- frames --------------------------------------------------------------- */
 
 static size_t l4_len(void)
 {
-	return (C.udp ? UDP_HDR_LEN : TCP_HDR_LEN) + C.payload;
+	return (C.udp ? UDP_HLEN : TCP_HLEN) + C.payload;
 }
 
 static size_t frame_len(void)
 {
-	return sizeof(struct fl_eth) + (C.vlan >= 0 ? sizeof(struct fl_vlan) : 0) +
-	       (C.family == AF_INET ? sizeof(struct fl_ip4) : sizeof(struct fl_ip6)) +
-	       l4_len();
+	return fl_l4_off(C.vlan, C.family) + l4_len();
 }
 
 /* The source address of the next frame of thread t, network order. */
@@ -440,72 +216,24 @@ static void next_source(struct thr *t, uint8_t out[16])
 /* Header bytes that never change are written once per buffer. */
 static void frame_init(uint8_t *f)
 {
-	struct fl_eth *eth = (struct fl_eth *)f;
-	uint8_t *p = f + sizeof(*eth);
-	uint16_t l3 = htons(C.family == AF_INET ? ETH_P_IP : ETH_P_IPV6);
+	struct fl_spec spec = {
+		.dst_mac = C.dst_mac, .src_mac = C.src_mac, .vlan = C.vlan,
+		.family = C.family, .dst = C.dst, .udp = C.udp, .dport = C.dport,
+		.l4_len = l4_len(),
+	};
 
-	memset(f, 0, FRAME_MAX);
-	memcpy(eth->dst, C.dst_mac, 6);
-	memcpy(eth->src, C.src_mac, 6);
-	if (C.vlan >= 0) {
-		struct fl_vlan *vh = (struct fl_vlan *)p;
-
-		eth->proto = htons(ETH_P_8021Q);
-		vh->tci = htons((uint16_t)C.vlan);
-		vh->proto = l3;
-		p += sizeof(*vh);
-	} else {
-		eth->proto = l3;
-	}
-	if (C.family == AF_INET) {
-		struct fl_ip4 *ip = (struct fl_ip4 *)p;
-
-		ip->ver_ihl = 0x45;
-		ip->tot_len = htons((uint16_t)(sizeof(*ip) + l4_len()));
-		ip->frag_off = htons(0x4000);   /* DF */
-		ip->ttl = 64;
-		ip->proto = C.udp ? IPPROTO_UDP : IPPROTO_TCP;
-		memcpy(&ip->daddr, C.dst, 4);
-		p += sizeof(*ip);
-	} else {
-		struct fl_ip6 *ip6 = (struct fl_ip6 *)p;
-
-		ip6->ver_tc_flow = htonl(6u << 28);
-		ip6->payload_len = htons((uint16_t)l4_len());
-		ip6->nexthdr = C.udp ? IPPROTO_UDP : IPPROTO_TCP;
-		ip6->hop_limit = 64;
-		memcpy(ip6->daddr, C.dst, 16);
-		p += sizeof(*ip6);
-	}
-	if (C.udp) {
-		struct fl_udp *u = (struct fl_udp *)p;
-
-		u->dport = htons(C.dport);
-		u->len = htons((uint16_t)l4_len());
-	} else {
-		struct fl_tcp *t = (struct fl_tcp *)p;
-
-		t->dport = htons(C.dport);
-		t->doff_res = (TCP_HDR_LEN / 4) << 4;
-		t->flags = 0x02;                /* SYN */
-		t->window = htons(64240);
-		t->opt[0] = 2;                  /* MSS */
-		t->opt[1] = 4;
-		t->opt[2] = 1460 >> 8;
-		t->opt[3] = 1460 & 0xff;
-	}
+	fl_init(f, FRAME_MAX, &spec);
 }
 
 /* Fill the per-frame fields (source, ports, sequence) and the checksums. */
 static void frame_fill(struct thr *t, uint8_t *f)
 {
-	uint8_t *p = f + sizeof(struct fl_eth) + (C.vlan >= 0 ? sizeof(struct fl_vlan) : 0);
+	uint8_t *p = f + fl_l3_off(C.vlan), *l4 = f + fl_l4_off(C.vlan, C.family);
 	uint8_t src[16];
 	uint64_t r = rnd(&t->rng);
 	uint16_t sport = C.sport ? C.sport : (uint16_t)(1024 + (r % (65536 - 1024)));
 	size_t len4 = l4_len();
-	uint32_t sum = 0;
-	uint8_t *l4;
+	uint32_t sum;
 
 	next_source(t, src);
 	if (C.family == AF_INET) {
@@ -514,20 +242,12 @@ static void frame_fill(struct thr *t, uint8_t *f)
 		memcpy(&ip->saddr, src, 4);
 		ip->id = (uint16_t)(r >> 32);
 		ip->csum = 0;
-		ip->csum = csum_fold(csum_add(0, ip, sizeof(*ip)));
-		sum = csum_add(sum, &ip->saddr, 8);     /* saddr, daddr */
-		l4 = p + sizeof(*ip);
+		ip->csum = (uint16_t)~csum_add(0, ip, sizeof(*ip));
 	} else {
-		struct fl_ip6 *ip6 = (struct fl_ip6 *)p;
-
-		memcpy(ip6->saddr, src, 16);
-		sum = csum_add(sum, ip6->saddr, 32);    /* saddr, daddr */
-		l4 = p + sizeof(*ip6);
+		memcpy(((struct fl_ip6 *)p)->saddr, src, 16);
 	}
-	/* pseudo header: protocol and L4 length (the v4 and v6 sums agree for
-	 * lengths below 64 KiB) */
-	sum += C.udp ? IPPROTO_UDP : IPPROTO_TCP;
-	sum += (uint32_t)len4;
+	sum = csum_add(csum_pseudo(C.family, C.dst, C.udp, len4), src,
+		       C.family == AF_INET ? 4 : 16);
 
 	if (C.udp) {
 		struct fl_udp *u = (struct fl_udp *)l4;
@@ -535,7 +255,7 @@ static void frame_fill(struct thr *t, uint8_t *f)
 
 		u->sport = htons(sport);
 		u->csum = 0;
-		c = csum_fold(csum_add(sum, l4, len4));
+		c = (uint16_t)~csum_add(sum, l4, len4);
 		u->csum = c ? c : 0xffff;               /* 0 means "none" in UDP */
 	} else {
 		struct fl_tcp *tc = (struct fl_tcp *)l4;
@@ -543,7 +263,7 @@ static void frame_fill(struct thr *t, uint8_t *f)
 		tc->sport = htons(sport);
 		tc->seq = (uint32_t)(r >> 16);
 		tc->csum = 0;
-		tc->csum = csum_fold(csum_add(sum, l4, len4));
+		tc->csum = (uint16_t)~csum_add(sum, l4, len4);
 	}
 }
 
@@ -582,16 +302,7 @@ static void *sender(void *arg)
 	size_t flen = frame_len();
 	uint64_t start;
 
-	if (t->cpu >= 0) {
-		cpu_set_t set;
-
-		CPU_ZERO(&set);
-		CPU_SET(t->cpu, &set);
-		t->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-		if (t->err)
-			fprintf(stderr, PROG ": couldn't pin thread %d to CPU %d: %s\n",
-				t->idx, t->cpu, strerror(t->err));
-	}
+	t->err = pin_sender(t->idx, t->cpu);
 	if (!frames && !t->err)
 		t->err = ENOMEM;
 	memset(msgs, 0, sizeof(msgs));
@@ -659,12 +370,6 @@ static void *sender(void *arg)
 	}
 	free(frames);
 	return NULL;
-}
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	g_stop = 1;
 }
 
 /* ---- main ----------------------------------------------------------------- */
@@ -750,17 +455,9 @@ static void parse_args(int argc, char **argv)
 		case O_RATE:
 			C.rate = parse_u64("--rate", optarg, 100000000);
 			break;
-		case O_DURATION: {
-			char *end;
-
-			errno = 0;
-			C.duration = strtod(optarg, &end);
-			if (errno || *end || end == optarg || !(C.duration > 0) ||
-			    C.duration > 3600)
-				die_usage("--duration: '%s' is not a number of seconds in "
-					  "(0, 3600]", optarg);
+		case O_DURATION:
+			C.duration = parse_duration(optarg);
 			break;
-		}
 		case O_COUNT:
 			C.count = parse_u64("--count", optarg, UINT64_MAX / 2);
 			if (!C.count)
@@ -772,7 +469,9 @@ static void parse_args(int argc, char **argv)
 				die_usage("--threads: must be at least 1");
 			break;
 		case O_CPUS:
-			parse_cpus(optarg);
+			C.n_cpus = parse_cpus(optarg, C.cpus, parse_u64);
+			if (C.n_cpus < 0)
+				die("couldn't parse --cpus: out of memory");
 			break;
 		case O_BATCH:
 			C.batch = (int)parse_u64("--batch", optarg, BATCH_MAX);
@@ -788,10 +487,8 @@ static void parse_args(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			exit(0);
-		case ':':
-			die_usage("option '%s' needs an argument", argv[optind - 1]);
 		default:
-			die_usage("unknown option '%s'", argv[optind - 1]);
+			bad_option(o, argv);
 		}
 	}
 	if (optind < argc)
@@ -815,46 +512,19 @@ static void parse_args(int argc, char **argv)
 
 	if (!sources)
 		sources = C.family == AF_INET ? "198.51.100.0/24" : "2001:db8:5::/64";
-	{
-		int fam;
+	if (parse_cidr("--sources", sources, C.src, &C.src_plen, parse_u64) != C.family)
+		die_usage("--sources %s and --dst %s are of different families", sources, dst);
+	if (C.nsrc) {
+		/* sequential from the given address; must stay in the prefix
+		 * (checked for host parts below 64 bits, as it always was) */
+		int host = (C.family == AF_INET ? 32 : 128) - C.src_plen;
 
-		parse_cidr("--sources", sources, C.src, &C.src_plen, &fam);
-		if (fam != C.family)
-			die_usage("--sources %s and --dst %s are of different families",
-				  sources, dst);
-	}
-	{
-		int alen = C.family == AF_INET ? 4 : 16;
-		int host = alen * 8 - C.src_plen;
-
-		if (C.nsrc) {
-			/* sequential from the given address; must stay in the prefix */
-			uint64_t offset = 0, space;
-
-			for (int i = alen - 8 > 0 ? alen - 8 : 0; i < alen; i++) {
-				int bit0 = i * 8;
-				uint8_t hostmask = bit0 + 8 <= C.src_plen ? 0 :
-					bit0 >= C.src_plen ? 0xff :
-					(uint8_t)(0xff >> (C.src_plen - bit0));
-
-				offset = offset << 8 | (C.src[i] & hostmask);
-			}
-			space = host >= 64 ? UINT64_MAX : (1ull << host);
-			if (host < 64 && (C.nsrc > space || offset > space - C.nsrc))
-				die_usage("--nsrc %" PRIu64 " from %s runs past the end of the "
-					  "prefix /%d (give a wider one, e.g. --sources "
-					  "198.51.100.10/24)", C.nsrc, sources, C.src_plen);
-		} else {
-			/* random: the host bits are drawn, so zero them here */
-			for (int i = 0; i < alen; i++) {
-				int bit0 = i * 8;
-
-				if (bit0 >= C.src_plen)
-					C.src[i] = 0;
-				else if (bit0 + 8 > C.src_plen)
-					C.src[i] &= (uint8_t)(0xff << (8 - (C.src_plen - bit0)));
-			}
-		}
+		if (host < 64 && !src_seq_fits(C.family, C.src, C.src_plen, C.nsrc))
+			die_usage("--nsrc %" PRIu64 " from %s runs past the end of the "
+				  "prefix /%d (give a wider one, e.g. --sources "
+				  "198.51.100.10/24)", C.nsrc, sources, C.src_plen);
+	} else {
+		src_zero_host(C.src, C.src_plen);
 	}
 
 	C.ifindex = (int)if_nametoindex(C.dev);
@@ -868,24 +538,18 @@ static void parse_args(int argc, char **argv)
 static void iface_setup(void)
 {
 	struct ifreq ifr = { 0 };
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	size_t l2 = sizeof(struct fl_eth) + (C.vlan >= 0 ? sizeof(struct fl_vlan) : 0);
+	int fd = iface_socket();
+	size_t l2 = fl_l3_off(C.vlan);
 
-	if (fd < 0)
-		die("couldn't open a socket for interface queries: %s", strerror(errno));
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", C.dev);
 	if (!C.has_src_mac) {
-		if (ioctl(fd, SIOCGIFHWADDR, &ifr))
-			die("couldn't read the MAC of %s: %s", C.dev, strerror(errno));
+		iface_get(fd, C.dev, SIOCGIFHWADDR, &ifr, "MAC");
 		memcpy(C.src_mac, ifr.ifr_hwaddr.sa_data, 6);
 	}
-	if (ioctl(fd, SIOCGIFMTU, &ifr))
-		die("couldn't read the MTU of %s: %s", C.dev, strerror(errno));
+	iface_get(fd, C.dev, SIOCGIFMTU, &ifr, "MTU");
 	if (frame_len() - l2 > (size_t)ifr.ifr_mtu)
 		die_usage("--payload %u makes %zu-byte packets, above the MTU %d of %s",
 			  C.payload, frame_len() - l2, ifr.ifr_mtu, C.dev);
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr))
-		die("couldn't read the flags of %s: %s", C.dev, strerror(errno));
+	iface_get(fd, C.dev, SIOCGIFFLAGS, &ifr, "flags");
 	if (!(ifr.ifr_flags & IFF_UP))
 		die("couldn't send on %s: the interface is down", C.dev);
 	if (!(ifr.ifr_flags & IFF_LOOPBACK) && !C.allow_physical) {
@@ -914,7 +578,6 @@ static void iface_setup(void)
 int main(int argc, char **argv)
 {
 	struct thr thr[MAX_THREADS];
-	struct sigaction sa = { .sa_handler = on_signal };
 	uint64_t sent = 0, tx_err = 0, t0 = UINT64_MAX, t1 = 0, seed;
 	double dur_s;
 	int fatal = 0;
@@ -922,9 +585,7 @@ int main(int argc, char **argv)
 	parse_args(argc, argv);
 	iface_setup();
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	catch_stop();
 
 	memset(thr, 0, sizeof(thr));
 	seed = now_ns() ^ ((uint64_t)getpid() << 32);
@@ -933,16 +594,7 @@ int main(int argc, char **argv)
 
 		t->idx = i;
 		t->cpu = C.n_cpus ? C.cpus[i % C.n_cpus] : -1;
-		t->rate = C.rate / (uint64_t)C.threads +
-			  ((uint64_t)i < C.rate % (uint64_t)C.threads);
-		if (C.rate && !t->rate)
-			die_usage("--rate %" PRIu64 " is below one frame per second per "
-				  "thread for %d threads", C.rate, C.threads);
-		t->count = C.count / (uint64_t)C.threads +
-			   ((uint64_t)i < C.count % (uint64_t)C.threads);
-		if (C.count && !t->count)
-			die_usage("--count %" PRIu64 " is smaller than --threads %d",
-				  C.count, C.threads);
+		thread_share(C.rate, C.count, C.threads, i, &t->rate, &t->count);
 		t->rng = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(i + 1));
 		if (!t->rng)
 			t->rng = 1;
@@ -968,17 +620,14 @@ int main(int argc, char **argv)
 			C.threads);
 	}
 
-	if (pthread_barrier_init(&g_barrier, NULL, (unsigned)C.threads + 1))
-		die("couldn't create a barrier: %s", strerror(errno));
+	barrier_init(C.threads);
 	for (int i = 0; i < C.threads; i++) {
 		int err = pthread_create(&thr[i].tid, NULL, sender, &thr[i]);
 
 		if (err)
 			die("couldn't start sender thread %d: %s", i, strerror(err));
 	}
-	if (C.duration)
-		g_deadline = now_ns() + (uint64_t)(C.duration * 1e9);
-	pthread_barrier_wait(&g_barrier);
+	release_senders(C.duration);
 	for (int i = 0; i < C.threads; i++)
 		pthread_join(thr[i].tid, NULL);
 
