@@ -165,6 +165,24 @@ lab_bg() { LAB_PIDS+=("$1"); }
 bg_prot() { nsenter --net="/run/netns/$LAB_PROT" -- "$@" & BG_PID=$!; lab_bg "$BG_PID"; }
 bg_atk()  { nsenter --net="/run/netns/$LAB_ATK" -- "$@" & BG_PID=$!; lab_bg "$BG_PID"; }
 
+# stop_pids PID...: TERM (and CONT, for a stopped one), up to 3 s each for
+# a clean stop, then KILL; reaps them.
+stop_pids() {
+	local pid
+	for pid in "$@"; do
+		kill -TERM "$pid" 2>/dev/null
+		kill -CONT "$pid" 2>/dev/null
+	done
+	for pid in "$@"; do
+		for _ in $(seq 30); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+}
+
 lab_cleanup() {
 	local rc=$? pid ns
 	trap - EXIT INT TERM

@@ -48,20 +48,9 @@ http_setup() {
 }
 
 http_cleanup() {
-	local rc=$? pid name p
+	local rc=$? name p
 	trap - EXIT INT TERM
-	for pid in "${HT_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-		kill -CONT "$pid" 2>/dev/null
-	done
-	for pid in "${HT_PIDS[@]}"; do
-		for _ in $(seq 30); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	stop_pids "${HT_PIDS[@]}"
 	if [ "$rc" -ne 0 ]; then
 		for name in "${!HT_LOG[@]}"; do
 			[ -s "${HT_LOG[$name]}" ] || continue

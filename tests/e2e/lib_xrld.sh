@@ -51,20 +51,9 @@ xrld_lab() {
 }
 
 xrld_cleanup() {
-	local rc=$? pid
+	local rc=$?
 	trap - EXIT
-	for pid in "${XRLD_PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null
-	done
-	for pid in "${XRLD_PIDS[@]}"; do
-		# at most 3 s for a clean stop, then kill -9
-		for _ in $(seq 30); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
+	stop_pids "${XRLD_PIDS[@]}"
 	if [ "$rc" -ne 0 ] && [ -n "$XRLD_LOG" ] && [ -s "$XRLD_LOG" ]; then
 		printf '[%s] xrld log (last 30 lines):\n' "$_xrl_name" >&2
 		tail -n 30 "$XRLD_LOG" | sed 's/^/    /' >&2
