@@ -41,7 +41,7 @@ XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter
 BPF_TESTS  := $(BUILD)/tests/test_bpf
-BENCH      := $(BUILD)/bench/xdp_cost
+BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
 all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) $(XGEN) \
      $(UNIT_TESTS) $(BPF_TESTS) $(BENCH)
@@ -132,7 +132,12 @@ $(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbui
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
-$(BENCH): $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
+$(BUILD)/bench/bucket_count: $(BUILD)/scripts/bench/bucket_count.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bench/xdp_cost: $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) $(filter-out %.bpf.o,$(filter %.o %.a,$^)) -o $@ $(LDLIBS)

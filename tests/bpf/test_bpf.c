@@ -1556,6 +1556,58 @@ static const struct tcase cases[] = {
 #define N_CASES (int)(sizeof(cases) / sizeof(cases[0]))
 
 /* Stay on the CPU we started on: see the comment at the top. */
+/*
+ * xrl_bucket_count, which reads the shared table in batches: exact for an
+ * empty table, for counts on either side of a batch (8192) and for a table
+ * filled to the brim, and the same as counting one key at a time.
+ */
+static int check_bucket_count(void)
+{
+	static const long sizes[] = { 0, 1, 8191, 8192, 8193, 20000, 65536 };
+	struct run r = { 0 };
+	int fails = 0;
+
+	printf("== bucket count in batches\n");
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct xrl_bucket_key k, nk, *prev = NULL;
+		struct xrl_handle *h = NULL;
+		long got, slow = 0;
+		__u64 tat = 1;
+		int rc, fd;
+
+		r.fails = 0;
+		rc = xrl_open(&(struct xrl_open_opts){ .buckets_max = 65536, .refused_max = 4096 }, &h);
+		check(&r, rc == 0, "xrl_open (load only): %d", rc);
+		if (rc) {
+			fails++;
+			continue;
+		}
+		fd = xrl_map_fd(h, XRL_MAP_BUCKETS);
+		memset(&k, 0, sizeof(k));
+		for (long j = 0; j < sizes[i]; j++) {
+			k.addr[0] = (__u32)j;
+			k.addr[1] = (__u32)(j >> 32);
+			if (bpf_map_update_elem(fd, &k, &tat, BPF_NOEXIST)) {
+				check(&r, false, "insert %ld of %ld: %s", j, sizes[i], strerror(errno));
+				break;
+			}
+		}
+		while (!bpf_map_get_next_key(fd, prev, &nk)) {
+			k = nk;
+			prev = &k;
+			slow++;
+		}
+		got = xrl_bucket_count(h);
+		check(&r, slow <= sizes[i] && slow >= sizes[i] - sizes[i] / 64,
+		      "%ld inserted, %ld found one key at a time", sizes[i], slow);
+		check(&r, got == slow, "xrl_bucket_count %ld, one key at a time %ld", got, slow);
+		xrl_close(h);
+		fails += r.fails;
+	}
+	printf("%s bucket count in batches\n", fails ? "FAILED" : "PASSED");
+	return fails ? -1 : 0;
+}
+
 static int pin_cpu(void)
 {
 	int cpu = sched_getcpu();
@@ -1600,6 +1652,12 @@ int main(int argc, char **argv)
 		if (only && !strstr(cases[i].name, only))
 			continue;
 		if (run_case(i + 1, &cases[i]))
+			failed++;
+		else
+			passed++;
+	}
+	if (!only || strstr("bucket count", only)) {
+		if (check_bucket_count())
 			failed++;
 		else
 			passed++;
