@@ -122,6 +122,7 @@ struct xrl_limiter_stats {
 	__u64 keys, evictions_idle, evictions_active, penalties;
 	__u64 redis_round_trips;       /* writes of a batch of EVALSHA */
 	__u64 redis_calls;             /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
+	__u64 redis_decisions;         /* decisions sent in them */
 };
 
 int  xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);

@@ -1286,8 +1286,10 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 		       "# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
 		       "# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
 		       "# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
-		       "# HELP xrl_http_redis_calls_total Script calls sent to Redis (up to 128 decisions each).\n"
-		       "# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n",
+		       "# HELP xrl_http_redis_calls_total Script calls sent to Redis.\n"
+		       "# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n"
+		       "# HELP xrl_http_redis_decisions_total Decisions sent to Redis in those calls.\n"
+		       "# TYPE xrl_http_redis_decisions_total counter\nxrl_http_redis_decisions_total %llu\n",
 		       (unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
 		       (unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
 		       (unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
@@ -1295,5 +1297,5 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 		       (unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
 		       (unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
 		       xrl_limiter_breaker_state(s->lim) != 0, (unsigned long long)st.redis_round_trips,
-		       (unsigned long long)st.redis_calls);
+		       (unsigned long long)st.redis_calls, (unsigned long long)st.redis_decisions);
 }

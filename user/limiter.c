@@ -12,12 +12,12 @@
  * does an insert evict one that still holds state: the least recently used,
  * so a flood of fresh keys cannot reset a key that is being used. Counted.
  *
- * Redis: one EVALSHA per decision (all its keys in it: atomic; NOSCRIPT
+ * Redis: one script decides a decision's keys atomically (NOSCRIPT
  * reloads), the caller's clock passed in, every key written with an expiry
  * equal to the time until its bucket is full, key names with a hash tag.
  * Each server thread's event loop owns a connection and pipelines on it:
  * the decisions queued while a batch is in flight go out together in the
- * next (see "the Redis pipe"). A breaker stops calling a Redis that fails, so no request
+ * next, as one script call (see "the Redis pipe"). A breaker stops calling a Redis that fails, so no request
  * waits out a timeout during an outage; each rule then decides per
  * on_backend_error. A key refused until t is refused locally until t
  * without a round trip (the over-limit cache).
@@ -366,7 +366,11 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
  * burst of debt.
  * Returns, per decision in turn, { refused (0 or 1), then per key "A"
  * (admitted), "a" (would admit; another rule refused) or "R" and its TAT
- * relative to now in us ("0": in the past, a full bucket) }.
+ * relative to now in us ("0": in the past, a full bucket) }. A key Redis
+ * cannot read as a string (another program's hash under our name: GET
+ * fails with WRONGTYPE) fails its decision alone, which then charges and
+ * writes nothing: { 2, then "E", "0" per key }. An error raised by the
+ * script itself fails the whole call, with what it wrote before.
  */
 static const char lua_gcra[] =
 	"local function split(v)\n"
@@ -388,13 +392,14 @@ static const char lua_gcra[] =
 	"for d = 1, nd do\n"
 	"  local n = tonumber(ARGV[2 + d])\n"
 	"  local rel, new, ok, fix = {}, {}, {}, {}\n"
-	"  local refused = 0\n"
+	"  local refused, bad = 0, false\n"
 	"  for i = 1, n do\n"
 	"    local tau = tonumber(ARGV[a0 + 2*i - 1])\n"
 	"    local inc = tonumber(ARGV[a0 + 2*i])\n"
 	"    local shadow = tau < 0\n"
 	"    if shadow then tau = -tau end\n"
-	"    local v = redis.call('GET', KEYS[k0 + i])\n"
+	"    local v = redis.pcall('GET', KEYS[k0 + i])\n"
+	"    if type(v) == 'table' and v.err then bad = true; v = nil end\n"
 	"    local r = 0\n"
 	"    if v then\n"
 	"      local ti, tf, old = split(v)\n"
@@ -408,10 +413,13 @@ static const char lua_gcra[] =
 	"    ok[i] = new[i] <= tau + 0.0005\n"
 	"    if not ok[i] and not shadow then refused = 1 end\n"
 	"  end\n"
-	"  out[#out + 1] = refused\n"
+	"  out[#out + 1] = bad and 2 or refused\n"
 	"  for i = 1, n do\n"
 	"    local r, key = rel[i], KEYS[k0 + i]\n"
-	"    if refused == 0 and ok[i] then\n"
+	"    if bad then\n"
+	"      out[#out + 1] = 'E'\n"
+	"      out[#out + 1] = '0'\n"
+	"    elseif refused == 0 and ok[i] then\n"
 	"      redis.call('SET', key, abs(new[i]), 'PX', math.ceil(new[i] / 1000) + 1)\n"
 	"      out[#out + 1] = 'A'\n"
 	"      out[#out + 1] = string.format('%.3f', new[i])\n"
@@ -490,7 +498,9 @@ static __u64 parse_us(const char *s)
 	return us * 1000 + f;
 }
 
-enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING };
+/* J_BADKEY: Redis answered, but a key of the decision is not a string (not
+ * Redis failing: the decision falls back alone, the breaker is not told) */
+enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
 
 /*
  * One decision waiting for Redis: its items, its part of the batch's
@@ -551,11 +561,16 @@ static void job_format(struct job *j, const char *const *keys)
 	j->alen = (size_t)(p - j->ab);
 }
 
-/* j's share of its call's reply (an array): J_OK with the items filled, or J_FAIL. */
+/* j's share of its call's reply (an array): J_OK with the items filled, J_BADKEY, or J_FAIL. */
 static int job_reply(struct job *j, redisReply *r)
 {
 	if (r->elements != 1 + 2 * (size_t)j->m)
 		return J_FAIL;
+	if (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 2) {
+		log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
+			  "falls back", j->it[0].r->name);
+		return J_BADKEY;
+	}
 	/* TATs relative to the batch's now: on our monotonic clock */
 	for (int i = 0; i < j->m; i++) {
 		redisReply *f = r->element[1 + 2 * i], *t = r->element[2 + 2 * i];
@@ -685,7 +700,8 @@ static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 
 
 /*
  * A decision Redis did not answer (st: J_SKIP, the breaker is open; J_FAIL,
- * it failed): each rule per its on_backend_error. Or one it did (J_OK).
+ * it failed; J_BADKEY, a key of it is not a string): each rule per its
+ * on_backend_error. Or one it did (J_OK).
  */
 static void finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 now,
 		   struct xrl_decision *d)
@@ -1045,7 +1061,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *n
 static int pipe_send(struct xrl_redis_pipe *p)
 {
 	struct xrl_limiter *l = p->l;
-	__u64 rnow, mnow, us, calls = 0;
+	__u64 rnow, mnow, us, calls = 0, decisions = 0;
 	char now[NOW_LEN];
 	struct job *first = NULL;
 	int n = 0;
@@ -1074,6 +1090,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	for (struct job *j = p->b; j; j = j->next) {
 		if (j->st != J_PENDING)
 			continue;
+		decisions++;
 		if (!first)
 			first = j;
 		if (++n == CALL_MAX) {
@@ -1091,6 +1108,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	}
 	STAT_ADD(l, redis_round_trips, 1);
 	STAT_ADD(l, redis_calls, calls);
+	STAT_ADD(l, redis_decisions, decisions);
 	p->cur = p->b;
 	p->deadline = mnow + l->cfg.redis_timeout_ns;
 	return pipe_write(p) ? -EPIPE : 0;
@@ -1149,7 +1167,7 @@ static void pipe_end(struct xrl_redis_pipe *p)
 	__u64 now;
 
 	for (struct job *j = b; j; j = j->next) {
-		ok &= j->st == J_OK;
+		ok &= j->st == J_OK || j->st == J_BADKEY;
 		skipped |= j->st == J_SKIP;
 	}
 	pthread_rwlock_rdlock(&l->cfg_mu);

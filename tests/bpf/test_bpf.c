@@ -1555,7 +1555,6 @@ static const struct tcase cases[] = {
 
 #define N_CASES (int)(sizeof(cases) / sizeof(cases[0]))
 
-/* Stay on the CPU we started on: see the comment at the top. */
 /*
  * xrl_bucket_count, which reads the shared table in batches: exact for an
  * empty table, for counts on either side of a batch (8192) and for a table
@@ -1608,6 +1607,7 @@ static int check_bucket_count(void)
 	return fails ? -1 : 0;
 }
 
+/* Stay on the CPU we started on: see the comment at the top. */
 static int pin_cpu(void)
 {
 	int cpu = sched_getcpu();

@@ -1773,6 +1773,66 @@ static void test_redis_call_mixed(void **state)
 }
 
 /*
+ * A key that is not ours to read (a hash under the name xrl:{api:bad}, so
+ * GET fails with WRONGTYPE) fails its own decision only: the decisions
+ * sharing its call are decided by Redis and charged once, the bad one falls
+ * back (on_backend_error: open) and writes nothing, the key stays a hash.
+ */
+static void test_redis_wrongtype_isolated(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct flight f = {};
+	struct xrl_decision w, d[3];
+	static const char *const keys[3] = { "good1", "bad", "good2" };
+
+	if (!have_redis_server())
+		skip();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	CTX("%s, 1/h burst 3; xrl:{api:bad} is a hash", rs.url);
+	redis_cmd(&rs, "HSET xrl:{api:bad} someone else");
+	c = cfg_live(&rs, "1/h", 3, 1 * SEC);
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, &c->rules[0], "warm", &f, &w), 1);
+	xrl_limiter_pipe_run(p, 0); /* in flight: the three share the next call */
+	for (int i = 0; i < 3; i++)
+		EQ(dec_async(l, p, &c->rules[0], keys[i], &f, &d[i]), 1);
+	drive(p, &f, 4);
+	EQ(stats(l).redis_calls, 2);
+	EQ(d[0].allowed, true);
+	EQ(d[0].backend_error, false);
+	EQ(d[1].allowed, true); /* open */
+	EQ(d[1].backend_error, true);
+	EQ(d[2].allowed, true);
+	EQ(d[2].backend_error, false);
+	xrl_limiter_pipe_free(p);
+	CTX("good1 and good2 charged once each: 2 of 3 left");
+	EQ(drain(l, &c->rules[0], "good1", 10), 2);
+	EQ(drain(l, &c->rules[0], "good2", 10), 2);
+	xrl_limiter_free(l);
+	free(c);
+	{
+		struct timeval tv = { 1, 0 };
+		redisContext *rc = redisConnectWithTimeout("127.0.0.1", rs.port, tv);
+		redisReply *rep;
+
+		assert_true(rc && !rc->err);
+		rep = redisCommand(rc, "TYPE xrl:{api:bad}");
+		assert_non_null(rep);
+		CTX("the hash was left alone");
+		EQ(strcmp(rep->str, "hash"), 0);
+		freeReplyObject(rep);
+		redisFree(rc);
+	}
+	redis_down(&rs);
+}
+
+/*
  * Redis frozen with one decision in flight and 50 queued: all 51 fall back
  * together once the one in flight times out (not one timeout each), the
  * breaker opens; thawed, after the cooldown, Redis decides again. Then
@@ -1936,6 +1996,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_noscript, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_rules_atomic, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_call_mixed, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_wrongtype_isolated, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
 	};
