@@ -140,8 +140,10 @@ static inline void thread_share(uint64_t rate, uint64_t count, int n, int i,
 /* The senders wait at g_barrier for each other and for main(). */
 static inline void barrier_init(int threads)
 {
-	if (pthread_barrier_init(&g_barrier, NULL, (unsigned)threads + 1))
-		die("couldn't create a barrier: %s", strerror(errno));
+	int err = pthread_barrier_init(&g_barrier, NULL, (unsigned)threads + 1);
+
+	if (err) /* the error is returned, not in errno */
+		die("couldn't create a barrier: %s", strerror(err));
 }
 
 /* Once every sender is started: the clock of --duration runs from here. */
