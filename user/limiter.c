@@ -436,7 +436,6 @@ static const char lua_gcra[] =
 	"return out\n";
 
 #define REDIS_EPOCH_S 1704067200ULL   /* 2024-01-01T00:00:00Z */
-#define NOW_LEN       20              /* "%016llu.%03llu": now in the command */
 #define KEYS_MAX      3072            /* a decision's keys, RESP (8 at most) */
 #define ARGS_MAX      640             /* a decision's tau and inc, RESP */
 #define CALL_MAX      XRL_REDIS_CALL_MAX
@@ -1001,9 +1000,10 @@ static int wb_num(struct xrl_redis_pipe *p, __u64 v)
 }
 
 /*
- * One EVALSHA for the n pending jobs from j on: their keys, now, n, their
- * key counts, their arguments. The first job records n (its reply is the
- * call's); each job records the monotonic now its TATs are relative to.
+ * One EVALSHA for the n pending jobs from j on: their keys, now (already a
+ * RESP bulk string), n, their key counts, their arguments. The first job
+ * records n (its reply is the call's); each job records the monotonic now
+ * its TATs are relative to.
  */
 static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *now,
 		   __u64 mnow)
@@ -1032,8 +1032,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *n
 				return -ENOMEM;
 			i++;
 		}
-	if (wb_add(p, "$20\r\n", 5) || wb_add(p, now, NOW_LEN) || wb_add(p, "\r\n", 2) ||
-	    wb_num(p, (__u64)n))
+	if (wb_add(p, now, strlen(now)) || wb_num(p, (__u64)n))
 		return -ENOMEM;
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
@@ -1061,8 +1060,8 @@ static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *n
 static int pipe_send(struct xrl_redis_pipe *p)
 {
 	struct xrl_limiter *l = p->l;
-	__u64 rnow, mnow, us, calls = 0, decisions = 0;
-	char now[NOW_LEN];
+	__u64 rnow, mnow, calls = 0, decisions = 0;
+	char now[48], us[32]; /* the batch's now as a RESP bulk string, "$N\r\nUS.NNN\r\n" */
 	struct job *first = NULL;
 	int n = 0;
 
@@ -1070,16 +1069,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 		return -EIO;
 	rnow = redis_now_ns();
 	mnow = mono_ns();
-	/* "%016llu.%03llu" */
-	us = rnow / 1000;
-	for (int i = 15; i >= 0; i--) {
-		now[i] = (char)('0' + us % 10);
-		us /= 10;
-	}
-	now[16] = '.';
-	now[17] = (char)('0' + rnow % 1000 / 100);
-	now[18] = (char)('0' + rnow % 100 / 10);
-	now[19] = (char)('0' + rnow % 10);
+	*put_bulk(now, us, (size_t)(put_us(us, rnow) - us)) = '\0';
 	p->wlen = p->woff = 0;
 	p->skip = 0;
 	if (p->reloaded) {

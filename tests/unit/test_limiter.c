@@ -1468,7 +1468,7 @@ static int redis_teardown(void **state)
 }
 
 /* One command to the test's Redis, by a connection of the test's own. */
-static void redis_cmd(const struct rsrv *r, const char *cmd)
+static void redis_cmd_reply(const struct rsrv *r, const char *cmd, char *out, size_t len)
 {
 	struct timeval tv = { 1, 0 };
 	redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
@@ -1477,8 +1477,15 @@ static void redis_cmd(const struct rsrv *r, const char *cmd)
 	assert_true(c && !c->err);
 	rep = redisCommand(c, cmd);
 	assert_non_null(rep);
+	if (out)
+		snprintf(out, len, "%s", rep->str ? rep->str : "");
 	freeReplyObject(rep);
 	redisFree(c);
+}
+
+static void redis_cmd(const struct rsrv *r, const char *cmd)
+{
+	redis_cmd_reply(r, cmd, NULL, 0);
 }
 
 /* Decisions queued on a pipe: how many were queued and decided. */
@@ -1787,6 +1794,7 @@ static void test_redis_wrongtype_isolated(void **state)
 	struct flight f = {};
 	struct xrl_decision w, d[3];
 	static const char *const keys[3] = { "good1", "bad", "good2" };
+	char type[16];
 
 	if (!have_redis_server())
 		skip();
@@ -1816,19 +1824,9 @@ static void test_redis_wrongtype_isolated(void **state)
 	EQ(drain(l, &c->rules[0], "good2", 10), 2);
 	xrl_limiter_free(l);
 	free(c);
-	{
-		struct timeval tv = { 1, 0 };
-		redisContext *rc = redisConnectWithTimeout("127.0.0.1", rs.port, tv);
-		redisReply *rep;
-
-		assert_true(rc && !rc->err);
-		rep = redisCommand(rc, "TYPE xrl:{api:bad}");
-		assert_non_null(rep);
-		CTX("the hash was left alone");
-		EQ(strcmp(rep->str, "hash"), 0);
-		freeReplyObject(rep);
-		redisFree(rc);
-	}
+	redis_cmd_reply(&rs, "TYPE xrl:{api:bad}", type, sizeof(type));
+	CTX("the hash was left alone: %s", type);
+	EQ(strcmp(type, "hash"), 0);
 	redis_down(&rs);
 }
 
