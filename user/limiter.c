@@ -367,10 +367,18 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
  * Returns, per decision in turn, { refused (0 or 1), then per key "A"
  * (admitted), "a" (would admit; another rule refused) or "R" and its TAT
  * relative to now in us ("0": in the past, a full bucket) }. A key Redis
- * cannot read as a string (another program's hash under our name: GET
- * fails with WRONGTYPE) fails its decision alone, which then charges and
- * writes nothing: { 2, then "E", "0" per key }. An error raised by the
- * script itself fails the whole call, with what it wrote before.
+ * cannot read as a string (another program's hash under our name) fails
+ * its decision alone, which then charges and writes nothing: { 2, then
+ * "E", "0" per key }. An error raised by the script itself fails the whole
+ * call, with what it wrote before.
+ * A call of several keys reads them all with one MGET (a redis.call costs
+ * about what a key's arithmetic does); MGET reads a key of another type as
+ * missing, so the missing ones are asked EXISTS, and only if some exist,
+ * TYPE one by one. A single key is one GET, WRONGTYPE caught by pcall. The
+ * value a decision writes is what the next one of the call reads, and tau
+ * and inc, the same strings for every decision of one rule, are converted
+ * once a call. (Redis CPU a decision at 10 decisions a call, redis-benchmark
+ * on the script: ~15-25 % less than one GET a key; one key alone: the same.)
  */
 static const char lua_gcra[] =
 	"local function split(v)\n"
@@ -386,45 +394,71 @@ static const char lua_gcra[] =
 	"  if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
 	"  return string.format('%.0f.%03d', ni + xi, f)\n"
 	"end\n"
+	"local val, bad = {}, {}\n"
+	"if #KEYS == 1 then\n"
+	"  local v = redis.pcall('GET', KEYS[1])\n"
+	"  if type(v) == 'table' and v.err then bad[KEYS[1]] = true else val[KEYS[1]] = v end\n"
+	"else\n"
+	"  local v, miss = redis.call('MGET', unpack(KEYS)), {}\n"
+	"  for k = 1, #KEYS do\n"
+	"    if v[k] then val[KEYS[k]] = v[k] else miss[#miss + 1] = KEYS[k] end\n"
+	"  end\n"
+	"  if #miss > 0 and redis.call('EXISTS', unpack(miss)) > 0 then\n"
+	"    for k = 1, #miss do\n"
+	"      if redis.call('TYPE', miss[k]).ok ~= 'none' then bad[miss[k]] = true end\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"local num = {}\n"
+	"local function arg(a)\n"
+	"  local x = num[a]\n"
+	"  if not x then x = tonumber(a); num[a] = x end\n"
+	"  return x\n"
+	"end\n"
 	"local nd = tonumber(ARGV[2])\n"
 	"local out = {}\n"
+	"local rel, new, ok, fix = {}, {}, {}, {}\n"
 	"local k0, a0 = 0, nd + 2\n"
 	"for d = 1, nd do\n"
 	"  local n = tonumber(ARGV[2 + d])\n"
-	"  local rel, new, ok, fix = {}, {}, {}, {}\n"
-	"  local refused, bad = 0, false\n"
+	"  local refused, err = 0, false\n"
 	"  for i = 1, n do\n"
-	"    local tau = tonumber(ARGV[a0 + 2*i - 1])\n"
-	"    local inc = tonumber(ARGV[a0 + 2*i])\n"
+	"    local key = KEYS[k0 + i]\n"
+	"    local tau = arg(ARGV[a0 + 2*i - 1])\n"
+	"    local inc = arg(ARGV[a0 + 2*i])\n"
 	"    local shadow = tau < 0\n"
 	"    if shadow then tau = -tau end\n"
-	"    local v = redis.pcall('GET', KEYS[k0 + i])\n"
-	"    if type(v) == 'table' and v.err then bad = true; v = nil end\n"
+	"    local v = val[key]\n"
+	"    if bad[key] then err = true end\n"
 	"    local r = 0\n"
 	"    if v then\n"
 	"      local ti, tf, old = split(v)\n"
 	"      if old then ti = ti - 1704067200000000 end\n"
 	"      r = (ti - ni) + (tf - nf)\n"
 	"    end\n"
-	"    if r > tau + 0.0005 then r = tau; fix[i] = true end\n"
+	"    fix[i] = r > tau + 0.0005\n"
+	"    if fix[i] then r = tau end\n"
 	"    rel[i] = r\n"
 	"    if r < 0 then r = 0 end\n"
 	"    new[i] = r + inc\n"
 	"    ok[i] = new[i] <= tau + 0.0005\n"
 	"    if not ok[i] and not shadow then refused = 1 end\n"
 	"  end\n"
-	"  out[#out + 1] = bad and 2 or refused\n"
+	"  out[#out + 1] = err and 2 or refused\n"
 	"  for i = 1, n do\n"
 	"    local r, key = rel[i], KEYS[k0 + i]\n"
-	"    if bad then\n"
+	"    if err then\n"
 	"      out[#out + 1] = 'E'\n"
 	"      out[#out + 1] = '0'\n"
 	"    elseif refused == 0 and ok[i] then\n"
-	"      redis.call('SET', key, abs(new[i]), 'PX', math.ceil(new[i] / 1000) + 1)\n"
+	"      val[key] = abs(new[i])\n"
+	"      redis.call('SET', key, val[key], 'PX', math.ceil(new[i] / 1000) + 1)\n"
 	"      out[#out + 1] = 'A'\n"
 	"      out[#out + 1] = string.format('%.3f', new[i])\n"
 	"    else\n"
-	"      if fix[i] then redis.call('SET', key, abs(r), 'PX', math.ceil(r / 1000) + 1)\n"
+	"      if fix[i] then\n"
+	"        val[key] = abs(r)\n"
+	"        redis.call('SET', key, val[key], 'PX', math.ceil(r / 1000) + 1)\n"
 	"      elseif r > 0 then redis.call('PEXPIRE', key, math.ceil(r / 1000) + 1) end\n"
 	"      out[#out + 1] = ok[i] and 'a' or 'R'\n"
 	"      out[#out + 1] = r > 0 and string.format('%.3f', r) or '0'\n"
