@@ -29,8 +29,9 @@
 # and Redis share the one server CPU, as Redis alone has it in f.
 #
 # Ratios and requirements (the run exits 1 when one is missed), each the
-# median of its rounds (a round runs the cases compared back to back: one
-# round alone is at the mercy of a neighbour taking CPU 0 for a few seconds):
+# median of its rounds (a round runs the cases compared back to back, even
+# rounds in reverse order: one round alone is at the mercy of a neighbour
+# taking CPU 0 for a few seconds):
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  b / a and d / c >= 1.0   (the last line shows the min)
@@ -40,9 +41,9 @@
 # The last line of output:
 #   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z
 #
-# Environment: DUR (10), CONNS (32), THREADS (1), NKEYS (1024),
-# SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (8,
-# the target length of f), ROUNDS (3), KEEP=1 keeps the temporary directory (logs),
+# Environment: DUR (6), CONNS (32), THREADS (1), NKEYS (1024),
+# SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
+# the target length of f), ROUNDS (5), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
 # a patched copy; its Lua script must still be the one in user/limiter.c).
 # Exit: 0 all requirements met, 1 one missed, 2 the run itself failed.
@@ -53,15 +54,15 @@ HERE=$ROOT/scripts/bench/http
 XRLD_BIN=${XRLD:-}
 XRLD=${XRLD:-$ROOT/build/xrld}
 
-DUR=${DUR:-10}
+DUR=${DUR:-6}
 CONNS=${CONNS:-32}
 THREADS=${THREADS:-1}
 NKEYS=${NKEYS:-1024}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 REDIS_CPU=${REDIS_CPU:-$SERVER_CPU}
-RB_SECONDS=${RB_SECONDS:-8}
-ROUNDS=${ROUNDS:-3}
+RB_SECONDS=${RB_SECONDS:-$DUR}
+ROUNDS=${ROUNDS:-5}
 
 die() { printf 'http.sh: %s\n' "$*" >&2; exit 2; }
 say() { printf '%s\n' "$*" >&2; }
@@ -343,33 +344,52 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 # median X...: the middle value (of an even count, the lower middle one)
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# One round: every case once, the pairs compared back to back (a and
-# e_allowed, b and e_refused, c and f; d after c) so that they see the same
-# neighbours on a shared machine; the ratios of the round.
+# One round: every case once, each compared pair back to back (e_allowed
+# and a, a and b, b and e_refused, f and c, c and d) so that they see the
+# same neighbours on a shared machine; odd rounds in this order, even rounds
+# in the reverse one, so that a neighbour growing or fading through a round
+# favours neither side of a pair over the run. Then the ratios of the round.
 declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
-one_round() {
-	local n0 n1 n2 n3 c_all
-	say "round $ROUND of $ROUNDS"
-	wrk_case a "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"
-	wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"
+step_e_allowed() { wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
+step_a() { wrk_case a "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
+step_b() {
 	exhaust "http://127.0.0.1:$P_MEM/v1/auth" /shut/x
 	wrk_case b "$P_MEM" /v1/auth /shut/x 1 refused "${PID_XRLD[mem]}"
+}
+step_e_refused() {
 	exhaust "http://127.0.0.1:$P_NGX/shut/x" /shut/x
 	wrk_case e_refused "$P_NGX" /shut/x /shut/x 1 refused "${PIDS_NGINX[@]}"
+}
+step_f() { f_case; }
+step_c() {
+	local n0 n1 c_all
 	n0=$(evalsha_calls)
 	wrk_case c "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
 	n1=$(evalsha_calls)
-	f_case
+	C_EVALS=$((n1 - n0))
+	# the calls were counted around the warm-up too: so are the decisions
+	c_all=$((REQS[c] + $(field requests "$(grep '^RESULT ' "$T/wrk-c-warmup.txt")")))
+	C_PER_CALL=$(awk -v e="$C_EVALS" -v n="$c_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
+	say "  c: $C_EVALS EVALSHA for $c_all decisions, warm-up included (~$C_PER_CALL a call)"
+}
+step_d() {
+	local n2 n3
 	exhaust "http://127.0.0.1:$P_RED/v1/auth" /shut/x
 	n2=$(evalsha_calls)
 	wrk_case d "$P_RED" /v1/auth /shut/x 1 refused "${PID_XRLD[redis]}" "$PID_REDIS"
 	n3=$(evalsha_calls)
-	C_EVALS=$((n1 - n0))
 	D_EVALS=$((n3 - n2))
-	# the calls were counted around the warm-up too: so are the decisions
-	c_all=$((REQS[c] + $(field requests "$(grep '^RESULT ' "$T/wrk-c-warmup.txt")")))
-	C_PER_CALL=$(awk -v e="$C_EVALS" -v n="$c_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
-	say "  c: $C_EVALS EVALSHA for $c_all decisions, warm-up included (~$C_PER_CALL a call); d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
+	say "  d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
+}
+STEPS=(e_allowed a b e_refused f c d)
+one_round() {
+	local i
+	say "round $ROUND of $ROUNDS"
+	if ((ROUND % 2)); then
+		for ((i = 0; i < ${#STEPS[@]}; i++)); do "step_${STEPS[i]}"; done
+	else
+		for ((i = ${#STEPS[@]} - 1; i >= 0; i--)); do "step_${STEPS[i]}"; done
+	fi
 	RR_MEM+=("$(ratio "${RPS[a]}" "${RPS[e_allowed]}")")
 	RR_RED+=("$(ratio "${RPS[c]}" "${RPS[f]}")")
 	RR_RA_MEM+=("$(ratio "${RPS[b]}" "${RPS[a]}")")
