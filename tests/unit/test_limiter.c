@@ -1840,6 +1840,89 @@ static void test_redis_wrongtype_isolated(void **state)
 }
 
 /*
+ * The largest call: XRL_REDIS_CALL_MAX decisions of XRL_HTTP_MAX_MATCH rules
+ * each (1,024 keys, read with one MGET), over 32 keys in turn, so that each
+ * key's four decisions see each other's charges within the call (burst 2:
+ * two admitted, two refused, by every rule alike), and one of the keys a
+ * hash (xrl:{r3:u5}): the four decisions that name it fall back (open),
+ * the 124 others are decided by Redis, and the hash is left alone.
+ */
+static void test_redis_call_full(void **state)
+{
+	enum { N = XRL_REDIS_CALL_MAX, R = XRL_HTTP_MAX_MATCH, K = 32 };
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct flight f = {};
+	struct xrl_limiter_wait wt = { .queued = fl_queued, .decided = fl_decided, .arg = &f };
+	static struct xrl_decision d[N];
+	struct xrl_decision w;
+	const struct xrl_http_rule *rules[R];
+	static char names[K][8];
+	const char *keys[R];
+	int allowed = 0, refused = 0, fell_back = 0;
+	char type[16];
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	CTX("%s, %d rules of 1/h burst 2, xrl:{r3:u5} a hash", rs.url, R);
+	redis_cmd(&rs, "HSET xrl:{r3:u5} someone else");
+	c = cfg_live(&rs, "1/h", 2, 1 * SEC);
+	for (int r = 1; r < R; r++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "r%d", r);
+		rule_add(c, n, "1/h", 2);
+	}
+	cfg_done(c);
+	for (int r = 0; r < R; r++)
+		rules[r] = &c->rules[r];
+	for (int k = 0; k < K; k++)
+		snprintf(names[k], sizeof(names[k]), "u%d", k);
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, rules[0], "warm", &f, &w), 1);
+	xrl_limiter_pipe_run(p, 0); /* in flight: the N share the next call */
+	for (int i = 0; i < N; i++) {
+		for (int r = 0; r < R; r++)
+			keys[r] = names[i % K];
+		EQ(xrl_limiter_decide_async(l, p, rules, keys, NULL, R, &d[i], &wt), 1);
+	}
+	drive(p, &f, 1 + N);
+	EQ(stats(l).redis_calls, 2);
+	for (int i = 0; i < N; i++) {
+		CTX("decision %d, key %s", i, names[i % K]);
+		if (i % K == 5) {
+			EQ(d[i].backend_error, true);
+			EQ(d[i].allowed, true); /* open */
+			fell_back++;
+			continue;
+		}
+		EQ(d[i].backend_error, false);
+		EQ(d[i].allowed, i < 2 * K); /* each key's first two */
+		allowed += d[i].allowed;
+		refused += !d[i].allowed;
+	}
+	EQ(fell_back, N / K);
+	EQ(allowed, 2 * (K - 1));
+	EQ(refused, N - N / K - 2 * (K - 1));
+	xrl_limiter_pipe_free(p);
+	CTX("u5 by rule r1 afterwards: never charged, 2 of 2 left");
+	EQ(drain(l, rules[1], "u5", 10), 2);
+	CTX("u6 by rule r7 afterwards: 0 left");
+	EQ(drain(l, rules[R - 1], "u6", 10), 0);
+	xrl_limiter_free(l);
+	free(c);
+	redis_cmd_reply(&rs, "TYPE xrl:{r3:u5}", type, sizeof(type));
+	CTX("the hash was left alone: %s", type);
+	EQ(strcmp(type, "hash"), 0);
+	redis_down(&rs);
+}
+
+/*
  * Redis frozen with one decision in flight and 50 queued: all 51 fall back
  * together once the one in flight times out (not one timeout each), the
  * breaker opens; thawed, after the cooldown, Redis decides again. Then
@@ -2002,6 +2085,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_two_rules_atomic, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_call_mixed, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_wrongtype_isolated, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_call_full, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
 	};
