@@ -345,9 +345,9 @@ ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 # One round: every case once, each compared pair back to back (e_allowed
-# and a, a and b, b and e_refused, f and c, c and d) so that they see the
-# same neighbours on a shared machine; odd rounds in this order, even rounds
-# in the reverse one, so that a neighbour growing or fading through a round
+# and a, a and b, f and c, c and d) so that they see the same neighbours
+# on a shared machine; odd rounds in this order, even rounds in the
+# reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
 declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
 step_e_allowed() { wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }

@@ -1862,6 +1862,8 @@ static void test_redis_call_full(void **state)
 	static char names[K][8];
 	const char *keys[R];
 	int allowed = 0, refused = 0, fell_back = 0;
+	static char info[4096];
+	const char *mget;
 	char type[16];
 
 	NEED_REDIS_SERVER();
@@ -1909,7 +1911,15 @@ static void test_redis_call_full(void **state)
 	EQ(fell_back, N / K);
 	EQ(allowed, 2 * (K - 1));
 	EQ(refused, N - N / K - 2 * (K - 1));
+	redis_cmd_reply(&rs, "INFO commandstats", info, sizeof(info));
+	mget = strstr(info, "cmdstat_mget:");
+	CTX("the call's keys read by one MGET: %.40s", mget ? mget : "(no MGET)");
+	assert_non_null(mget);
+	EQ(strncmp(mget, "cmdstat_mget:calls=1,", 21), 0);
 	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	/* a new limiter: no over-limit cache, so what Redis holds answers */
+	l = lim_new(c);
 	CTX("u5 by rule r1 afterwards: never charged, 2 of 2 left");
 	EQ(drain(l, rules[1], "u5", 10), 2);
 	CTX("u6 by rule r7 afterwards: 0 left");
