@@ -1503,6 +1503,17 @@ static void redis_cmd(const struct rsrv *r, const char *cmd)
 	redis_cmd_reply(r, cmd, NULL, 0);
 }
 
+/* Someone else's key under our name was left alone: still of its type. */
+static void redis_type_is(const struct rsrv *r, const char *key, const char *want)
+{
+	char cmd[128], type[16];
+
+	snprintf(cmd, sizeof(cmd), "TYPE %s", key);
+	redis_cmd_reply(r, cmd, type, sizeof(type));
+	CTX("%s left alone: %s", key, type);
+	EQ(strcmp(type, want), 0);
+}
+
 /* Decisions queued on a pipe: how many were queued and decided. */
 struct flight {
 	int queued, decided;
@@ -1804,7 +1815,6 @@ static void test_redis_wrongtype_isolated(void **state)
 	struct flight f = {};
 	struct xrl_decision w, d[3];
 	static const char *const keys[3] = { "good1", "bad", "good2" };
-	char type[16];
 
 	NEED_REDIS_SERVER();
 	rs = (struct rsrv){};
@@ -1833,9 +1843,7 @@ static void test_redis_wrongtype_isolated(void **state)
 	EQ(drain(l, &c->rules[0], "good2", 10), 2);
 	xrl_limiter_free(l);
 	free(c);
-	redis_cmd_reply(&rs, "TYPE xrl:{api:bad}", type, sizeof(type));
-	CTX("the hash was left alone: %s", type);
-	EQ(strcmp(type, "hash"), 0);
+	redis_type_is(&rs, "xrl:{api:bad}", "hash");
 	redis_down(&rs);
 }
 
@@ -1864,7 +1872,6 @@ static void test_redis_call_full(void **state)
 	int allowed = 0, refused = 0, fell_back = 0;
 	static char info[4096];
 	const char *mget;
-	char type[16];
 
 	NEED_REDIS_SERVER();
 	rs = (struct rsrv){};
@@ -1926,9 +1933,7 @@ static void test_redis_call_full(void **state)
 	EQ(drain(l, rules[R - 1], "u6", 10), 0);
 	xrl_limiter_free(l);
 	free(c);
-	redis_cmd_reply(&rs, "TYPE xrl:{r3:u5}", type, sizeof(type));
-	CTX("the hash was left alone: %s", type);
-	EQ(strcmp(type, "hash"), 0);
+	redis_type_is(&rs, "xrl:{r3:u5}", "hash");
 	redis_down(&rs);
 }
 
