@@ -1041,7 +1041,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		snprintf(h->listen, sizeof(h->listen), "%s", s);
 	}
 	if (f[1].v) {
-		if ((rc = scalar(x, f[1].v, "http.backend", "memory or redis://HOST:PORT[/DB]", &s)))
+		if ((rc = scalar(x, f[1].v, "http.backend", "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
 			return rc;
 		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
 			return at(x, f[1].v, "http.%s", msg);

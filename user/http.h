@@ -64,6 +64,8 @@ struct xrl_http_cfg {
 	char  redis_host[128];
 	int   redis_port;
 	int   redis_db;
+	char  redis_user[64];          /* AUTH user (Redis 6 ACL); "": the default user */
+	char  redis_pass[256];         /* AUTH password; "": no AUTH. Never logged */
 	__u64 redis_timeout_ns;        /* connect and command; default 50 ms */
 	__u64 breaker_cooldown_ns;     /* how long a dead Redis is left alone; 1 s */
 	__u32 n_trusted;

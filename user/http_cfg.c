@@ -3,7 +3,10 @@
  * http_cfg.c - defaults and checks of the identity tier's configuration;
  * in libxrl (no server dependencies) because the policy parser uses them.
  */
+#define _GNU_SOURCE /* memrchr */
+#include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,35 +30,134 @@ void xrl_http_cfg_init(struct xrl_http_cfg *c)
 	c->threads = 2;
 }
 
+/* A URL's user or password, %XX decoded, into out (NUL-terminated). */
+static int url_decode(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (ch == '%') {
+			char hex[3];
+
+			if (i + 2 >= n)
+				return -EINVAL;
+			hex[0] = s[i + 1];
+			hex[1] = s[i + 2];
+			hex[2] = '\0';
+			if (!isxdigit((unsigned char)hex[0]) || !isxdigit((unsigned char)hex[1]))
+				return -EINVAL;
+			ch = (char)strtol(hex, NULL, 16);
+			if (!ch)
+				return -EINVAL;
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* A whole decimal number from s to end, within [lo, hi]. */
+static bool whole(const char *s, const char *end, long lo, long hi, int *out)
+{
+	long v = 0;
+
+	if (s == end || end - s > 9)
+		return false;
+	for (const char *q = s; q < end; q++) {
+		if (*q < '0' || *q > '9')
+			return false;
+		v = v * 10 + (*q - '0');
+	}
+	if (v < lo || v > hi)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+/*
+ * memory | redis://[[USER]:PASSWORD@]HOST:PORT[/DB], HOST a name, an IPv4
+ * address or [an IPv6 one]; USER and PASSWORD %XX-encoded where they hold
+ * ':', '@', '/' or '%'. What an error says never shows the password.
+ */
 int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen)
 {
-	char host[128];
-	const char *p, *colon, *slash;
+	const char *p, *at, *hs, *he, *colon, *end, *slash;
+	char user[sizeof(c->redis_user)] = "", pass[sizeof(c->redis_pass)] = "";
+	int port, db = 0;
+	size_t hl;
 
 	if (!strcmp(s, "memory")) {
 		c->redis = false;
 		return 0;
 	}
 	if (strncmp(s, "redis://", 8)) {
-		snprintf(err, errlen, "backend: expected memory or redis://HOST:PORT[/DB], got '%s'", s);
+		snprintf(err, errlen, "backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB], "
+			 "got '%.40s'", strchr(s, '@') ? "(a URL with a password, not shown)" : s);
 		return -EINVAL;
 	}
 	p = s + 8;
-	colon = strrchr(p, ':');
+	at = strrchr(p, '@');
+	if (at) {
+		const char *ui_colon = memchr(p, ':', (size_t)(at - p));
+
+		if (!ui_colon) {
+			snprintf(err, errlen, "backend: redis://USER@...: a user needs a password "
+				 "(redis://USER:PASSWORD@HOST:PORT, or redis://:PASSWORD@HOST:PORT)");
+			return -EINVAL;
+		}
+		if (url_decode(p, (size_t)(ui_colon - p), user, sizeof(user))) {
+			snprintf(err, errlen, "backend: the user in the redis:// URL is longer than %zu bytes "
+				 "or has a bad %%XX escape", sizeof(user) - 1);
+			return -EINVAL;
+		}
+		if (url_decode(ui_colon + 1, (size_t)(at - ui_colon - 1), pass, sizeof(pass)) || !pass[0]) {
+			snprintf(err, errlen, "backend: the password in the redis:// URL is empty, longer than "
+				 "%zu bytes or has a bad %%XX escape (not shown)", sizeof(pass) - 1);
+			return -EINVAL;
+		}
+		p = at + 1;
+	}
 	slash = strchr(p, '/');
-	if (!colon || (slash && slash < colon) || colon == p || (size_t)(colon - p) >= sizeof(host)) {
-		snprintf(err, errlen, "backend: expected redis://HOST:PORT[/DB], got '%s'", s);
+	end = slash ? slash : p + strlen(p);
+	if (*p == '[') {
+		hs = p + 1;
+		he = memchr(hs, ']', (size_t)(end - hs));
+		colon = he && he + 1 < end && he[1] == ':' ? he + 1 : NULL;
+	} else {
+		hs = p;
+		colon = memrchr(p, ':', (size_t)(end - p));
+		he = colon;
+		if (colon && memchr(p, ':', (size_t)(colon - p)))
+			colon = NULL; /* an IPv6 address wants brackets */
+	}
+	hl = he && he > hs ? (size_t)(he - hs) : 0;
+	if (!colon || !hl || hl >= sizeof(c->redis_host)) {
+		snprintf(err, errlen, "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
+			 "(an IPv6 HOST in brackets), got '%s%.*s'", at ? "redis://(not shown)@" : "redis://",
+			 (int)(strlen(p) > 100 ? 100 : strlen(p)), p);
 		return -EINVAL;
 	}
-	memcpy(host, p, (size_t)(colon - p));
-	host[colon - p] = '\0';
-	c->redis_port = atoi(colon + 1);
-	c->redis_db = slash ? atoi(slash + 1) : 0;
-	if (c->redis_port < 1 || c->redis_port > 65535 || c->redis_db < 0 || c->redis_db > 1000) {
-		snprintf(err, errlen, "backend: bad port or database in '%s'", s);
+	if (!whole(colon + 1, end, 1, 65535, &port)) {
+		snprintf(err, errlen, "backend: the port in the redis:// URL must be a number from 1 to "
+			 "65535, got '%.*s'", (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
 		return -EINVAL;
 	}
-	snprintf(c->redis_host, sizeof(c->redis_host), "%s", host);
+	if (slash && !whole(slash + 1, slash + strlen(slash), 0, 1000, &db)) {
+		snprintf(err, errlen, "backend: the database in the redis:// URL must be a number from 0 "
+			 "to 1000, got '%.20s'", slash + 1);
+		return -EINVAL;
+	}
+	memcpy(c->redis_host, hs, hl);
+	c->redis_host[hl] = '\0';
+	c->redis_port = port;
+	c->redis_db = db;
+	memcpy(c->redis_user, user, sizeof(user));
+	memcpy(c->redis_pass, pass, sizeof(pass));
 	c->redis = true;
 	return 0;
 }

@@ -902,6 +902,7 @@ struct xrl_redis_pipe {
 	__u32 gen;                    /* bumped with every new connection */
 	char host[128];               /* where c is connected */
 	int port, db;
+	__u64 auth;                   /* auth_tag() of the user and password c used */
 	struct job *q, *q_tail;       /* queued */
 	struct job *b;                /* the batch in flight; NULL: free */
 	struct job *cur;              /* the next reply is this one's */
@@ -928,8 +929,25 @@ static void pipe_drop(struct xrl_redis_pipe *p)
 	p->c = NULL;
 }
 
+/* What tells one user and password from another (a reload that changes
+ * them takes a new connection), without keeping a copy of the password. */
+static __u64 auth_tag(const struct xrl_http_cfg *c)
+{
+	__u64 h = 0xcbf29ce484222325ULL; /* FNV-1a over user, NUL, password */
+
+	for (const char *q = c->redis_user;; q++) {
+		h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
+		if (!*q)
+			break;
+	}
+	for (const char *q = c->redis_pass; *q; q++)
+		h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
+	return h;
+}
+
 /* A connection to the configured Redis (cfg_mu held): the open one, or a
- * new one (SELECT, SCRIPT LOAD; blocking, with the timeout), non-blocking. */
+ * new one (AUTH, SELECT, SCRIPT LOAD; blocking, with the timeout),
+ * non-blocking. */
 static int pipe_connect(struct xrl_redis_pipe *p)
 {
 	const struct xrl_http_cfg *c = &p->l->cfg;
@@ -939,7 +957,8 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	int fl;
 
 	p->reused = false;
-	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host)) {
+	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host) &&
+	    p->auth == auth_tag(c)) {
 		p->reused = true;
 		return 0;
 	}
@@ -951,6 +970,21 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 		goto fail;
 	}
 	redisSetTimeout(p->c, tv);
+	if (c->redis_pass[0]) {
+		/* Redis's answer never repeats the password; neither does the log */
+		r = c->redis_user[0] ? redisCommand(p->c, "AUTH %s %s", c->redis_user, c->redis_pass)
+				     : redisCommand(p->c, "AUTH %s", c->redis_pass);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			snprintf(p->why_buf, sizeof(p->why_buf), "AUTH%s%.40s: %.90s",
+				 c->redis_user[0] ? " as " : "", c->redis_user,
+				 r ? r->str : p->c->errstr);
+			p->why = p->why_buf;
+			if (r)
+				freeReplyObject(r);
+			goto fail;
+		}
+		freeReplyObject(r);
+	}
 	if (c->redis_db) {
 		r = redisCommand(p->c, "SELECT %d", c->redis_db);
 		if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -982,6 +1016,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
 	p->port = c->redis_port;
 	p->db = c->redis_db;
+	p->auth = auth_tag(c);
 	p->gen++;
 	return 0;
 fail:

@@ -21,6 +21,7 @@
 #include "check.h"
 
 #include "config.h"
+#include "http.h"
 #include "log.h"
 #include "xrl.h"
 
@@ -638,7 +639,7 @@ static const struct bad bads[] = {
 	  "t.yaml:3:23: http.rules[0].key: expected header:NAME, bearer or client_ip, got 'cookie'" },
 	{ "http bad backend",
 	  "http:\n  backend: memcached://x\n",
-	  "t.yaml:2:12: http.backend: expected memory or redis://HOST:PORT[/DB]" },
+	  "t.yaml:2:12: http.backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]" },
 	{ "http cost above burst",
 	  "http:\n  rules:\n    - { name: a, rate: 1/s, burst: 2, cost: 3 }\n",
 	  "t.yaml:3:45: http.rules[0].cost: expected a whole number of tokens" },
@@ -977,6 +978,77 @@ static void test_summary(void **state)
 	EQ(xrl_config_summary(cfg, small, 0), -ENOSPC);
 }
 
+/*
+ * http.backend URLs: user and password (%XX-decoded), IPv6 in brackets,
+ * whole numbers only, and no error that shows the password.
+ */
+static void test_backend_urls(void **state)
+{
+	static const struct {
+		const char *url, *host, *user, *pass;
+		int port, db;
+	} ok[] = {
+		{ "redis://127.0.0.1:6379", "127.0.0.1", "", "", 6379, 0 },
+		{ "redis://r.example:1/15", "r.example", "", "", 1, 15 },
+		{ "redis://:s3cret@10.0.0.5:6380/2", "10.0.0.5", "", "s3cret", 6380, 2 },
+		{ "redis://xrl:p%40ss%3Aw%2F%25@h:65535", "h", "xrl", "p@ss:w/%", 65535, 0 },
+		{ "redis://[::1]:6379/0", "::1", "", "", 6379, 0 },
+		{ "redis://u:pw@[fe80::1]:7000", "fe80::1", "u", "pw", 7000, 0 },
+	};
+	static const struct {
+		const char *url, *says;
+	} bad[] = {
+		{ "memcached://x", "backend: expected memory or redis://" },
+		{ "redis://h", "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB]" },
+		{ "redis://h:6379x", "backend: the port in the redis:// URL must be a number from 1 to 65535, got '6379x'" },
+		{ "redis://h:0", "backend: the port in the redis:// URL must be" },
+		{ "redis://h:65536", "backend: the port in the redis:// URL must be" },
+		{ "redis://h:", "backend: the port in the redis:// URL must be" },
+		{ "redis://h:6379/x", "backend: the database in the redis:// URL must be a number from 0 to 1000, got 'x'" },
+		{ "redis://h:6379/", "backend: the database in the redis:// URL must be" },
+		{ "redis://h:6379/1001", "backend: the database in the redis:// URL must be" },
+		{ "redis://::1:6379", "backend: expected redis://" },
+		{ "redis://[::1]6379", "backend: expected redis://" },
+		{ "redis://:6379", "backend: expected redis://" },
+		{ "redis://bob@h:6379", "backend: redis://USER@...: a user needs a password" },
+		{ "redis://bob:@h:6379", "backend: the password in the redis:// URL is empty" },
+		{ "redis://:pw%4@h:6379", "backend: the password in the redis:// URL is empty, longer than" },
+		{ "redis://:pw%zzx@h:6379", "backend: the password in the redis:// URL" },
+		{ "redis://:pw%00x@h:6379", "backend: the password in the redis:// URL" },
+		{ "redis://b%g0b:pw@h:6379", "backend: the user in the redis:// URL" },
+		{ "redis://:topsecret@h", "backend: expected redis://" },
+		{ "redis://:topsecret@h:port", "backend: the port in the redis:// URL" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		struct xrl_http_cfg c;
+		char err[256] = "";
+
+		xrl_http_cfg_init(&c);
+		CTX("%s", ok[i].url);
+		EQ(xrl_http_backend_parse(ok[i].url, &c, err, sizeof(err)), 0);
+		EQ(c.redis, true);
+		assert_string_equal(c.redis_host, ok[i].host);
+		assert_string_equal(c.redis_user, ok[i].user);
+		assert_string_equal(c.redis_pass, ok[i].pass);
+		EQ(c.redis_port, ok[i].port);
+		EQ(c.redis_db, ok[i].db);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct xrl_http_cfg c;
+		char err[256] = "";
+
+		xrl_http_cfg_init(&c);
+		EQ(xrl_http_backend_parse(bad[i].url, &c, err, sizeof(err)), -EINVAL);
+		CTX("%s -> %s", bad[i].url, err);
+		EQ(strncmp(err, bad[i].says, strlen(bad[i].says)), 0);
+		EQ(c.redis, false);
+		assert_null(strstr(err, "topsecret"));
+		assert_null(strstr(err, "pw"));
+		assert_null(strstr(err, "s3cret"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -984,6 +1056,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_only, setup, teardown),
+		cmocka_unit_test(test_backend_urls),
 		cmocka_unit_test_setup_teardown(test_extensions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

@@ -1847,6 +1847,81 @@ static void test_redis_wrongtype_isolated(void **state)
 	redis_down(&rs);
 }
 
+/* A limiter of rules a and b (1/h, burst 3 each) on the Redis at url. */
+static struct xrl_limiter *auth_lim(const struct rsrv *rs, const char *userinfo,
+				    struct xrl_http_cfg **c)
+{
+	struct rsrv as = *rs;
+
+	snprintf(as.url, sizeof(as.url), "redis://%s@127.0.0.1:%d", userinfo, rs->port);
+	CTX("%s", as.url);
+	*c = cfg_live(&as, "1/h", 3, 1 * SEC);
+	rule_add(*c, "b", "1/h", 3);
+	cfg_done(*c);
+	return lim_new(*c);
+}
+
+/*
+ * A Redis that wants a password (requirepass), and ACL users allowed only
+ * the commands docs/policy.md lists: the right password decides, exactly;
+ * a wrong one falls back (on_backend_error: open); the ACL user decides
+ * calls of one key and of two; a user without MGET decides a call of one
+ * key, and a call of two fails and falls back.
+ */
+static void test_redis_auth(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	redis_cmd(&rs, "ACL SETUSER xrl on >pw2 ~xrl:* -@all +select +script|load +evalsha "
+		       "+get +mget +exists +type +set +pexpire");
+	redis_cmd(&rs, "ACL SETUSER nomget on >pw3 ~xrl:* -@all +select +script|load +evalsha "
+		       "+get +exists +type +set +pexpire");
+	redis_cmd(&rs, "CONFIG SET requirepass s3cret");
+
+	l = auth_lim(&rs, ":s3cret", &c);
+	EQ(drain(l, &c->rules[0], "k", 10), 3);
+	d = dec2(l, &c->rules[0], &c->rules[1], "k2");
+	EQ(d.backend_error, false);
+	EQ(d.allowed, true);
+	EQ(stats(l).redis_calls > 0, true);
+	xrl_limiter_free(l);
+	free(c);
+
+	l = auth_lim(&rs, ":wrong", &c);
+	d = dec1(l, &c->rules[0], "k");
+	EQ(d.backend_error, true);
+	EQ(d.allowed, true); /* open */
+	xrl_limiter_free(l);
+	free(c);
+
+	l = auth_lim(&rs, "xrl:pw2", &c);
+	CTX("user xrl: k has 0 of 3 left, k3 all 3");
+	EQ(drain(l, &c->rules[0], "k", 10), 0);
+	EQ(dec1(l, &c->rules[0], "k").backend_error, false);
+	d = dec2(l, &c->rules[0], &c->rules[1], "k3");
+	EQ(d.backend_error, false);
+	EQ(d.allowed, true);
+	xrl_limiter_free(l);
+	free(c);
+
+	l = auth_lim(&rs, "nomget:pw3", &c);
+	d = dec1(l, &c->rules[0], "k4");
+	EQ(d.backend_error, false);
+	EQ(d.allowed, true);
+	d = dec2(l, &c->rules[0], &c->rules[1], "k5");
+	EQ(d.backend_error, true);
+	EQ(d.allowed, true); /* open */
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
 /*
  * The largest call: XRL_REDIS_CALL_MAX decisions of XRL_HTTP_MAX_MATCH rules
  * each (1,024 keys, read with one MGET), over 32 keys in turn, so that each
@@ -2101,6 +2176,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_call_mixed, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_wrongtype_isolated, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_call_full, redis_teardown),
+		cmocka_unit_test_teardown(test_redis_auth, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
 	};
