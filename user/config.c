@@ -10,7 +10,6 @@
  * built in a heap copy and copied to the caller's struct only when the whole
  * file is good, so a bad reload never leaves a half-written config behind.
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -837,49 +836,10 @@ static int parse_penalty(struct cx *x, yaml_node_t *n)
 /* "127.0.0.1:9100", "[::1]:9100", "localhost:9100". */
 static bool hostport_ok(const char *s)
 {
-	char host[64], a[16];
-	const char *colon, *p;
-	unsigned long port;
-	char *end;
-	size_t hl;
+	char host[64];
+	int port;
 
-	if (s[0] == '[') {
-		const char *rb = strchr(s, ']');
-
-		if (!rb || rb[1] != ':')
-			return false;
-		hl = (size_t)(rb - s - 1);
-		if (!hl || hl >= sizeof(host))
-			return false;
-		memcpy(host, s + 1, hl);
-		host[hl] = '\0';
-		if (inet_pton(AF_INET6, host, a) != 1)
-			return false;
-		colon = rb + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || colon == s || memchr(s, ':', (size_t)(colon - s)))
-			return false;
-		hl = (size_t)(colon - s);
-		if (hl >= sizeof(host))
-			return false;
-		memcpy(host, s, hl);
-		host[hl] = '\0';
-		if (inet_pton(AF_INET, host, a) != 1) {
-			/* a host name: letters, digits, '-' and '.', no empty label */
-			if (host[0] == '.' || host[0] == '-' || host[hl - 1] == '.' ||
-			    strstr(host, ".."))
-				return false;
-			for (p = host; *p; p++)
-				if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.')
-					return false;
-		}
-	}
-	if (!isdigit((unsigned char)colon[1]))
-		return false;
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	return !*end && !errno && port >= 1 && port <= 65535;
+	return !xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port);
 }
 
 /* ---- http: the identity tier ------------------------------------------ */

@@ -96,6 +96,11 @@ void xrl_http_cfg_init(struct xrl_http_cfg *c);
 int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen);
 /* "redis://HOST:PORT[/DB]" or "memory". */
 int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen);
+/* HOST:PORT or [V6]:PORT, the n bytes at s (HOST an IPv4 address or a host
+ * name): host (brackets off) and port. -EINVAL: not that shape, or not such
+ * a host, or one too long; -ERANGE: the port is not a number from 1 to
+ * 65535. */
+int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port);
 
 /* ---- the limiter ----------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* memrchr */
 #include <ctype.h>
 #include <errno.h>
+#include <arpa/inet.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +80,41 @@ static bool whole(const char *s, const char *end, long lo, long hi, int *out)
 	return true;
 }
 
+int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port)
+{
+	const char *end = s + n, *hs = s, *he, *colon;
+	unsigned char a[16];
+	size_t hl;
+
+	if (n && *s == '[') {
+		hs = s + 1;
+		he = memchr(hs, ']', (size_t)(end - hs));
+		colon = he && he + 1 < end && he[1] == ':' ? he + 1 : NULL;
+	} else {
+		colon = memrchr(s, ':', n);
+		he = colon;
+		if (colon && memchr(s, ':', (size_t)(colon - s)))
+			colon = NULL; /* an IPv6 address wants brackets */
+	}
+	if (!colon || he <= hs || (size_t)(he - hs) >= hostlen)
+		return -EINVAL;
+	hl = (size_t)(he - hs);
+	memcpy(host, hs, hl);
+	host[hl] = '\0';
+	if (hs != s) {
+		if (inet_pton(AF_INET6, host, a) != 1)
+			return -EINVAL;
+	} else if (inet_pton(AF_INET, host, a) != 1) {
+		/* a host name: letters, digits, '-' and '.', no empty label */
+		if (host[0] == '.' || host[0] == '-' || host[hl - 1] == '.' || strstr(host, ".."))
+			return -EINVAL;
+		for (const char *q = host; *q; q++)
+			if (!isalnum((unsigned char)*q) && *q != '-' && *q != '.')
+				return -EINVAL;
+	}
+	return whole(colon + 1, end, 1, 65535, port) ? 0 : -ERANGE;
+}
+
 /*
  * memory | redis://[[USER]:PASSWORD@]HOST:PORT[/DB], HOST a name, an IPv4
  * address or [an IPv6 one]; USER and PASSWORD %XX-encoded where they hold
@@ -86,10 +122,9 @@ static bool whole(const char *s, const char *end, long lo, long hi, int *out)
  */
 int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen)
 {
-	const char *p, *at, *hs, *he, *colon, *end, *slash;
+	const char *p, *at, *end, *slash;
 	char user[sizeof(c->redis_user)] = "", pass[sizeof(c->redis_pass)] = "";
 	int port, db = 0;
-	size_t hl;
 
 	if (!strcmp(s, "memory")) {
 		c->redis = false;
@@ -124,27 +159,20 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
 	}
 	slash = strchr(p, '/');
 	end = slash ? slash : p + strlen(p);
-	if (*p == '[') {
-		hs = p + 1;
-		he = memchr(hs, ']', (size_t)(end - hs));
-		colon = he && he + 1 < end && he[1] == ':' ? he + 1 : NULL;
-	} else {
-		hs = p;
-		colon = memrchr(p, ':', (size_t)(end - p));
-		he = colon;
-		if (colon && memchr(p, ':', (size_t)(colon - p)))
-			colon = NULL; /* an IPv6 address wants brackets */
+	switch (xrl_hostport_parse(p, (size_t)(end - p), c->redis_host, sizeof(c->redis_host), &port)) {
+	case 0:
+		break;
+	case -ERANGE: {
+		const char *colon = memrchr(p, ':', (size_t)(end - p));
+
+		snprintf(err, errlen, "backend: the port in the redis:// URL must be a number from 1 to "
+			 "65535, got '%.*s'", (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
+		return -EINVAL;
 	}
-	hl = he && he > hs ? (size_t)(he - hs) : 0;
-	if (!colon || !hl || hl >= sizeof(c->redis_host)) {
+	default:
 		snprintf(err, errlen, "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
 			 "(an IPv6 HOST in brackets), got '%s%.*s'", at ? "redis://(not shown)@" : "redis://",
 			 (int)(strlen(p) > 100 ? 100 : strlen(p)), p);
-		return -EINVAL;
-	}
-	if (!whole(colon + 1, end, 1, 65535, &port)) {
-		snprintf(err, errlen, "backend: the port in the redis:// URL must be a number from 1 to "
-			 "65535, got '%.*s'", (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
 		return -EINVAL;
 	}
 	if (slash && !whole(slash + 1, slash + strlen(slash), 0, 1000, &db)) {
@@ -152,8 +180,6 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
 			 "to 1000, got '%.20s'", slash + 1);
 		return -EINVAL;
 	}
-	memcpy(c->redis_host, hs, hl);
-	c->redis_host[hl] = '\0';
 	c->redis_port = port;
 	c->redis_db = db;
 	memcpy(c->redis_user, user, sizeof(user));

@@ -930,24 +930,17 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
 {
 	char host[80];
-	const char *colon = strrchr(s, ':');
-	long port;
+	int port;
 
-	if (!colon || (size_t)(colon - s) >= sizeof(host))
-		return -EINVAL;
-	memcpy(host, s, (size_t)(colon - s));
-	host[colon - s] = '\0';
-	port = strtol(colon + 1, NULL, 10);
-	if (port < 1 || port > 65535)
+	if (xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port))
 		return -EINVAL;
 	memset(ss, 0, sizeof(*ss));
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+	if (strchr(host, ':')) {
 		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
 
-		host[strlen(host) - 1] = '\0';
 		a->sin6_family = AF_INET6;
 		a->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
 			return -EINVAL;
 		*len = sizeof(*a);
 	} else {

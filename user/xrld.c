@@ -1071,19 +1071,14 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const cha
 static int start_metrics(const char *hostport)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
-	char host[80], *colon;
+	char host[80], port_s[8];
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	int port;
 
-	snprintf(host, sizeof(host), "%s", hostport);
-	colon = strrchr(host, ':');
-	if (!colon)
+	if (xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port))
 		return -EINVAL;
-	*colon = '\0';
-	if (host[0] == '[' && colon[-1] == ']') {
-		colon[-1] = '\0';
-		memmove(host, host + 1, strlen(host));
-	}
-	if (getaddrinfo(host, colon + 1, &hints, &ai) || !ai)
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	if (getaddrinfo(host, port_s, &hints, &ai) || !ai)
 		return -EINVAL;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
