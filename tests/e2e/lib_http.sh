@@ -107,23 +107,17 @@ redis_ping() {
 	[ "$(redis-cli -h 127.0.0.1 -p "${HT_PORT[$1]}" ping 2>/dev/null)" = PONG ]
 }
 
-# proc_stop NAME [SIGNAL]: signal a named process (TERM by default) and wait
-# for it to be gone (KILL after 5 s).
+# proc_stop NAME [KILL]: stop a named process, by TERM (stop_pids), or by
+# KILL at once.
 proc_stop() {
-	local sig=${2:-TERM} pid=${HT_PID[$1]}
-	if [ "$sig" = KILL ]; then
+	local pid=${HT_PID[$1]}
+	if [ "${2:-TERM}" = KILL ]; then
 		# reaped at once, quietly: no "Killed" job notice
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 		return 0
 	fi
-	kill "-$sig" "$pid" 2>/dev/null
-	for _ in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null
-	wait "$pid" 2>/dev/null
+	stop_pids "$pid"
 	return 0
 }
 

@@ -1801,8 +1801,9 @@ static void test_redis_call_mixed(void **state)
 }
 
 /*
- * A key that is not ours to read (a hash under the name xrl:{api:bad}, so
- * GET fails with WRONGTYPE) fails its own decision only: the decisions
+ * A key that is not ours to read (a hash under the name xrl:{api:bad}: the
+ * call's MGET reads it as missing, TYPE says hash) fails its own decision
+ * only: the decisions
  * sharing its call are decided by Redis and charged once, the bad one falls
  * back (on_backend_error: open) and writes nothing, the key stays a hash.
  */
