@@ -81,6 +81,7 @@ struct xrl_limiter {
 	_Atomic __u32 brk_fails;
 	_Atomic int brk_probe;             /* a half-open probe is in flight */
 	char sha[41];                      /* SHA1 of lua_gcra, for EVALSHA */
+	__u64 auth;                        /* auth_tag(&cfg) */
 	char *load_cmd;                    /* SCRIPT LOAD lua_gcra, formatted */
 	size_t load_len;
 	pthread_mutex_t sync_mu;           /* xrl_limiter_decide: one at a time */
@@ -902,7 +903,7 @@ struct xrl_redis_pipe {
 	__u32 gen;                    /* bumped with every new connection */
 	char host[128];               /* where c is connected */
 	int port, db;
-	__u64 auth;                   /* auth_tag() of the user and password c used */
+	__u64 auth;                   /* the limiter's auth when c was opened */
 	struct job *q, *q_tail;       /* queued */
 	struct job *b;                /* the batch in flight; NULL: free */
 	struct job *cur;              /* the next reply is this one's */
@@ -958,7 +959,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 
 	p->reused = false;
 	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host) &&
-	    p->auth == auth_tag(c)) {
+	    p->auth == p->l->auth) {
 		p->reused = true;
 		return 0;
 	}
@@ -1016,7 +1017,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
 	p->port = c->redis_port;
 	p->db = c->redis_db;
-	p->auth = auth_tag(c);
+	p->auth = p->l->auth;
 	p->gen++;
 	return 0;
 fail:
@@ -1492,6 +1493,7 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	if (!l)
 		return -ENOMEM;
 	l->cfg = *c;
+	l->auth = auth_tag(c);
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
 	if (!EVP_Digest(lua_gcra, sizeof(lua_gcra) - 1, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
@@ -1536,6 +1538,7 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 {
 	pthread_rwlock_wrlock(&l->cfg_mu);
 	l->cfg = *c;
+	l->auth = auth_tag(c);
 	pthread_rwlock_unlock(&l->cfg_mu);
 }
 

@@ -1864,10 +1864,11 @@ static struct xrl_limiter *auth_lim(const struct rsrv *rs, const char *userinfo,
 
 /*
  * A Redis that wants a password (requirepass), and ACL users allowed only
- * the commands docs/policy.md lists: the right password decides, exactly;
- * a wrong one falls back (on_backend_error: open); the ACL user decides
- * calls of one key and of two; a user without MGET decides a call of one
- * key, and a call of two fails and falls back.
+ * the commands docs/policy.md lists: the right password decides, exactly,
+ * and a reload to another user takes a new connection; a wrong password
+ * falls back (on_backend_error: open) until a reload brings the right one;
+ * the ACL user decides calls of one key and of two; a user without MGET
+ * decides a call of one key, and a call of two fails and falls back.
  */
 static void test_redis_auth(void **state)
 {
@@ -1891,6 +1892,16 @@ static void test_redis_auth(void **state)
 	EQ(d.backend_error, false);
 	EQ(d.allowed, true);
 	EQ(stats(l).redis_calls > 0, true);
+	{
+		struct xrl_http_cfg *other;
+		struct xrl_limiter *l2 = auth_lim(&rs, "nomget:pw3", &other);
+
+		CTX("reloaded as user nomget: its open connection is not reused");
+		xrl_limiter_set_cfg(l, other);
+		EQ(dec2(l, &c->rules[0], &c->rules[1], "k6").backend_error, true);
+		xrl_limiter_free(l2);
+		free(other);
+	}
 	xrl_limiter_free(l);
 	free(c);
 
@@ -1898,6 +1909,19 @@ static void test_redis_auth(void **state)
 	d = dec1(l, &c->rules[0], "k");
 	EQ(d.backend_error, true);
 	EQ(d.allowed, true); /* open */
+	{
+		struct xrl_http_cfg *right;
+		struct xrl_limiter *l2 = auth_lim(&rs, ":s3cret", &right);
+
+		CTX("reloaded with the right password, after the breaker's cooldown");
+		xrl_limiter_set_cfg(l, right);
+		sleep_ns(300 * MS);
+		d = dec1(l, &c->rules[0], "k9");
+		EQ(d.backend_error, false);
+		EQ(d.allowed, true);
+		xrl_limiter_free(l2);
+		free(right);
+	}
 	xrl_limiter_free(l);
 	free(c);
 
