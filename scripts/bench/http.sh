@@ -7,8 +7,9 @@
 #   sudo scripts/bench/http.sh
 #
 # One run of ROUNDS rounds, every case once a round for the same duration
-# (DUR seconds, after a 1 s warm-up), wrk -t1 -cCONNS --latency with
-# scripts/bench/http/auth.lua:
+# (DUR seconds, after a 1 s warm-up), wrk -t1 --latency with
+# scripts/bench/http/auth.lua, CONNS connections in a, b and e, RCONNS in
+# c and d (and redis-benchmark's clients in f):
 #
 #   a  xrld, memory backend, allowed   /v1/auth, X-Forwarded-Uri /open/x
 #   b  xrld, memory backend, refused   /v1/auth, X-Forwarded-Uri /shut/x, one
@@ -21,6 +22,16 @@
 #      user/limiter.c at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
 #      xrld's
+#
+# Why two concurrencies: a, b and e run at 60-75k decisions/s, where one wrk
+# thread on one CPU is already 90-98 % busy at 32 connections; with more,
+# they would measure wrk's parsing of each server's answers rather than
+# the servers. c runs at ~30k/s, where wrk has room, and xrld's Redis path
+# batches the decisions that arrive while a call is out: its batch size,
+# and so what a decision costs Redis, grows with the requests in flight
+# (~11 a call at 32, ~20 at 64, ~40 at 128). A front end in a flood has far
+# more than 32 requests in flight; RCONNS=32 measures the low end (c/f
+# 0.48-0.52 on the 2-vCPU machine of docs/benchmarks.md).
 #
 # Fairness on 2 CPUs: each server runs on SERVER_CPU only (taskset), each
 # load generator on CLIENT_CPU only; xrld has http.threads THREADS and nginx
@@ -41,7 +52,7 @@
 # The last line of output:
 #   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z
 #
-# Environment: DUR (6), CONNS (32), THREADS (1), NKEYS (1024),
+# Environment: DUR (6), CONNS (32), RCONNS (64), THREADS (1), NKEYS (1024),
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
 # the target length of f), ROUNDS (5), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
@@ -56,6 +67,7 @@ XRLD=${XRLD:-$ROOT/build/xrld}
 
 DUR=${DUR:-6}
 CONNS=${CONNS:-32}
+RCONNS=${RCONNS:-64}
 THREADS=${THREADS:-1}
 NKEYS=${NKEYS:-1024}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -69,6 +81,9 @@ say() { printf '%s\n' "$*" >&2; }
 
 [ "$(id -u)" = 0 ] || die "run as root: sudo $0"
 case $ROUNDS in ''|*[!0-9]*|0) die "ROUNDS: expected a whole number >= 1, got '$ROUNDS'" ;; esac
+for v in CONNS RCONNS; do
+	case ${!v} in ''|*[!0-9]*|0) die "$v: expected a whole number >= 1, got '${!v}'" ;; esac
+done
 for t in wrk nginx redis-server redis-cli redis-benchmark taskset curl awk sha1sum ss; do
 	command -v "$t" >/dev/null || die "$t is missing (scripts/install-deps.sh)"
 done
@@ -237,17 +252,17 @@ HZ=$(getconf CLK_TCK)
 # field NAME LINE: the number after NAME= in LINE.
 field() { sed -n "s/.* $1=\([0-9]*\).*/\1/p" <<<" $2"; }
 
-# wrk_case ID PORT PATH URI NKEYS EXPECT(allowed|refused) SERVER-PID...
+# wrk_case ID CONNS PORT PATH URI NKEYS EXPECT(allowed|refused) SERVER-PID...
 # (the servers whose CPU time a decision costs)
 wrk_case() {
-	local id=$1 port=$2 path=$3 uri=$4 nkeys=$5 expect=$6 line t0 t1
+	local id=$1 conns=$2 port=$3 path=$4 uri=$5 nkeys=$6 expect=$7 line t0 t1
 	local url="http://127.0.0.1:$port$path"
-	shift 6
+	shift 7
 
-	run "$T/wrk-$id-warmup.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d1s \
+	run "$T/wrk-$id-warmup.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d1s \
 		-s "$HERE/auth.lua" "$url" -- "$path" "$uri" "$nkeys" || die "wrk failed ($id, warm-up)"
 	t0=$(cpu_ticks "$@")
-	run "$T/wrk-$id.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"${DUR}s" --latency \
+	run "$T/wrk-$id.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"${DUR}s" --latency \
 		-s "$HERE/auth.lua" "$url" -- "$path" "$uri" "$nkeys" || die "wrk failed ($id): $T/wrk-$id.txt"
 	t1=$(cpu_ticks "$@")
 	line=$(grep '^RESULT ' "$T/wrk-$id.txt") || die "no RESULT from wrk ($id): $T/wrk-$id.txt"
@@ -313,7 +328,7 @@ curl -s -o /dev/null -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://12
 now_us=$(($(date +%s%N) / 1000))
 rb() { # N: the --csv line of EVALSHA into $T/redis-benchmark.csv
 	run "$T/redis-benchmark.out" taskset -c "$CLIENT_CPU" redis-benchmark -h 127.0.0.1 \
-		-p "$P_REDIS" -c "$CONNS" -P 16 -n "$1" -r "$NKEYS" --csv EVALSHA "$SHA" 1 \
+		-p "$P_REDIS" -c "$RCONNS" -P 16 -n "$1" -r "$NKEYS" --csv EVALSHA "$SHA" 1 \
 		'xrl:{open:u__rand_int__}' "$now_us" 1 1 1000000.000 1.000 || die "redis-benchmark failed"
 	tr -d '\r' <"$T/redis-benchmark.out" | grep -i '"EVALSHA' >"$T/redis-benchmark.csv" ||
 		die "no EVALSHA line from redis-benchmark ($T/redis-benchmark.out)"
@@ -350,21 +365,21 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
 declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
-step_e_allowed() { wrk_case e_allowed "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
-step_a() { wrk_case a "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
+step_e_allowed() { wrk_case e_allowed "$CONNS" "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
+step_a() { wrk_case a "$CONNS" "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
 step_b() {
 	exhaust "http://127.0.0.1:$P_MEM/v1/auth" /shut/x
-	wrk_case b "$P_MEM" /v1/auth /shut/x 1 refused "${PID_XRLD[mem]}"
+	wrk_case b "$CONNS" "$P_MEM" /v1/auth /shut/x 1 refused "${PID_XRLD[mem]}"
 }
 step_e_refused() {
 	exhaust "http://127.0.0.1:$P_NGX/shut/x" /shut/x
-	wrk_case e_refused "$P_NGX" /shut/x /shut/x 1 refused "${PIDS_NGINX[@]}"
+	wrk_case e_refused "$CONNS" "$P_NGX" /shut/x /shut/x 1 refused "${PIDS_NGINX[@]}"
 }
 step_f() { f_case; }
 step_c() {
 	local n0 n1 c_all
 	n0=$(evalsha_calls)
-	wrk_case c "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
+	wrk_case c "$RCONNS" "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
 	n1=$(evalsha_calls)
 	C_EVALS=$((n1 - n0))
 	# the calls were counted around the warm-up too: so are the decisions
@@ -376,7 +391,7 @@ step_d() {
 	local n2 n3
 	exhaust "http://127.0.0.1:$P_RED/v1/auth" /shut/x
 	n2=$(evalsha_calls)
-	wrk_case d "$P_RED" /v1/auth /shut/x 1 refused "${PID_XRLD[redis]}" "$PID_REDIS"
+	wrk_case d "$RCONNS" "$P_RED" /v1/auth /shut/x 1 refused "${PID_XRLD[redis]}" "$PID_REDIS"
 	n3=$(evalsha_calls)
 	D_EVALS=$((n3 - n2))
 	say "  d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
@@ -404,7 +419,7 @@ one_round() {
 	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}"
 }
 
-say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS on CPU $CLIENT_CPU;" \
+say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS (c and d -c$RCONNS, redis-benchmark in f -c$RCONNS) on CPU $CLIENT_CPU;" \
 	"xrld (http.threads $THREADS) and nginx (worker_processes $THREADS) on CPU $SERVER_CPU;" \
 	"redis-server on CPU $REDIS_CPU; $ROUNDS rounds"
 for ((ROUND = 1; ROUND <= ROUNDS; ROUND++)); do
@@ -425,7 +440,7 @@ C_RA_RED=$(median "${RC_RA_RED[@]}")
 
 {
 	echo
-	echo "identity tier, $(date -u +%F), $(uname -r), $(nproc) CPUs; ${DUR} s a case, wrk -t1 -c$CONNS;" \
+	echo "identity tier, $(date -u +%F), $(uname -r), $(nproc) CPUs; ${DUR} s a case, wrk -t1 -c$CONNS (c, d and f: $RCONNS);" \
 		"servers on CPU $SERVER_CPU (xrld threads $THREADS, nginx workers $THREADS), clients on CPU $CLIENT_CPU"
 	echo "the last of $ROUNDS rounds:"
 	printf '%-46s %12s %8s %8s %9s %10s\n' case decisions/s "p50 ms" "p99 ms" refused "CPU us/dec"
