@@ -142,14 +142,18 @@ run() {
 	return "$rc"
 }
 
-# free_port VAR: a TCP port nothing listens on and not yet given out here.
+# free_port VAR: a TCP port no socket uses and not yet given out here, below
+# the kernel's ephemeral range (so that no client connection of this run,
+# wrk's or redis-benchmark's, can hold it when a server binds it).
 USED_PORTS=" "
+EPH_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[ "$EPH_LOW" -gt 12000 ] 2>/dev/null || EPH_LOW=32768
 free_port() {
 	local p
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((10000 + RANDOM % (EPH_LOW - 10000)))
 		case $USED_PORTS in *" $p "*) continue ;; esac
-		if ! ss -Hltn "sport = :$p" | grep -q .; then
+		if ! ss -Htan "sport = :$p" | grep -q .; then
 			USED_PORTS="$USED_PORTS$p "
 			printf -v "$1" '%s' "$p"
 			return
