@@ -31,7 +31,7 @@
 # and so what a decision costs Redis, grows with the requests in flight
 # (~11 a call at 32, ~20 at 64, ~40 at 128). A front end in a flood has far
 # more than 32 requests in flight; RCONNS=32 measures the low end (c/f
-# 0.48-0.56 on the 2-vCPU machine of docs/benchmarks.md, 0.57-0.61 at 64).
+# 0.48-0.56 on the 2-vCPU machine of docs/benchmarks.md, 0.53-0.61 at 64).
 #
 # Fairness on 2 CPUs: each server runs on SERVER_CPU only (taskset), each
 # load generator on CLIENT_CPU only; xrld has http.threads THREADS and nginx
