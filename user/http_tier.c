@@ -134,7 +134,6 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
-
 /* The first n bytes of src as a string, cut to fit size (on every request,
  * where snprintf("%s") showed in the profile). */
 static void copy_cut(char *dst, size_t size, const char *src, size_t n)
@@ -144,6 +143,7 @@ static void copy_cut(char *dst, size_t size, const char *src, size_t n)
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 }
+
 /* ---- identity ------------------------------------------------------------------ */
 
 static bool addr_parse(const char *s, struct xrl_prefix *p)
