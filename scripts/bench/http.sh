@@ -65,6 +65,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# stop_pids, as the tests stop what they start
+# shellcheck source=tests/e2e/lib.sh
+. "$ROOT/tests/e2e/lib.sh"
 HERE=$ROOT/scripts/bench/http
 XRLD_BIN=${XRLD:-}
 XRLD=${XRLD:-$ROOT/build/xrld}
@@ -103,20 +106,10 @@ KEEP_SAID=
 
 # shellcheck disable=SC2317 # run by the trap
 cleanup() {
-	local pid
 	trap - EXIT INT TERM
 	[ -z "$CHILD" ] || kill -TERM "$CHILD" 2>/dev/null || true
-	for pid in "${PIDS[@]}"; do
-		kill -TERM "$pid" 2>/dev/null || true
-	done
-	for pid in "${PIDS[@]}"; do
-		for _ in $(seq 30); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-	done
+	# (in a || list, set -e does not stop stop_pids at a pid already gone)
+	[ ${#PIDS[@]} -eq 0 ] || stop_pids "${PIDS[@]}" || true
 	for d in "$PINS-mem" "$PINS-redis"; do
 		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || true
 	done
