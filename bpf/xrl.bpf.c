@@ -169,7 +169,7 @@ static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct x
 	e->family = rv->key.family;
 	e->plen = rv->key.plen;
 	e->action = action;
-	e->pad = 0;
+	e->flags = 0;
 	e->rule_slot = rv->rule_slot;
 	__builtin_memcpy(e->addr, rv->key.addr, 16);
 	bpf_ringbuf_submit(e, 0);

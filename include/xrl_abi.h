@@ -290,10 +290,18 @@ struct xrl_event {
 	__u8  family;
 	__u8  plen;
 	__u8  action;             /* enum xrl_action of the rule */
-	__u8  pad;
+	__u8  flags;              /* XRL_EVF_* */
 	__u32 rule_slot;          /* index into the ruleset */
 	__u32 addr[4];            /* source prefix, network byte order */
 };
 _Static_assert(sizeof(struct xrl_event) == 40, "xrl_event layout");
+
+/*
+ * xrl_event.flags. VERIFIED: the sampled packet proved its source, which a
+ * spoofer cannot do: it is a segment of a TCP connection the host has
+ * established (found by a socket lookup on its 4-tuple), so its sender
+ * completed a handshake from that address. A bare SYN never is.
+ */
+#define XRL_EVF_VERIFIED 0x01
 
 #endif /* XRL_ABI_H */

@@ -109,6 +109,8 @@ xdp:
       rate: $RATE/s
       burst: $BURST
       action: drop
+      penalty: unverified # the lab's sources are its own: trust a SYN's
+                          # source (the default, verified, never does)
 penalty:                  # refused in 2 separate 1 s windows: denied
   strikes: 2              # for ${BASE} s, then $((2 * BASE)) s, ... at most ${MAX} s
   window: 1s

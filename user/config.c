@@ -669,9 +669,11 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
 	static const char *const acts[] = { "drop", "shadow" };
 	static const int avals[] = { XRL_ACT_DROP, XRL_ACT_SHADOW };
+	static const char *const pens[] = { "verified", "unverified", "off" };
+	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
 	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" }, { .key = "burst" },
-			     { .key = "action" } };
+			     { .key = "action" }, { .key = "penalty" } };
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
 	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
@@ -681,7 +683,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	int rc, a;
 
 	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
-	rc = mapping(x, n, path, "rule", f, 6);
+	rc = mapping(x, n, path, "rule", f, 7);
 	if (rc)
 		return rc;
 	if (is_null(n))
@@ -742,6 +744,13 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			return rc;
 		r->action = (__u8)a;
 	}
+	if (f[6].v) {
+		subpath(p2, path, ".penalty");
+		rc = ENUM(x, f[6].v, p2, pens, pvals, &a);
+		if (rc)
+			return rc;
+		r->penalty = (__u8)a;
+	}
 
 	/* rate and burst within what the arithmetic can hold, here with a line */
 	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))
@@ -797,9 +806,15 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
 	return 0;
 }
 
-static int parse_penalty(struct cx *x, yaml_node_t *n)
+/*
+ * penalty: { strikes, window, base, max [, floor_v4, floor_v6] }. The floors
+ * (packet tier only) are the shortest prefixes a penalty may deny: a rule
+ * keyed on a shorter prefix (an aggregate cap such as /0) never feeds one.
+ */
+static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 {
-	struct field f[] = { { .key = "strikes" }, { .key = "window" }, { .key = "base" }, { .key = "max" } };
+	struct field f[] = { { .key = "strikes" }, { .key = "window" }, { .key = "base" }, { .key = "max" },
+			     { .key = "floor_v4" }, { .key = "floor_v6" } };
 	static const char *const why[] = {
 		"refusal windows before a source is denied, e.g. 3",
 		"the length of a strike window, e.g. 60s",
@@ -810,7 +825,7 @@ static int parse_penalty(struct cx *x, yaml_node_t *n)
 	__u64 v;
 	int rc;
 
-	rc = mapping(x, n, "penalty", "penalty", f, 4);
+	rc = mapping(x, n, "penalty", "penalty", f, packet ? 6 : 4);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < 4; i++)
@@ -829,6 +844,20 @@ static int parse_penalty(struct cx *x, yaml_node_t *n)
 	if (p->base_ns > p->max_ns)
 		return at(x, f[2].v, "penalty.base: expected base <= max, got base %s and max %s",
 			  sval(f[2].v), sval(f[3].v));
+	p->floor4 = 24;
+	p->floor6 = 48;
+	if (f[4].v) {
+		if ((rc = uint_val(x, f[4].v, "penalty.floor_v4", "a prefix length from 8 to 32",
+				   8, 32, &v)))
+			return rc;
+		p->floor4 = (__u8)v;
+	}
+	if (f[5].v) {
+		if ((rc = uint_val(x, f[5].v, "penalty.floor_v6", "a prefix length from 16 to 128",
+				   16, 128, &v)))
+			return rc;
+		p->floor6 = (__u8)v;
+	}
 	p->enabled = true;
 	return 0;
 }
@@ -1074,7 +1103,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		/* same shape as the top-level penalty section */
 		struct xrl_penalty_cfg saved = x->c->penalty;
 
-		if ((rc = parse_penalty(x, f[12].v)))
+		if ((rc = parse_penalty(x, f[12].v, false)))
 			return rc;
 		h->penalty.enabled = true;
 		h->penalty.strikes = x->c->penalty.strikes;
@@ -1122,7 +1151,7 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		return rc;
 	if (f[1].v && (rc = parse_xdp(x, f[1].v)))
 		return rc;
-	if (f[2].v && (rc = parse_penalty(x, f[2].v)))
+	if (f[2].v && (rc = parse_penalty(x, f[2].v, true)))
 		return rc;
 	if (f[3].v) {
 		rc = scalar(x, f[3].v, "metrics", metrics_what, &s);
@@ -1442,6 +1471,21 @@ static const char *mode_str(enum xrl_attach_mode m)
 	return m == XRL_MODE_SKB ? "skb" : m == XRL_MODE_AUTO ? "auto" : "native";
 }
 
+/* What a rule's refusals may earn, for the summary ("" without penalties). */
+static const char *penalty_str(const struct xrld_config *c, const struct xrl_rule_spec *s)
+{
+	if (!c->penalty.enabled || s->action == XRL_ACT_SHADOW)
+		return "";
+	if (s->penalty == XRL_PEN_OFF)
+		return ", penalty off";
+	if (s->key_plen4 < c->penalty.floor4 || s->key_plen6 < c->penalty.floor6)
+		return s->key_plen4 < c->penalty.floor4 && s->key_plen6 < c->penalty.floor6
+			       ? ", no penalty (keyed shorter than the floor)"
+			       : ", penalty for one family only (the other is keyed shorter than the floor)";
+	return s->penalty == XRL_PEN_UNVERIFIED ? ", penalty on any refusal (sources trusted)"
+						: ", penalty on verified sources";
+}
+
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
@@ -1482,9 +1526,10 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 				if (s->ports[j].hi != s->ports[j].lo)
 					put(&b, "-%u", s->ports[j].hi);
 			}
-			put(&b, ", key /%u /%u, %s burst %u, %s\n", s->key_plen4, s->key_plen6,
+			put(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4, s->key_plen6,
 			    rate_str(&s->rate, r, sizeof(r)), s->burst,
 			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
+			put(&b, "%s\n", penalty_str(c, s));
 		}
 		put(&b, "buckets: %u%s, event interval %s%s\n",
 		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
@@ -1495,11 +1540,12 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 	}
 
 	if (c->penalty.enabled)
-		put(&b, "penalty: %u strike%s within %s -> deny %s, doubling up to %s\n",
+		put(&b, "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
+		    "never shorter than /%u (IPv4) /%u (IPv6)\n",
 		    c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
 		    dur_str(c->penalty.window_ns, d1, sizeof(d1)),
 		    dur_str(c->penalty.base_ns, d2, sizeof(d2)),
-		    dur_str(c->penalty.max_ns, d3, sizeof(d3)));
+		    dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4, c->penalty.floor6);
 	else
 		put(&b, "penalty: off\n");
 	put(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");

@@ -29,6 +29,8 @@ struct xrl_penalty_cfg {
 	__u64 window_ns;
 	__u64 base_ns;
 	__u64 max_ns;
+	__u8  floor4;                   /* shortest prefix a penalty denies: /24 */
+	__u8  floor6;                   /* and for IPv6: /48 */
 };
 
 struct xrld_config {

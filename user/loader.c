@@ -37,7 +37,17 @@ static const char *const pinned_maps[] = {
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
+/* Where the deny sweep stopped in one trie (see gc_step). */
+struct xrl_gc_cursor {
+	bool valid;
+	char key[sizeof(struct xrl_lpm_v6)];
+};
+
+/* Keys the expiry sweep looks at per call and trie. */
+#define XRL_GC_BUDGET 4096
+
 struct xrl_handle {
+	struct xrl_gc_cursor gc[2];     /* deny sweep: [0] IPv4, [1] IPv6 */
 	struct xrl *skel;               /* NULL when opened from pins only */
 	int fds[N_PINNED];              /* map fds, in pinned_maps order */
 	struct xdp_program *xdp_prog;   /* ours, when we attached it */
@@ -557,34 +567,136 @@ int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	return list_update(h, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, p, NULL, true);
 }
 
+/*
+ * Adjust the count of one family's denylist in xrl_config by delta and bump
+ * the epoch (no per-CPU refusal decided under the old list stands). O(1):
+ * the program only asks whether a list is empty, so a count is kept, not
+ * recounted. Should the count claim empty while the trie is not (another
+ * writer raced us, e.g. xrl-load beside xrld), one get_next_key shows it and
+ * the count is put right by a recount; that is the only walk, and it cannot
+ * be forced from outside.
+ */
+static int deny_count_add(struct xrl_handle *h, __u8 family, int delta)
+{
+	int cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
+	int fd = xrl_map_fd(h, family == XRL_AF_INET ? XRL_MAP_DENY_V4 : XRL_MAP_DENY_V6);
+	size_t ksz = family == XRL_AF_INET ? sizeof(struct xrl_lpm_v4) : sizeof(struct xrl_lpm_v6);
+	char first[sizeof(struct xrl_lpm_v6)];
+	struct xrl_config cfg;
+	__u32 zero = 0, *n;
+	long v;
+
+	if (bpf_map_lookup_elem(cfd, &zero, &cfg))
+		return -errno;
+	n = family == XRL_AF_INET ? &cfg.deny_v4_n : &cfg.deny_v6_n;
+	v = (long)*n + delta;
+	if (v <= 0)
+		v = bpf_map_get_next_key(fd, NULL, first) ? 0 : list_count(fd, ksz);
+	*n = (__u32)v;
+	cfg.epoch++;
+	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* The deny trie of p's family and p's key in it. */
+static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl_lpm_v4 *k4,
+		    struct xrl_lpm_v6 *k6, void **key)
+{
+	if (p->family != XRL_AF_INET && p->family != XRL_AF_INET6)
+		return -EAFNOSUPPORT;
+	lpm_key(p, k4, k6);
+	*key = p->family == XRL_AF_INET ? (void *)k4 : (void *)k6;
+	return xrl_map_fd(h, p->family == XRL_AF_INET ? XRL_MAP_DENY_V4 : XRL_MAP_DENY_V6);
+}
+
+/*
+ * Add or refresh a deny entry. O(1) whatever the list's size: one lookup
+ * (is it new?), one update, one config write. A full trie answers -ENOSPC.
+ */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
 	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .origin = origin };
+	struct xrl_deny_val old;
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key;
+	bool existed;
+	int fd;
 
-	return list_update(h, XRL_MAP_DENY_V4, XRL_MAP_DENY_V6, p, &v, false);
+	fd = deny_key(h, p, &k4, &k6, &key);
+	if (fd < 0)
+		return fd;
+	existed = !bpf_map_lookup_elem(fd, key, &old);
+	if (bpf_map_update_elem(fd, key, &v, BPF_ANY))
+		return -errno;
+	return deny_count_add(h, p->family, existed ? 0 : 1);
 }
 
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 {
-	return list_update(h, XRL_MAP_DENY_V4, XRL_MAP_DENY_V6, p, NULL, true);
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key;
+	int fd;
+
+	fd = deny_key(h, p, &k4, &k6, &key);
+	if (fd < 0)
+		return fd;
+	if (bpf_map_delete_elem(fd, key))
+		return -errno;
+	return deny_count_add(h, p->family, -1);
 }
 
-static int gc_one(int fd, size_t keysz, __u64 now)
+int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap)
 {
-	char key[sizeof(struct xrl_lpm_v6)], next[sizeof(struct xrl_lpm_v6)];
-	char dead[64][sizeof(struct xrl_lpm_v6)];
-	struct xrl_deny_val v;
-	void *prev = NULL;
-	int n = 0, removed = 0;
+	int fd = xrl_map_fd(h, family == XRL_AF_INET ? XRL_MAP_DENY_V4 : XRL_MAP_DENY_V6);
+	struct bpf_map_info info = {};
+	__u32 ilen = sizeof(info), zero = 0;
+	struct xrl_config cfg;
 
-	/* collect first, delete after: deleting while walking restarts the walk */
-	while (!bpf_map_get_next_key(fd, prev, next)) {
+	if (family != XRL_AF_INET && family != XRL_AF_INET6)
+		return -EAFNOSUPPORT;
+	if (bpf_obj_get_info_by_fd(fd, &info, &ilen))
+		return -errno;
+	if (bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg))
+		return -errno;
+	*cap = info.max_entries;
+	*used = family == XRL_AF_INET ? cfg.deny_v4_n : cfg.deny_v6_n;
+	return 0;
+}
+
+/*
+ * One step of the expiry sweep over one trie: visit at most `budget` keys
+ * after the cursor, delete the expired ones, and leave the cursor on the
+ * last key kept (a walk restarts from the first key when its cursor is
+ * gone). The work per call is bounded whatever the list holds; a full
+ * 65,536-entry list is swept in 16 calls of 4,096.
+ */
+static int gc_step(int fd, size_t keysz, __u64 now, struct xrl_gc_cursor *cur, int budget)
+{
+	static char dead[XRL_GC_BUDGET][sizeof(struct xrl_lpm_v6)];
+	char key[sizeof(struct xrl_lpm_v6)], next[sizeof(struct xrl_lpm_v6)];
+	struct xrl_deny_val v;
+	int n = 0, removed = 0, seen = 0;
+	void *prev = cur->valid ? cur->key : NULL;
+
+	if (budget > XRL_GC_BUDGET)
+		budget = XRL_GC_BUDGET;
+	while (seen < budget && !bpf_map_get_next_key(fd, prev, next)) {
 		memcpy(key, next, keysz);
 		prev = key;
-		if (!bpf_map_lookup_elem(fd, key, &v) && v.expires_ns && v.expires_ns <= now &&
-		    n < 64)
+		seen++;
+		if (!bpf_map_lookup_elem(fd, key, &v) && v.expires_ns && v.expires_ns <= now)
 			memcpy(dead[n++], key, keysz);
+		else
+			memcpy(cur->key, key, keysz);
 	}
+	/* the walk reached the end: start again from the first key next time */
+	if (seen < budget)
+		cur->valid = false;
+	else if (seen > n)
+		cur->valid = true;
 	for (int i = 0; i < n; i++)
 		removed += !bpf_map_delete_elem(fd, dead[i]);
 	return removed;
@@ -592,14 +704,19 @@ static int gc_one(int fd, size_t keysz, __u64 now)
 
 int xrl_deny_gc(struct xrl_handle *h)
 {
+	static const __u8 fam[2] = { XRL_AF_INET, XRL_AF_INET6 };
+	static const char *const maps[2] = { XRL_MAP_DENY_V4, XRL_MAP_DENY_V6 };
+	static const size_t ksz[2] = { sizeof(struct xrl_lpm_v4), sizeof(struct xrl_lpm_v6) };
 	__u64 now = xrl_now_ns();
-	int n;
+	int total = 0;
 
-	n = gc_one(xrl_map_fd(h, XRL_MAP_DENY_V4), sizeof(struct xrl_lpm_v4), now) +
-	    gc_one(xrl_map_fd(h, XRL_MAP_DENY_V6), sizeof(struct xrl_lpm_v6), now);
-	if (n)
-		sync_list_counts(h);
-	return n;
+	for (int i = 0; i < 2; i++) {
+		int n = gc_step(xrl_map_fd(h, maps[i]), ksz[i], now, &h->gc[i], XRL_GC_BUDGET);
+
+		if (n && deny_count_add(h, fam[i], -n) == 0)
+			total += n;
+	}
+	return total;
 }
 
 int xrl_set_event_interval(struct xrl_handle *h, __u64 ns)

@@ -52,6 +52,19 @@ struct xrl_rule_spec {
 	struct xrl_rate rate;
 	__u32 burst;
 	__u32 id;          /* 0: derived from the name (stable across reloads) */
+	__u8  penalty;     /* enum xrl_penalty_mode; userspace only */
+};
+
+/*
+ * What a rule's refusals may earn towards a penalty (xrld's escalation).
+ * Default VERIFIED: only refusals whose source is proven (XRL_EVF_VERIFIED),
+ * so forged packets never get an address denied. UNVERIFIED trusts that the
+ * rule's sources cannot be forged (the operator says so per rule).
+ */
+enum xrl_penalty_mode {
+	XRL_PEN_VERIFIED   = 0,
+	XRL_PEN_UNVERIFIED = 1,
+	XRL_PEN_OFF        = 2,
 };
 
 struct xrl_policy {
@@ -155,7 +168,11 @@ int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
 		 __u32 origin);
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
-/* Remove expired deny entries; returns how many, or -errno. */
+/* Entries in use and the capacity of one family's denylist. */
+int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
+/* One bounded step of the expiry sweep (XRL_GC_BUDGET keys per family, so
+ * a full list is swept over several calls); returns how many expired
+ * entries it removed. */
 int xrl_deny_gc(struct xrl_handle *h);
 /* Gap between refusal samples per source per CPU (default 1 s). */
 int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);

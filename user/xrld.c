@@ -66,6 +66,16 @@ struct top_ent {
 };
 
 /* Penalty state of one source prefix on one interface. */
+enum pen_skip {
+	PEN_SKIP_RULE_OFF,
+	PEN_SKIP_UNVERIFIED,
+	PEN_SKIP_FLOOR,
+	PEN_SKIP_ALLOWLIST,
+	PEN_SKIP_FULL,
+	PEN_SKIP_FAILED,
+	PEN_SKIP_MAX
+};
+
 struct pen_ent {
 	bool   used;
 	__u8   iface;
@@ -93,6 +103,7 @@ static struct {
 	struct top_ent *top;
 	struct pen_ent *pen;
 	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
+	__u64 pen_skipped[PEN_SKIP_MAX];  /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http;     /* the identity tier, when configured */
 	pthread_mutex_t lock;        /* ifs[] and counters vs the metrics thread */
@@ -101,6 +112,16 @@ static struct {
 	.lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- small helpers ----------------------------------------------------- */
+
+/* Why a refusal sample earned no strike, or a due penalty was not made. */
+static const char *const pen_skip_name[PEN_SKIP_MAX] = {
+	[PEN_SKIP_RULE_OFF]   = "rule_off",     /* the rule says penalty: off */
+	[PEN_SKIP_UNVERIFIED] = "unverified",   /* source not proven (a SYN) */
+	[PEN_SKIP_FLOOR]      = "below_floor",  /* rule keyed shorter than the floor */
+	[PEN_SKIP_ALLOWLIST]  = "allowlisted",  /* prefix overlaps the allowlist */
+	[PEN_SKIP_FULL]       = "denylist_full",/* penalties' share of the list used */
+	[PEN_SKIP_FAILED]     = "deny_failed",  /* the deny write itself failed */
+};
 
 static __u64 hash_key(const void *k, size_t n)
 {
@@ -141,22 +162,6 @@ static const char *rule_name_by_id(struct iface *f, __u32 id, char *buf, size_t 
 
 /* ---- refusal samples: top and penalty escalation ------------------------ */
 
-static bool allowlisted(struct iface *f, const struct xrl_event *e)
-{
-	if (e->family == XRL_AF_INET) {
-		struct xrl_lpm_v4 k = { .prefixlen = 32, .addr = e->addr[0] };
-		struct xrl_allow_val v;
-
-		return !bpf_map_lookup_elem(xrl_map_fd(f->h, XRL_MAP_ALLOW_V4), &k, &v);
-	} else {
-		struct xrl_lpm_v6 k = { .prefixlen = 128 };
-		struct xrl_allow_val v;
-
-		memcpy(k.addr, e->addr, 16);
-		return !bpf_map_lookup_elem(xrl_map_fd(f->h, XRL_MAP_ALLOW_V6), &k, &v);
-	}
-}
-
 static void top_note(int ifidx, const struct xrl_event *e)
 {
 	struct { __u8 i, f, p, pad; __u32 r; __u32 a[4]; } k = {
@@ -194,6 +199,111 @@ static void top_note(int ifidx, const struct xrl_event *e)
 	D.top_dropped++;
 }
 
+/* The policy rule a sample came from, or NULL (removed since). */
+static const struct xrl_rule_spec *event_rule(const struct xrl_event *e)
+{
+	for (__u32 i = 0; D.cfg && i < D.cfg->policy.n_rules; i++) {
+		const struct xrl_rule_spec *r = &D.cfg->policy.rules[i];
+
+		if ((r->id ? r->id : xrl_rule_id(r->name)) == e->rule_id)
+			return r;
+	}
+	return NULL;
+}
+
+/*
+ * May this refusal sample count as a strike? Only a refusal by a rule that
+ * feeds penalties, from a source that proved itself unless the rule trusts
+ * its sources (penalty: unverified), of a prefix at least as long as the
+ * floor: an aggregate bucket's refusal (a rule keyed on /0 or /8) says
+ * nothing about any one source, and denying its key would deny everyone.
+ */
+static bool strike_ok(const struct xrl_event *e)
+{
+	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
+	const struct xrl_rule_spec *r;
+
+	if (!pc->enabled || e->action != XRL_ACT_DROP)
+		return false;
+	r = event_rule(e);
+	if (!r || r->penalty == XRL_PEN_OFF) {
+		D.pen_skipped[PEN_SKIP_RULE_OFF]++;
+		return false;
+	}
+	if (r->penalty == XRL_PEN_VERIFIED && !(e->flags & XRL_EVF_VERIFIED)) {
+		D.pen_skipped[PEN_SKIP_UNVERIFIED]++;
+		return false;
+	}
+	if (e->plen < (e->family == XRL_AF_INET ? pc->floor4 : pc->floor6)) {
+		D.pen_skipped[PEN_SKIP_FLOOR]++;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Does prefix p overlap the allowlist, either way round: covered by an
+ * entry (one LPM lookup) or covering one (a walk over the allowlist, only
+ * when a penalty is due, which the strike rules make rare)?
+ */
+static bool allow_overlaps(struct iface *f, const struct xrl_prefix *p)
+{
+	bool v4 = p->family == XRL_AF_INET;
+	int fd = xrl_map_fd(f->h, v4 ? XRL_MAP_ALLOW_V4 : XRL_MAP_ALLOW_V6);
+	struct xrl_lpm_v6 k = { .prefixlen = p->plen }, nk, ck;
+	size_t ksz = v4 ? sizeof(struct xrl_lpm_v4) : sizeof(struct xrl_lpm_v6);
+	struct xrl_allow_val v;
+	__u32 m[4];
+	void *prev = NULL;
+
+	memcpy(k.addr, p->addr, 16);
+	if (!bpf_map_lookup_elem(fd, &k, &v))
+		return true;
+	xrl_prefix_mask(p->family, p->plen, m);
+	while (!bpf_map_get_next_key(fd, prev, &nk)) {
+		memcpy(&ck, &nk, ksz);
+		prev = &ck;
+		if (ck.prefixlen < p->plen)
+			continue;
+		if ((ck.addr[0] & m[0]) == p->addr[0] &&
+		    (v4 || ((ck.addr[1] & m[1]) == p->addr[1] && (ck.addr[2] & m[2]) == p->addr[2] &&
+			    (ck.addr[3] & m[3]) == p->addr[3])))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Put a due penalty on the denylist, unless that would deny an allowlisted
+ * address or fill the list: penalties may use three quarters of it, so an
+ * operator's `deny add` always finds room. Returns 0 when denied.
+ */
+static int penalty_deny(struct iface *f, const struct xrl_prefix *p, __u64 ttl)
+{
+	__u32 used, cap;
+	char buf[64];
+	int err;
+
+	if (allow_overlaps(f, p)) {
+		D.pen_skipped[PEN_SKIP_ALLOWLIST]++;
+		return -EPERM;
+	}
+	if (!xrl_deny_room(f->h, p->family, &used, &cap) && used >= cap / 4 * 3) {
+		if (!D.pen_skipped[PEN_SKIP_FULL]++)
+			log_warnx("%s: penalties fill 3/4 of the denylist (%u of %u): no new penalty "
+				  "until entries expire (counted in xrld_penalties_skipped_total)",
+				  f->name, used, cap);
+		return -ENOSPC;
+	}
+	err = xrl_deny_add(f->h, p, ttl, XRL_ORIGIN_PENALTY);
+	if (err) {
+		D.pen_skipped[PEN_SKIP_FAILED]++;
+		log_warnx("couldn't deny %s on %s: %s", xrl_prefix_str(p, buf, sizeof(buf)), f->name,
+			  strerror(-err));
+	}
+	return err;
+}
+
 static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
@@ -202,7 +312,7 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	struct pen_ent *pe = NULL;
 	__u32 slot;
 
-	if (!pc->enabled || e->action != XRL_ACT_DROP || allowlisted(f, e))
+	if (!strike_ok(e))
 		return;
 	/* the program's timestamp: one CPU's samples are >= event_interval apart in it */
 	ts = e->ts_ns ? e->ts_ns : now;
@@ -253,12 +363,10 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	char buf[64];
 
 	memcpy(p.addr, e->addr, 16);
-	if (xrl_deny_add(f->h, &p, ttl, XRL_ORIGIN_PENALTY)) {
-		log_warn("couldn't deny %s on %s", xrl_prefix_str(&p, buf, sizeof(buf)), f->name);
-		return;
-	}
-	pe->offenses++;
 	pe->strikes = 0;
+	if (penalty_deny(f, &p, ttl))
+		return;
+	pe->offenses++;
 	pe->last_offense_ns = now;
 	D.penalties++;
 	log_info("%s: %s refused in %u windows: denied for %llus (offense %u)", f->name,
@@ -484,9 +592,13 @@ static void cmd_status(struct xrl_buf *b, bool json)
 		xrl_buf_json_str(b, D.config_path ? D.config_path : "");
 		xrl_buf_printf(b, ",\"pin_dir\":");
 		xrl_buf_json_str(b, D.pin_root);
-		xrl_buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu,\"penalties\":%llu},"
-			       "\"interfaces\":[", (unsigned long long)D.reloads,
+		xrl_buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu,\"penalties\":%llu,"
+			       "\"penalties_skipped\":{", (unsigned long long)D.reloads,
 			       (unsigned long long)D.reload_failures, (unsigned long long)D.penalties);
+		for (int i = 0; i < PEN_SKIP_MAX; i++)
+			xrl_buf_printf(b, "%s\"%s\":%llu", i ? "," : "", pen_skip_name[i],
+				       (unsigned long long)D.pen_skipped[i]);
+		xrl_buf_printf(b, "}},\"interfaces\":[");
 	} else {
 		xrl_buf_printf(b, "xrld pid %d, config %s, pins %s\n", (int)getpid(),
 			       D.config_path ? D.config_path : "-", D.pin_root);
@@ -1032,6 +1144,12 @@ static void metrics_text(struct xrl_buf *b)
 		       (unsigned long long)D.events_seen, (unsigned long long)D.penalties,
 		       (unsigned long long)D.reloads, (unsigned long long)D.reload_failures,
 		       (unsigned long long)D.top_dropped);
+	xrl_buf_printf(b, "# HELP xrld_penalties_skipped_total Refusal samples that earned no strike, "
+		       "and due penalties not made, by reason.\n"
+		       "# TYPE xrld_penalties_skipped_total counter\n");
+	for (int i = 0; i < PEN_SKIP_MAX; i++)
+		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n", pen_skip_name[i],
+			       (unsigned long long)D.pen_skipped[i]);
 	if (D.http)
 		xrl_http_metrics(D.http, b);
 	pthread_mutex_unlock(&D.lock);

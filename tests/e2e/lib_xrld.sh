@@ -81,9 +81,11 @@ xdp:
       rate: $rate/s
       burst: $burst
       action: $action
-metrics: 127.0.0.1:9101
 EOF
-	[ -n "$penalty" ] && printf 'penalty: %s\n' "$penalty" >>"$file"
+	# The lab's flood is spoofed SYNs, which never prove their source: a
+	# test of escalation says it trusts them (penalty: unverified).
+	[ -n "$penalty" ] && printf '      penalty: unverified\npenalty: %s\n' "$penalty" >>"$file"
+	printf 'metrics: 127.0.0.1:9101\n' >>"$file"
 	return 0
 }
 

@@ -627,7 +627,19 @@ static const struct bad bads[] = {
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
 	{ "rule a list",
 	  "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
-	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action), got a list" },
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty), got a list" },
+	{ "rule penalty word",
+	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, penalty: yes }\n",
+	  "xdp.rules[0].penalty: expected one of verified, unverified or off, got 'yes'" },
+	{ "penalty floor too short",
+	  "penalty: { strikes: 1, window: 1s, base: 1s, max: 1s, floor_v4: 0 }\n",
+	  "penalty.floor_v4: expected a prefix length from 8 to 32, got '0'" },
+	{ "penalty floor v6 too long",
+	  "penalty: { strikes: 1, window: 1s, base: 1s, max: 1s, floor_v6: 129 }\n",
+	  "penalty.floor_v6: expected a prefix length from 16 to 128, got '129'" },
+	{ "http penalty has no floor",
+	  "http:\n  penalty: { strikes: 1, window: 1s, base: 1s, max: 1s, floor_v4: 24 }\n",
+	  "penalty: unknown key 'floor_v4' in penalty; expected one of strikes, window, base, max" },
 	{ "burst a list",
 	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: [1]\n",
 	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got a list" },
@@ -721,7 +733,7 @@ static const struct bad bads[] = {
 	  "t.yaml:1:10: penalty: missing 'strikes'" },
 	{ "penalty a value",
 	  "penalty: on\n",
-	  "t.yaml:1:10: penalty: expected a mapping (strikes, window, base, max), got 'on'" },
+	  "t.yaml:1:10: penalty: expected a mapping (strikes, window, base, max, floor_v4, floor_v6), got 'on'" },
 
 	/* YAML itself */
 	{ "bad indentation",
@@ -933,9 +945,12 @@ static void test_summary(void **state)
 	HAS(sum, "interfaces: eth0 (native)\n");
 	HAS(sum, "allow: 2 prefixes (1 IPv4, 1 IPv6)\n");
 	HAS(sum, "rules: 2\n");
-	HAS(sum, "  syn: tcp syn ports 80,443, key /32 /64, 100/s burst 50, drop\n");
-	HAS(sum, "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop\n");
-	HAS(sum, "penalty: 3 strikes within 1min -> deny 1min, doubling up to 1h\n");
+	HAS(sum, "  syn: tcp syn ports 80,443, key /32 /64, 100/s burst 50, drop, "
+		 "penalty on verified sources\n");
+	HAS(sum, "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop, "
+		 "penalty on verified sources\n");
+	HAS(sum, "penalty: 3 strikes within 1min -> deny 1min, doubling up to 1h; "
+		 "never shorter than /24 (IPv4) /48 (IPv6)\n");
 	HAS(sum, "metrics: off\n");
 
 	CTX("summary of the extensions");
@@ -982,6 +997,41 @@ static void test_summary(void **state)
  * http.backend URLs: user and password (%XX-decoded), IPv6 in brackets,
  * whole numbers only, and no error that shows the password.
  */
+/*
+ * Who may earn a penalty: the per-rule switch (default verified), the
+ * floors (default /24 and /48), and what the summary says of an aggregate
+ * rule keyed shorter than the floor.
+ */
+static void test_penalty_trust(void **state)
+{
+	char sum[2048];
+
+	CTX("penalty modes and floors");
+	PARSE_OK("xdp:\n  rules:\n"
+		 "    - { name: a, rate: 1/s, burst: 1 }\n"
+		 "    - { name: b, rate: 1/s, burst: 1, penalty: unverified }\n"
+		 "    - { name: c, rate: 1/s, burst: 1, penalty: off }\n"
+		 "    - { name: agg, rate: 1000/s, burst: 1, key: { ipv4_prefix: 0, ipv6_prefix: 0 } }\n"
+		 "    - { name: v4only, rate: 1/s, burst: 1, key: { ipv4_prefix: 32, ipv6_prefix: 32 } }\n"
+		 "penalty: { strikes: 2, window: 1s, base: 3s, max: 12s }\n");
+	EQ(cfg->policy.rules[0].penalty, XRL_PEN_VERIFIED);
+	EQ(cfg->policy.rules[1].penalty, XRL_PEN_UNVERIFIED);
+	EQ(cfg->policy.rules[2].penalty, XRL_PEN_OFF);
+	EQ(cfg->penalty.floor4, 24);
+	EQ(cfg->penalty.floor6, 48);
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "  a: any proto, key /32 /64, 1/s burst 1, drop, penalty on verified sources\n");
+	HAS(sum, "  b: any proto, key /32 /64, 1/s burst 1, drop, penalty on any refusal (sources trusted)\n");
+	HAS(sum, "  c: any proto, key /32 /64, 1/s burst 1, drop, penalty off\n");
+	HAS(sum, "  agg: any proto, key /0 /0, 1000/s burst 1, drop, no penalty (keyed shorter than the floor)\n");
+	HAS(sum, "v4only: any proto, key /32 /32, 1/s burst 1, drop, penalty for one family only");
+
+	CTX("floors set");
+	PARSE_OK("penalty: { strikes: 2, window: 1s, base: 3s, max: 12s, floor_v4: 16, floor_v6: 56 }\n");
+	EQ(cfg->penalty.floor4, 16);
+	EQ(cfg->penalty.floor6, 56);
+}
+
 static void test_backend_urls(void **state)
 {
 	static const struct {
@@ -1065,6 +1115,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_examples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_penalty_trust, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

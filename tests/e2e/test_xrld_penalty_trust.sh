@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_xrld_penalty_trust.sh - end to end: penalties cannot be aimed.
+#
+# Each case floods spoofed SYNs at one rule for 2.5 s, long enough for the
+# policy's penalty (2 strikes in 1 s windows) to be earned three times over,
+# and then reads `xrlctl deny list` and the reasons xrld counted for not
+# escalating (`status --json`: daemon.penalties_skipped).
+#
+#   1. an aggregate rule (key /0, penalty: unverified) never denies 0.0.0.0/0
+#      nor any prefix shorter than the floor (/24); ping and a connection to
+#      another port still work afterwards (finding: "an aggregate rule plus
+#      penalty denies all of IPv4")
+#   2. a rule with the default, penalty: verified, never denies an address
+#      whose refused packets were bare SYNs (anyone can forge them): a source
+#      that never sent anything else is not denied (finding: "spoofed SYNs
+#      get any address denied")
+#   3. a /24-keyed rule with penalty: unverified never denies a /24 that
+#      holds an allowlisted address (refusals "from" its neighbours)
+#   4. a rule with penalty: off never feeds one
+#   5. control: a /32 rule with penalty: unverified does deny its flooder,
+#      so the cases above could fail
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+# shellcheck disable=SC2119,SC2317  # helpers with optional arguments
+set -u
+XRL_TEST_NAME=test_xrld_penalty_trust
+# shellcheck source=tests/e2e/lib_xrld.sh
+. "$(dirname "$0")/lib_xrld.sh"
+
+require_xrld ss curl ping
+xrld_lab pt$$
+start_server
+cat >"$XRLD_CONF" <<EOF
+interfaces:
+  - name: $LAB_PROT_IF
+    mode: native
+xdp:
+  allow: [198.51.100.9/32]    # a load balancer's address
+  rules:
+    - name: agg               # the aggregate cap the runbook recommends
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [81] }
+      key: { ipv4_prefix: 0, ipv6_prefix: 0 }
+      rate: 10/s
+      burst: 5
+      penalty: unverified
+    - name: verified          # the default: strikes need a proven source
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [82] }
+      rate: 10/s
+      burst: 5
+    - name: net24             # /24 buckets, sources trusted
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [83] }
+      key: { ipv4_prefix: 24 }
+      rate: 10/s
+      burst: 5
+      penalty: unverified
+    - name: quiet             # never feeds a penalty
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [84] }
+      rate: 10/s
+      burst: 5
+      penalty: off
+    - name: trusted           # the control
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [85] }
+      rate: 10/s
+      burst: 5
+      penalty: unverified
+penalty: { strikes: 2, window: 1s, base: 30s, max: 60s }
+metrics: 127.0.0.1:9101
+EOF
+xrld_start
+
+# skipped REASON: daemon.penalties_skipped.REASON from `status --json`.
+skipped() { ctl --json status | jq_py "d['daemon']['penalties_skipped']['$1']"; }
+# deny_prefixes: every prefix on the deny list, space separated.
+deny_prefixes() { ctl --json deny list | jq_py "[e['prefix'] for e in d]"; }
+# spoof PORT SOURCES: 2.5 s of SYNs to PORT from SOURCES.
+spoof() {
+	flood --dst "$LAB_PROT_IP" --dport "$1" --sources "$2" --threads 1 --cpus 0 --duration 2.5
+	sleep 1.2 # a sample of the last window reaches xrld
+}
+
+log "1. aggregate rule keyed /0 with penalty: unverified"
+f0=$(skipped below_floor)
+spoof 81 198.51.100.30/32
+dl=$(deny_prefixes)
+info "deny list: ${dl:-empty}; rule agg dropped $(rule_counts agg | cut -d' ' -f2)"
+check_nomatch "no deny of 0.0.0.0/0" "$dl" '0\.0\.0\.0/0'
+short=$(ctl --json deny list | jq_py "[e['prefix'] for e in d if ':' not in e['prefix'] and int(e['prefix'].split('/')[1]) < 24]")
+check_eq "no deny shorter than the floor /24" "${short:-none}" none
+check_ge "xrld counted below-floor samples" "$(( $(skipped below_floor) - f0 ))" 1
+in_atk ping -c 1 -W 2 "$LAB_PROT_IP" >/dev/null 2>&1
+check_eq "ping from the client still answered" "$?" 0
+code=$(in_atk curl -s -o /dev/null -w '%{http_code}' --connect-timeout 3 --max-time 5 "http://$LAB_PROT_IP/") || true
+check_eq "the client's HTTP request on port 80 answered" "$code" 200
+
+log "2. default penalty: verified, bare SYNs forged from 198.51.100.31"
+u0=$(skipped unverified)
+spoof 82 198.51.100.31/32
+check_eq "198.51.100.31/32 not denied" "$(deny_field 198.51.100.31/32 origin)" absent
+check_ge "xrld counted unverified samples" "$(( $(skipped unverified) - u0 ))" 1
+
+log "3. /24 rule, penalty: unverified, refusals from 198.51.100.0/24 (holds allowlisted .9)"
+a0=$(skipped allowlisted)
+spoof 83 198.51.100.40/32
+check_eq "198.51.100.0/24 not denied" "$(deny_field 198.51.100.0/24 origin)" absent
+check_ge "xrld counted a penalty skipped for the allowlist" "$(( $(skipped allowlisted) - a0 ))" 1
+
+log "4. penalty: off"
+o0=$(skipped rule_off)
+spoof 84 198.51.100.50/32
+check_eq "198.51.100.50/32 not denied" "$(deny_field 198.51.100.50/32 origin)" absent
+check_ge "xrld counted samples of a rule with penalty off" "$(( $(skipped rule_off) - o0 ))" 1
+
+log "5. control: /32 rule, penalty: unverified"
+spoof 85 198.51.100.60/32
+check_eq "198.51.100.60/32 denied by penalty" "$(deny_field 198.51.100.60/32 origin)" penalty
+
+info "deny list at the end: $(deny_prefixes)"
+finish
