@@ -519,11 +519,16 @@ static int install_config(struct xrld_config *next, char *err, size_t errlen)
 	rc = xrl_policy_validate(&pol, err, errlen);
 	if (rc)
 		return rc;
+	/* the metrics thread reads D.cfg and D.http under D.lock */
+	pthread_mutex_lock(&D.lock);
 	D.cfg = next;
+	pthread_mutex_unlock(&D.lock);
 	rc = push_policy(err, errlen);
 	if (rc) {
 		/* should not happen after validation; restore the old one */
+		pthread_mutex_lock(&D.lock);
 		D.cfg = old;
+		pthread_mutex_unlock(&D.lock);
 		push_policy(NULL, 0);
 		return rc;
 	}
@@ -549,14 +554,23 @@ static int install_config(struct xrld_config *next, char *err, size_t errlen)
 	if (next->has_http && D.http) {
 		xrl_http_reload(D.http, &next->http);
 	} else if (next->has_http) {
+		struct xrl_http_server *srv = NULL;
 		char e2[XRL_ERRLEN];
 
-		if (xrl_http_start(&next->http, &D.http, e2, sizeof(e2)))
+		if (xrl_http_start(&next->http, &srv, e2, sizeof(e2)))
 			log_err("%s", e2);
+		pthread_mutex_lock(&D.lock);
+		D.http = srv;
+		pthread_mutex_unlock(&D.lock);
 	} else if (D.http) {
+		struct xrl_http_server *gone = D.http;
+
 		log_warnx("the http: section is gone: the identity tier stops");
-		xrl_http_stop(D.http);
+		/* unpublished first: a scrape in progress finishes with it */
+		pthread_mutex_lock(&D.lock);
 		D.http = NULL;
+		pthread_mutex_unlock(&D.lock);
+		xrl_http_stop(gone);
 	}
 	free(old);
 	return 0;
