@@ -28,7 +28,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c
+LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
+              user/privs.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HTTP_SRCS  := user/limiter.c user/http_tier.c
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)

@@ -126,7 +126,9 @@ struct xrl_config {
 	                           * epoch are ignored */
 	__u64 event_interval_ns;  /* min gap between samples per source per CPU */
 	__u32 event_interval_j;   /* the same in jiffies (set by userspace) */
-	__u32 pad;
+	__u32 prog_id;            /* the attached xrl program, written at attach:
+	                           * how a process without CAP_SYS_ADMIN (which
+	                           * cannot look programs up by id) knows its own */
 };
 _Static_assert(sizeof(struct xrl_config) == 40, "xrl_config layout");
 

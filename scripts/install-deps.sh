@@ -9,7 +9,7 @@ PKGS=(
 	libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
 	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
 	redis-server nginx wrk
-	iproute2 iputils-ping procps util-linux curl python3 tcpdump
+	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin
 	nftables iptables gnuplot-nox
 )
 

@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -55,6 +56,7 @@
 #include <microhttpd.h>
 #include <openssl/evp.h>
 
+#include "privs.h"
 #include "http.h"
 #include "log.h"
 #include "report.h"
@@ -999,6 +1001,10 @@ static void *loop_main(void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	tl_loop = lp;
+	/* this thread parses what clients send: no capability, no bpf() */
+	prctl(PR_SET_NAME, "xrld-http", 0, 0, 0);
+	if (xrl_thread_confine())
+		log_warnx("couldn't confine an identity-tier thread (seccomp): it runs with xrld's privileges");
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG mto;
 		__u64 pto;

@@ -23,6 +23,7 @@
 #include <linux/if_link.h>
 #include <xdp/libxdp.h>
 
+#include "privs.h"
 #include "log.h"
 #include "xrl.h"
 #include "xrl.skel.h"
@@ -101,6 +102,63 @@ static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
 			   enum xdp_attach_mode *mode);
 static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id);
 
+/*
+ * Without CAP_SYS_ADMIN a process cannot turn a program id into a
+ * descriptor, which libxdp needs to inspect what is attached (and libxdp
+ * 1.3.1 crashes trying). xrld drops CAP_SYS_ADMIN once started, and the unit
+ * never grants it, so without it xrl attaches, finds and detaches its
+ * program through libbpf's netlink calls alone, and recognises its program
+ * by the id it wrote into its own xrl_config at attach.
+ */
+static bool has_sysadmin(void)
+{
+	__u64 eff, prm;
+
+	return !xrl_caps_get(&eff, &prm) && (eff & XRL_CAP(CAP_SYS_ADMIN));
+}
+
+/* The id of the program xrl attached with these maps (0: none recorded). */
+static __u32 recorded_prog_id(struct xrl_handle *h)
+{
+	struct xrl_config cfg;
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg) ? 0 : cfg.prog_id;
+}
+
+static void record_prog_id(struct xrl_handle *h, __u32 id)
+{
+	struct xrl_config cfg;
+	__u32 zero = 0;
+
+	if (!bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg)) {
+		cfg.prog_id = id;
+		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
+	}
+}
+
+/* What netlink says is attached to ifindex: id (0: nothing), mode. */
+static __u32 query_attached(int ifindex, enum xdp_attach_mode *mode)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+
+	if (bpf_xdp_query(ifindex, 0, &q))
+		return 0;
+	switch (q.attach_mode) {
+	case XDP_ATTACHED_DRV:
+		*mode = XDP_MODE_NATIVE;
+		return q.drv_prog_id;
+	case XDP_ATTACHED_SKB:
+		*mode = XDP_MODE_SKB;
+		return q.skb_prog_id;
+	case XDP_ATTACHED_NONE:
+		return 0;
+	default:
+		*mode = XDP_MODE_NATIVE;
+		return q.prog_id;
+	}
+}
+
 int xrl_map_fd(const struct xrl_handle *h, const char *name)
 {
 	for (size_t i = 0; i < N_PINNED; i++)
@@ -178,6 +236,8 @@ static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id)
 	bool hit = false;
 	int fd;
 
+	if (!has_sysadmin())
+		return prog_id == recorded_prog_id(h);
 	fd = bpf_prog_get_fd_by_id(prog_id);
 	if (fd < 0)
 		return false;
@@ -198,11 +258,17 @@ static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id)
 static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
 			   enum xdp_attach_mode *mode)
 {
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_multiprog *mp;
 	struct xdp_program *p = NULL;
 	__u32 id = 0;
 
 	*foreign = false;
+	if (!has_sysadmin()) {
+		/* whatever is attached; prog_uses_our_maps tells ours from another */
+		*multiprog = false;
+		return query_attached(ifindex, mode);
+	}
+	mp = xdp_multiprog__get_from_ifindex(ifindex);
 	if (libxdp_get_error(mp) || !mp)
 		return 0;
 	*multiprog = !xdp_multiprog__is_legacy(mp);
@@ -223,6 +289,19 @@ static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
 	return id;
 }
 
+/* Attach in mode m: through libxdp, or through netlink without CAP_SYS_ADMIN. */
+static int attach_mode(struct xrl_handle *h, int ifindex, enum xdp_attach_mode m)
+{
+	__u32 flags = XDP_FLAGS_UPDATE_IF_NOEXIST |
+		      (m == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+
+	if (has_sysadmin())
+		return xdp_program__attach(h->xdp_prog, ifindex, m, 0);
+	if (bpf_xdp_attach(ifindex, xrl_prog_fd(h), flags, NULL))
+		return -errno;
+	return 0;
+}
+
 static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 {
 	enum xdp_attach_mode m = want == XRL_MODE_SKB ? XDP_MODE_SKB : XDP_MODE_NATIVE;
@@ -237,12 +316,12 @@ static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 		log_warnx("couldn't wrap the program for libxdp: %s", strerror(-err));
 		return err;
 	}
-	err = xdp_program__attach(h->xdp_prog, ifindex, m, 0);
+	err = attach_mode(h, ifindex, m);
 	if (err && want == XRL_MODE_AUTO) {
 		log_warnx("couldn't attach in native mode (%s); falling back to skb (generic) mode, "
 			  "which costs far more per packet", strerror(-err));
 		m = XDP_MODE_SKB;
-		err = xdp_program__attach(h->xdp_prog, ifindex, m, 0);
+		err = attach_mode(h, ifindex, m);
 	}
 	if (err) {
 		log_warnx("couldn't attach to ifindex %d in %s mode: %s", ifindex,
@@ -253,10 +332,17 @@ static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 	}
 	h->info.attached = true;
 	h->info.mode = m == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
-	h->info.prog_id = find_attached(ifindex, &foreign, &multi, &got_mode);
+	if (has_sysadmin())
+		h->info.prog_id = find_attached(ifindex, &foreign, &multi, &got_mode);
 	h->info.multiprog = multi;
-	if (!h->info.prog_id)
-		h->info.prog_id = xdp_program__id(h->xdp_prog);
+	if (!h->info.prog_id) {
+		struct bpf_prog_info pi = {};
+		__u32 len = sizeof(pi);
+
+		if (!bpf_obj_get_info_by_fd(xrl_prog_fd(h), &pi, &len))
+			h->info.prog_id = pi.id;
+	}
+	record_prog_id(h, h->info.prog_id);
 	return 0;
 }
 
@@ -360,6 +446,7 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 			h->info.attached = true;
 			h->info.reused_prog = true;
 			h->info.prog_id = id;
+			record_prog_id(h, id);
 			h->info.multiprog = multi;
 			h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
 		} else if (id || foreign) {
@@ -400,6 +487,21 @@ void xrl_close(struct xrl_handle *h)
 	free(h);
 }
 
+/* Detach our program through netlink (no CAP_SYS_ADMIN): only if the id
+ * attached is still ours. */
+static int detach_plain(struct xrl_handle *h)
+{
+	enum xdp_attach_mode mode = XDP_MODE_NATIVE;
+	__u32 id = query_attached(h->info.ifindex, &mode);
+
+	if (id != h->info.prog_id)
+		return id ? -EBUSY : 0;
+	if (bpf_xdp_detach(h->info.ifindex, mode == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE
+								   : XDP_FLAGS_DRV_MODE, NULL))
+		return -errno;
+	return 0;
+}
+
 int xrl_detach(struct xrl_handle *h)
 {
 	struct xdp_multiprog *mp;
@@ -414,7 +516,9 @@ int xrl_detach(struct xrl_handle *h)
 		xrl_close(h);
 		return -ENODEV;
 	}
-	if (h->info.ifindex && h->info.prog_id) {
+	if (h->info.ifindex && h->info.prog_id && !has_sysadmin()) {
+		err = detach_plain(h);
+	} else if (h->info.ifindex && h->info.prog_id) {
 		mp = xdp_multiprog__get_from_ifindex(h->info.ifindex);
 		if (!libxdp_get_error(mp) && mp) {
 			enum xdp_attach_mode mode = xdp_multiprog__attach_mode(mp);

@@ -38,6 +38,7 @@
 #include "http.h"
 #include "ctl.h"
 #include "log.h"
+#include "privs.h"
 #include "report.h"
 #include "xrl.h"
 
@@ -1230,6 +1231,42 @@ static void usage(FILE *f)
 		   "       xrld --check FILE\n");
 }
 
+/* Is HOST:PORT's port below 1024 (binding it needs CAP_NET_BIND_SERVICE)? */
+static bool low_port(const char *hostport)
+{
+	char host[256];
+	int port;
+
+	return hostport[0] && !xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port) &&
+	       port < 1024;
+}
+
+/*
+ * After the interfaces are attached and before any thread starts: keep
+ * what a reload needs to attach or detach an interface, CAP_BPF and
+ * CAP_NET_ADMIN (an XDP program takes both) and CAP_PERFMON (measured:
+ * without it the verifier refuses xrl's program with EPERM), and
+ * CAP_NET_BIND_SERVICE only for a configured port below 1024. Everything
+ * else goes for good, CAP_SYS_ADMIN first among them: map reads and writes,
+ * the ring buffer and the pins need no capability on descriptors xrld holds.
+ */
+static int drop_privileges(void)
+{
+	__u64 keep = XRL_CAP(CAP_BPF) | XRL_CAP(CAP_NET_ADMIN) | XRL_CAP(CAP_PERFMON);
+	__u64 eff, prm;
+	int err;
+
+	if ((D.cfg->has_http && low_port(D.cfg->http.listen)) || low_port(D.cfg->metrics))
+		keep |= XRL_CAP(CAP_NET_BIND_SERVICE);
+	err = xrl_caps_limit(keep);
+	if (err)
+		return err;
+	if (!xrl_caps_get(&eff, &prm))
+		log_debug("capabilities now 0x%llx (permitted 0x%llx)", (unsigned long long)eff,
+			  (unsigned long long)prm);
+	return 0;
+}
+
 static void tick(void)
 {
 	for (int i = 0; i < D.n_ifs; i++)
@@ -1330,6 +1367,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		log_info("%s: enforcing %u rules", D.cfg->ifaces[i].name, D.cfg->policy.n_rules);
+	}
+	if ((rc = drop_privileges())) {
+		log_err("couldn't drop privileges: %s", strerror(-rc));
+		unlink(D.sock_path);
+		return 1;
 	}
 	if (D.cfg->has_http && xrl_http_start(&D.cfg->http, &D.http, err, sizeof(err))) {
 		log_err("%s", err);

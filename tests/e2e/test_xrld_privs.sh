@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_xrld_privs.sh - end to end: xrld runs with least privilege.
+#
+# xrld is started as the unit starts it, as root but with CAP_SYS_ADMIN out
+# of its bounding set (capsh --drop), with an interface, the identity tier
+# and metrics. Then, from /proc:
+#
+#   1. the main thread holds exactly CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN
+#      (effective, permitted and bounding), with no_new_privs
+#   2. every identity-tier thread (comm xrld-http) holds no capability and
+#      runs under a seccomp filter
+#   3. what the kept capabilities are for still works: a reload that adds a
+#      second interface attaches the program there, `xrlctl detach` removes
+#      it, `xrlctl deny add` writes the denylist, /v1/check answers
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+set -u
+XRL_TEST_NAME=test_xrld_privs
+# shellcheck source=tests/e2e/lib_xrld.sh
+. "$(dirname "$0")/lib_xrld.sh"
+
+require_xrld capsh curl
+xrld_lab pv$$
+
+# the unit's bounding set: no CAP_SYS_ADMIN from the start
+REAL_XRLD=$XRLD
+XRLD=$LAB_TMP/xrld-nosysadmin
+cat >"$XRLD" <<EOF
+#!/bin/sh
+exec capsh --drop=cap_sys_admin -- -c 'exec "\$@"' xrld "$REAL_XRLD" "\$@"
+EOF
+chmod +x "$XRLD"
+
+HP=18787
+conf() {
+	cat >"$XRLD_CONF" <<EOF
+interfaces:
+  - name: $LAB_PROT_IF
+    mode: native
+$1
+xdp:
+  rules:
+    - name: syn
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
+      rate: 50/s
+      burst: 20
+metrics: 127.0.0.1:9101
+http:
+  listen: 127.0.0.1:$HP
+  rules:
+    - name: api
+      match: { path_prefix: /api/ }
+      key: header:X-User-Id
+      rate: 10/s
+      burst: 10
+EOF
+}
+conf ""
+xrld_start
+
+# cap_mask PID-OR-TASK FIELD: the hex mask of a capability line of /proc/.../status
+cap_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
+want=$(printf "%016x" $(( (1 << 39) | (1 << 38) | (1 << 12) )))   # CAP_BPF | CAP_PERFMON | CAP_NET_ADMIN
+
+log "1. the main thread"
+for f in CapEff CapPrm CapBnd; do
+	check_eq "$f: CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN only" "$(cap_field "$XRLD_PID" "$f")" "$want"
+done
+check_eq "CapInh" "$(cap_field "$XRLD_PID" CapInh)" 0000000000000000
+check_eq "CapAmb" "$(cap_field "$XRLD_PID" CapAmb)" 0000000000000000
+check_eq "NoNewPrivs" "$(cap_field "$XRLD_PID" NoNewPrivs)" 1
+
+log "2. the identity tier's threads"
+n=0
+for t in /proc/"$XRLD_PID"/task/*; do
+	[ "$(cat "$t/comm")" = xrld-http ] || continue
+	n=$((n + 1))
+	tid=${t##*/}
+	check_eq "thread $tid: CapEff" "$(cap_field "$XRLD_PID/task/$tid" CapEff)" 0000000000000000
+	check_eq "thread $tid: CapPrm" "$(cap_field "$XRLD_PID/task/$tid" CapPrm)" 0000000000000000
+	check_eq "thread $tid: Seccomp (2 = filter)" "$(cap_field "$XRLD_PID/task/$tid" Seccomp)" 2
+done
+check_ge "identity-tier threads found" "$n" 1
+others=$(for t in /proc/"$XRLD_PID"/task/*; do
+	[ "$(cat "$t/comm")" = xrld-http ] && continue
+	cap_field "$XRLD_PID/task/${t##*/}" CapEff
+done | sort -u | tr '\n' ' ')
+check_eq "every other thread: those three at most" "$others" "$want "
+
+log "3. what the kept capabilities are for"
+in_prot ip link add xrlp1 type veth peer name xrlp1b || fatal "couldn't add a second veth"
+in_prot ip link set xrlp1 up
+in_prot ip link set xrlp1b up
+conf "  - name: xrlp1
+    mode: native"
+kill -HUP "$XRLD_PID"
+attached=no
+for _ in $(seq 50); do
+	in_prot ip link show dev xrlp1 | grep -q 'prog/xdp' && { attached=yes; break; }
+	sleep 0.1
+done
+check_eq "reload attached the program on a second interface" "$attached" yes
+out=$(ctl detach xrlp1 2>&1); rc=$?
+info "detach: $out"
+check_eq "xrlctl detach xrlp1 (exit status)" "$rc" 0
+check_eq "no program left on xrlp1" "$(in_prot ip link show dev xrlp1 | grep -c 'prog/xdp')" 0
+out=$(ctl deny add 198.51.100.99/32 --ttl 10s 2>&1); rc=$?
+check_eq "xrlctl deny add (exit status)" "$rc" 0
+check_eq "deny list shows it" "$(deny_field 198.51.100.99/32 origin)" runtime
+code=$(in_prot curl -s -o /dev/null -w '%{http_code}' -m 2 -X POST -H 'Content-Type: application/json' \
+	--data-binary '{"rule":"api","key":"u1","cost":1}' "http://127.0.0.1:$HP/v1/check")
+check_eq "/v1/check answered" "$code" 200
+check_eq "xrld log: no failed confinement" "$(grep -c "couldn't confine" "$XRLD_LOG")" 0
+finish
