@@ -148,10 +148,13 @@ static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdic
 /*
  * A refusal answered from slot rv: at most once per interval per slot per
  * CPU, sample it into the ring buffer with the number of refusals it stands
- * for. Cost on the hot path: one compare.
+ * for and this packet's addresses and ports (xrld asks the kernel whether
+ * they belong to an established connection: whether the source proved
+ * itself). Cost on the hot path: one compare.
  */
 static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
-				       struct xrl_refused *rv, __u64 j, __u8 action)
+				       struct xrl_refused *rv, __u64 j, __u8 action,
+				       struct xdp_md *ctx, const struct xrl_pkt *p)
 {
 	struct xrl_event *e;
 
@@ -169,7 +172,14 @@ static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct x
 	e->family = rv->key.family;
 	e->plen = rv->key.plen;
 	e->action = action;
-	e->flags = 0;
+	e->tcp_flags = p->tcp_flags;
+	e->proto = p->proto;
+	e->has_ports = p->has_ports;
+	e->pad2 = 0;
+	e->sport = p->sport;
+	e->dport = bpf_htons(p->dport);
+	__builtin_memcpy(e->src, p->src, 16);
+	__builtin_memcpy(e->dst, p->dst, 16);
 	e->rule_slot = rv->rule_slot;
 	__builtin_memcpy(e->addr, rv->key.addr, 16);
 	bpf_ringbuf_submit(e, 0);
@@ -228,7 +238,8 @@ static __always_inline __u32 xrl_signature(struct xrl_scratch *s, __u32 epoch)
  */
 static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
 					 struct xrl_refused *rv, const struct xrl_scratch *s,
-					 __u32 slot, __u8 action, __u64 until_j, __u64 j)
+					 __u32 slot, __u8 action, __u64 until_j, __u64 j,
+					 struct xdp_md *ctx)
 {
 	if (!rv)
 		return;
@@ -241,7 +252,7 @@ static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct
 	rv->key = s->key;
 	rv->rule_slot = slot;
 	rv->until_j = until_j;
-	xrl_sample(gc, cfg, rv, j, action);
+	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt);
 }
 
 /*
@@ -336,7 +347,6 @@ int xrl_xdp(struct xdp_md *ctx)
 	struct xrl_ruleset *rs;
 	struct xrl_refused *rv;
 	__u32 zero = 0, n_admitted = 0, refuse_slot = 0, shadow_slot = 0, idx;
-	struct xrl_bucket_key shadow_key = {};
 	int refused = 0, shadowed = 0, res;
 
 	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
@@ -376,7 +386,7 @@ int xrl_xdp(struct xdp_md *ctx)
 	    rv->sig[5] == s.sig[5]) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
 		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes);
-		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP);
+		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s.pkt);
 		return XDP_DROP;
 	}
 	/* the admit path's shortcut: a token this CPU leased in this jiffy */
@@ -451,7 +461,6 @@ int xrl_xdp(struct xdp_md *ctx)
 			if (!shadowed) {
 				shadowed = 1;
 				shadow_slot = slot;
-				shadow_key = s.key;
 			}
 			continue;
 		}
@@ -474,13 +483,16 @@ int xrl_xdp(struct xdp_md *ctx)
 		 * counted, so those packets keep taking the slow path.
 		 */
 		xrl_remember(gc, cfg, rv, &s, refuse_slot, XRL_ACT_DROP,
-			     shadowed ? 0 : j + (conform > now ? (conform - now) / xrl_tick_ns : 0), j);
+			     shadowed ? 0 : j + (conform > now ? (conform - now) / xrl_tick_ns : 0), j,
+			     ctx);
 		return XDP_DROP;
 	}
 	if (shadowed) {
-		/* sampled like a refusal, never answered from the cache */
-		s.key = shadow_key;
-		xrl_remember(gc, cfg, rv, &s, shadow_slot, XRL_ACT_SHADOW, 0, j);
+		/* sampled like a refusal, never answered from the cache; the
+		 * key made again rather than kept: the stack is nearly full */
+		if (shadow_slot < XRL_MAX_RULES)
+			xrl_make_key(&s.key, &rs->rules[shadow_slot], &s.pkt);
+		xrl_remember(gc, cfg, rv, &s, shadow_slot, XRL_ACT_SHADOW, 0, j, ctx);
 	}
 	for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
 		if (k >= s.n_match)

@@ -42,6 +42,7 @@ struct xrl_pkt {
 	__u32 src[4];     /* network byte order, v4 in [0], rest zero */
 	__u32 dst[4];
 	__u16 dport;      /* host byte order, valid if has_ports */
+	__u16 sport;      /* network byte order, valid if has_ports */
 	__u8  family;     /* enum xrl_family */
 	__u8  proto;      /* IANA L4 protocol after extension headers */
 	__u8  tcp_flags;  /* byte 13 of the TCP header */
@@ -210,6 +211,7 @@ static __always_inline int xrl_parse_l4(struct xrl_cursor *c, struct xrl_pkt *p)
 		if (c->pos + doff > c->end)
 			return cut;
 		p->dport = bpf_ntohs(th->dest);
+		p->sport = th->source;
 		p->tcp_flags = ((__u8 *)th)[13];
 		p->has_ports = 1;
 	} else if (p->proto == XRL_IPPROTO_UDP) {
@@ -218,6 +220,7 @@ static __always_inline int xrl_parse_l4(struct xrl_cursor *c, struct xrl_pkt *p)
 		if ((void *)(uh + 1) > c->end)
 			return cut;
 		p->dport = bpf_ntohs(uh->dest);
+		p->sport = uh->source;
 		p->has_ports = 1;
 	}
 	return XRL_P_OK;

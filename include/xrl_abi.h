@@ -292,18 +292,20 @@ struct xrl_event {
 	__u8  family;
 	__u8  plen;
 	__u8  action;             /* enum xrl_action of the rule */
-	__u8  flags;              /* XRL_EVF_* */
+	__u8  tcp_flags;          /* byte 13 of the sampled packet's TCP header */
 	__u32 rule_slot;          /* index into the ruleset */
 	__u32 addr[4];            /* source prefix, network byte order */
+	/* The sampled packet itself: xrld asks the kernel whether it belongs
+	 * to a connection the host has established, which proves its source
+	 * (penalty: verified). */
+	__u32 src[4];             /* network byte order, v4 in [0] */
+	__u32 dst[4];             /* network byte order, v4 in [0] */
+	__u16 sport;              /* network byte order, valid if has_ports */
+	__u16 dport;              /* network byte order, valid if has_ports */
+	__u8  proto;              /* IANA L4 protocol */
+	__u8  has_ports;
+	__u16 pad2;
 };
-_Static_assert(sizeof(struct xrl_event) == 40, "xrl_event layout");
-
-/*
- * xrl_event.flags. VERIFIED: the sampled packet proved its source, which a
- * spoofer cannot do: it is a segment of a TCP connection the host has
- * established (found by a socket lookup on its 4-tuple), so its sender
- * completed a handshake from that address. A bare SYN never is.
- */
-#define XRL_EVF_VERIFIED 0x01
+_Static_assert(sizeof(struct xrl_event) == 80, "xrl_event layout");
 
 #endif /* XRL_ABI_H */

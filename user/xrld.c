@@ -39,6 +39,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "privs.h"
+#include "verify.h"
 #include "report.h"
 #include "xrl.h"
 
@@ -117,7 +118,7 @@ static struct {
 /* Why a refusal sample earned no strike, or a due penalty was not made. */
 static const char *const pen_skip_name[PEN_SKIP_MAX] = {
 	[PEN_SKIP_RULE_OFF]   = "rule_off",     /* the rule says penalty: off */
-	[PEN_SKIP_UNVERIFIED] = "unverified",   /* source not proven (a SYN) */
+	[PEN_SKIP_UNVERIFIED] = "unverified",   /* source not proven (e.g. a SYN) */
 	[PEN_SKIP_FLOOR]      = "below_floor",  /* rule keyed shorter than the floor */
 	[PEN_SKIP_ALLOWLIST]  = "allowlisted",  /* prefix overlaps the allowlist */
 	[PEN_SKIP_FULL]       = "denylist_full",/* penalties' share of the list used */
@@ -214,32 +215,29 @@ static const struct xrl_rule_spec *event_rule(const struct xrl_event *e)
 
 /*
  * May this refusal sample count as a strike? Only a refusal by a rule that
- * feeds penalties, from a source that proved itself unless the rule trusts
- * its sources (penalty: unverified), of a prefix at least as long as the
- * floor: an aggregate bucket's refusal (a rule keyed on /0 or /8) says
- * nothing about any one source, and denying its key would deny everyone.
+ * feeds penalties, of a prefix at least as long as the floor (an aggregate
+ * bucket's refusal, a rule keyed on /0 or /8, says nothing about any one
+ * source, and denying its key would deny everyone). Returns 0 (no), 1
+ * (yes) or 2 (yes if the packet proves its source: penalty: verified; the
+ * proof costs a netlink round trip, asked only once the window test passed).
  */
-static bool strike_ok(const struct xrl_event *e)
+static int strike_ok(const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
 	const struct xrl_rule_spec *r;
 
 	if (!pc->enabled || e->action != XRL_ACT_DROP)
-		return false;
+		return 0;
 	r = event_rule(e);
 	if (!r || r->penalty == XRL_PEN_OFF) {
 		D.pen_skipped[PEN_SKIP_RULE_OFF]++;
-		return false;
-	}
-	if (r->penalty == XRL_PEN_VERIFIED && !(e->flags & XRL_EVF_VERIFIED)) {
-		D.pen_skipped[PEN_SKIP_UNVERIFIED]++;
-		return false;
+		return 0;
 	}
 	if (e->plen < (e->family == XRL_AF_INET ? pc->floor4 : pc->floor6)) {
 		D.pen_skipped[PEN_SKIP_FLOOR]++;
-		return false;
+		return 0;
 	}
-	return true;
+	return r->penalty == XRL_PEN_VERIFIED ? 2 : 1;
 }
 
 /*
@@ -313,7 +311,9 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	struct pen_ent *pe = NULL;
 	__u32 slot;
 
-	if (!strike_ok(e))
+	int ok = strike_ok(e);
+
+	if (!ok)
 		return;
 	/* the program's timestamp: one CPU's samples are >= event_interval apart in it */
 	ts = e->ts_ns ? e->ts_ns : now;
@@ -345,6 +345,10 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	 */
 	if (pe->last_strike_ns && ts < pe->last_strike_ns + pc->window_ns)
 		return;
+	if (ok == 2 && xrl_event_proven(e) <= 0) {
+		D.pen_skipped[PEN_SKIP_UNVERIFIED]++;
+		return;
+	}
 	/* strikes must be recent; a long quiet spell forgives */
 	if (pe->last_strike_ns && ts - pe->last_strike_ns > pc->strikes * pc->window_ns)
 		pe->strikes = 0;

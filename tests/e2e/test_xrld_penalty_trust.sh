@@ -21,6 +21,10 @@
 #   4. a rule with penalty: off never feeds one
 #   5. control: a /32 rule with penalty: unverified does deny its flooder,
 #      so the cases above could fail
+#   6. penalty: verified on a rule for all TCP to port 8080: 2.5 s of ACKs
+#      forged "from" 198.51.100.70 deny nobody, while a real client that
+#      floods segments over its own connection (a handshake: proven) is
+#      denied
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments
@@ -65,6 +69,10 @@ xdp:
       rate: 10/s
       burst: 5
       penalty: unverified
+    - name: segments          # every TCP packet to 8080, default verified
+      match: { proto: tcp, dst_ports: [8080] }
+      rate: 20/s
+      burst: 20
 penalty: { strikes: 2, window: 1s, base: 30s, max: 60s }
 metrics: 127.0.0.1:9101
 EOF
@@ -115,6 +123,60 @@ check_ge "xrld counted samples of a rule with penalty off" "$(( $(skipped rule_o
 log "5. control: /32 rule, penalty: unverified"
 spoof 85 198.51.100.60/32
 check_eq "198.51.100.60/32 denied by penalty" "$(deny_field 198.51.100.60/32 origin)" penalty
+
+log "6. penalty: verified on all TCP to :8080"
+bg_prot "$XRL_PY" -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 8080)); s.listen(8)
+while True:
+    c, _ = s.accept()
+    while c.recv(65536): pass
+    c.close()'
+sleep 0.3
+u0=$(skipped unverified)
+# forged ACKs: raw IPv4 + TCP from an address that never connected
+in_atk "$XRL_PY" - "$LAB_PROT_IP" <<'PY'
+import socket, struct, sys, time
+dst = sys.argv[1]
+def csum(b):
+    if len(b) % 2: b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16: s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+src = "198.51.100.70"
+r = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_RAW)
+end = time.time() + 2.5
+n = 0
+while time.time() < end:
+    sp = 40000 + n % 1000
+    tcp = struct.pack("!HHIIBBHHH", sp, 8080, n, 1, 5 << 4, 0x10, 65535, 0, 0)
+    ph = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!BBH", 0, 6, len(tcp))
+    tcp = tcp[:16] + struct.pack("!H", csum(ph + tcp)) + tcp[18:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), n & 0xffff, 0, 64, 6, 0,
+                     socket.inet_aton(src), socket.inet_aton(dst))
+    r.sendto(ip + tcp, (dst, 0))
+    n += 1
+PY
+sleep 1.2
+check_eq "198.51.100.70/32 (forged ACKs) not denied" "$(deny_field 198.51.100.70/32 origin)" absent
+check_ge "xrld counted unverified samples" "$(( $(skipped unverified) - u0 ))" 1
+# a real connection, flooded with one-byte segments for 3 s
+in_atk "$XRL_PY" - "$LAB_PROT_IP" <<'PY' || true
+import socket, sys, time
+c = socket.create_connection((sys.argv[1], 8080), timeout=5)
+c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+c.settimeout(0.05)
+end = time.time() + 3
+while time.time() < end:
+    try:
+        c.send(b"x")
+    except (socket.timeout, BlockingIOError):
+        pass
+    time.sleep(0.0005)
+PY
+sleep 1.2
+check_eq "the real client $LAB_ATK_IP/32 denied by penalty" "$(deny_field "$LAB_ATK_IP/32" origin)" penalty
 
 info "deny list at the end: $(deny_prefixes)"
 finish
