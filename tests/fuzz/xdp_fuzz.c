@@ -944,6 +944,18 @@ static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return level == LIBBPF_DEBUG ? 0 : vfprintf(stderr, fmt, ap);
 }
 
+/* A whole decimal or 0x number, or -EINVAL. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-')
+		return -EINVAL;
+	return 0;
+}
+
 static void usage(FILE *o)
 {
 	fprintf(o, "usage: xdp_fuzz [--seed N] [--count N] [--max-report N]\n"
@@ -959,21 +971,31 @@ int main(int argc, char **argv)
 		{ "max-report", required_argument, NULL, 'm' }, { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	uint64_t seed = (uint64_t)time(NULL), count = 1000000;
+	uint64_t seed = (uint64_t)time(NULL), count = 1000000, max_report = 20;
 	static struct tally t;
-	unsigned max_report = 20;
 	struct fz f = { 0 };
 	struct timespec t0, t1;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "s:c:m:h", opts, NULL)) != -1) {
+		rc = 0;
 		switch (c) {
-		case 's': seed = strtoull(optarg, NULL, 0); break;
-		case 'c': count = strtoull(optarg, NULL, 0); break;
-		case 'm': max_report = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 's': rc = parse_u64(optarg, &seed); break;
+		case 'c': rc = parse_u64(optarg, &count); break;
+		case 'm': rc = parse_u64(optarg, &max_report); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
+		if (rc) {
+			fprintf(stderr, "xdp_fuzz: couldn't parse --%s '%s': not a number\n",
+				c == 's' ? "seed" : c == 'c' ? "count" : "max-report", optarg);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "xdp_fuzz: couldn't use argument '%s': options only\n", argv[optind]);
+		usage(stderr);
+		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (geteuid() != 0) {
@@ -988,7 +1010,7 @@ int main(int argc, char **argv)
 	if (rc)
 		return 1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = fuzz(&f, &t, count, max_report);
+	rc = fuzz(&f, &t, count, (unsigned)(max_report > 1000 ? 1000 : max_report));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("frames %llu (%llu of them byte-by-byte cuts), %.1f s\n",
 	       (unsigned long long)t.frames, (unsigned long long)t.swept,
