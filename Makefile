@@ -41,7 +41,7 @@ GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify
-BPF_TESTS  := $(BUILD)/tests/test_bpf
+BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
 all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) $(XGEN) \
@@ -134,6 +134,11 @@ $(BUILD)/tests/test_policy: $(BUILD)/tests/unit/test_policy.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+# the differential packet fuzzer (BPF_PROG_TEST_RUN; not a libFuzzer harness)
+$(BUILD)/tests/xdp_fuzz: $(BUILD)/tests/fuzz/xdp_fuzz.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 

@@ -7,8 +7,11 @@
  *
  * Never refuse by accident: anything the parser does not understand, a
  * missing policy, a bucket that cannot be created, a lost CAS race all pass
- * and are counted. The only drops are a denylist hit, a bucket refusal and
- * a first fragment too short to show its L4 header (see xrl_parse_l4).
+ * and are counted. The only drops are a denylist hit, a bucket refusal, a
+ * first fragment too short to show its L4 header (see xrl_parse_l4) and
+ * framing deeper than the parser walks when a drop rule could cover it
+ * (see xrl_unclassified). Unparsed or not, a packet whose source is known
+ * meets the allowlist and the denylist.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -335,6 +338,88 @@ static __always_inline void xrl_refund(const struct xrl_bucket_key *k, __u64 inc
 		__sync_fetch_and_add(tat, -inc);
 }
 
+/*
+ * Could an enforcing rule of the active ruleset cover this packet, whose
+ * protocol and port the parser never reached? With addresses (an IPv6
+ * chain too long), a drop rule whose destination matches; without (VLAN
+ * tags too deep), any drop rule. A subprogram, like xrl_classify; only the
+ * unwalkable path calls it.
+ */
+__noinline int xrl_covered(struct xrl_scratch *s)
+{
+	struct xrl_ruleset *rs;
+
+	if (!s)
+		return 0;
+	rs = bpf_map_lookup_elem(&xrl_rulesets, &s->ruleset);
+	if (!rs)
+		return 0;
+	for (__u32 i = 0; i < XRL_MAX_RULES; i++) {
+		struct xrl_rule *r = &rs->rules[i];
+
+		if (i >= rs->n_rules)
+			break;
+		if (r->action != XRL_ACT_DROP)
+			continue;
+		if (!s->pkt.family || !r->dst_family)
+			return 1;
+		if (r->dst_family != s->pkt.family ||
+		    (s->pkt.dst[0] & r->dst_mask[0]) != r->dst[0])
+			continue;
+		if (s->pkt.family == XRL_AF_INET ||
+		    ((s->pkt.dst[1] & r->dst_mask[1]) == r->dst[1] &&
+		     (s->pkt.dst[2] & r->dst_mask[2]) == r->dst[2] &&
+		     (s->pkt.dst[3] & r->dst_mask[3]) == r->dst[3]))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * A packet the parser could not classify. It still meets the allowlist and
+ * the denylist whenever its source is known, so that no framing is a way
+ * around them. Then: a tiny first fragment is dropped; framing deeper than
+ * the parser walks is dropped when an enforcing rule could cover it (the
+ * kernel would deliver it, and no rule could be asked); anything else
+ * passes, counted, because the kernel drops it or no rule could match it
+ * (docs/design.md, "What the parser walks").
+ */
+static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xrl_scratch *s,
+					    int res)
+{
+	struct xrl_config *cfg;
+	__u32 zero = 0;
+
+	if (res == XRL_P_TINY_FRAG) {
+		gc->c[XRL_G_TINY_FRAGMENT]++;
+		return XDP_DROP;
+	}
+	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
+	if (cfg && s->pkt.family) {
+		if (xrl_allowlisted(cfg, &s->pkt)) {
+			gc->c[XRL_G_ALLOWLISTED]++;
+			return XDP_PASS;
+		}
+		if (xrl_denied(gc, cfg, &s->pkt)) {
+			gc->c[XRL_G_DENYLISTED]++;
+			return XDP_DROP;
+		}
+	}
+	if (res == XRL_P_UNWALKABLE) {
+		if (cfg) {
+			s->ruleset = cfg->active_ruleset;
+			if (xrl_covered(s)) {
+				gc->c[XRL_G_UNWALKABLE_DROPPED]++;
+				return XDP_DROP;
+			}
+		}
+		gc->c[XRL_G_UNWALKABLE_PASSED]++;
+		return XDP_PASS;
+	}
+	gc->c[res == XRL_P_NON_IP ? XRL_G_NON_IP : XRL_G_MALFORMED]++;
+	return XDP_PASS;
+}
+
 SEC("xdp")
 int xrl_xdp(struct xdp_md *ctx)
 {
@@ -354,19 +439,9 @@ int xrl_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	gc->c[XRL_G_SEEN]++;
 
-	res = xrl_parse(data, data_end, &s.pkt);
-	if (res == XRL_P_NON_IP) {
-		gc->c[XRL_G_NON_IP]++;
-		return XDP_PASS;
-	}
-	if (res == XRL_P_MALFORMED) {
-		gc->c[XRL_G_MALFORMED]++;
-		return XDP_PASS;
-	}
-	if (res == XRL_P_TINY_FRAG) {
-		gc->c[XRL_G_TINY_FRAGMENT]++;
-		return XDP_DROP;
-	}
+	res = xrl_parse(ctx, data, data_end, &s.pkt);
+	if (res != XRL_P_OK && res != XRL_P_FRAGMENT)
+		return xrl_unclassified(gc, &s, res);
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
 	if (!cfg)
 		return XDP_PASS;

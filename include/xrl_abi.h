@@ -24,8 +24,12 @@
 #define XRL_MAX_RULES        64     /* rules per policy, evaluated in order */
 #define XRL_MAX_PORT_RANGES  8      /* destination port ranges per rule */
 #define XRL_RULE_NAME_LEN    32     /* userspace only; not in the BPF rule */
-#define XRL_MAX_VLAN_DEPTH   2      /* 802.1Q / 802.1ad tags parsed */
-#define XRL_MAX_V6_EXT_HDRS  6      /* IPv6 extension headers walked */
+/* Framing walked; deeper framing is "unwalkable": dropped when an enforcing
+ * rule could cover it, else passed (docs/design.md, "What the parser walks").
+ * Linux itself has no bound on either: it unwraps any number of priority
+ * (VID 0) tags and walks any number of extension headers. */
+#define XRL_MAX_VLAN_DEPTH   8      /* 802.1Q / 802.1ad tags; QinQ is 2 */
+#define XRL_MAX_V6_EXT_HDRS  16     /* IPv6 extension headers */
 
 /* Default table sizes; overridable at load time (bpf_map__set_max_entries). */
 #define XRL_BUCKETS_DEFAULT      (1u << 20) /* shared GCRA states */
@@ -87,7 +91,9 @@ enum xrl_verdict {
 enum xrl_global {
 	XRL_G_SEEN = 0,          /* every packet the program ran on */
 	XRL_G_NON_IP,            /* not IPv4/IPv6 after VLAN tags: passed */
-	XRL_G_MALFORMED,         /* truncated or invalid headers: passed */
+	XRL_G_MALFORMED,         /* truncated or invalid headers, source not
+	                          * listed: passed (a listed source is counted
+	                          * allowlisted or denylisted) */
 	XRL_G_FRAGMENTS,         /* IPv4/IPv6 non-first fragments: passed */
 	XRL_G_ALLOWLISTED,       /* source on the allowlist: passed */
 	XRL_G_DENYLISTED,        /* source on the denylist, not expired: dropped */
@@ -105,6 +111,10 @@ enum xrl_global {
 	XRL_G_TINY_FRAGMENT,     /* first fragment cut inside its L4 header
 	                          * (RFC 1858, RFC 7112): dropped */
 	XRL_G_LEASED,            /* admits spent from a per-CPU lease */
+	XRL_G_UNWALKABLE_DROPPED,/* more VLAN tags or IPv6 extension headers
+	                          * than walked, and an enforcing rule could
+	                          * cover the destination: dropped */
+	XRL_G_UNWALKABLE_PASSED, /* the same, no enforcing rule could: passed */
 	XRL_G_MAX,
 };
 

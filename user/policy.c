@@ -356,6 +356,8 @@ const char *xrl_global_name(int idx)
 		[XRL_G_NO_POLICY] = "no_policy",
 		[XRL_G_TINY_FRAGMENT] = "tiny_fragment",
 		[XRL_G_LEASED] = "leased",
+		[XRL_G_UNWALKABLE_DROPPED] = "unwalkable_dropped",
+		[XRL_G_UNWALKABLE_PASSED] = "unwalkable_passed",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])

@@ -426,6 +426,27 @@ int pb_truncate(struct pb *p, size_t n)
 	return 0;
 }
 
+int pb_set_ip_len(struct pb *p, size_t len)
+{
+	uint8_t *ip = p->buf + p->ip_off;
+
+	if (!p->finished || !p->ip_family || len > 0xffff + 40u)
+		return -EINVAL;
+	if (p->ip_family == 4) {
+		if (len > 0xffff || (size_t)p->ip_off + p->ip_hlen > p->len)
+			return -EINVAL;
+		put16(ip + 2, len);
+		ip[10] = 0;
+		ip[11] = 0;
+		put16(ip + 10, csum_fold(csum_add(0, ip, p->ip_hlen)));
+	} else {
+		if (len < 40 || (size_t)p->ip_off + 40 > p->len)
+			return -EINVAL;
+		put16(ip + 4, len - 40);
+	}
+	return 0;
+}
+
 int pb_layer_off(const struct pb *p, enum pb_layer l)
 {
 	if (l <= PB_L_NONE || l >= PB_L_MAX)

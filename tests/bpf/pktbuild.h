@@ -151,6 +151,14 @@ void pb_payload(struct pb *p, size_t n, uint8_t fill);
 int pb_finish(struct pb *p);
 /* Cut the frame to n bytes (n <= current length). Returns 0 or -EINVAL. */
 int pb_truncate(struct pb *p, size_t n);
+/*
+ * After pb_finish: make the IP header's length field say len bytes from the
+ * start of the IP header (IPv4 total length, with its header checksum
+ * redone; IPv6 40 + payload length). With pb_truncate, an honest short
+ * packet; alone, one that claims more or less than the frame holds.
+ * Returns 0 or -EINVAL.
+ */
+int pb_set_ip_len(struct pb *p, size_t len);
 /* Offset of a layer's first header, or -1 if the frame has none. */
 int pb_layer_off(const struct pb *p, enum pb_layer l);
 

@@ -52,6 +52,8 @@
 #define MAX_T_STEPS 24
 #define MAX_T_LIST  4
 #define MAX_EVENTS  16
+#define MAX_T_TAGS  12
+#define MAX_T_EXT   20
 
 #define NS_PER_MIN (60ULL * XRL_NSEC_PER_SEC)
 #define PER_MIN(n) { .tokens = (n), .period_ns = NS_PER_MIN }
@@ -87,7 +89,8 @@ struct pspec {
 	const char *src;          /* family by syntax; NULL: non-IP frame */
 	const char *dst;          /* NULL: 192.0.2.1 or 2001:db8:ffff::1 */
 	bool     arp;             /* with src NULL: ARP; else EtherType 0x88cc */
-	uint16_t vlan[3];         /* TPIDs, outermost first; 0 ends */
+	uint16_t vlan[MAX_T_TAGS];/* TPIDs, outermost first; 0 ends */
+	bool     vid0;            /* every tag VLAN id 0 (a priority tag) */
 	uint8_t  l4;              /* enum l4kind */
 	uint8_t  raw_proto;       /* L4_RAW: 0 = ICMP / ICMPv6 */
 	uint8_t  flags;           /* TCP flags; 0: SYN */
@@ -102,7 +105,8 @@ struct pspec {
 	bool     mf;
 	bool     df;
 	/* IPv6 */
-	uint8_t  ext[8];          /* enum ext; X_END ends */
+	uint8_t  ext[MAX_T_EXT];  /* enum ext; X_END ends */
+	int32_t  v6_plen;         /* 0: computed; > 0: written as is; -1: 0 */
 	/* TCP */
 	uint8_t  doff;            /* 0: 5 + tcp_opt_words */
 	uint8_t  tcp_opt_words;
@@ -111,6 +115,7 @@ struct pspec {
 	/* cut the finished frame to the offset of a layer plus trunc_at */
 	uint8_t  trunc_layer;     /* enum pb_layer; 0: keep whole */
 	int16_t  trunc_at;
+	bool     len_fix;         /* then make the IP length say the cut frame */
 };
 
 struct step {
@@ -248,8 +253,9 @@ static void describe(const struct pspec *s, size_t len, char *buf, size_t sz)
 			n += (size_t)w_; \
 	} while (0)
 	buf[0] = '\0';
-	for (int i = 0; i < 3 && s->vlan[i]; i++)
-		ADD("%s ", s->vlan[i] == PB_ETH_P_8021AD ? "802.1ad" : "802.1Q");
+	for (int i = 0; i < MAX_T_TAGS && s->vlan[i]; i++)
+		ADD("%s%s ", s->vlan[i] == PB_ETH_P_8021AD ? "802.1ad" : "802.1Q",
+		    s->vid0 ? "(0)" : "");
 	if (!s->src) {
 		ADD("%s", s->arp ? "ARP" : "EtherType 0x88cc");
 		goto out;
@@ -269,7 +275,9 @@ static void describe(const struct pspec *s, size_t len, char *buf, size_t sz)
 			ADD(" DF");
 	} else {
 		ADD("IPv6");
-		for (int i = 0; i < 8 && s->ext[i]; i++) {
+		if (s->v6_plen)
+			ADD(" plen=%d", s->v6_plen < 0 ? 0 : s->v6_plen);
+		for (int i = 0; i < MAX_T_EXT && s->ext[i]; i++) {
 			ADD("%s%s", i ? "," : " ext=", ext_str(s->ext[i]));
 			if (s->ext[i] == X_FRAG)
 				ADD("(%u%s)", s->frag_off, s->mf ? "+M" : "");
@@ -309,7 +317,8 @@ static void describe(const struct pspec *s, size_t len, char *buf, size_t sz)
 	if (s->payload)
 		ADD(" +%uB", s->payload);
 	if (s->trunc_layer)
-		ADD(" cut at %s%+d", layer_str(s->trunc_layer), s->trunc_at);
+		ADD(" cut at %s%+d%s", layer_str(s->trunc_layer), s->trunc_at,
+		    s->len_fix ? " (lengths fixed)" : "");
 out:
 	ADD(" (%zu bytes)", len);
 #undef ADD
@@ -324,8 +333,8 @@ static int build(const struct pspec *s, struct pb *p)
 
 	pb_init(p);
 	pb_eth(p);
-	for (int i = 0; i < 3 && s->vlan[i]; i++)
-		pb_vlan(p, s->vlan[i], 100 + i);
+	for (int i = 0; i < MAX_T_TAGS && s->vlan[i]; i++)
+		pb_vlan(p, s->vlan[i], s->vid0 ? 0 : 100 + i);
 	if (!s->src) {
 		if (s->arp) {
 			pb_arp(p);
@@ -348,7 +357,7 @@ static int build(const struct pspec *s, struct pb *p)
 		pb_ipv6(p, &(struct pb_ipv6_opts){
 			.src = s->src, .dst = s->dst ? s->dst : "2001:db8:ffff::1",
 		});
-		for (int i = 0; i < 8 && s->ext[i]; i++) {
+		for (int i = 0; i < MAX_T_EXT && s->ext[i]; i++) {
 			switch (s->ext[i]) {
 			case X_HOP: pb_ipv6_ext(p, PB_IPPROTO_HOPOPTS, 8); break;
 			case X_HOP16: pb_ipv6_ext(p, PB_IPPROTO_HOPOPTS, 16); break;
@@ -381,13 +390,17 @@ static int build(const struct pspec *s, struct pb *p)
 	err = pb_finish(p);
 	if (err)
 		return err;
-	if (s->trunc_layer) {
-		off = pb_layer_off(p, s->trunc_layer);
-		if (off < 0 || off + s->trunc_at < 0)
-			return -EINVAL;
-		return pb_truncate(p, (size_t)(off + s->trunc_at));
-	}
-	return 0;
+	if (fam == 6 && s->v6_plen)
+		err = pb_set_ip_len(p, 40 + (size_t)(s->v6_plen < 0 ? 0 : s->v6_plen));
+	if (err || !s->trunc_layer)
+		return err;
+	off = pb_layer_off(p, s->trunc_layer);
+	if (off < 0 || off + s->trunc_at < 0)
+		return -EINVAL;
+	err = pb_truncate(p, (size_t)(off + s->trunc_at));
+	if (!err && s->len_fix)
+		err = pb_set_ip_len(p, p->len - (size_t)pb_layer_off(p, PB_L_IP));
+	return err;
 }
 
 /* ---- policy ----------------------------------------------------------- */
@@ -889,6 +902,12 @@ out:
 #define PORT(p) { (p), (p) }
 #define G(x) [XRL_G_##x]
 
+#define Q PB_ETH_P_8021Q
+#define AD PB_ETH_P_8021AD
+#define D4 X_DST, X_DST, X_DST, X_DST
+#define D8 D4, D4
+#define D16 D8, D8
+
 #define SRC_A "198.51.100.1"
 #define SRC_B "198.51.100.2"
 #define SRC6_A "2001:db8:1:2::1"
@@ -1178,13 +1197,13 @@ static const struct tcase cases[] = {
 		{ .p = { .src = SRC6_A, .vlan = { PB_ETH_P_8021AD, PB_ETH_P_8021Q } }, .n = 3,
 		  .v = PASS, .r = { RV_P } },
 		{ .p = { .src = SRC6_A, .vlan = { PB_ETH_P_8021Q } }, .v = DROP, .r = { RV_D } },
-		{ .what = "a third tag is beyond XRL_MAX_VLAN_DEPTH: non-IP",
+		{ .what = "a third tag is walked too (up to XRL_MAX_VLAN_DEPTH)",
 		  .p = { .src = SRC_A, .vlan = { PB_ETH_P_8021AD, PB_ETH_P_8021Q, PB_ETH_P_8021Q } },
-		  .v = PASS, .g = { G(NON_IP) = 1 } },
+		  .v = DROP, .r = { RV_D } },
 		{ .p = { .arp = true, .vlan = { PB_ETH_P_8021Q } }, .v = PASS,
 		  .g = { G(NON_IP) = 1 } },
 	},
-	.g = { G(BUCKET_NEW) = 2, G(EVENTS_SENT) = 2 },
+	.g = { G(BUCKET_NEW) = 2, G(EVENTS_SENT) = 2, G(REFUSED_CACHED) = 1 },
 },
 {
 	.name = "IPv4 options: IHL 6..15 parsed, ports found behind them",
@@ -1338,10 +1357,11 @@ static const struct tcase cases[] = {
 		{ .what = "first fragment again: limited normally",
 		  .p = { .src = SRC_A, .mf = true, .payload = 100 }, .v = DROP, .r = { RV_D } },
 		{ .what = "tiny first fragment, 8 bytes of TCP (RFC 1858): dropped",
-		  .p = { .src = SRC_A, .mf = true, .trunc_layer = PB_L_L4, .trunc_at = 8 },
+		  .p = { .src = SRC_A, .mf = true, .trunc_layer = PB_L_L4, .trunc_at = 8,
+			 .len_fix = true },
 		  .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
 		{ .what = "8 bytes of TCP without MF is merely malformed: passed",
-		  .p = { .src = SRC_A, .trunc_layer = PB_L_L4, .trunc_at = 8 },
+		  .p = { .src = SRC_A, .trunc_layer = PB_L_L4, .trunc_at = 8, .len_fix = true },
 		  .v = PASS, .g = { G(MALFORMED) = 1 } },
 		{ .what = "DF is not a fragment", .p = { .src = SRC_A, .df = true }, .v = DROP,
 		  .r = { RV_D } },
@@ -1368,12 +1388,13 @@ static const struct tcase cases[] = {
 		  .r = { RV_D } },
 		{ .what = "tiny first fragment, TCP header cut (RFC 7112): dropped",
 		  .p = { .src = SRC6_A, .ext = { X_FRAG }, .mf = true, .trunc_layer = PB_L_L4,
-			 .trunc_at = 12 }, .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
+			 .trunc_at = 12, .len_fix = true }, .v = DROP,
+		  .g = { G(TINY_FRAGMENT) = 1 } },
 	},
 	.g = { G(BUCKET_NEW) = 1, G(EVENTS_SENT) = 1 },
 },
 {
-	.name = "IPv6 extension headers: walked up to 6, the 7th is malformed",
+	.name = "IPv6 extension headers: chains of every kind walked",
 	.rules = { RULE_SYN(10) },
 	.s = {
 		{ .p = { .src = SRC6_A, .ext = { X_HOP } }, .v = PASS, .r = { RV_P } },
@@ -1385,7 +1406,7 @@ static const struct tcase cases[] = {
 		{ .p = { .src = SRC6_A, .ext = { X_HOP, X_DST, X_RT, X_FRAG, X_AH, X_DST } },
 		  .v = PASS, .r = { RV_P } },
 		{ .p = { .src = SRC6_A, .ext = { X_HOP, X_DST, X_RT, X_FRAG, X_AH, X_DST, X_DST } },
-		  .v = PASS, .g = { G(MALFORMED) = 1 } },
+		  .v = PASS, .r = { RV_P } },
 		{ .what = "6 headers then UDP: parsed, rule is TCP",
 		  .p = { .src = SRC6_A, .l4 = L4_UDP,
 			 .ext = { X_HOP, X_DST, X_RT, X_FRAG, X_AH, X_DST } },
@@ -1551,6 +1572,195 @@ static const struct tcase cases[] = {
 	},
 	.g = { G(BUCKET_NEW) = 1 },
 	.check = check_leases_busy,
+},
+/*
+ * ---- framing (issue 11, finding 3) ----
+ * What the kernel delivers, it delivers whatever the framing: every case
+ * here is a frame Linux takes (or drops: said per step) and the verdict and
+ * counter xrl must give it. docs/design.md, "What the parser walks", says
+ * which kernel behaviour each bound follows.
+ */
+{
+	.name = "finding 3: an IPv6 SYN behind 7 destination-options headers meets a 1/min rule",
+	.rules = { { .name = "syn", .proto = TCP, .tcp_class = CLS_SYN, .rate = PER_MIN(1),
+		     .burst = 1 } },
+	.s = {
+		{ .p = { .src = SRC6_A, .ext = { D4, X_DST, X_DST, X_DST } }, .v = PASS,
+		  .r = { RV_P } },
+		{ .what = "49 more: refused, as without the headers",
+		  .p = { .src = SRC6_A, .ext = { D4, X_DST, X_DST, X_DST } }, .n = 49, .v = DROP,
+		  .r = { RV_D } },
+	},
+	.g = { G(BUCKET_NEW) = 1, G(EVENTS_SENT) = 1, G(REFUSED_CACHED) = 48 },
+},
+{
+	.name = "finding 3: IPv4 SYNs inside 3 priority (VID 0) tags meet a 1/min rule",
+	.rules = { { .name = "syn", .proto = TCP, .tcp_class = CLS_SYN, .rate = PER_MIN(1),
+		     .burst = 1 } },
+	.s = {
+		{ .p = { .src = SRC_A, .vlan = { Q, Q, Q }, .vid0 = true }, .v = PASS,
+		  .r = { RV_P } },
+		{ .p = { .src = SRC_A, .vlan = { Q, Q, Q }, .vid0 = true }, .n = 19, .v = DROP,
+		  .r = { RV_D } },
+	},
+	.g = { G(BUCKET_NEW) = 1, G(EVENTS_SENT) = 1, G(REFUSED_CACHED) = 18 },
+},
+{
+	.name = "VLAN stacks: 8 tags walked; deeper is dropped while a drop rule exists",
+	.rules = { RULE_SYN(100) },
+	.s = {
+		{ .what = "QinQ (802.1ad outside 802.1Q)",
+		  .p = { .src = SRC_A, .vlan = { AD, Q } }, .v = PASS, .r = { RV_P } },
+		{ .what = "802.1Q VID 0 repeated",
+		  .p = { .src = SRC_A, .vlan = { Q, Q }, .vid0 = true }, .v = PASS, .r = { RV_P } },
+		{ .p = { .src = SRC6_A, .vlan = { AD, Q, Q, Q, Q, Q, Q, Q }, .vid0 = true },
+		  .v = PASS, .r = { RV_P } },
+		{ .p = { .src = SRC_A, .vlan = { Q, Q, Q, Q, Q, Q, Q, Q } }, .v = PASS,
+		  .r = { RV_P } },
+		{ .what = "9 tags: the kernel unwraps them, xrl does not",
+		  .p = { .src = SRC_A, .vlan = { Q, Q, Q, Q, Q, Q, Q, Q, Q }, .vid0 = true },
+		  .n = 2, .v = DROP, .g = { G(UNWALKABLE_DROPPED) = 1 } },
+		{ .what = "9 tags hide even ARP from xrl",
+		  .p = { .arp = true, .vlan = { Q, Q, Q, Q, Q, Q, Q, Q, Q } }, .v = DROP,
+		  .g = { G(UNWALKABLE_DROPPED) = 1 } },
+		{ .p = { .arp = true, .vlan = { Q, Q, Q }, .vid0 = true }, .v = PASS,
+		  .g = { G(NON_IP) = 1 } },
+		{ .what = "TPID 0x9100 is no VLAN tag to Linux (eth_type_vlan)",
+		  .p = { .src = SRC_A, .vlan = { 0x9100 } }, .v = PASS, .g = { G(NON_IP) = 1 } },
+		{ .what = "a truncated tag", .p = { .src = SRC_A, .vlan = { Q, Q, Q, Q },
+		  .trunc_layer = PB_L_VLAN2, .trunc_at = 3 }, .v = PASS, .g = { G(MALFORMED) = 1 } },
+	},
+	.g = { G(BUCKET_NEW) = 2 },
+},
+{
+	.name = "VLAN stack too deep, only a shadow rule: passed, counted unwalkable_passed",
+	.rules = { { .name = "shadow", .proto = TCP, .tcp_class = CLS_SYN, .action = SHADOW,
+		     .burst = 1 } },
+	.s = {
+		{ .p = { .src = SRC_A, .vlan = { Q, Q, Q, Q, Q, Q, Q, Q, Q, Q } }, .v = PASS,
+		  .g = { G(UNWALKABLE_PASSED) = 1 } },
+	},
+},
+{
+	.name = "IPv6 chains: 16 headers walked; a 17th is dropped when a drop rule covers the dst",
+	.rules = { { .name = "login6", .proto = TCP, .tcp_class = CLS_SYN, .dst = LOGIN6 "/128",
+		     .ports = { PORT(443) }, .burst = 100 } },
+	.allow = { "2001:db8:aaaa::/48" },
+	.deny = { { .prefix = "2001:db8:bad::/48" } },
+	.s = {
+		{ .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .ext = { D16 } }, .v = PASS,
+		  .r = { RV_P } },
+		{ .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .ext = { X_HOP16, D8, D4, X_RT,
+			 X_FRAG, X_AH } }, .v = PASS, .r = { RV_P } },
+		{ .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .ext = { D16, X_DST } },
+		  .n = 2, .v = DROP, .g = { G(UNWALKABLE_DROPPED) = 1 } },
+		{ .what = "no rule covers 2001:db8:ffff::1",
+		  .p = { .src = SRC6_A, .dport = 443, .ext = { D16, X_DST } }, .v = PASS,
+		  .g = { G(UNWALKABLE_PASSED) = 1 } },
+		{ .what = "the lists apply to an unwalkable packet",
+		  .p = { .src = "2001:db8:bad::1", .dport = 443, .ext = { D16, X_DST } }, .v = DROP,
+		  .g = { G(DENYLISTED) = 1 } },
+		{ .p = { .src = "2001:db8:aaaa::1", .dst = LOGIN6, .dport = 443,
+			 .ext = { D16, X_DST } }, .v = PASS, .g = { G(ALLOWLISTED) = 1 } },
+		{ .what = "hop-by-hop not first: Linux drops it",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .ext = { X_DST, X_HOP } },
+		  .v = PASS, .g = { G(MALFORMED) = 1 } },
+		{ .what = "AH, then TCP", .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443,
+		  .ext = { X_AH } }, .v = PASS, .r = { RV_P } },
+		{ .what = "ESP: no ports to see (xfrm decrypts it only with an SA)",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .l4 = L4_RAW, .raw_proto = 50,
+			 .payload = 40 }, .v = PASS, .g = { G(NO_RULE) = 1 } },
+		{ .what = "payload length 0 behind hop-by-hop (jumbo): the frame is the packet",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .ext = { X_HOP },
+			 .v6_plen = -1 }, .v = PASS, .r = { RV_P } },
+		{ .what = "payload length 0 without hop-by-hop: trimmed to 40 bytes",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .v6_plen = -1 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+		{ .what = "payload length beyond the frame: ip6_rcv_core drops it",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .v6_plen = 100 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+		{ .what = "payload length cutting the TCP header",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .v6_plen = 12 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+		{ .what = "payload length shorter than the frame (padding): trimmed",
+		  .p = { .src = SRC6_A, .dst = LOGIN6, .dport = 443, .payload = 6, .v6_plen = 20 },
+		  .v = PASS, .r = { RV_P } },
+	},
+	.g = { G(BUCKET_NEW) = 1 },
+},
+{
+	.name = "IPv4 lengths: tot_len trims the frame; IHL and data offset inside it",
+	.rules = { RULE_SYN(100) },
+	.s = {
+		{ .what = "Ethernet padding behind tot_len",
+		  .p = { .src = SRC_A, .payload = 6, .tot_len = 40 }, .v = PASS, .r = { RV_P } },
+		{ .what = "IHL 6 (options)", .p = { .src = SRC_A, .opt_words = 1 }, .v = PASS,
+		  .r = { RV_P } },
+		{ .what = "tot_len beyond the frame: ip_rcv_core drops it",
+		  .p = { .src = SRC_A, .tot_len = 41 }, .v = PASS, .g = { G(MALFORMED) = 1 } },
+		{ .what = "tot_len cutting the TCP header",
+		  .p = { .src = SRC_A, .tot_len = 39 }, .v = PASS, .g = { G(MALFORMED) = 1 } },
+		{ .what = "doff 6 beyond tot_len, within the frame",
+		  .p = { .src = SRC_A, .doff = 6, .payload = 4, .tot_len = 40 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+		{ .what = "doff 15 exactly filling tot_len",
+		  .p = { .src = SRC_A, .tcp_opt_words = 10 }, .v = PASS, .r = { RV_P } },
+		{ .what = "ESP: no ports", .p = { .src = SRC_A, .l4 = L4_RAW, .raw_proto = 50,
+		  .payload = 40 }, .v = PASS, .g = { G(NO_RULE) = 1 } },
+	},
+	.g = { G(BUCKET_NEW) = 1 },
+},
+{
+	.name = "fragments with honest lengths: tiny first fragments dropped, padding not read",
+	.rules = { RULE_SYN(100) },
+	.allow = { "203.0.113.0/24" },
+	.deny = { { .prefix = "2001:db8:bad::/48" } },
+	.s = {
+		{ .what = "IPv4 first fragment, 8 bytes of TCP",
+		  .p = { .src = SRC_A, .mf = true, .trunc_layer = PB_L_L4, .trunc_at = 8,
+			 .len_fix = true }, .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
+		{ .what = "the same, padded with an ACK header the kernel never reads",
+		  .p = { .src = SRC_A, .mf = true, .flags = ACK, .tot_len = 28 }, .v = DROP,
+		  .g = { G(TINY_FRAGMENT) = 1 } },
+		{ .what = "IPv6 first fragment, 12 bytes of TCP",
+		  .p = { .src = SRC6_A, .ext = { X_FRAG }, .mf = true, .trunc_layer = PB_L_L4,
+			 .trunc_at = 12, .len_fix = true }, .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
+		{ .what = "IPv6 first fragment behind 3 headers, whole TCP header",
+		  .p = { .src = SRC6_A, .ext = { X_HOP, X_DST, X_FRAG }, .mf = true, .payload = 64 },
+		  .v = PASS, .r = { RV_P } },
+		{ .what = "a later fragment from a denied source",
+		  .p = { .src = "2001:db8:bad::7", .ext = { X_DST, X_FRAG }, .frag_off = 10,
+			 .l4 = L4_RAW, .raw_proto = PB_IPPROTO_TCP, .payload = 24 }, .v = DROP,
+		  .g = { G(DENYLISTED) = 1 } },
+		{ .what = "a later IPv4 fragment with tot_len beyond the frame: malformed",
+		  .p = { .src = SRC_A, .frag_off = 3, .l4 = L4_RAW, .raw_proto = PB_IPPROTO_TCP,
+			 .payload = 24, .tot_len = 100 }, .v = PASS, .g = { G(MALFORMED) = 1 } },
+	},
+	.g = { G(BUCKET_NEW) = 1 },
+},
+{
+	.name = "packets the parser gives up on still meet the allowlist and the denylist",
+	.rules = { RULE_SYN(5) },
+	.allow = { "203.0.113.0/24" },
+	.deny = { { .prefix = "192.0.2.66/32" }, { .prefix = "2001:db8:bad::/48" } },
+	.s = {
+		{ .what = "TCP header cut", .p = { .src = "192.0.2.66", .trunc_layer = PB_L_L4,
+		  .trunc_at = 10, .len_fix = true }, .v = DROP, .g = { G(DENYLISTED) = 1 } },
+		{ .what = "IHL 4", .p = { .src = "192.0.2.66", .ihl = 4 }, .v = DROP,
+		  .g = { G(DENYLISTED) = 1 } },
+		{ .what = "tot_len beyond the frame", .p = { .src = "192.0.2.66", .tot_len = 200 },
+		  .v = DROP, .g = { G(DENYLISTED) = 1 } },
+		{ .what = "IPv6 hop-by-hop not first",
+		  .p = { .src = "2001:db8:bad::1", .ext = { X_DST, X_HOP } }, .v = DROP,
+		  .g = { G(DENYLISTED) = 1 } },
+		{ .what = "doff 3 from an allowlisted source",
+		  .p = { .src = "203.0.113.9", .doff = 3 }, .v = PASS, .g = { G(ALLOWLISTED) = 1 } },
+		{ .what = "doff 3 from anyone else", .p = { .src = SRC_A, .doff = 3 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+		{ .what = "cut inside the IPv4 header: no source to look up",
+		  .p = { .src = "192.0.2.66", .trunc_layer = PB_L_IP, .trunc_at = 19 }, .v = PASS,
+		  .g = { G(MALFORMED) = 1 } },
+	},
 },
 };
 
