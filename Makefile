@@ -39,7 +39,7 @@ XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
-              $(BUILD)/tests/test_limiter
+              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_ctl
 BPF_TESTS  := $(BUILD)/tests/test_bpf
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -95,6 +95,10 @@ $(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
