@@ -49,7 +49,7 @@ all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(
 
 help:
 	@echo 'make            build everything into $(BUILD)/'
-	@echo 'make test       unit, BPF_PROG_TEST_RUN and end-to-end tests (root)'
+	@echo 'make test       unit, BPF_PROG_TEST_RUN, end-to-end, fuzz (FUZZ_SECS=20) and ASan tests (root)'
 	@echo 'make test-unit  userspace unit tests only (no root)'
 	@echo 'make fuzz       every libFuzzer harness for FUZZ_SECS (default 600) seconds'
 	@echo 'make fuzz-build the harnesses (clang), into $(BUILD)/fuzz/'
