@@ -100,7 +100,7 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 	size_t cap = 4096, len = 0;
 	char *req = NULL, *resp = NULL, *nl;
 	long rl;
-	int fd, err, code;
+	int fd, err, werr, code;
 
 	*payload = NULL;
 	if (strlen(sock) >= sizeof(sa.sun_path))
@@ -118,12 +118,15 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 		err = -errno;
 		goto out;
 	}
+	werr = 0;
 	for (long off = 0; off < rl;) {
-		ssize_t w = write(fd, req + off, (size_t)(rl - off));
+		/* MSG_NOSIGNAL: a closed socket is an error here, not SIGPIPE */
+		ssize_t w = send(fd, req + off, (size_t)(rl - off), MSG_NOSIGNAL);
 
 		if (w < 0) {
-			err = -errno;
-			goto out;
+			/* xrld may answer without reading (busy): read what it said */
+			werr = -errno;
+			break;
 		}
 		off += w;
 	}
@@ -152,8 +155,10 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 			cap *= 2;
 		}
 		r = read(fd, resp + len, cap - len - 1);
+		if (r < 0 && len && errno == ECONNRESET)
+			break;  /* xrld closed with our request unread, after its answer */
 		if (r < 0) {
-			err = -errno;
+			err = werr ? werr : -errno;
 			goto out;
 		}
 		if (r == 0)
@@ -163,7 +168,7 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 	resp[len] = '\0';
 	code = (int)strtol(resp, &nl, 10);
 	if (nl == resp || *nl != '\n') {
-		err = -EPROTO;
+		err = werr ? werr : -EPROTO;
 		goto out;
 	}
 	memmove(resp, nl + 1, len - (size_t)(nl + 1 - resp) + 1);

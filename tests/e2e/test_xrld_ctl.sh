@@ -8,8 +8,8 @@
 #   1. a client dribbles one byte every 1.5 s; meanwhile another client's
 #      `status` is answered in under 1 s, and the dribbler is dropped about
 #      2 s after it connected (the deadline is per request, not per read)
-#   2. 16 silent clients fill every slot: a 17th is told "busy" at once, and
-#      after the deadline a request is answered again
+#   2. 16 silent clients fill every slot: a 17th is told "busy" at once (and
+#      xrlctl prints it), and after the deadline a request is answered again
 #   3. hostile frames (a count that never ends, a length past the end) get
 #      "malformed request" and exit code 2; xrlctl status still works
 #
@@ -41,9 +41,9 @@ SOCK=$HT_TMP/xrld.sock
 
 # ctlpy MODE: the socket work, in python; prints KEY=VALUE lines.
 ctlpy() {
-	"$XRL_PY" - "$SOCK" "$1" <<'PY'
-import socket, sys, time, threading
-path, mode = sys.argv[1], sys.argv[2]
+	"$XRL_PY" - "$SOCK" "$1" "$XRLCTL" <<'PY'
+import socket, subprocess, sys, time, threading
+path, mode, xrlctl = sys.argv[1], sys.argv[2], sys.argv[3]
 
 def conn():
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,8 +55,11 @@ def request(frame, timeout=5.0):
     t = time.monotonic()
     s = conn()
     s.settimeout(timeout)
-    s.sendall(frame)
-    s.shutdown(socket.SHUT_WR)
+    try:
+        s.sendall(frame)
+        s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass        # a busy xrld answers and closes without reading: read that
     out = b""
     try:
         while True:
@@ -118,6 +121,8 @@ elif mode == "slots":
     secs, out = request(STATUS)
     print("busy_ms=%d" % int(secs * 1000))
     print("busy_answer=%s" % out.decode(errors="replace").replace("\n", "|"))
+    p = subprocess.run([xrlctl, "--socket", path, "status"], capture_output=True, timeout=10)
+    print("xrlctl_busy=%d %s" % (p.returncode, p.stderr.decode(errors="replace").strip()))
     time.sleep(2.5)
     secs, out = request(STATUS)
     print("after_code=%s" % out.split(b"\n")[0].decode(errors="replace"))
@@ -147,6 +152,7 @@ log "2. 16 silent clients hold every slot"
 out=$(ctlpy slots)
 check_range "a 17th client is answered at once (ms)" "$(val busy_ms "$out")" 0 1000
 check_match "  with 'busy'" "$(val busy_answer "$out")" '^1\|xrld is busy'
+check_match "  xrlctl status says so, exit 1" "$(val xrlctl_busy "$out")" '^1 xrld is busy'
 check_eq "after the deadline, status answers 0" "$(val after_code "$out")" 0
 
 log "3. hostile frames"
