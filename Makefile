@@ -26,7 +26,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
 
 .DELETE_ON_ERROR:
-.PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps
+.PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps \
+        fuzz fuzz-build asan-build san-targets
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
               user/privs.c user/verify.c
@@ -40,7 +41,7 @@ XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
-              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify
+              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -49,8 +50,11 @@ all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(
 
 help:
 	@echo 'make            build everything into $(BUILD)/'
-	@echo 'make test       unit, BPF_PROG_TEST_RUN and end-to-end tests (root)'
+	@echo 'make test       unit, BPF_PROG_TEST_RUN, end-to-end, fuzz (FUZZ_SECS=20) and ASan tests (root)'
 	@echo 'make test-unit  userspace unit tests only (no root)'
+	@echo 'make fuzz       every libFuzzer harness for FUZZ_SECS (default 600) seconds'
+	@echo 'make fuzz-build the harnesses (clang), into $(BUILD)/fuzz/'
+	@echo 'make asan-build xrld and the unit tests with ASan+UBSan, into $(BUILD)/asan/'
 	@echo 'make demo       SYN flood against a lab of network namespaces (root)'
 	@echo 'make bench      scripts/bench/xdp-cost.sh (root)'
 	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab (root, ~7 min)'
@@ -100,6 +104,10 @@ $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_verify: $(BUILD)/tests/unit/test_verify.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
@@ -155,11 +163,60 @@ $(BUILD)/bench/xdp_cost: $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(B
 $(BUILD):
 	$(Q)mkdir -p $@
 
+# ---- fuzzing and sanitizers -------------------------------------------------
+# Every tests/fuzz/fuzz_NAME.c defines LLVMFuzzerTestOneInput and becomes
+# $(BUILD)/fuzz/fuzz_NAME, linked with the user/ library sources compiled
+# with the same flags into $(BUILD)/fuzz/obj/ (never the normal objects).
+# FUZZ_NOT_LIBFUZZER lists fuzz_*.c files that are programs of their own
+# (the packet fuzzer drives the XDP program, not libFuzzer) with their own rule.
+FUZZ_CC     ?= clang
+FUZZ_CFLAGS ?= -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
+FUZZ_NOT_LIBFUZZER ?= tests/fuzz/fuzz_xdp.c
+FUZZ_XCFLAGS := $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
+                -Iinclude -I$(BUILD) -Iuser -MMD -MP
+FUZZ_SRCS   := $(filter-out $(FUZZ_NOT_LIBFUZZER),$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LIB    := $(BUILD)/fuzz/libxrl-fuzz.a
+
+$(BUILD)/fuzz/obj/%.o: %.c $(BUILD)/xrl.skel.h
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(FUZZ_CC) $(FUZZ_XCFLAGS) -c $< -o $@
+
+$(FUZZ_LIB): $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o) $(HTTP_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+# kept, not deleted as an intermediate: a rebuild then relinks only
+.SECONDARY: $(FUZZ_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/obj/tests/fuzz/fuzz_%.o $(FUZZ_LIB)
+	$(call msg,LINK,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# FUZZ_SECS per harness; tests/fuzz/run.sh says what else it reads
+fuzz: fuzz-build
+	$(Q)FUZZ_SECS=$${FUZZ_SECS:-600} BUILD=$(BUILD) tests/fuzz/run.sh
+
+# The same sources with ASan+UBSan, by a second make into $(BUILD)/asan/;
+# tests/run.sh's asan group runs the unit tests and HTTP e2e tests with them.
+# gcc's value ranges are wider under the sanitizers' instrumentation, so
+# -Wformat-truncation warns about snprintf calls whose bounds are checked.
+SAN_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=undefined -Wno-format-truncation
+
+asan-build:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS='$(SAN_CFLAGS)' san-targets
+
+san-targets: $(XRLD) $(UNIT_TESTS)
+
 deps:
 	$(Q)scripts/install-deps.sh
 
-test: deps all
-	$(Q)tests/run.sh
+test: deps all fuzz-build asan-build
+	$(Q)BUILD=$(BUILD) tests/run.sh
 
 test-unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done

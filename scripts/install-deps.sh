@@ -5,7 +5,7 @@
 set -euo pipefail
 
 PKGS=(
-	make gcc clang llvm pkg-config
+	make gcc clang llvm pkg-config libclang-rt-dev
 	libbpf-dev libxdp-dev xdp-tools bpftool libelf-dev zlib1g-dev
 	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
 	redis-server nginx wrk

@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Run every test: userspace units (cmocka), the XDP program under
-# BPF_PROG_TEST_RUN, and end-to-end tests on veth pairs in network
-# namespaces. A test exits 0 (pass), 77 (skip: needs root/XDP) or anything
-# else (fail). Under CI=true a skip is a failure: CI runs as root with XDP.
-# Usage: tests/run.sh [unit|bpf|e2e]...
+# BPF_PROG_TEST_RUN, end-to-end tests on veth pairs in network namespaces,
+# the libFuzzer harnesses for FUZZ_SECS seconds each (tests/fuzz/run.sh), and
+# the unit tests and a few HTTP end-to-end tests again with the ASan+UBSan
+# build ($BUILD/asan, `make asan-build`). A test exits 0 (pass), 77 (skip:
+# needs root/XDP) or anything else (fail). Under CI=true a skip is a failure:
+# CI runs as root with XDP.
+# Usage: tests/run.sh [unit|bpf|e2e|fuzz|asan]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 B=${BUILD:-build}
 groups=("$@")
-[ ${#groups[@]} -eq 0 ] && groups=(unit bpf e2e)
+[ ${#groups[@]} -eq 0 ] && groups=(unit bpf e2e fuzz asan)
+UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify)
+# The HTTP e2e tests run again on the sanitized xrld: hostile requests, the
+# JSON API, the X-Forwarded-For walk (about a minute together).
+ASAN_E2E=(test_http_malformed test_http_check_api test_http_client_ip test_http_reload_race)
 
 pass=0 fail=0 skip=0
 failed=()
@@ -46,14 +53,30 @@ root_run() {
 	run "$name" "$@"
 }
 
+# san_run CMD...: run it with sanitizer reports written under SAN_LOG, and
+# fail when one was written, whatever CMD exited with (an xrld stopped by
+# the test can still report at exit).
+SAN_LOG=
+san_run() {
+	local rc f
+	rm -f "$SAN_LOG"/*
+	"$@"
+	rc=$?
+	for f in "$SAN_LOG"/*; do
+		[ -e "$f" ] || continue
+		echo "sanitizer report ${f##*/}:"
+		head -n 80 "$f"
+		rc=1
+	done
+	return $rc
+}
+
 for g in "${groups[@]}"; do
 	case $g in
 	unit)
-		run unit/test_gcra "$B/tests/test_gcra"
-		run unit/test_policy "$B/tests/test_policy"
-		run unit/test_config "$B/tests/test_config"
-		run unit/test_limiter "$B/tests/test_limiter"
-		run unit/test_verify "$B/tests/test_verify"
+		for t in "${UNITS[@]}"; do
+			run "unit/$t" "$B/tests/$t"
+		done
 		;;
 	bpf)
 		root_run bpf/test_bpf "$B/tests/test_bpf"
@@ -65,8 +88,30 @@ for g in "${groups[@]}"; do
 			root_run "e2e/$(basename "$t" .sh)" bash "$t"
 		done
 		;;
+	fuzz)
+		for f in tests/fuzz/fuzz_*.c; do
+			n=${f##*/fuzz_}
+			n=${n%.c}
+			# a fuzz_*.c without it (the packet fuzzer) is a program of its own
+			grep -q LLVMFuzzerTestOneInput "$f" || continue
+			run "fuzz/$n" env BUILD="$B" tests/fuzz/run.sh "$n"
+		done
+		;;
+	asan)
+		SAN_LOG=$(mktemp -d /tmp/xrl-san.XXXXXX) || exit 1
+		export ASAN_OPTIONS="abort_on_error=1:halt_on_error=1:detect_leaks=1:log_path=$SAN_LOG/asan"
+		export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$SAN_LOG/ubsan"
+		for t in "${UNITS[@]}"; do
+			run "asan/unit/$t" san_run "$B/asan/tests/$t"
+		done
+		for t in "${ASAN_E2E[@]}"; do
+			root_run "asan/e2e/$t" san_run env XRLD="$B/asan/xrld" bash "tests/e2e/$t.sh"
+		done
+		rm -rf "$SAN_LOG"
+		unset ASAN_OPTIONS UBSAN_OPTIONS
+		;;
 	*)
-		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e)" >&2
+		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e, fuzz, asan)" >&2
 		exit 2
 		;;
 	esac

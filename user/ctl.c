@@ -34,33 +34,62 @@ long xrl_ctl_encode(int argc, const char *const *argv, char **out)
 	return (long)len;
 }
 
+/*
+ * A decimal number at *p, made of digits only and ended by '\n' before end,
+ * at most max. Reads nothing at or past end (the buffer is not NUL-terminated:
+ * it is what the client sent). On success *p points past the '\n'.
+ */
+static int ctl_number(const char **p, const char *end, size_t max, size_t *out)
+{
+	const char *s = *p;
+	size_t v = 0;
+
+	if (s >= end || *s < '0' || *s > '9')
+		return -EPROTO;
+	for (; s < end && *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (size_t)(*s - '0');
+		/* checked per digit, so v never overflows: max <= XRL_CTL_MAX */
+		if (v > max)
+			return -EPROTO;
+	}
+	if (s >= end || *s != '\n')
+		return -EPROTO;
+	*p = s + 1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * Decode a request in place. Every byte read is inside [buf, buf + len);
+ * lengths and the count are plain decimal digits ("+1", " 1", "-0" are
+ * refused). Each argument is moved one byte left, over its length's '\n',
+ * so a NUL fits after it.
+ */
 int xrl_ctl_decode(char *buf, size_t len, int *argc, char **argv)
 {
-	char *p = buf, *end = buf + len, *nl;
-	long n;
+	const char *p = buf, *end = buf + len;
+	size_t n, l;
 
-	if (len < 7 || strncmp(buf, "XRL1 ", 5))
+	if (len < 5 || memcmp(buf, "XRL1 ", 5))
 		return -EPROTO;
-	n = strtol(buf + 5, &nl, 10);
-	if (*nl != '\n' || n < 0 || n > XRL_CTL_MAXARGS)
+	p += 5;
+	if (ctl_number(&p, end, XRL_CTL_MAXARGS, &n))
 		return -EPROTO;
-	p = nl + 1;
-	*argc = (int)n;
-	for (int i = 0; i < *argc; i++) {
-		long l;
+	for (size_t i = 0; i < n; i++) {
+		char *arg;
 
-		if (p >= end)
+		if (ctl_number(&p, end, (size_t)(end - p), &l))
 			return -EPROTO;
-		l = strtol(p, &nl, 10);
-		if (nl >= end || *nl != '\n' || l < 0 || l > end - nl - 1)
+		if (l > (size_t)(end - p))
 			return -EPROTO;
-		/* shift the bytes left by one over the '\n' so a NUL fits after */
-		memmove(nl, nl + 1, (size_t)l);
-		nl[l] = '\0';
-		argv[i] = nl;
-		p = nl + l + 1;
+		arg = buf + (p - buf) - 1;
+		memmove(arg, p, l);
+		arg[l] = '\0';
+		argv[i] = arg;
+		p += l;
 	}
-	argv[*argc] = NULL;
+	argv[n] = NULL;
+	*argc = (int)n;
 	return p == end ? 0 : -EPROTO;
 }
 
@@ -71,7 +100,7 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 	size_t cap = 4096, len = 0;
 	char *req = NULL, *resp = NULL, *nl;
 	long rl;
-	int fd, err, code;
+	int fd, err, werr, code;
 
 	*payload = NULL;
 	if (strlen(sock) >= sizeof(sa.sun_path))
@@ -89,12 +118,15 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 		err = -errno;
 		goto out;
 	}
+	werr = 0;
 	for (long off = 0; off < rl;) {
-		ssize_t w = write(fd, req + off, (size_t)(rl - off));
+		/* MSG_NOSIGNAL: a closed socket is an error here, not SIGPIPE */
+		ssize_t w = send(fd, req + off, (size_t)(rl - off), MSG_NOSIGNAL);
 
 		if (w < 0) {
-			err = -errno;
-			goto out;
+			/* xrld may answer without reading (busy): read what it said */
+			werr = -errno;
+			break;
 		}
 		off += w;
 	}
@@ -123,8 +155,10 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 			cap *= 2;
 		}
 		r = read(fd, resp + len, cap - len - 1);
+		if (r < 0 && len && errno == ECONNRESET)
+			break;  /* xrld closed with our request unread, after its answer */
 		if (r < 0) {
-			err = -errno;
+			err = werr ? werr : -errno;
 			goto out;
 		}
 		if (r == 0)
@@ -134,7 +168,7 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 	resp[len] = '\0';
 	code = (int)strtol(resp, &nl, 10);
 	if (nl == resp || *nl != '\n') {
-		err = -EPROTO;
+		err = werr ? werr : -EPROTO;
 		goto out;
 	}
 	memmove(resp, nl + 1, len - (size_t)(nl + 1 - resp) + 1);

@@ -20,7 +20,8 @@
 
 /* Encode argv into a newly allocated request; returns its length or -errno. */
 long xrl_ctl_encode(int argc, const char *const *argv, char **out);
-/* Decode in place (buf is modified: arguments become NUL-terminated). */
+/* Decode in place (buf is modified: arguments become NUL-terminated). Reads
+ * only [buf, buf + len): buf need not be NUL-terminated. 0 or -EPROTO. */
 int xrl_ctl_decode(char *buf, size_t len, int *argc, char **argv);
 /* Connect, send, read the whole answer. Returns the exit code, or -errno
  * when xrld cannot be reached. *payload is malloc'd and NUL-terminated. */

@@ -25,6 +25,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -992,64 +993,207 @@ static int handle(int argc, char **argv, struct xrl_buf *b)
 	return 2;
 }
 
-static void serve_client(int lfd)
-{
-	char *buf = NULL, *argv[XRL_CTL_MAXARGS + 1];
-	struct timeval tv = { .tv_sec = 2 };
-	struct xrl_buf out = {};
-	size_t len = 0, cap = 0;
-	int fd, code, argc;
-	char hdr[16];
+/* ---- control socket clients -------------------------------------------- */
 
-	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
+#define CTL_CLIENTS     16      /* control connections open at once */
+#define CTL_TAG         2000    /* epoll tag of client slot i: CTL_TAG + i */
+#define CTL_DEADLINE_NS (2 * 1000000000ULL) /* to send the request; to take the answer */
+
+/*
+ * A control client, served from the event loop without blocking it: the
+ * request is read as it arrives, handled when the client shuts down its
+ * write side, and the answer written as the socket takes it. Each phase has
+ * CTL_DEADLINE_NS in total, however the client dribbles its bytes, so no
+ * client holds the loop or a slot for longer. The socket is 0600 (root's),
+ * so the slots bound mistakes more than attacks.
+ */
+struct ctl_client {
+	bool   used;
+	bool   answering;       /* the request was handled; writing hdr + out */
+	int    fd;
+	char  *buf;             /* the request so far, not NUL-terminated */
+	size_t len, cap;
+	char   hdr[16];         /* "<exit code>\n" */
+	size_t hdr_len;
+	struct xrl_buf out;     /* the payload */
+	size_t off;             /* bytes of hdr + out written */
+	__u64  deadline;        /* CLOCK_MONOTONIC ns */
+};
+
+static struct ctl_client ctl_cl[CTL_CLIENTS];
+
+static __u64 mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000000ULL + (__u64)ts.tv_nsec;
+}
+
+static void ctl_close(struct ctl_client *c)
+{
+	/* closing the fd also takes it out of the epoll set */
+	close(c->fd);
+	free(c->buf);
+	xrl_buf_free(&c->out);
+	*c = (struct ctl_client){ .fd = -1 };
+}
+
+/* Write what the socket takes of hdr + out; close when all is out. */
+static void ctl_write(struct ctl_client *c)
+{
+	size_t total = c->hdr_len + c->out.len;
+
+	while (c->off < total) {
+		struct iovec iov[2];
+		int n = 0;
+		ssize_t w;
+
+		if (c->off < c->hdr_len)
+			iov[n++] = (struct iovec){ c->hdr + c->off, c->hdr_len - c->off };
+		if (c->out.len) {
+			size_t o = c->off > c->hdr_len ? c->off - c->hdr_len : 0;
+
+			iov[n++] = (struct iovec){ c->out.p + o, c->out.len - o };
+		}
+		w = writev(c->fd, iov, n);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (w <= 0)
+			break;
+		c->off += (size_t)w;
+	}
+	ctl_close(c);
+}
+
+/* The whole request is in: handle it and start the answer. */
+static void ctl_answer(struct ctl_client *c, int slot)
+{
+	struct epoll_event ev = { .events = EPOLLOUT, .data.u64 = CTL_TAG + (__u64)slot };
+	char *argv[XRL_CTL_MAXARGS + 1];
+	int code, argc;
+
+	if (xrl_ctl_decode(c->buf, c->len, &argc, argv)) {
+		xrl_buf_printf(&c->out, "malformed request\n");
+		code = 2;
+	} else {
+		code = handle(argc, argv, &c->out);
+	}
+	if (c->out.oom)
+		code = 1;
+	c->hdr_len = (size_t)snprintf(c->hdr, sizeof(c->hdr), "%d\n", code);
+	c->answering = true;
+	c->deadline = mono_ns() + CTL_DEADLINE_NS;
+	if (epoll_ctl(D.epfd, EPOLL_CTL_MOD, c->fd, &ev)) {
+		ctl_close(c);
 		return;
-	/* a client has two seconds to send its request: the loop is not theirs */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	}
+	ctl_write(c);
+}
+
+/* Read what has arrived; the client's shutdown (EOF) ends the request. */
+static void ctl_read(struct ctl_client *c, int slot)
+{
 	for (;;) {
 		ssize_t r;
 
-		if (len == cap) {
+		if (c->len == c->cap) {
+			/* one byte past the limit tells a full request from a larger one */
+			size_t cap = c->cap ? c->cap * 2 : 4096;
 			char *np;
 
-			cap = cap ? cap * 2 : 4096;
+			if (c->len > XRL_CTL_MAX) {
+				log_warnx("control client dropped: request larger than %d bytes",
+					  XRL_CTL_MAX);
+				ctl_close(c);
+				return;
+			}
 			if (cap > XRL_CTL_MAX + 1)
-				goto out;
-			np = realloc(buf, cap);
-			if (!np)
-				goto out;
-			buf = np;
+				cap = XRL_CTL_MAX + 1;
+			np = realloc(c->buf, cap);
+			if (!np) {
+				ctl_close(c);
+				return;
+			}
+			c->buf = np;
+			c->cap = cap;
 		}
-		r = read(fd, buf + len, cap - len);
-		if (r < 0)
-			goto out;
+		r = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (r < 0) {
+			ctl_close(c);
+			return;
+		}
 		if (r == 0)
 			break;
-		len += (size_t)r;
+		c->len += (size_t)r;
 	}
-	if (xrl_ctl_decode(buf, len, &argc, argv)) {
-		xrl_buf_printf(&out, "malformed request\n");
-		code = 2;
-	} else {
-		code = handle(argc, argv, &out);
-	}
-	if (out.oom)
-		code = 1;
-	snprintf(hdr, sizeof(hdr), "%d\n", code);
-	if (write(fd, hdr, strlen(hdr)) > 0 && out.len) {
-		for (size_t off = 0; off < out.len;) {
-			ssize_t w = write(fd, out.p + off, out.len - off);
+	ctl_answer(c, slot);
+}
 
-			if (w <= 0)
-				break;
-			off += (size_t)w;
-		}
+static void ctl_event(int slot)
+{
+	struct ctl_client *c = &ctl_cl[slot];
+
+	if (!c->used)
+		return;
+	if (c->answering)
+		ctl_write(c);
+	else
+		ctl_read(c, slot);
+}
+
+static void ctl_accept(int lfd)
+{
+	static const char busy[] = "1\nxrld is busy: too many control connections, try again\n";
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fd, i;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	for (i = 0; i < CTL_CLIENTS && ctl_cl[i].used; i++)
+		;
+	if (i == CTL_CLIENTS) {
+		/* best effort: an empty socket buffer takes one line without blocking */
+		if (write(fd, busy, sizeof(busy) - 1) < 0)
+			log_debug("couldn't tell a control client that xrld is busy");
+		close(fd);
+		return;
 	}
-out:
-	xrl_buf_free(&out);
-	free(buf);
-	close(fd);
+	ctl_cl[i] = (struct ctl_client){ .used = true, .fd = fd,
+					 .deadline = mono_ns() + CTL_DEADLINE_NS };
+	ev.data.u64 = CTL_TAG + (__u64)i;
+	if (epoll_ctl(D.epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		ctl_close(&ctl_cl[i]);
+		return;
+	}
+	ctl_read(&ctl_cl[i], i);
+}
+
+/* Drop clients past their deadline; returns the epoll timeout (ms) until the next one. */
+static int ctl_expire(void)
+{
+	__u64 now = mono_ns(), next = 0;
+
+	for (int i = 0; i < CTL_CLIENTS; i++) {
+		struct ctl_client *c = &ctl_cl[i];
+
+		if (!c->used)
+			continue;
+		if (c->deadline <= now) {
+			log_warnx("control client dropped: %s not done within %llu s",
+				  c->answering ? "answer" : "request",
+				  CTL_DEADLINE_NS / 1000000000ULL);
+			ctl_close(c);
+			continue;
+		}
+		if (!next || c->deadline < next)
+			next = c->deadline;
+	}
+	/* rounded up, so the loop does not wake just before the deadline */
+	return next ? (int)((next - now + 999999) / 1000000) : -1;
 }
 
 static int listen_socket(const char *path)
@@ -1403,7 +1547,7 @@ int main(int argc, char **argv)
 
 	while (!D.stop) {
 		struct epoll_event evs[16];
-		int n = epoll_wait(D.epfd, evs, 16, -1);
+		int n = epoll_wait(D.epfd, evs, 16, ctl_expire());
 
 		if (n < 0 && errno != EINTR) {
 			log_warn("epoll_wait");
@@ -1413,7 +1557,9 @@ int main(int argc, char **argv)
 			__u64 tag = evs[i].data.u64;
 
 			if (tag == 1) {
-				serve_client(D.lfd);
+				ctl_accept(D.lfd);
+			} else if (tag >= CTL_TAG && tag - CTL_TAG < CTL_CLIENTS) {
+				ctl_event((int)(tag - CTL_TAG));
 			} else if (tag == 2) {
 				struct signalfd_siginfo si;
 

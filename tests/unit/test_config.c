@@ -835,6 +835,93 @@ static void test_untouched(void **state)
 	free(good);
 }
 
+/* ---- hostile YAML ----------------------------------------------------------- */
+
+/* len bytes: prefix, then unit repeated (cut to fit), NUL-terminated. */
+static char *fill(const char *prefix, const char *unit, size_t len)
+{
+	size_t pl = strlen(prefix), ul = strlen(unit);
+	char *y = malloc(len + 1);
+
+	assert_non_null(y);
+	memcpy(y, prefix, pl);
+	for (size_t off = pl; off < len; off += ul)
+		memcpy(y + off, unit, len - off < ul ? len - off : ul);
+	y[len] = '\0';
+	return y;
+}
+
+/* Parse y (freed) and check the error: -E2BIG, position and message. */
+static void refused(const char *what, char *y, const char *want)
+{
+	CTX("%s", what);
+	EQ(parse(y), -E2BIG);
+	HAS(err, want);
+	free(y);
+}
+
+/*
+ * Issue 11, finding 11: libyaml is quadratic in flow depth and in anchors,
+ * so bounds are checked on its events before it builds a tree. Each input
+ * here took seconds to minutes before (1 MiB of '[' did not finish in 60 s);
+ * now each is refused at the first bound crossed, with where and why.
+ */
+static void test_hostile_yaml(void **state)
+{
+	char *y;
+	size_t off;
+
+	refused("40 '[' (small: a syntax error before the bound)", fill("", "[", 40),
+		"t.yaml:1:33: too much YAML for a policy: nested deeper than 32 levels");
+	refused("1 MiB of '['", fill("", "[", 1 << 20),
+		"t.yaml:1:33: too much YAML for a policy: nested deeper than 32 levels");
+	refused("1 MiB of '{a: '", fill("", "{a: ", 1 << 20),
+		"t.yaml:1:129: too much YAML for a policy: nested deeper than 32 levels");
+	refused("flow nesting inside a policy", fill("xdp: {rules: ", "[", 1 << 20),
+		"t.yaml:1:44: too much YAML for a policy: nested deeper than 32 levels");
+
+	CTX("block nesting 40 deep");
+	y = malloc(64 * 1024);
+	assert_non_null(y);
+	off = 0;
+	for (int i = 0; i < 40; i++)
+		off += (size_t)sprintf(y + off, "%*sa:\n", i, "");
+	refused("block nesting 40 deep", y,
+		"t.yaml:33:33: too much YAML for a policy: nested deeper than 32 levels");
+
+	CTX("300 anchors");
+	y = malloc(64 * 1024);
+	assert_non_null(y);
+	off = 0;
+	for (int i = 0; i < 300; i++)
+		off += (size_t)sprintf(y + off, "- &a%d x\n", i);
+	refused("300 anchors", y, "t.yaml:257:3: too much YAML for a policy: more than 256 anchors (&name)");
+	refused("1 MiB of aliases", fill("- &a x\n", "- *a\n", 1 << 20),
+		"t.yaml:1026:3: too much YAML for a policy: more than 1024 aliases (*name)");
+	refused("1 MiB of scalars", fill("", "- x\n", 1 << 20),
+		"t.yaml:65536:3: too much YAML for a policy: more than 65536 nodes");
+
+	CTX("a buffer over 1 MiB");
+	y = fill("", "#\n", (1 << 20) + 1);
+	EQ(parse(y), -EFBIG);
+	STR_EQ(err, "t.yaml: larger than 1024 KiB, too large for a policy file");
+	free(y);
+
+	CTX("32 levels, anchors and aliases within bounds are still YAML");
+	y = fill("", "[", 31);
+	y = realloc(y, 128);
+	assert_non_null(y);
+	strcpy(y + 31, "x");
+	for (int i = 0; i < 31; i++)
+		strcat(y, "]");
+	EQ(parse(y), -EINVAL);
+	HAS(err, "t.yaml:1:1: expected a mapping");
+	free(y);
+	PARSE_OK("penalty: &p {strikes: 3, window: 60s, base: 5m, max: 1h}\n"
+		 "log_level: info\n");
+	EQ(cfg->penalty.strikes, 3);
+}
+
 /* ---- files ------------------------------------------------------------------- */
 
 static void test_load(void **state)
@@ -1112,6 +1199,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_validate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_untouched, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_yaml, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_examples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_summary, setup, teardown),

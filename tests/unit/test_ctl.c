@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_ctl.c - unit tests of the control socket's wire format (user/ctl.c):
+ * encode/decode round trips, and that truncated or hostile frames are
+ * refused without reading a byte past the frame. Each frame is decoded from
+ * the very end of a page whose next page is PROT_NONE, so a read past `len`
+ * is a SIGSEGV here (issue 11, finding 13a: strtol read past len).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "check.h"
+
+#include "ctl.h"
+
+static char *guard;     /* two pages: read-write, then PROT_NONE */
+static size_t page;
+
+static int setup(void **state)
+{
+	page = (size_t)sysconf(_SC_PAGESIZE);
+	guard = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (guard == MAP_FAILED || mprotect(guard + page, page, PROT_NONE))
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	munmap(guard, 2 * page);
+	return 0;
+}
+
+/* Decode len bytes of frame placed so that its last byte is the page's last. */
+static int decode_at_end(const char *frame, size_t len, int *argc, char **argv)
+{
+	char *p = guard + page - len;
+
+	memcpy(p, frame, len);
+	return xrl_ctl_decode(p, len, argc, argv);
+}
+
+static void test_roundtrip(void **state)
+{
+	const char *args[] = { "policy", "apply", "", "a\nb c\0d", "XRL1 2\n" };
+	char *req, *argv[XRL_CTL_MAXARGS + 1];
+	int argc = -1;
+	long n;
+
+	CTX("encode 5 arguments");
+	n = xrl_ctl_encode(5, args, &req);
+	GE(n, 1);
+	EQ(decode_at_end(req, (size_t)n, &argc, argv), 0);
+	EQ(argc, 5);
+	for (int i = 0; i < 5; i++) {
+		CTX("argument %d", i);
+		assert_string_equal(argv[i], args[i]);
+	}
+	assert_null(argv[5]);
+	free(req);
+
+	CTX("no arguments");
+	EQ(decode_at_end("XRL1 0\n", 7, &argc, argv), 0);
+	EQ(argc, 0);
+	assert_null(argv[0]);
+
+	CTX("leading zeros are still digits");
+	EQ(decode_at_end("XRL1 01\n002\nhi", 14, &argc, argv), 0);
+	EQ(argc, 1);
+	assert_string_equal(argv[0], "hi");
+}
+
+/* Every proper prefix of a good frame is refused, and nothing past it read. */
+static void test_truncated(void **state)
+{
+	const char *args[] = { "status", "1234567890", "x" };
+	char *req, *argv[XRL_CTL_MAXARGS + 1];
+	int argc;
+	long n;
+
+	n = xrl_ctl_encode(3, args, &req);
+	GE(n, 1);
+	for (long l = 0; l < n; l++) {
+		CTX("first %ld of %ld bytes", l, n);
+		EQ(decode_at_end(req, (size_t)l, &argc, argv), -EPROTO);
+	}
+	free(req);
+}
+
+static void test_hostile(void **state)
+{
+	static const struct {
+		const char *what, *frame;
+	} bad[] = {
+		{ "count without its newline", "XRL1 12" },
+		{ "count of digits only, long", "XRL1 99999999999999999999999999" },
+		{ "count over the maximum", "XRL1 65\n" },
+		{ "count that overflows a long", "XRL1 99999999999999999999\n" },
+		{ "negative count", "XRL1 -1\n" },
+		{ "signed count", "XRL1 +1\n1\nx" },
+		{ "space before the count", "XRL1  1\n1\nx" },
+		{ "no count", "XRL1 \n" },
+		{ "wrong magic", "XRL2 0\n" },
+		{ "length without its newline", "XRL1 1\n12" },
+		{ "length past the end", "XRL1 1\n5\nabc" },
+		{ "huge length", "XRL1 1\n18446744073709551617\nx" },
+		{ "negative length", "XRL1 1\n-1\nx" },
+		{ "length with a space", "XRL1 1\n 1\nx" },
+		{ "missing argument", "XRL1 2\n1\nx" },
+		{ "trailing bytes", "XRL1 1\n1\nxy" },
+		{ "NUL in the count", "XRL1 1\0\n1\nx" },
+	};
+	char *argv[XRL_CTL_MAXARGS + 1];
+	int argc;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CTX("%s", bad[i].what);
+		EQ(decode_at_end(bad[i].frame, strlen(bad[i].frame), &argc, argv), -EPROTO);
+	}
+	CTX("NUL in the count (length given)");
+	EQ(decode_at_end("XRL1 1\0\n1\nx", 11, &argc, argv), -EPROTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
