@@ -13,7 +13,9 @@
 #define XRL_HTTP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xrl.h"
@@ -21,7 +23,7 @@
 #define XRL_HTTP_MAX_RULES    64
 #define XRL_HTTP_MAX_TRUSTED  64
 #define XRL_HTTP_MAX_MATCH    8      /* rules one request is checked against */
-#define XRL_HTTP_KEY_MAX      256    /* bytes of a key value that are used */
+#define XRL_HTTP_KEY_MAX      256    /* a derived key (address, bearer digest); header keys are used whole */
 
 enum xrl_key_kind {
 	XRL_KEY_HEADER = 0,   /* header:NAME */
@@ -212,6 +214,13 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);
+/* Tests: read the time from *now_ns (ns; the Redis script is given it as
+ * its now as well) instead of CLOCK_MONOTONIC and CLOCK_REALTIME. NULL: the
+ * clocks. Set before the first decision. */
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns);
+/* SipHash-2-4 with 128-bit output of in[0..n) under key k (k[0] the first
+ * 8 key bytes, little-endian); out[0] the first 8 output bytes, likewise. */
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
 
 /* ---- the server ------------------------------------------------------------ */
 

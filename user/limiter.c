@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -44,12 +45,26 @@
 #define PROBE       8
 
 /*
- * A slot: the key's hash in the top 48 bits of `h` and the second it was
- * last used (mod 2^16) in the low 16, so that eviction can spare the keys in
- * use; and the bucket's TAT (or "until") in `v`.
+ * A bucket's identity: 128 bits of SipHash-2-4 over (rule name, NUL, the
+ * whole key) under a key drawn from getrandom() when the limiter is made.
+ * Keyed, so collisions cannot be searched for offline; over the whole key,
+ * so keys that share a prefix (JWTs) never merge. The low 6 bits of a pick
+ * its shard and the next ones its first slot; a slot keeps `a` whole and 48
+ * bits of `b`: 118 bits tell keys of one shard apart, so two keys share a
+ * bucket only with odds of about n^2 / 2^119 (1e-23 for a million keys).
+ */
+struct kd {
+	__u64 a, b;
+};
+
+/*
+ * A slot: the digest (a, and the top 48 bits of b in `h` above the second
+ * it was last used, mod 2^16, so that eviction can spare the keys in use);
+ * and the bucket's TAT (or "until") in `v`. 24 bytes.
  */
 struct slot {
-	__u64 h;      /* tag << 16 | last-use second; 0 = empty */
+	__u64 a;      /* kd.a */
+	__u64 h;      /* kd.b >> 16 << 16 | last-use second; 0 = empty */
 	__u64 v;      /* TAT or "until", CLOCK_MONOTONIC ns */
 };
 
@@ -73,9 +88,11 @@ struct xrl_limiter {
 	struct xrl_http_cfg cfg;           /* copy; swapped under cfg_mu */
 	pthread_rwlock_t cfg_mu;
 	struct store *mem;                 /* memory backend, or local fallback */
-	struct store *overlimit;           /* redis: key -> refused until */
+	struct store *overlimit;           /* redis: key -> TAT it was refused against */
 	struct store *pen_block;           /* key -> blocked until */
 	struct store *pen_state;           /* key -> packed strikes */
+	__u64 sip[2];                      /* SipHash key of bucket identities */
+	const _Atomic __u64 *clock;        /* tests: the time; NULL: the clocks */
 	_Atomic int brk_state;
 	_Atomic __u64 brk_until;           /* open until (monotonic ns) */
 	_Atomic __u32 brk_fails;
@@ -97,23 +114,99 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
+/* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
+static __u64 lim_now(const struct xrl_limiter *l)
+{
+	return l->clock ? atomic_load(l->clock) : mono_ns();
+}
+
 #define STAT_ADD(l, f, n) __atomic_fetch_add(&(l)->st.f, (n), __ATOMIC_RELAXED)
 
-/* splitmix64 finaliser over FNV-1a: a well-mixed 64-bit hash, never 0. */
-static __u64 key_hash(__u32 rule_id, const char *key)
-{
-	__u64 h = 1469598103934665603ULL ^ rule_id;
+/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) -------- */
 
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
+#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
+
+struct sip {
+	__u64 v0, v1, v2, v3;
+	__u64 tail;      /* bytes not yet a whole word, little-endian */
+	size_t len;      /* bytes absorbed */
+};
+
+static void sip_round(struct sip *s, int n)
+{
+	while (n--) {
+		s->v0 += s->v1; s->v1 = ROTL(s->v1, 13); s->v1 ^= s->v0; s->v0 = ROTL(s->v0, 32);
+		s->v2 += s->v3; s->v3 = ROTL(s->v3, 16); s->v3 ^= s->v2;
+		s->v0 += s->v3; s->v3 = ROTL(s->v3, 21); s->v3 ^= s->v0;
+		s->v2 += s->v1; s->v1 = ROTL(s->v1, 17); s->v1 ^= s->v2; s->v2 = ROTL(s->v2, 32);
 	}
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return TAG(h) ? h : h | 1ULL << 16; /* a zero tag would read as empty */
+}
+
+static void sip_init(struct sip *s, const __u64 k[2])
+{
+	s->v0 = 0x736f6d6570736575ULL ^ k[0];
+	s->v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee; /* 0xee: the 128-bit variant */
+	s->v2 = 0x6c7967656e657261ULL ^ k[0];
+	s->v3 = 0x7465646279746573ULL ^ k[1];
+	s->tail = 0;
+	s->len = 0;
+}
+
+static void sip_word(struct sip *s, __u64 m)
+{
+	s->v3 ^= m;
+	sip_round(s, 2);
+	s->v0 ^= m;
+}
+
+static void sip_add(struct sip *s, const void *in, size_t n)
+{
+	const unsigned char *p = in;
+
+	for (size_t i = 0; i < n; i++) {
+		s->tail |= (__u64)p[i] << (8 * (s->len & 7));
+		if ((++s->len & 7) == 0) {
+			sip_word(s, s->tail);
+			s->tail = 0;
+		}
+	}
+}
+
+static void sip_end(struct sip *s, __u64 out[2])
+{
+	sip_word(s, s->tail | (__u64)s->len << 56);
+	s->v2 ^= 0xee;
+	sip_round(s, 4);
+	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+	s->v1 ^= 0xdd;
+	sip_round(s, 4);
+	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
+{
+	struct sip s;
+
+	sip_init(&s, k);
+	sip_add(&s, in, n);
+	sip_end(&s, out);
+}
+
+/* The identity of rule r's bucket for key: the rule's name, not its 32-bit
+ * id, so two rules never share buckets either. */
+static struct kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+			    const char *key)
+{
+	struct sip s;
+	__u64 o[2];
+
+	sip_init(&s, l->sip);
+	sip_add(&s, r->name, strnlen(r->name, sizeof(r->name)) + 1); /* with its NUL */
+	sip_add(&s, key, strlen(key));
+	sip_end(&s, o);
+	if (!TAG(o[1]))
+		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
+	return (struct kd){ o[0], o[1] };
 }
 
 /* ---- the memory store ------------------------------------------------------- */
@@ -147,13 +240,18 @@ static void store_free(struct store *s)
 	free(s);
 }
 
-static struct shard *shard_of(struct store *s, __u64 h)
+static struct shard *shard_of(struct store *s, struct kd k)
 {
-	return &s->sh[h & (SHARDS - 1)];
+	return &s->sh[k.a & (SHARDS - 1)];
+}
+
+static bool slot_is(const struct slot *x, struct kd k)
+{
+	return x->h && x->a == k.a && TAG(x->h) == TAG(k.b);
 }
 
 /*
- * The slot for h in its (locked) shard, inserting it with v = 0 when absent,
+ * The slot for k in its (locked) shard, inserting it with v = 0 when absent,
  * and marking it used now. Victims, in order: an empty slot; an idle one
  * (v <= now: a full bucket, an expired refusal, exactly as if absent); among
  * those that owe no more than `cheap` (the newcomer's cost), the one used
@@ -162,23 +260,23 @@ static struct shard *shard_of(struct store *s, __u64 h)
  * closest to full. So a drained key that waits out its Retry-After is not
  * handed a fresh burst by a flood of one-request keys.
  */
-static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 now, __u64 cheap)
+static struct slot *slot_get(struct store *s, struct shard *sh, struct kd k, __u64 now, __u64 cheap)
 {
-	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
+	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
 	struct slot *free_s = NULL, *idle = NULL, *victim = NULL, *dear = NULL;
 
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
 		struct slot *x = &sh->slots[i];
 
-		if (x->h && TAG(x->h) == TAG(h)) {
-			x->h = TAG(h) << 16 | sec;
+		if (slot_is(x, k)) {
+			x->h = TAG(k.b) << 16 | sec;
 			return x;
 		}
 		if (!x->h) {
 			if (!free_s)
 				free_s = x;
-			break; /* nothing beyond an empty slot was ever placed for h */
+			break; /* nothing beyond an empty slot was ever placed for k */
 		}
 		age = (sec - (x->h & 0xffff)) & 0xffff;
 		if (x->v <= now) {
@@ -203,37 +301,59 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 		free_s = victim ? victim : dear;
 		atomic_fetch_add(&s->ev_active, 1);
 	}
-	free_s->h = TAG(h) << 16 | sec;
+	free_s->a = k.a;
+	free_s->h = TAG(k.b) << 16 | sec;
 	free_s->v = 0;
 	return free_s;
 }
 
-/* Peek without inserting: the value, or 0. */
-static __u64 store_peek(struct store *s, __u64 h)
+/* The (locked) slot of k, or NULL. */
+static struct slot *slot_find(struct shard *sh, struct kd k)
 {
-	struct shard *sh = shard_of(s, h);
-	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
-	__u64 v = 0;
+	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 
-	pthread_mutex_lock(&sh->mu);
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
-		if (sh->slots[i].h && TAG(sh->slots[i].h) == TAG(h)) {
-			v = sh->slots[i].v;
-			break;
-		}
+		if (slot_is(&sh->slots[i], k))
+			return &sh->slots[i];
 		if (!sh->slots[i].h)
 			break;
 	}
+	return NULL;
+}
+
+/* Peek without inserting: the value, or 0. */
+static __u64 store_peek(struct store *s, struct kd k)
+{
+	struct shard *sh = shard_of(s, k);
+	struct slot *x;
+	__u64 v;
+
+	pthread_mutex_lock(&sh->mu);
+	x = slot_find(sh, k);
+	v = x ? x->v : 0;
 	pthread_mutex_unlock(&sh->mu);
 	return v;
 }
 
-static void store_put(struct store *s, __u64 h, __u64 v, __u64 now)
+static void store_put(struct store *s, struct kd k, __u64 v, __u64 now)
 {
-	struct shard *sh = shard_of(s, h);
+	struct shard *sh = shard_of(s, k);
 
 	pthread_mutex_lock(&sh->mu);
-	slot_get(s, sh, h, now, ~0ULL)->v = v;
+	slot_get(s, sh, k, now, ~0ULL)->v = v;
+	pthread_mutex_unlock(&sh->mu);
+}
+
+/* Set k's value if k is there already (no insert, no eviction). */
+static void store_update(struct store *s, struct kd k, __u64 v)
+{
+	struct shard *sh = shard_of(s, k);
+	struct slot *x;
+
+	pthread_mutex_lock(&sh->mu);
+	x = slot_find(sh, k);
+	if (x)
+		x->v = v;
 	pthread_mutex_unlock(&sh->mu);
 }
 
@@ -241,7 +361,7 @@ static void store_put(struct store *s, __u64 h, __u64 v, __u64 now)
 
 struct item {
 	const struct xrl_http_rule *r;
-	__u64 h;          /* key hash */
+	struct kd k;      /* the bucket's identity */
 	__u64 inc;        /* cost * emit, ns */
 	__u64 tat;        /* before */
 	__u64 new_tat;    /* after an admit */
@@ -318,14 +438,14 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 	bool all_ok = true;
 
 	for (int i = 0; i < n; i++)
-		idx[m++] = (__u32)(it[i].h & (SHARDS - 1));
+		idx[m++] = (__u32)(it[i].k.a & (SHARDS - 1));
 	qsort(idx, (size_t)m, sizeof(idx[0]), cmp_u32);
 	/* lock each shard once, in order: no deadlock between requests */
 	for (int i = 0; i < m; i++)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_lock(&s->sh[idx[i]].mu);
 	for (int i = 0; i < n; i++) {
-		struct slot *x = slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc);
+		struct slot *x = slot_get(s, shard_of(s, it[i].k), it[i].k, now, it[i].inc);
 
 		it[i].tat = x->v;
 		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);
@@ -335,7 +455,7 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 	if (all_ok)
 		for (int i = 0; i < n; i++)
 			if (it[i].ok)
-				slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc)->v = it[i].new_tat;
+				slot_get(s, shard_of(s, it[i].k), it[i].k, now, it[i].inc)->v = it[i].new_tat;
 	for (int i = m - 1; i >= 0; i--)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_unlock(&s->sh[idx[i]].mu);
@@ -478,7 +598,9 @@ static const char lua_gcra[] =
 #define FREE_JOBS_MAX 1024
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
-_Static_assert(XRL_HTTP_MAX_MATCH * (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_HTTP_KEY_MAX + 3) <= KEYS_MAX,
+#define XRL_REDIS_KEY_LITERAL 128     /* longer keys are named by their SHA-256 */
+_Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
+_Static_assert(XRL_HTTP_MAX_MATCH * (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <= KEYS_MAX,
 	       "KEYS_MAX holds a decision's keys");
 _Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX, "ARGS_MAX holds a decision's arguments");
 /* ns since REDIS_EPOCH_S on CLOCK_REALTIME */
@@ -556,16 +678,43 @@ struct job {
 	char ab[ARGS_MAX];
 };
 
+/*
+ * The name of key in Redis after "xrl:{RULE:": the key itself up to
+ * XRL_REDIS_KEY_LITERAL bytes (readable with redis-cli), or else '#' and
+ * the hex of its SHA-256, shared by every instance and collision-resistant.
+ * A key that starts with '#' is always digested, so no literal key can be
+ * taken for another's digest. Returns the length at out.
+ */
+static size_t redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
+{
+	size_t kl = strlen(key);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (kl <= XRL_REDIS_KEY_LITERAL && key[0] != '#') {
+		memcpy(out, key, kl);
+		return kl;
+	}
+	if (!EVP_Digest(key, kl, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		memset(md, 0, sizeof(md)); /* not seen: libcrypto's SHA-256 does not fail */
+	out[0] = '#';
+	for (int i = 0; i < 32; i++) {
+		out[1 + 2 * i] = "0123456789abcdef"[md[i] >> 4];
+		out[2 + 2 * i] = "0123456789abcdef"[md[i] & 15];
+	}
+	return 65;
+}
+
 /* j's keys and arguments, keys from the caller. */
 static void job_format(struct job *j, const char *const *keys)
 {
-	char *p = j->kb, num[32], *e;
+	char *p = j->kb, num[32], *e, kn[XRL_REDIS_KEY_LITERAL];
 	int m = j->m;
 
 	for (int i = 0; i < m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
 		size_t nl = strnlen(r->name, sizeof(r->name));
-		size_t kl = strnlen(keys[i], XRL_HTTP_KEY_MAX);
+		size_t kl = redis_key_name(keys[i], kn);
 
 		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
 		*p++ = '$';
@@ -575,7 +724,7 @@ static void job_format(struct job *j, const char *const *keys)
 		memcpy(p, r->name, nl);
 		p += nl;
 		*p++ = ':';
-		memcpy(p, keys[i], kl);
+		memcpy(p, kn, kl);
 		p += kl;
 		memcpy(p, "}\r\n", 3);
 		p += 3;
@@ -665,12 +814,12 @@ static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, co
 static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 {
 	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
-	struct shard *sh = shard_of(l->pen_state, x->h);
+	struct shard *sh = shard_of(l->pen_state, x->k);
 	__u32 strikes, offenses;
 	struct slot *s;
 
 	pthread_mutex_lock(&sh->mu);
-	s = slot_get(l->pen_state, sh, x->h, 0, ~0ULL);
+	s = slot_get(l->pen_state, sh, x->k, 0, ~0ULL);
 	st = s->v;
 	strikes = (st >> 16) & 0xff;
 	offenses = (st >> 8) & 0xff;
@@ -699,7 +848,7 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	s->v = (win << 24) | ((__u64)strikes << 16) | ((__u64)offenses << 8) | 1;
 	pthread_mutex_unlock(&sh->mu);
 	if (ttl) {
-		store_put(l->pen_block, x->h, now + ttl, now);
+		store_put(l->pen_block, x->k, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
 		log_info("identity tier: a key of rule %s refused in %u windows: blocked for %llus",
 			 x->r->name, l->cfg.penalty.strikes, (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
@@ -708,23 +857,40 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 
 /* ---- deciding --------------------------------------------------------------- */
 
-/* The end of every decision: the answer from the items, the counters, the
- * over-limit cache and penalties of a refusal. */
+/*
+ * The over-limit cache keeps, per key Redis refused, the TAT it was refused
+ * against (on our monotonic clock), and follows that key's TAT in every
+ * later answer of Redis while it is there. A TAT answers for every cost: a
+ * request of cost c conforms from TAT + c x emit - tau on, so a refusal of
+ * a large cost never refuses a smaller one that Redis would admit. Other
+ * instances can only have moved the TAT later, so a refusal by the cache is
+ * one Redis would give too (cfg_mu held).
+ */
+static void overlimit_note(struct xrl_limiter *l, struct item *it, int m, __u64 now)
+{
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		if (!it[i].ok)
+			store_put(l->overlimit, it[i].k, it[i].tat, now);
+		else
+			store_update(l->overlimit, it[i].k, it[i].tat);
+	}
+}
+
+/* The end of every decision (cfg_mu held): the answer from the items, the
+ * counters, the over-limit cache and penalties of a refusal. */
 static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 now,
 			   struct xrl_decision *d)
 {
 	conclude(it, m, now, d);
+	if (l->cfg.redis && !d->backend_error)
+		overlimit_note(l, it, m, now);
 	if (!d->allowed) {
 		STAT_ADD(l, refused, 1);
-		for (int i = 0; i < m; i++) {
-			if (it[i].ok || it[i].r->shadow)
-				continue;
-			if (l->cfg.redis && !d->backend_error)
-				store_put(l->overlimit, it[i].h,
-					  xrl_gcra_conform_at(it[i].tat, it[i].inc, it[i].r->g.tau_ns), now);
-			if (l->cfg.penalty.enabled)
+		for (int i = 0; i < m; i++)
+			if (!it[i].ok && !it[i].r->shadow && l->cfg.penalty.enabled)
 				penalty_strike(l, &it[i], now);
-		}
 	} else {
 		STAT_ADD(l, allowed, 1);
 	}
@@ -779,29 +945,72 @@ static void finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 
 }
 
 /*
- * Everything before the backend: the items, missing keys, penalties; the
- * memory backend decides here, and so does the over-limit cache. Returns 0
- * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * The over-limit cache (cfg_mu held): true, with d filled, when a rule
+ * refuses for its cached TAT at this request's cost; the rule of the
+ * longest wait, as Redis would have named.
  */
-static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
-		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct item *it, int *pm)
+static bool overlimit_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+			      struct xrl_decision *d)
 {
-	__u64 now = mono_ns();
+	__u64 tat = 0, best = 0, wait;
+	int pick = -1;
+
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		it[i].tat = store_peek(l->overlimit, it[i].k);
+		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+		if (wait > best) {
+			best = wait;
+			pick = i;
+		}
+	}
+	if (pick < 0)
+		return false;
+	tat = it[pick].tat;
+	d->allowed = false;
+	d->rule = it[pick].r;
+	d->limit = it[pick].r->burst;
+	d->remaining = xrl_gcra_remaining(tat, now, it[pick].r->g.emit_ns, it[pick].r->g.tau_ns);
+	d->retry_after_s = ceil_s(best);
+	d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
+	STAT_ADD(l, overlimit_cache_hits, 1);
+	STAT_ADD(l, refused, 1);
+	return true;
+}
+
+/* A key under penalty is refused until its block ends (cfg_mu held). */
+static bool penalty_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+			    struct xrl_decision *d)
+{
+	if (!l->cfg.penalty.enabled)
+		return false;
+	for (int i = 0; i < m; i++) {
+		__u64 until = store_peek(l->pen_block, it[i].k);
+
+		if (until > now && !it[i].r->shadow) {
+			d->allowed = false;
+			d->penalized = true;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->retry_after_s = ceil_s(until - now);
+			STAT_ADD(l, refused, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The items of a request (cfg_mu held): 0 and *pm, or 1 when d is the
+ * decision already (a missing key refuses), -E2BIG.
+ */
+static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		 const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		 struct item *it, int *pm)
+{
 	int m = 0;
 
-	memset(d, 0, sizeof(*d));
-	if (n > XRL_HTTP_MAX_MATCH)
-		n = XRL_HTTP_MAX_MATCH;
-	d->allowed = true;
-	d->n_rules = (__u32)n;
-	STAT_ADD(l, decisions, 1);
-	if (!n) {
-		STAT_ADD(l, allowed, 1);
-		return 0;
-	}
-
-	pthread_rwlock_rdlock(&l->cfg_mu);
 	for (int i = 0; i < n; i++) {
 		const struct xrl_http_rule *r = rules[i];
 		__u32 cost = costs ? costs[i] : r->cost;
@@ -817,70 +1026,66 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 			d->limit = r->burst;
 			d->retry_after_s = 1;
 			STAT_ADD(l, refused, 1);
-			pthread_rwlock_unlock(&l->cfg_mu);
-			return 0;
+			return 1;
 		}
 		if (cost == 0)
 			continue;
-		if (cost > r->burst) {
-			pthread_rwlock_unlock(&l->cfg_mu);
+		if (cost > r->burst)
 			return -E2BIG;
-		}
-		it[m] = (struct item){ .r = r, .h = key_hash(r->id, keys[i]),
+		it[m] = (struct item){ .r = r, .k = key_digest(l, r, keys[i]),
 				       .inc = (__u64)cost * r->g.emit_ns, .key = keys[i] };
 		m++;
 	}
+	*pm = m;
+	return 0;
+}
 
-	/* a key under penalty is refused until its block ends */
-	if (l->cfg.penalty.enabled) {
-		for (int i = 0; i < m; i++) {
-			__u64 until = store_peek(l->pen_block, it[i].h);
+/*
+ * Everything before the backend: the items, missing keys, penalties; the
+ * memory backend decides here, and so does the over-limit cache. Returns 0
+ * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * Everything that reads l->cfg does so under cfg_mu (a reload swaps it).
+ */
+static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		   struct item *it, int *pm)
+{
+	__u64 now = lim_now(l);
+	int m = 0, rc;
 
-			if (until > now && !it[i].r->shadow) {
-				d->allowed = false;
-				d->penalized = true;
-				d->rule = it[i].r;
-				d->limit = it[i].r->burst;
-				d->retry_after_s = ceil_s(until - now);
-				STAT_ADD(l, refused, 1);
-				pthread_rwlock_unlock(&l->cfg_mu);
-				return 0;
-			}
-		}
-	}
-
-	if (!l->cfg.redis) {
-		decide_store(l->mem, it, m, now);
-		pthread_rwlock_unlock(&l->cfg_mu);
-		conclude_count(l, it, m, now, d);
+	memset(d, 0, sizeof(*d));
+	if (n > XRL_HTTP_MAX_MATCH)
+		n = XRL_HTTP_MAX_MATCH;
+	d->allowed = true;
+	d->n_rules = (__u32)n;
+	STAT_ADD(l, decisions, 1);
+	if (!n) {
+		STAT_ADD(l, allowed, 1);
 		return 0;
 	}
-	/* the over-limit cache: refused until t, without a round trip */
-	for (int i = 0; i < m; i++) {
-		__u64 until = it[i].r->shadow ? 0 : store_peek(l->overlimit, it[i].h);
 
-		if (until > now) {
-			d->allowed = false;
-			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
-			d->remaining = 0;
-			d->retry_after_s = ceil_s(until - now);
-			if (!d->retry_after_s)
-				d->retry_after_s = 1;
-			d->reset_s = ceil_s(until - now + it[i].r->g.tau_ns);
-			STAT_ADD(l, overlimit_cache_hits, 1);
-			STAT_ADD(l, refused, 1);
-			pthread_rwlock_unlock(&l->cfg_mu);
-			return 0;
-		}
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	rc = items(l, rules, keys, costs, n, d, it, &m);
+	if (rc) {
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return rc == 1 ? 0 : rc;
+	}
+	rc = 0;
+	if (penalty_refuses(l, it, m, now, d)) {
+		/* d is the decision */
+	} else if (!l->cfg.redis) {
+		decide_store(l->mem, it, m, now);
+		conclude_count(l, it, m, now, d);
+	} else if (overlimit_refuses(l, it, m, now, d)) {
+		/* refused without a round trip */
+	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		conclude_count(l, it, m, now, d);
+	} else {
+		*pm = m;
+		rc = 1;
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
-	if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
-		conclude_count(l, it, m, now, d);
-		return 0;
-	}
-	*pm = m;
-	return 1;
+	return rc;
 }
 
 /* ---- the Redis pipe ------------------------------------------------------------ */
@@ -1138,8 +1343,8 @@ static int pipe_send(struct xrl_redis_pipe *p)
 
 	if (pipe_connect(p))
 		return -EIO;
-	rnow = redis_now_ns();
-	mnow = mono_ns();
+	rnow = l->clock ? atomic_load(l->clock) : redis_now_ns();
+	mnow = lim_now(l);
 	*put_bulk(now, us, (size_t)(put_us(us, rnow) - us)) = '\0';
 	p->wlen = p->woff = 0;
 	p->skip = 0;
@@ -1236,7 +1441,7 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		brk_result(l, ok, p->probe, p->t0, p->why);
 	else if (p->probe)
 		atomic_store(&l->brk_probe, 0); /* the probe is given up */
-	now = mono_ns();
+	now = lim_now(l);
 	for (struct job *j = b; j; j = j->next)
 		finish(l, j->it, j->m, j->st, now, j->d);
 	pthread_rwlock_unlock(&l->cfg_mu);
@@ -1293,7 +1498,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 	p->q = p->q_tail = NULL;
 	for (struct job *j = p->b; j; j = j->next)
 		j->st = J_PENDING;
-	p->t0 = mono_ns();
+	p->t0 = lim_now(l);
 	p->retried = p->reloaded = p->answered = false;
 	p->why = NULL;
 	pthread_rwlock_rdlock(&l->cfg_mu);
@@ -1436,7 +1641,7 @@ int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeou
 	/* idle: POLLIN sees Redis close the connection (a restart) */
 	*events = POLLIN;
 	if (p->b) {
-		__u64 now = mono_ns();
+		__u64 now = lim_now(p->l);
 
 		if (p->woff < p->wlen)
 			*events |= POLLOUT;
@@ -1453,11 +1658,11 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 			pipe_fail(p, true, "write");
 		if (p->b && (revents & (POLLIN | POLLERR | POLLHUP)))
 			pipe_read(p);
-		if (p->b && mono_ns() >= p->deadline) {
+		if (p->b && lim_now(p->l) >= p->deadline) {
 			/* the replies may be in, unread: this thread was busy */
 			if (!(revents & POLLIN) && p->woff == p->wlen)
 				pipe_read(p);
-			if (p->b && mono_ns() >= p->deadline)
+			if (p->b && lim_now(p->l) >= p->deadline)
 				pipe_fail(p, false, "timeout"); /* not once more */
 		}
 	} else if (p->c && (revents & (POLLIN | POLLERR | POLLHUP))) {
@@ -1494,6 +1699,13 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 		return -ENOMEM;
 	l->cfg = *c;
 	l->auth = auth_tag(c);
+	/* the bucket identities' key: unknown outside this process */
+	if (getrandom(l->sip, sizeof(l->sip), 0) != sizeof(l->sip)) {
+		int err = -errno;
+
+		free(l);
+		return err ? err : -EIO;
+	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
 	if (!EVP_Digest(lua_gcra, sizeof(lua_gcra) - 1, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
@@ -1542,6 +1754,11 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 	pthread_rwlock_unlock(&l->cfg_mu);
 }
 
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
+{
+	l->clock = now_ns;
+}
+
 int xrl_limiter_breaker_state(struct xrl_limiter *l)
 {
 	return atomic_load(&l->brk_state);
@@ -1580,7 +1797,7 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
-		finish(l, it, m, J_FAIL, mono_ns(), d);
+		finish(l, it, m, J_FAIL, lim_now(l), d);
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return 0;
 	}
