@@ -222,6 +222,21 @@ void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns);
  * 8 key bytes, little-endian); out[0] the first 8 output bytes, likewise. */
 void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
 
+/*
+ * The walk of a reply of the limiter's Redis script (limiter.c, and
+ * tests/fuzz/fuzz_resp.c): n decisions, decision d of nkeys[d] keys; st[d]
+ * and keys[] (all decisions' keys in turn) filled. 0, -ENOEXEC (NOSCRIPT),
+ * -EIO (an error answer), -EBADMSG (not that shape).
+ */
+enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
+struct xrl_script_key {
+	bool  ok;                      /* admitted, or would be */
+	__u64 rel_ns;                  /* its TAT after, relative to the call's now; 0: past */
+};
+struct redisReply;
+int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
+		     struct xrl_script_key *keys);
+
 /* ---- the server ------------------------------------------------------------ */
 
 struct xrl_http_server;

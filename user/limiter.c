@@ -745,29 +745,42 @@ static void job_format(struct job *j, const char *const *keys)
 	j->alen = (size_t)(p - j->ab);
 }
 
-/* j's share of its call's reply (an array): J_OK with the items filled, J_BADKEY, or J_FAIL. */
-static int job_reply(struct job *j, redisReply *r)
+/*
+ * The walk of one script call's reply (see lua_gcra): n decisions, decision
+ * d of nkeys[d] keys. Fills st[d] (XRL_SCRIPT_OK or XRL_SCRIPT_BADKEY, a
+ * key not a string) and per key, all decisions' keys in turn, whether it
+ * admits (or would) and its TAT relative to the call's now. Returns 0,
+ * -ENOEXEC (NOSCRIPT: the script is not loaded), -EIO (an error answer),
+ * -EBADMSG (not the shape asked for). Reads nothing beyond the reply's own
+ * elements, whatever Redis (or anything posing as it) sent.
+ */
+int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
+		     struct xrl_script_key *keys)
 {
-	if (r->elements != 1 + 2 * (size_t)j->m)
-		return J_FAIL;
-	if (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 2) {
-		log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
-			  "falls back", j->it[0].r->name);
-		return J_BADKEY;
-	}
-	/* TATs relative to the batch's now: on our monotonic clock */
-	for (int i = 0; i < j->m; i++) {
-		redisReply *f = r->element[1 + 2 * i], *t = r->element[2 + 2 * i];
-		__u64 rel = t->type == REDIS_REPLY_STRING ? parse_us(t->str) : 0;
-		bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
+	size_t want = 0, off = 0;
+	int k = 0;
 
-		j->it[i].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
-		j->it[i].tat = rel ? j->mnow + rel : 0;
-		/* 'A': the TAT is the one after the admit; 'a' (would admit, but
-		 * another rule refused) and 'R': the TAT as it stays */
-		j->it[i].new_tat = j->it[i].tat;
+	for (int d = 0; d < n; d++)
+		want += 1 + 2 * (size_t)nkeys[d];
+	if (r->type == REDIS_REPLY_ERROR)
+		return r->len >= 8 && !strncmp(r->str, "NOSCRIPT", 8) ? -ENOEXEC : -EIO;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != want)
+		return -EBADMSG;
+	for (int d = 0; d < n; d++) {
+		const redisReply *s0 = r->element[off++];
+
+		st[d] = s0->type == REDIS_REPLY_INTEGER && s0->integer == 2 ? XRL_SCRIPT_BADKEY
+									     : XRL_SCRIPT_OK;
+		for (int i = 0; i < nkeys[d]; i++, k++) {
+			const redisReply *f = r->element[off++], *t = r->element[off++];
+			bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
+
+			/* 'A' admitted, 'a' would admit (another rule refused), 'R' */
+			keys[k].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
+			keys[k].rel_ns = t->type == REDIS_REPLY_STRING ? parse_us(t->str) : 0;
+		}
 	}
-	return J_OK;
+	return 0;
 }
 
 /* Breaker: may we call Redis now? One probe at a time once the cooldown is over. */
@@ -1389,35 +1402,42 @@ oom:
  */
 static struct job *call_reply(struct job *j, int n, redisReply *r)
 {
-	size_t off = 0, want = 0;
-	int i, st = J_PENDING;
+	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
+	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
 	struct job *x;
 
 	for (x = j, i = 0; i < n; x = x->next)
-		if (x->st == J_PENDING) {
-			want += 1 + 2 * (size_t)x->m;
-			i++;
-		}
-	if (r->type == REDIS_REPLY_ERROR) {
-		st = strncmp(r->str, "NOSCRIPT", 8) ? J_FAIL : J_NOSCRIPT;
-		if (st == J_FAIL)
-			log_warnx("redis: %s", r->str);
-	} else if (r->type != REDIS_REPLY_ARRAY || r->elements != want) {
-		log_warnx("redis: an answer of %zu elements to %d decisions, %zu expected",
-			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n, want);
+		if (x->st == J_PENDING)
+			nk[i++] = x->m;
+	rc = xrl_script_reply(r, nk, n, sts, keys);
+	if (rc == -ENOEXEC) {
+		st = J_NOSCRIPT;
+	} else if (rc == -EIO) {
+		log_warnx("redis: %s", r->str);
+		st = J_FAIL;
+	} else if (rc) {
+		log_warnx("redis: an answer of %zu elements to %d decisions, not the shape asked for",
+			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n);
 		st = J_FAIL;
 	}
 	for (x = j, i = 0; i < n; x = x->next) {
 		if (x->st != J_PENDING)
 			continue;
-		if (st == J_PENDING) {
-			redisReply v = { .type = REDIS_REPLY_ARRAY, .elements = 1 + 2 * (size_t)x->m,
-					 .element = r->element + off };
-
-			x->st = job_reply(x, &v);
-			off += v.elements;
-		} else {
+		if (st != J_PENDING) {
 			x->st = st;
+		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
+			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
+				  "falls back", x->it[0].r->name);
+			x->st = J_BADKEY;
+			k += x->m;
+		} else {
+			/* TATs relative to the batch's now: on our monotonic clock */
+			for (int q = 0; q < x->m; q++, k++) {
+				x->it[q].ok = keys[k].ok;
+				x->it[q].tat = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
+				x->it[q].new_tat = x->it[q].tat;
+			}
+			x->st = J_OK;
 		}
 		i++;
 	}
