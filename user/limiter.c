@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -659,6 +660,10 @@ static __u64 parse_us(const char *s)
  * Redis failing: the decision falls back alone, the breaker is not told) */
 enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
 
+/* The answers a batch awaits before its own: a new connection's AUTH,
+ * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+
 /*
  * One decision waiting for Redis: its items, its part of the batch's
  * EVALSHA already in the wire format (its keys, and its tau and inc per
@@ -1125,7 +1130,9 @@ struct xrl_redis_pipe {
 	struct job *q, *q_tail;       /* queued */
 	struct job *b;                /* the batch in flight; NULL: free */
 	struct job *cur;              /* the next reply is this one's */
-	__u32 skip;                   /* replies to drop first (SCRIPT LOAD) */
+	__u8  hs[4];                  /* answers due before the batch's (HS_*) */
+	int   hs_n, hs_i;             /* how many; how many are in */
+	bool  fresh;                  /* c is new: the handshake goes first */
 	__u64 t0, deadline;           /* the batch's start; it fails at deadline */
 	bool probe;                   /* the batch is the breaker's probe */
 	bool reused;                  /* c was open before the batch */
@@ -1164,83 +1171,40 @@ static __u64 auth_tag(const struct xrl_http_cfg *c)
 	return h;
 }
 
-/* A connection to the configured Redis (cfg_mu held): the open one, or a
- * new one (AUTH, SELECT, SCRIPT LOAD; blocking, with the timeout),
- * non-blocking. */
+/*
+ * A connection to the configured Redis (cfg_mu held): the open one, or a
+ * new one, connecting without blocking. Its AUTH, SELECT and SCRIPT LOAD
+ * go out ahead of the batch in the same write (pipe_handshake) and are
+ * answered before it, all within the batch's deadline: no thread waits for
+ * a connect or a handshake, and a Redis that never answers costs the batch
+ * its timeout and nothing more (then the breaker). Only a host name's
+ * lookup (getaddrinfo) still blocks; an address in the URL needs none.
+ */
 static int pipe_connect(struct xrl_redis_pipe *p)
 {
 	const struct xrl_http_cfg *c = &p->l->cfg;
-	struct timeval tv = { .tv_sec = (time_t)(c->redis_timeout_ns / XRL_NSEC_PER_SEC),
-			      .tv_usec = (suseconds_t)(c->redis_timeout_ns % XRL_NSEC_PER_SEC / 1000) };
-	redisReply *r;
-	int fl;
 
-	p->reused = false;
+	p->reused = p->fresh = false;
 	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host) &&
 	    p->auth == p->l->auth) {
 		p->reused = true;
 		return 0;
 	}
 	pipe_drop(p);
-	p->c = redisConnectWithTimeout(c->redis_host, c->redis_port, tv);
+	p->c = redisConnectNonBlock(c->redis_host, c->redis_port);
 	if (!p->c || p->c->err) {
 		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s", p->c ? p->c->errstr : "out of memory");
 		p->why = p->why_buf;
-		goto fail;
+		pipe_drop(p);
+		return -EIO;
 	}
-	redisSetTimeout(p->c, tv);
-	if (c->redis_pass[0]) {
-		/* Redis's answer never repeats the password; neither does the log */
-		r = c->redis_user[0] ? redisCommand(p->c, "AUTH %s %s", c->redis_user, c->redis_pass)
-				     : redisCommand(p->c, "AUTH %s", c->redis_pass);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(p->why_buf, sizeof(p->why_buf), "AUTH%s%.40s: %.90s",
-				 c->redis_user[0] ? " as " : "", c->redis_user,
-				 r ? r->str : p->c->errstr);
-			p->why = p->why_buf;
-			if (r)
-				freeReplyObject(r);
-			goto fail;
-		}
-		freeReplyObject(r);
-	}
-	if (c->redis_db) {
-		r = redisCommand(p->c, "SELECT %d", c->redis_db);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			p->why = "SELECT";
-			if (r)
-				freeReplyObject(r);
-			goto fail;
-		}
-		freeReplyObject(r);
-	}
-	r = redisCommand(p->c, "SCRIPT LOAD %s", lua_gcra);
-	if (!r || r->type != REDIS_REPLY_STRING || r->len != 40 || memcmp(r->str, p->l->sha, 40)) {
-		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.100s",
-			 !r ? p->c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
-		p->why = p->why_buf;
-		if (r && r->type == REDIS_REPLY_STRING && r->len == 40)
-			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
-				  r->str, p->l->sha);
-		if (r)
-			freeReplyObject(r);
-		goto fail;
-	}
-	freeReplyObject(r);
-	/* from here on hiredis only parses; reads and writes are ours */
-	fl = fcntl(p->c->fd, F_GETFL);
-	if (fl < 0 || fcntl(p->c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		goto fail;
-	p->c->flags &= ~REDIS_BLOCK;
 	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
 	p->port = c->redis_port;
 	p->db = c->redis_db;
 	p->auth = p->l->auth;
 	p->gen++;
+	p->fresh = true;
 	return 0;
-fail:
-	pipe_drop(p);
-	return -EIO;
 }
 
 static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
@@ -1260,6 +1224,76 @@ static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
 	memcpy(p->wb + p->wlen, s, n);
 	p->wlen += n;
 	return 0;
+}
+
+/* A formatted command into the batch's bytes, wiped from the heap after
+ * (it may hold the password); answered as `kind`. */
+static int wb_cmd(struct xrl_redis_pipe *p, int kind, const char *fmt, ...)
+{
+	char *cmd = NULL;
+	va_list ap;
+	int len, rc;
+
+	va_start(ap, fmt);
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return -ENOMEM;
+	rc = wb_add(p, cmd, (size_t)len);
+	explicit_bzero(cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	if (!rc)
+		p->hs[p->hs_n++] = (__u8)kind;
+	return rc;
+}
+
+/* A new connection's commands, ahead of the batch (cfg_mu held). */
+static int pipe_handshake(struct xrl_redis_pipe *p)
+{
+	const struct xrl_http_cfg *c = &p->l->cfg;
+	int rc = 0;
+
+	if (c->redis_pass[0])
+		rc = c->redis_user[0] ? wb_cmd(p, HS_AUTH, "AUTH %s %s", c->redis_user, c->redis_pass)
+				      : wb_cmd(p, HS_AUTH, "AUTH %s", c->redis_pass);
+	if (!rc && c->redis_db)
+		rc = wb_cmd(p, HS_SELECT, "SELECT %d", c->redis_db);
+	if (!rc)
+		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
+	if (!rc)
+		p->hs[p->hs_n++] = HS_LOAD;
+	return rc;
+}
+
+/* The answer r to a handshake command: NULL, or what is wrong (cfg_mu
+ * not needed: the user name is the pipe's copy of the configuration's). */
+static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply *r)
+{
+	const char *err = r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer";
+
+	switch (kind) {
+	case HS_AUTH:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		/* Redis's answer never repeats the password; neither does the log */
+		snprintf(p->why_buf, sizeof(p->why_buf), "AUTH: %.120s", err);
+		return p->why_buf;
+	case HS_SELECT:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		snprintf(p->why_buf, sizeof(p->why_buf), "SELECT: %.120s", err);
+		return p->why_buf;
+	case HS_LOAD:
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, p->l->sha, 40))
+			return NULL;
+		if (r->type == REDIS_REPLY_STRING && r->len == 40)
+			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
+				  r->str, p->l->sha);
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
+		return p->why_buf;
+	default:
+		return NULL; /* HS_SKIP: the load after NOSCRIPT; the retry tells */
+	}
 }
 
 /* Write what the socket takes. 0 (all written, or EAGAIN), or -errno. */
@@ -1360,11 +1394,14 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	mnow = lim_now(l);
 	*put_bulk(now, us, (size_t)(put_us(us, rnow) - us)) = '\0';
 	p->wlen = p->woff = 0;
-	p->skip = 0;
-	if (p->reloaded) {
+	p->hs_n = p->hs_i = 0;
+	if (p->fresh) {
+		if (pipe_handshake(p))
+			goto oom;
+	} else if (p->reloaded) {
 		if (wb_add(p, l->load_cmd, l->load_len))
 			goto oom;
-		p->skip = 1;
+		p->hs[p->hs_n++] = HS_SKIP;
 	}
 	for (struct job *j = p->b; j; j = j->next) {
 		if (j->st != J_PENDING)
@@ -1557,9 +1594,14 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		}
 		if (!r)
 			break;
-		if (p->skip) {
-			p->skip--;
+		if (p->hs_i < p->hs_n) {
+			const char *why = hs_check(p, p->hs[p->hs_i++], r);
+
 			freeReplyObject(r);
+			if (why) {
+				pipe_fail(p, false, why); /* not fit to decide: the breaker */
+				return;
+			}
 			continue;
 		}
 		while (p->cur && p->cur->st != J_PENDING)
@@ -1575,7 +1617,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 	}
 	while (p->cur && p->cur->st != J_PENDING)
 		p->cur = p->cur->next;
-	if (p->cur || p->skip)
+	if (p->cur || p->hs_i < p->hs_n)
 		return; /* more to come */
 	for (struct job *j = p->b; j; j = j->next) {
 		noscript |= j->st == J_NOSCRIPT;

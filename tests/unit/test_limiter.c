@@ -2445,6 +2445,57 @@ static void test_concurrent_reload_penalty(void **state)
 	free(c2);
 }
 
+/*
+ * Finding 7: a reconnect never blocks the thread that drives the pipe. A
+ * Redis that accepts and never answers, timeout 300 ms: queuing a decision
+ * and running the pipe (connect, AUTH, SCRIPT LOAD, the batch) returns at
+ * once (before: blocked ~300 ms in SCRIPT LOAD, 600 ms with a password);
+ * the decision falls back when the batch's one deadline passes.
+ */
+static void test_redis_reconnect_never_blocks(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct xrl_decision d;
+	struct flight f = {};
+	char url[96];
+	__u64 t0, ns;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "redis://u:secret@127.0.0.1:%u/3", ntohs(sa.sin_port));
+	CTX("%s (never answers), timeout 300 ms", url);
+	c = cfg_redis(url, XRL_BE_LOCAL, 2);
+	c->redis_timeout_ns = 300 * MS;
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d), 1);
+	t0 = mono();
+	xrl_limiter_pipe_run(p, 0);
+	ns = mono() - t0;
+	print_message("  silent redis: connect + handshake + batch sent in %.3f ms\n", (double)ns / MS);
+	LE(ns, 20 * MS);
+	EQ(f.decided, 0);
+	ns = drive(p, &f, 1);
+	CTX("the decision falls back at the batch's deadline");
+	EQ(d.backend_error, 1);
+	EQ(d.allowed, 1);
+	GE(ns, 250 * MS);
+	LE(ns, 600 * MS);
+	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	free(c);
+	close(fd);
+}
+
 /* ---- the model: each backend against a plain GCRA --------------------------- */
 
 /*
@@ -2687,6 +2738,7 @@ int main(void)
 		cmocka_unit_test(test_siphash128_vectors),
 		cmocka_unit_test_teardown(test_redis_key_ttl_minimal, redis_teardown),
 		cmocka_unit_test(test_concurrent_reload_penalty),
+		cmocka_unit_test(test_redis_reconnect_never_blocks),
 		cmocka_unit_test(test_model_memory),
 		cmocka_unit_test(test_model_local),
 		cmocka_unit_test_teardown(test_model_redis, redis_teardown),
