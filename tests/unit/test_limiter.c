@@ -2254,7 +2254,7 @@ static void long_keys_init(void)
 }
 
 /* A command of the test's own with one argument: its integer answer, or
- * for an array, the longest string in it. */
+ * for an array, the longest string in it; for INFO, used_memory. */
 static long long redis_ask(const struct rsrv *r, const char *cmd, const char *arg)
 {
 	struct timeval tv = { 1, 0 };
@@ -2263,10 +2263,12 @@ static long long redis_ask(const struct rsrv *r, const char *cmd, const char *ar
 	long long v = 0;
 
 	assert_true(c && !c->err);
-	rep = redisCommand(c, "%s %s", cmd, arg);
+	rep = arg ? redisCommand(c, "%s %s", cmd, arg) : redisCommand(c, cmd);
 	assert_non_null(rep);
 	if (rep->type == REDIS_REPLY_INTEGER)
 		v = rep->integer;
+	if (rep->type == REDIS_REPLY_STRING && strstr(rep->str, "used_memory:")) /* INFO */
+		v = atoll(strstr(rep->str, "used_memory:") + 12);
 	for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++)
 		if ((long long)rep->element[i]->len > v)
 			v = (long long)rep->element[i]->len;
@@ -2494,6 +2496,56 @@ static void test_redis_reconnect_never_blocks(void **state)
 	xrl_limiter_free(l);
 	free(c);
 	close(fd);
+}
+
+/*
+ * Finding 7: what bounds Redis is its maxmemory, with a volatile-* policy
+ * (every xrl key has an expiry). A flood of 20,000 unique keys on a 1/day
+ * rule (each kept a day) into a Redis of maxmemory 3 MB: with volatile-ttl
+ * every decision is answered and memory stays under the cap (keys closest
+ * to full are evicted: their callers regain at most a burst); with
+ * noeviction, writes are refused once it is full: backend errors, every
+ * rule on on_backend_error (what docs/policy.md warns about).
+ */
+static __u64 flood_unique(struct xrl_limiter *l, const struct xrl_http_rule *r, int n,
+			  const char *tag)
+{
+	__u64 errors = 0;
+	char key[48];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s-user-%d@example.com", tag, i);
+		errors += dec1(l, r, key).backend_error;
+	}
+	return errors;
+}
+
+static void test_redis_maxmemory_bounds(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	redis_cmd(&rs, "CONFIG SET maxmemory 3mb");
+	redis_cmd(&rs, "CONFIG SET maxmemory-policy volatile-ttl");
+	c = cfg_live(&rs, "1/day", 5, 2 * SEC);
+	c->breaker_cooldown_ns = 1 * MS;
+	l = lim_new(c);
+	CTX("volatile-ttl, 3 MB: 20,000 unique keys");
+	EQ(flood_unique(l, &c->rules[0], 20000, "a"), 0);
+	print_message("  maxmemory 3 MB, volatile-ttl: %lld keys kept of 20000, used_memory %lld\n",
+		      redis_ask(&rs, "DBSIZE", NULL), redis_ask(&rs, "INFO", "memory"));
+	LE(redis_ask(&rs, "DBSIZE", NULL), 19000);
+	LE(redis_ask(&rs, "INFO", "memory"), 3 * 1024 * 1024 + 64 * 1024);
+	CTX("noeviction, 3 MB: the next 20,000 unique keys");
+	redis_cmd(&rs, "CONFIG SET maxmemory-policy noeviction");
+	GE(flood_unique(l, &c->rules[0], 20000, "b"), 1);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
 }
 
 /* ---- the model: each backend against a plain GCRA --------------------------- */
@@ -2739,6 +2791,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_key_ttl_minimal, redis_teardown),
 		cmocka_unit_test(test_concurrent_reload_penalty),
 		cmocka_unit_test(test_redis_reconnect_never_blocks),
+		cmocka_unit_test_teardown(test_redis_maxmemory_bounds, redis_teardown),
 		cmocka_unit_test(test_model_memory),
 		cmocka_unit_test(test_model_local),
 		cmocka_unit_test_teardown(test_model_redis, redis_teardown),
