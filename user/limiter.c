@@ -4,23 +4,26 @@
  * Redis, with the GCRA arithmetic of include/xrl_gcra.h.
  *
  * Memory: a fixed-size table, sharded 64 ways with a mutex per shard, open
- * addressing over at most 8 slots. Every slot is 16 bytes (a 48-bit hash of
- * rule and key, its last-use second, and the TAT), allocated once: hostile
- * key cardinality cannot grow it. A bucket whose TAT is in the past is a
- * full bucket, i.e. exactly as if absent, so it is the first thing evicted
- * and losing it loses nothing. Only when all 8 slots hold buckets in use
- * does an insert evict one that still holds state: the least recently used,
- * so a flood of fresh keys cannot reset a key that is being used. Counted.
+ * addressing over at most 8 slots. Every slot is 24 bytes (112 bits of a
+ * keyed 128-bit SipHash of rule and whole key, its last-use second, and the
+ * TAT), allocated once: hostile key cardinality cannot grow it. A bucket
+ * whose TAT is in the past is a full bucket, i.e. exactly as if absent, so
+ * it is the first thing evicted and losing it loses nothing. Only when all
+ * 8 slots hold buckets in use does an insert evict one that still holds
+ * state: the least recently used, so a flood of fresh keys cannot reset a
+ * key that is being used. Counted.
  *
  * Redis: one script decides a decision's keys atomically (NOSCRIPT
  * reloads), the caller's clock passed in, every key written with an expiry
- * equal to the time until its bucket is full, key names with a hash tag.
- * Each server thread's event loop owns a connection and pipelines on it:
- * the decisions queued while a batch is in flight go out together in the
- * next, as one script call (see "the Redis pipe"). A breaker stops calling a Redis that fails, so no request
- * waits out a timeout during an outage; each rule then decides per
- * on_backend_error. A key refused until t is refused locally until t
- * without a round trip (the over-limit cache).
+ * equal to the time until its bucket is full, key names with a hash tag
+ * (long keys by their SHA-256). Each server thread's event loop owns a
+ * connection, opened without blocking, and pipelines on it: the decisions
+ * queued while a batch is in flight go out together in the next, as one
+ * script call (see "the Redis pipe"). A breaker stops calling a Redis that
+ * fails, so no request waits out a timeout during an outage; each rule then
+ * decides per on_backend_error. A key Redis refused keeps its TAT here, and
+ * a request that TAT could not admit at its cost is refused without a round
+ * trip (the over-limit cache).
  */
 #include <errno.h>
 #include <fcntl.h>
