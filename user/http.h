@@ -234,8 +234,17 @@ struct xrl_script_key {
 	__u64 rel_ns;                  /* its TAT after, relative to the call's now; 0: past */
 };
 struct redisReply;
+struct redisReader;
 int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
 		     struct xrl_script_key *keys);
+/*
+ * Bound what reader r may allocate for the arrays of one reply (hiredis
+ * 0.14 allocates "*N" up front, N the peer's to choose): NULL on no memory.
+ * Reset it after each whole reply; free() it after the reader is freed.
+ */
+struct xrl_reader_guard;
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r);
+void xrl_reader_guard_reset(struct xrl_reader_guard *g);
 
 /* ---- the server ------------------------------------------------------------ */
 

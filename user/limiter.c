@@ -1126,6 +1126,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 struct xrl_redis_pipe {
 	struct xrl_limiter *l;
 	redisContext *c;              /* connected and non-blocking, or NULL */
+	struct xrl_reader_guard *guard; /* of c's reader */
 	__u32 gen;                    /* bumped with every new connection */
 	char host[128];               /* where c is connected */
 	int port, db;
@@ -1151,11 +1152,62 @@ struct xrl_redis_pipe {
 	char why_buf[160];
 };
 
+/*
+ * hiredis 0.14 allocates an array's element pointers as soon as it reads
+ * "*N", and N is the peer's to choose: "*400000000" costs 3.2 GB before a
+ * single element arrives (found by tests/fuzz/fuzz_resp.c). The guard lets
+ * the arrays of one reply hold REPLY_ELEMENTS_MAX elements in all, the
+ * most any answer we ask for has (a full call: CALL_MAX decisions of
+ * XRL_HTTP_MAX_MATCH keys); beyond it the reader fails, and the pipe drops
+ * the connection ("not the Redis protocol") as for any garbage.
+ */
+#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
+
+struct xrl_reader_guard {
+	redisReplyObjectFunctions fn;            /* hiredis's, createArray wrapped */
+	const redisReplyObjectFunctions *orig;
+	long left;                               /* elements this reply may still have */
+};
+
+static void *guard_array(const redisReadTask *t, int n)
+{
+	struct xrl_reader_guard *g = t->privdata;
+
+	if (!g || n < 0 || n > g->left)
+		return NULL; /* the reader reports it as out of memory: an error */
+	g->left -= n;
+	return g->orig->createArray(t, n);
+}
+
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r)
+{
+	struct xrl_reader_guard *g = calloc(1, sizeof(*g));
+
+	if (!g || !r->fn || !r->fn->createArray) {
+		free(g);
+		return NULL;
+	}
+	g->orig = r->fn;
+	g->fn = *r->fn;
+	g->fn.createArray = guard_array;
+	g->left = REPLY_ELEMENTS_MAX;
+	r->fn = &g->fn;
+	r->privdata = g;
+	return g;
+}
+
+void xrl_reader_guard_reset(struct xrl_reader_guard *g)
+{
+	g->left = REPLY_ELEMENTS_MAX;
+}
+
 static void pipe_drop(struct xrl_redis_pipe *p)
 {
 	if (p->c)
 		redisFree(p->c);
 	p->c = NULL;
+	free(p->guard);
+	p->guard = NULL;
 }
 
 /* What tells one user and password from another (a reload that changes
@@ -1195,8 +1247,11 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	}
 	pipe_drop(p);
 	p->c = redisConnectNonBlock(c->redis_host, c->redis_port);
-	if (!p->c || p->c->err) {
-		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s", p->c ? p->c->errstr : "out of memory");
+	if (p->c && !p->c->err)
+		p->guard = xrl_reader_guard_new(p->c->reader);
+	if (!p->c || p->c->err || !p->guard) {
+		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s",
+			 p->c && p->c->err ? p->c->errstr : "out of memory");
 		p->why = p->why_buf;
 		pipe_drop(p);
 		return -EIO;
@@ -1597,6 +1652,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		}
 		if (!r)
 			break;
+		xrl_reader_guard_reset(p->guard); /* a reply is whole: the next one's budget */
 		if (p->hs_i < p->hs_n) {
 			const char *why = hs_check(p, p->hs[p->hs_i++], r);
 

@@ -3,7 +3,8 @@
  * fuzz_resp.c - libFuzzer harness for the RESP replies the identity tier
  * reads from Redis: hiredis's redisReader fed the input in pieces (as
  * reads arrive), and every reply it yields walked by xrl_script_reply
- * (user/limiter.c), the code of ours that reads a script call's answer.
+ * (user/limiter.c), the code of ours that reads a script call's answer;
+ * the reader guarded as the pipe guards it (xrl_reader_guard_new).
  *
  * Input: byte 0 sets the shape the walk expects: n = 1 + (b0 & 3)
  * decisions, decision d of 1 + ((b0 >> (2 + d)) & 1) keys; byte 1 the size
@@ -39,6 +40,7 @@ static void walk(const redisReply *r, const int *nk, int n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct xrl_reader_guard *g;
 	redisReader *rd;
 	int nk[4], n;
 	size_t piece, off;
@@ -54,6 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rd = redisReaderCreate();
 	if (!rd)
 		return 0;
+	g = xrl_reader_guard_new(rd); /* as the pipe's reader: "*N" bounded */
+	if (!g) {
+		redisReaderFree(rd);
+		return 0;
+	}
 	for (off = 0; off < size;) {
 		size_t len = size - off < piece ? size - off : piece;
 		void *reply = NULL;
@@ -68,10 +75,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			if (!reply)
 				break;
+			xrl_reader_guard_reset(g);
 			walk(reply, nk, n);
 			freeReplyObject(reply);
 		}
 	}
 	redisReaderFree(rd);
+	free(g);
 	return 0;
 }

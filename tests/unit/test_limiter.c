@@ -2548,6 +2548,54 @@ static void test_redis_maxmemory_bounds(void **state)
 	redis_down(&rs);
 }
 
+/*
+ * A reply's arrays are bounded before hiredis allocates them: "*400000000"
+ * asked the old pipe's reader for 3.2 GB (fuzz_resp found it). Guarded: a
+ * reply of a full call (128 decisions of 8 keys: 2,177 elements) reads; one
+ * element more in the same reply, or the huge header, is a reader error.
+ */
+static int guarded_read(const char *resp, size_t len)
+{
+	redisReader *rd = redisReaderCreate();
+	struct xrl_reader_guard *g = xrl_reader_guard_new(rd);
+	void *reply = NULL;
+	int rc, n = 0;
+
+	assert_non_null(g);
+	assert_int_equal(redisReaderFeed(rd, resp, len), REDIS_OK);
+	while ((rc = redisReaderGetReply(rd, &reply)) == REDIS_OK && reply) {
+		xrl_reader_guard_reset(g);
+		freeReplyObject(reply);
+		n++;
+	}
+	redisReaderFree(rd);
+	free(g);
+	return rc == REDIS_OK ? n : -1;
+}
+
+static void test_reader_guard(void **state)
+{
+	enum { FULL = XRL_REDIS_CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH) };
+	static char buf[2 * (16 + FULL * 4)];
+	size_t len = 0;
+
+	CTX("\"*400000000\\r\\n\"");
+	EQ(guarded_read("*400000000\r\n", 12), -1);
+	CTX("two replies of %d elements", FULL);
+	for (int r = 0; r < 2; r++) {
+		len += (size_t)sprintf(buf + len, "*%d\r\n", FULL);
+		for (int i = 0; i < FULL; i++)
+			len += (size_t)sprintf(buf + len, ":1\r\n");
+	}
+	EQ(guarded_read(buf, len), 2);
+	CTX("a reply of %d + 1 elements in two arrays", FULL);
+	len = (size_t)sprintf(buf, "*2\r\n*%d\r\n", FULL - 2);
+	for (int i = 0; i < FULL - 2; i++)
+		len += (size_t)sprintf(buf + len, ":1\r\n");
+	len += (size_t)sprintf(buf + len, "*2\r\n:1\r\n:1\r\n");
+	EQ(guarded_read(buf, len), -1);
+}
+
 /* ---- the model: each backend against a plain GCRA --------------------------- */
 
 /*
@@ -2788,6 +2836,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_overlimit_cache_per_cost, redis_teardown),
 		cmocka_unit_test_teardown(test_long_keys_distinct, redis_teardown),
 		cmocka_unit_test(test_siphash128_vectors),
+		cmocka_unit_test(test_reader_guard),
 		cmocka_unit_test_teardown(test_redis_key_ttl_minimal, redis_teardown),
 		cmocka_unit_test(test_concurrent_reload_penalty),
 		cmocka_unit_test(test_redis_reconnect_never_blocks),
