@@ -252,3 +252,21 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ---- test-tsan: the limiter's threaded tests under ThreadSanitizer ----------
+# Its own objects under build/tsan/ (every source the test links, built with
+# -fsanitize=thread), so nothing else is rebuilt. Runs the threaded cases
+# (test names with "concurrent", and the two Redis instances sharing a key).
+TSAN_DIR    := $(BUILD)/tsan
+TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
+               -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser
+TSAN_SRCS   := tests/unit/test_limiter.c $(HTTP_SRCS) $(LIB_SRCS)
+.PHONY: test-tsan
+$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
+	$(call msg,TSAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(TSAN_CFLAGS) $(TSAN_SRCS) -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
+test-tsan: $(TSAN_DIR)/test_limiter
+	$(Q)TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' \
+		XRL_TEST_FILTER='*concurrent*' $<
+	$(Q)TSAN_OPTIONS='halt_on_error=1' XRL_TEST_FILTER='*two_instances*' $<

@@ -13,7 +13,9 @@
 #define XRL_HTTP_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xrl.h"
@@ -21,7 +23,7 @@
 #define XRL_HTTP_MAX_RULES    64
 #define XRL_HTTP_MAX_TRUSTED  64
 #define XRL_HTTP_MAX_MATCH    8      /* rules one request is checked against */
-#define XRL_HTTP_KEY_MAX      256    /* bytes of a key value that are used */
+#define XRL_HTTP_KEY_MAX      256    /* a derived key (address, bearer digest); header keys are used whole */
 
 enum xrl_key_kind {
 	XRL_KEY_HEADER = 0,   /* header:NAME */
@@ -212,6 +214,37 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);
+/* Tests: read the time from *now_ns (ns; the Redis script is given it as
+ * its now as well) instead of CLOCK_MONOTONIC and CLOCK_REALTIME. NULL: the
+ * clocks. Set before the first decision. */
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns);
+/* SipHash-2-4 with 128-bit output of in[0..n) under key k (k[0] the first
+ * 8 key bytes, little-endian); out[0] the first 8 output bytes, likewise. */
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
+
+/*
+ * The walk of a reply of the limiter's Redis script (limiter.c, and
+ * tests/fuzz/fuzz_resp.c): n decisions, decision d of nkeys[d] keys; st[d]
+ * and keys[] (all decisions' keys in turn) filled. 0, -ENOEXEC (NOSCRIPT),
+ * -EIO (an error answer), -EBADMSG (not that shape).
+ */
+enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
+struct xrl_script_key {
+	bool  ok;                      /* admitted, or would be */
+	__u64 rel_ns;                  /* its TAT after, relative to the call's now; 0: past */
+};
+struct redisReply;
+struct redisReader;
+int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
+		     struct xrl_script_key *keys);
+/*
+ * Bound what reader r may allocate for the arrays of one reply (hiredis
+ * 0.14 allocates "*N" up front, N the peer's to choose): NULL on no memory.
+ * Reset it after each whole reply; free() it after the reader is freed.
+ */
+struct xrl_reader_guard;
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r);
+void xrl_reader_guard_reset(struct xrl_reader_guard *g);
 
 /* ---- the server ------------------------------------------------------------ */
 

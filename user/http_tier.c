@@ -682,11 +682,7 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct srv_cfg *sc,
 		case XRL_KEY_HEADER:
 			v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, r->header);
 			if (v && !*v)
-				v = NULL;
-			if (v) {
-				copy_cut(keybuf[n], sizeof(keybuf[n]), v, strnlen(v, sizeof(keybuf[n])));
-				v = keybuf[n];
-			}
+				v = NULL; /* else whole: the limiter copies what it keeps */
 			break;
 		case XRL_KEY_BEARER:
 			v = bearer_key(conn, keybuf[n], sizeof(keybuf[n])) ? keybuf[n] : NULL;
@@ -806,10 +802,8 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct srv_cfg *sc,
 	}
 	cost = jc ? (__u32)json_integer_value(jc) : r->cost;
 	{
-		char kb[XRL_HTTP_KEY_MAX + 1];
-		const char *keys[1] = { kb };
+		const char *keys[1] = { key }; /* whole: the limiter copies what it keeps */
 
-		snprintf(kb, sizeof(kb), "%s", key);
 		rq->kind = K_CHECK;
 		rq->cost = cost;
 		rc = decide(s, sc, rq, &r, keys, &cost, 1);

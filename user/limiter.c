@@ -4,32 +4,37 @@
  * Redis, with the GCRA arithmetic of include/xrl_gcra.h.
  *
  * Memory: a fixed-size table, sharded 64 ways with a mutex per shard, open
- * addressing over at most 8 slots. Every slot is 16 bytes (a 48-bit hash of
- * rule and key, its last-use second, and the TAT), allocated once: hostile
- * key cardinality cannot grow it. A bucket whose TAT is in the past is a
- * full bucket, i.e. exactly as if absent, so it is the first thing evicted
- * and losing it loses nothing. Only when all 8 slots hold buckets in use
- * does an insert evict one that still holds state: the least recently used,
- * so a flood of fresh keys cannot reset a key that is being used. Counted.
+ * addressing over at most 8 slots. Every slot is 24 bytes (112 bits of a
+ * keyed 128-bit SipHash of rule and whole key, its last-use second, and the
+ * TAT), allocated once: hostile key cardinality cannot grow it. A bucket
+ * whose TAT is in the past is a full bucket, i.e. exactly as if absent, so
+ * it is the first thing evicted and losing it loses nothing. Only when all
+ * 8 slots hold buckets in use does an insert evict one that still holds
+ * state: the least recently used, so a flood of fresh keys cannot reset a
+ * key that is being used. Counted.
  *
  * Redis: one script decides a decision's keys atomically (NOSCRIPT
  * reloads), the caller's clock passed in, every key written with an expiry
- * equal to the time until its bucket is full, key names with a hash tag.
- * Each server thread's event loop owns a connection and pipelines on it:
- * the decisions queued while a batch is in flight go out together in the
- * next, as one script call (see "the Redis pipe"). A breaker stops calling a Redis that fails, so no request
- * waits out a timeout during an outage; each rule then decides per
- * on_backend_error. A key refused until t is refused locally until t
- * without a round trip (the over-limit cache).
+ * equal to the time until its bucket is full, key names with a hash tag
+ * (long keys by their SHA-256). Each server thread's event loop owns a
+ * connection, opened without blocking, and pipelines on it: the decisions
+ * queued while a batch is in flight go out together in the next, as one
+ * script call (see "the Redis pipe"). A breaker stops calling a Redis that
+ * fails, so no request waits out a timeout during an outage; each rule then
+ * decides per on_backend_error. A key Redis refused keeps its TAT here, and
+ * a request that TAT could not admit at its cost is refused without a round
+ * trip (the over-limit cache).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -44,12 +49,26 @@
 #define PROBE       8
 
 /*
- * A slot: the key's hash in the top 48 bits of `h` and the second it was
- * last used (mod 2^16) in the low 16, so that eviction can spare the keys in
- * use; and the bucket's TAT (or "until") in `v`.
+ * A bucket's identity: 128 bits of SipHash-2-4 over (rule name, NUL, the
+ * whole key) under a key drawn from getrandom() when the limiter is made.
+ * Keyed, so collisions cannot be searched for offline; over the whole key,
+ * so keys that share a prefix (JWTs) never merge. The low 6 bits of a pick
+ * its shard and the next ones its first slot; a slot keeps `a` whole and 48
+ * bits of `b`: 118 bits tell keys of one shard apart, so two keys share a
+ * bucket only with odds of about n^2 / 2^119 (1e-23 for a million keys).
+ */
+struct kd {
+	__u64 a, b;
+};
+
+/*
+ * A slot: the digest (a, and the top 48 bits of b in `h` above the second
+ * it was last used, mod 2^16, so that eviction can spare the keys in use);
+ * and the bucket's TAT (or "until") in `v`. 24 bytes.
  */
 struct slot {
-	__u64 h;      /* tag << 16 | last-use second; 0 = empty */
+	__u64 a;      /* kd.a */
+	__u64 h;      /* kd.b >> 16 << 16 | last-use second; 0 = empty */
 	__u64 v;      /* TAT or "until", CLOCK_MONOTONIC ns */
 };
 
@@ -73,9 +92,11 @@ struct xrl_limiter {
 	struct xrl_http_cfg cfg;           /* copy; swapped under cfg_mu */
 	pthread_rwlock_t cfg_mu;
 	struct store *mem;                 /* memory backend, or local fallback */
-	struct store *overlimit;           /* redis: key -> refused until */
+	struct store *overlimit;           /* redis: key -> TAT it was refused against */
 	struct store *pen_block;           /* key -> blocked until */
 	struct store *pen_state;           /* key -> packed strikes */
+	__u64 sip[2];                      /* SipHash key of bucket identities */
+	const _Atomic __u64 *clock;        /* tests: the time; NULL: the clocks */
 	_Atomic int brk_state;
 	_Atomic __u64 brk_until;           /* open until (monotonic ns) */
 	_Atomic __u32 brk_fails;
@@ -97,23 +118,99 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
+/* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
+static __u64 lim_now(const struct xrl_limiter *l)
+{
+	return l->clock ? atomic_load(l->clock) : mono_ns();
+}
+
 #define STAT_ADD(l, f, n) __atomic_fetch_add(&(l)->st.f, (n), __ATOMIC_RELAXED)
 
-/* splitmix64 finaliser over FNV-1a: a well-mixed 64-bit hash, never 0. */
-static __u64 key_hash(__u32 rule_id, const char *key)
-{
-	__u64 h = 1469598103934665603ULL ^ rule_id;
+/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) -------- */
 
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
+#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
+
+struct sip {
+	__u64 v0, v1, v2, v3;
+	__u64 tail;      /* bytes not yet a whole word, little-endian */
+	size_t len;      /* bytes absorbed */
+};
+
+static void sip_round(struct sip *s, int n)
+{
+	while (n--) {
+		s->v0 += s->v1; s->v1 = ROTL(s->v1, 13); s->v1 ^= s->v0; s->v0 = ROTL(s->v0, 32);
+		s->v2 += s->v3; s->v3 = ROTL(s->v3, 16); s->v3 ^= s->v2;
+		s->v0 += s->v3; s->v3 = ROTL(s->v3, 21); s->v3 ^= s->v0;
+		s->v2 += s->v1; s->v1 = ROTL(s->v1, 17); s->v1 ^= s->v2; s->v2 = ROTL(s->v2, 32);
 	}
-	h ^= h >> 30;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	h ^= h >> 27;
-	h *= 0x94d049bb133111ebULL;
-	h ^= h >> 31;
-	return TAG(h) ? h : h | 1ULL << 16; /* a zero tag would read as empty */
+}
+
+static void sip_init(struct sip *s, const __u64 k[2])
+{
+	s->v0 = 0x736f6d6570736575ULL ^ k[0];
+	s->v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee; /* 0xee: the 128-bit variant */
+	s->v2 = 0x6c7967656e657261ULL ^ k[0];
+	s->v3 = 0x7465646279746573ULL ^ k[1];
+	s->tail = 0;
+	s->len = 0;
+}
+
+static void sip_word(struct sip *s, __u64 m)
+{
+	s->v3 ^= m;
+	sip_round(s, 2);
+	s->v0 ^= m;
+}
+
+static void sip_add(struct sip *s, const void *in, size_t n)
+{
+	const unsigned char *p = in;
+
+	for (size_t i = 0; i < n; i++) {
+		s->tail |= (__u64)p[i] << (8 * (s->len & 7));
+		if ((++s->len & 7) == 0) {
+			sip_word(s, s->tail);
+			s->tail = 0;
+		}
+	}
+}
+
+static void sip_end(struct sip *s, __u64 out[2])
+{
+	sip_word(s, s->tail | (__u64)s->len << 56);
+	s->v2 ^= 0xee;
+	sip_round(s, 4);
+	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+	s->v1 ^= 0xdd;
+	sip_round(s, 4);
+	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
+{
+	struct sip s;
+
+	sip_init(&s, k);
+	sip_add(&s, in, n);
+	sip_end(&s, out);
+}
+
+/* The identity of rule r's bucket for key: the rule's name, not its 32-bit
+ * id, so two rules never share buckets either. */
+static struct kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+			    const char *key)
+{
+	struct sip s;
+	__u64 o[2];
+
+	sip_init(&s, l->sip);
+	sip_add(&s, r->name, strnlen(r->name, sizeof(r->name)) + 1); /* with its NUL */
+	sip_add(&s, key, strlen(key));
+	sip_end(&s, o);
+	if (!TAG(o[1]))
+		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
+	return (struct kd){ o[0], o[1] };
 }
 
 /* ---- the memory store ------------------------------------------------------- */
@@ -147,13 +244,18 @@ static void store_free(struct store *s)
 	free(s);
 }
 
-static struct shard *shard_of(struct store *s, __u64 h)
+static struct shard *shard_of(struct store *s, struct kd k)
 {
-	return &s->sh[h & (SHARDS - 1)];
+	return &s->sh[k.a & (SHARDS - 1)];
+}
+
+static bool slot_is(const struct slot *x, struct kd k)
+{
+	return x->h && x->a == k.a && TAG(x->h) == TAG(k.b);
 }
 
 /*
- * The slot for h in its (locked) shard, inserting it with v = 0 when absent,
+ * The slot for k in its (locked) shard, inserting it with v = 0 when absent,
  * and marking it used now. Victims, in order: an empty slot; an idle one
  * (v <= now: a full bucket, an expired refusal, exactly as if absent); among
  * those that owe no more than `cheap` (the newcomer's cost), the one used
@@ -162,23 +264,23 @@ static struct shard *shard_of(struct store *s, __u64 h)
  * closest to full. So a drained key that waits out its Retry-After is not
  * handed a fresh burst by a flood of one-request keys.
  */
-static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 now, __u64 cheap)
+static struct slot *slot_get(struct store *s, struct shard *sh, struct kd k, __u64 now, __u64 cheap)
 {
-	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
+	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
 	struct slot *free_s = NULL, *idle = NULL, *victim = NULL, *dear = NULL;
 
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
 		struct slot *x = &sh->slots[i];
 
-		if (x->h && TAG(x->h) == TAG(h)) {
-			x->h = TAG(h) << 16 | sec;
+		if (slot_is(x, k)) {
+			x->h = TAG(k.b) << 16 | sec;
 			return x;
 		}
 		if (!x->h) {
 			if (!free_s)
 				free_s = x;
-			break; /* nothing beyond an empty slot was ever placed for h */
+			break; /* nothing beyond an empty slot was ever placed for k */
 		}
 		age = (sec - (x->h & 0xffff)) & 0xffff;
 		if (x->v <= now) {
@@ -203,37 +305,59 @@ static struct slot *slot_get(struct store *s, struct shard *sh, __u64 h, __u64 n
 		free_s = victim ? victim : dear;
 		atomic_fetch_add(&s->ev_active, 1);
 	}
-	free_s->h = TAG(h) << 16 | sec;
+	free_s->a = k.a;
+	free_s->h = TAG(k.b) << 16 | sec;
 	free_s->v = 0;
 	return free_s;
 }
 
-/* Peek without inserting: the value, or 0. */
-static __u64 store_peek(struct store *s, __u64 h)
+/* The (locked) slot of k, or NULL. */
+static struct slot *slot_find(struct shard *sh, struct kd k)
 {
-	struct shard *sh = shard_of(s, h);
-	__u32 i = (__u32)(TAG(h) & 0xffffffff) & sh->mask;
-	__u64 v = 0;
+	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 
-	pthread_mutex_lock(&sh->mu);
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
-		if (sh->slots[i].h && TAG(sh->slots[i].h) == TAG(h)) {
-			v = sh->slots[i].v;
-			break;
-		}
+		if (slot_is(&sh->slots[i], k))
+			return &sh->slots[i];
 		if (!sh->slots[i].h)
 			break;
 	}
+	return NULL;
+}
+
+/* Peek without inserting: the value, or 0. */
+static __u64 store_peek(struct store *s, struct kd k)
+{
+	struct shard *sh = shard_of(s, k);
+	struct slot *x;
+	__u64 v;
+
+	pthread_mutex_lock(&sh->mu);
+	x = slot_find(sh, k);
+	v = x ? x->v : 0;
 	pthread_mutex_unlock(&sh->mu);
 	return v;
 }
 
-static void store_put(struct store *s, __u64 h, __u64 v, __u64 now)
+static void store_put(struct store *s, struct kd k, __u64 v, __u64 now)
 {
-	struct shard *sh = shard_of(s, h);
+	struct shard *sh = shard_of(s, k);
 
 	pthread_mutex_lock(&sh->mu);
-	slot_get(s, sh, h, now, ~0ULL)->v = v;
+	slot_get(s, sh, k, now, ~0ULL)->v = v;
+	pthread_mutex_unlock(&sh->mu);
+}
+
+/* Set k's value if k is there already (no insert, no eviction). */
+static void store_update(struct store *s, struct kd k, __u64 v)
+{
+	struct shard *sh = shard_of(s, k);
+	struct slot *x;
+
+	pthread_mutex_lock(&sh->mu);
+	x = slot_find(sh, k);
+	if (x)
+		x->v = v;
 	pthread_mutex_unlock(&sh->mu);
 }
 
@@ -241,7 +365,7 @@ static void store_put(struct store *s, __u64 h, __u64 v, __u64 now)
 
 struct item {
 	const struct xrl_http_rule *r;
-	__u64 h;          /* key hash */
+	struct kd k;      /* the bucket's identity */
 	__u64 inc;        /* cost * emit, ns */
 	__u64 tat;        /* before */
 	__u64 new_tat;    /* after an admit */
@@ -318,14 +442,14 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 	bool all_ok = true;
 
 	for (int i = 0; i < n; i++)
-		idx[m++] = (__u32)(it[i].h & (SHARDS - 1));
+		idx[m++] = (__u32)(it[i].k.a & (SHARDS - 1));
 	qsort(idx, (size_t)m, sizeof(idx[0]), cmp_u32);
 	/* lock each shard once, in order: no deadlock between requests */
 	for (int i = 0; i < m; i++)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_lock(&s->sh[idx[i]].mu);
 	for (int i = 0; i < n; i++) {
-		struct slot *x = slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc);
+		struct slot *x = slot_get(s, shard_of(s, it[i].k), it[i].k, now, it[i].inc);
 
 		it[i].tat = x->v;
 		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);
@@ -335,7 +459,7 @@ static void decide_store(struct store *s, struct item *it, int n, __u64 now)
 	if (all_ok)
 		for (int i = 0; i < n; i++)
 			if (it[i].ok)
-				slot_get(s, shard_of(s, it[i].h), it[i].h, now, it[i].inc)->v = it[i].new_tat;
+				slot_get(s, shard_of(s, it[i].k), it[i].k, now, it[i].inc)->v = it[i].new_tat;
 	for (int i = m - 1; i >= 0; i--)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_unlock(&s->sh[idx[i]].mu);
@@ -478,7 +602,9 @@ static const char lua_gcra[] =
 #define FREE_JOBS_MAX 1024
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
-_Static_assert(XRL_HTTP_MAX_MATCH * (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_HTTP_KEY_MAX + 3) <= KEYS_MAX,
+#define XRL_REDIS_KEY_LITERAL 128     /* longer keys are named by their SHA-256 */
+_Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
+_Static_assert(XRL_HTTP_MAX_MATCH * (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <= KEYS_MAX,
 	       "KEYS_MAX holds a decision's keys");
 _Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX, "ARGS_MAX holds a decision's arguments");
 /* ns since REDIS_EPOCH_S on CLOCK_REALTIME */
@@ -537,6 +663,10 @@ static __u64 parse_us(const char *s)
  * Redis failing: the decision falls back alone, the breaker is not told) */
 enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
 
+/* The answers a batch awaits before its own: a new connection's AUTH,
+ * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+
 /*
  * One decision waiting for Redis: its items, its part of the batch's
  * EVALSHA already in the wire format (its keys, and its tau and inc per
@@ -556,16 +686,43 @@ struct job {
 	char ab[ARGS_MAX];
 };
 
+/*
+ * The name of key in Redis after "xrl:{RULE:": the key itself up to
+ * XRL_REDIS_KEY_LITERAL bytes (readable with redis-cli), or else '#' and
+ * the hex of its SHA-256, shared by every instance and collision-resistant.
+ * A key that starts with '#' is always digested, so no literal key can be
+ * taken for another's digest. Returns the length at out.
+ */
+static size_t redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
+{
+	size_t kl = strlen(key);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (kl <= XRL_REDIS_KEY_LITERAL && key[0] != '#') {
+		memcpy(out, key, kl);
+		return kl;
+	}
+	if (!EVP_Digest(key, kl, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
+		memset(md, 0, sizeof(md)); /* not seen: libcrypto's SHA-256 does not fail */
+	out[0] = '#';
+	for (int i = 0; i < 32; i++) {
+		out[1 + 2 * i] = "0123456789abcdef"[md[i] >> 4];
+		out[2 + 2 * i] = "0123456789abcdef"[md[i] & 15];
+	}
+	return 65;
+}
+
 /* j's keys and arguments, keys from the caller. */
 static void job_format(struct job *j, const char *const *keys)
 {
-	char *p = j->kb, num[32], *e;
+	char *p = j->kb, num[32], *e, kn[XRL_REDIS_KEY_LITERAL];
 	int m = j->m;
 
 	for (int i = 0; i < m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
 		size_t nl = strnlen(r->name, sizeof(r->name));
-		size_t kl = strnlen(keys[i], XRL_HTTP_KEY_MAX);
+		size_t kl = redis_key_name(keys[i], kn);
 
 		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
 		*p++ = '$';
@@ -575,7 +732,7 @@ static void job_format(struct job *j, const char *const *keys)
 		memcpy(p, r->name, nl);
 		p += nl;
 		*p++ = ':';
-		memcpy(p, keys[i], kl);
+		memcpy(p, kn, kl);
 		p += kl;
 		memcpy(p, "}\r\n", 3);
 		p += 3;
@@ -596,29 +753,42 @@ static void job_format(struct job *j, const char *const *keys)
 	j->alen = (size_t)(p - j->ab);
 }
 
-/* j's share of its call's reply (an array): J_OK with the items filled, J_BADKEY, or J_FAIL. */
-static int job_reply(struct job *j, redisReply *r)
+/*
+ * The walk of one script call's reply (see lua_gcra): n decisions, decision
+ * d of nkeys[d] keys. Fills st[d] (XRL_SCRIPT_OK or XRL_SCRIPT_BADKEY, a
+ * key not a string) and per key, all decisions' keys in turn, whether it
+ * admits (or would) and its TAT relative to the call's now. Returns 0,
+ * -ENOEXEC (NOSCRIPT: the script is not loaded), -EIO (an error answer),
+ * -EBADMSG (not the shape asked for). Reads nothing beyond the reply's own
+ * elements, whatever Redis (or anything posing as it) sent.
+ */
+int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
+		     struct xrl_script_key *keys)
 {
-	if (r->elements != 1 + 2 * (size_t)j->m)
-		return J_FAIL;
-	if (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 2) {
-		log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
-			  "falls back", j->it[0].r->name);
-		return J_BADKEY;
-	}
-	/* TATs relative to the batch's now: on our monotonic clock */
-	for (int i = 0; i < j->m; i++) {
-		redisReply *f = r->element[1 + 2 * i], *t = r->element[2 + 2 * i];
-		__u64 rel = t->type == REDIS_REPLY_STRING ? parse_us(t->str) : 0;
-		bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
+	size_t want = 0, off = 0;
+	int k = 0;
 
-		j->it[i].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
-		j->it[i].tat = rel ? j->mnow + rel : 0;
-		/* 'A': the TAT is the one after the admit; 'a' (would admit, but
-		 * another rule refused) and 'R': the TAT as it stays */
-		j->it[i].new_tat = j->it[i].tat;
+	for (int d = 0; d < n; d++)
+		want += 1 + 2 * (size_t)nkeys[d];
+	if (r->type == REDIS_REPLY_ERROR)
+		return r->len >= 8 && !strncmp(r->str, "NOSCRIPT", 8) ? -ENOEXEC : -EIO;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != want)
+		return -EBADMSG;
+	for (int d = 0; d < n; d++) {
+		const redisReply *s0 = r->element[off++];
+
+		st[d] = s0->type == REDIS_REPLY_INTEGER && s0->integer == 2 ? XRL_SCRIPT_BADKEY
+									     : XRL_SCRIPT_OK;
+		for (int i = 0; i < nkeys[d]; i++, k++) {
+			const redisReply *f = r->element[off++], *t = r->element[off++];
+			bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
+
+			/* 'A' admitted, 'a' would admit (another rule refused), 'R' */
+			keys[k].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
+			keys[k].rel_ns = t->type == REDIS_REPLY_STRING ? parse_us(t->str) : 0;
+		}
 	}
-	return J_OK;
+	return 0;
 }
 
 /* Breaker: may we call Redis now? One probe at a time once the cooldown is over. */
@@ -665,12 +835,12 @@ static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, co
 static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 {
 	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
-	struct shard *sh = shard_of(l->pen_state, x->h);
+	struct shard *sh = shard_of(l->pen_state, x->k);
 	__u32 strikes, offenses;
 	struct slot *s;
 
 	pthread_mutex_lock(&sh->mu);
-	s = slot_get(l->pen_state, sh, x->h, 0, ~0ULL);
+	s = slot_get(l->pen_state, sh, x->k, 0, ~0ULL);
 	st = s->v;
 	strikes = (st >> 16) & 0xff;
 	offenses = (st >> 8) & 0xff;
@@ -699,7 +869,7 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	s->v = (win << 24) | ((__u64)strikes << 16) | ((__u64)offenses << 8) | 1;
 	pthread_mutex_unlock(&sh->mu);
 	if (ttl) {
-		store_put(l->pen_block, x->h, now + ttl, now);
+		store_put(l->pen_block, x->k, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
 		log_info("identity tier: a key of rule %s refused in %u windows: blocked for %llus",
 			 x->r->name, l->cfg.penalty.strikes, (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
@@ -708,23 +878,40 @@ static void penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 
 /* ---- deciding --------------------------------------------------------------- */
 
-/* The end of every decision: the answer from the items, the counters, the
- * over-limit cache and penalties of a refusal. */
+/*
+ * The over-limit cache keeps, per key Redis refused, the TAT it was refused
+ * against (on our monotonic clock), and follows that key's TAT in every
+ * later answer of Redis while it is there. A TAT answers for every cost: a
+ * request of cost c conforms from TAT + c x emit - tau on, so a refusal of
+ * a large cost never refuses a smaller one that Redis would admit. Other
+ * instances can only have moved the TAT later, so a refusal by the cache is
+ * one Redis would give too (cfg_mu held).
+ */
+static void overlimit_note(struct xrl_limiter *l, struct item *it, int m, __u64 now)
+{
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		if (!it[i].ok)
+			store_put(l->overlimit, it[i].k, it[i].tat, now);
+		else
+			store_update(l->overlimit, it[i].k, it[i].tat);
+	}
+}
+
+/* The end of every decision (cfg_mu held): the answer from the items, the
+ * counters, the over-limit cache and penalties of a refusal. */
 static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 now,
 			   struct xrl_decision *d)
 {
 	conclude(it, m, now, d);
+	if (l->cfg.redis && !d->backend_error)
+		overlimit_note(l, it, m, now);
 	if (!d->allowed) {
 		STAT_ADD(l, refused, 1);
-		for (int i = 0; i < m; i++) {
-			if (it[i].ok || it[i].r->shadow)
-				continue;
-			if (l->cfg.redis && !d->backend_error)
-				store_put(l->overlimit, it[i].h,
-					  xrl_gcra_conform_at(it[i].tat, it[i].inc, it[i].r->g.tau_ns), now);
-			if (l->cfg.penalty.enabled)
+		for (int i = 0; i < m; i++)
+			if (!it[i].ok && !it[i].r->shadow && l->cfg.penalty.enabled)
 				penalty_strike(l, &it[i], now);
-		}
 	} else {
 		STAT_ADD(l, allowed, 1);
 	}
@@ -779,29 +966,72 @@ static void finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 
 }
 
 /*
- * Everything before the backend: the items, missing keys, penalties; the
- * memory backend decides here, and so does the over-limit cache. Returns 0
- * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * The over-limit cache (cfg_mu held): true, with d filled, when a rule
+ * refuses for its cached TAT at this request's cost; the rule of the
+ * longest wait, as Redis would have named.
  */
-static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
-		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct item *it, int *pm)
+static bool overlimit_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+			      struct xrl_decision *d)
 {
-	__u64 now = mono_ns();
+	__u64 tat = 0, best = 0, wait;
+	int pick = -1;
+
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		it[i].tat = store_peek(l->overlimit, it[i].k);
+		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+		if (wait > best) {
+			best = wait;
+			pick = i;
+		}
+	}
+	if (pick < 0)
+		return false;
+	tat = it[pick].tat;
+	d->allowed = false;
+	d->rule = it[pick].r;
+	d->limit = it[pick].r->burst;
+	d->remaining = xrl_gcra_remaining(tat, now, it[pick].r->g.emit_ns, it[pick].r->g.tau_ns);
+	d->retry_after_s = ceil_s(best);
+	d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
+	STAT_ADD(l, overlimit_cache_hits, 1);
+	STAT_ADD(l, refused, 1);
+	return true;
+}
+
+/* A key under penalty is refused until its block ends (cfg_mu held). */
+static bool penalty_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+			    struct xrl_decision *d)
+{
+	if (!l->cfg.penalty.enabled)
+		return false;
+	for (int i = 0; i < m; i++) {
+		__u64 until = store_peek(l->pen_block, it[i].k);
+
+		if (until > now && !it[i].r->shadow) {
+			d->allowed = false;
+			d->penalized = true;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->retry_after_s = ceil_s(until - now);
+			STAT_ADD(l, refused, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The items of a request (cfg_mu held): 0 and *pm, or 1 when d is the
+ * decision already (a missing key refuses), -E2BIG.
+ */
+static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		 const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		 struct item *it, int *pm)
+{
 	int m = 0;
 
-	memset(d, 0, sizeof(*d));
-	if (n > XRL_HTTP_MAX_MATCH)
-		n = XRL_HTTP_MAX_MATCH;
-	d->allowed = true;
-	d->n_rules = (__u32)n;
-	STAT_ADD(l, decisions, 1);
-	if (!n) {
-		STAT_ADD(l, allowed, 1);
-		return 0;
-	}
-
-	pthread_rwlock_rdlock(&l->cfg_mu);
 	for (int i = 0; i < n; i++) {
 		const struct xrl_http_rule *r = rules[i];
 		__u32 cost = costs ? costs[i] : r->cost;
@@ -817,70 +1047,66 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 			d->limit = r->burst;
 			d->retry_after_s = 1;
 			STAT_ADD(l, refused, 1);
-			pthread_rwlock_unlock(&l->cfg_mu);
-			return 0;
+			return 1;
 		}
 		if (cost == 0)
 			continue;
-		if (cost > r->burst) {
-			pthread_rwlock_unlock(&l->cfg_mu);
+		if (cost > r->burst)
 			return -E2BIG;
-		}
-		it[m] = (struct item){ .r = r, .h = key_hash(r->id, keys[i]),
+		it[m] = (struct item){ .r = r, .k = key_digest(l, r, keys[i]),
 				       .inc = (__u64)cost * r->g.emit_ns, .key = keys[i] };
 		m++;
 	}
+	*pm = m;
+	return 0;
+}
 
-	/* a key under penalty is refused until its block ends */
-	if (l->cfg.penalty.enabled) {
-		for (int i = 0; i < m; i++) {
-			__u64 until = store_peek(l->pen_block, it[i].h);
+/*
+ * Everything before the backend: the items, missing keys, penalties; the
+ * memory backend decides here, and so does the over-limit cache. Returns 0
+ * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * Everything that reads l->cfg does so under cfg_mu (a reload swaps it).
+ */
+static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		   struct item *it, int *pm)
+{
+	__u64 now = lim_now(l);
+	int m = 0, rc;
 
-			if (until > now && !it[i].r->shadow) {
-				d->allowed = false;
-				d->penalized = true;
-				d->rule = it[i].r;
-				d->limit = it[i].r->burst;
-				d->retry_after_s = ceil_s(until - now);
-				STAT_ADD(l, refused, 1);
-				pthread_rwlock_unlock(&l->cfg_mu);
-				return 0;
-			}
-		}
-	}
-
-	if (!l->cfg.redis) {
-		decide_store(l->mem, it, m, now);
-		pthread_rwlock_unlock(&l->cfg_mu);
-		conclude_count(l, it, m, now, d);
+	memset(d, 0, sizeof(*d));
+	if (n > XRL_HTTP_MAX_MATCH)
+		n = XRL_HTTP_MAX_MATCH;
+	d->allowed = true;
+	d->n_rules = (__u32)n;
+	STAT_ADD(l, decisions, 1);
+	if (!n) {
+		STAT_ADD(l, allowed, 1);
 		return 0;
 	}
-	/* the over-limit cache: refused until t, without a round trip */
-	for (int i = 0; i < m; i++) {
-		__u64 until = it[i].r->shadow ? 0 : store_peek(l->overlimit, it[i].h);
 
-		if (until > now) {
-			d->allowed = false;
-			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
-			d->remaining = 0;
-			d->retry_after_s = ceil_s(until - now);
-			if (!d->retry_after_s)
-				d->retry_after_s = 1;
-			d->reset_s = ceil_s(until - now + it[i].r->g.tau_ns);
-			STAT_ADD(l, overlimit_cache_hits, 1);
-			STAT_ADD(l, refused, 1);
-			pthread_rwlock_unlock(&l->cfg_mu);
-			return 0;
-		}
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	rc = items(l, rules, keys, costs, n, d, it, &m);
+	if (rc) {
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return rc == 1 ? 0 : rc;
+	}
+	rc = 0;
+	if (penalty_refuses(l, it, m, now, d)) {
+		/* d is the decision */
+	} else if (!l->cfg.redis) {
+		decide_store(l->mem, it, m, now);
+		conclude_count(l, it, m, now, d);
+	} else if (overlimit_refuses(l, it, m, now, d)) {
+		/* refused without a round trip */
+	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		conclude_count(l, it, m, now, d);
+	} else {
+		*pm = m;
+		rc = 1;
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
-	if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
-		conclude_count(l, it, m, now, d);
-		return 0;
-	}
-	*pm = m;
-	return 1;
+	return rc;
 }
 
 /* ---- the Redis pipe ------------------------------------------------------------ */
@@ -900,6 +1126,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 struct xrl_redis_pipe {
 	struct xrl_limiter *l;
 	redisContext *c;              /* connected and non-blocking, or NULL */
+	struct xrl_reader_guard *guard; /* of c's reader */
 	__u32 gen;                    /* bumped with every new connection */
 	char host[128];               /* where c is connected */
 	int port, db;
@@ -907,7 +1134,9 @@ struct xrl_redis_pipe {
 	struct job *q, *q_tail;       /* queued */
 	struct job *b;                /* the batch in flight; NULL: free */
 	struct job *cur;              /* the next reply is this one's */
-	__u32 skip;                   /* replies to drop first (SCRIPT LOAD) */
+	__u8  hs[4];                  /* answers due before the batch's (HS_*) */
+	int   hs_n, hs_i;             /* how many; how many are in */
+	bool  fresh;                  /* c is new: the handshake goes first */
 	__u64 t0, deadline;           /* the batch's start; it fails at deadline */
 	bool probe;                   /* the batch is the breaker's probe */
 	bool reused;                  /* c was open before the batch */
@@ -923,11 +1152,62 @@ struct xrl_redis_pipe {
 	char why_buf[160];
 };
 
+/*
+ * hiredis 0.14 allocates an array's element pointers as soon as it reads
+ * "*N", and N is the peer's to choose: "*400000000" costs 3.2 GB before a
+ * single element arrives (found by tests/fuzz/fuzz_resp.c). The guard lets
+ * the arrays of one reply hold REPLY_ELEMENTS_MAX elements in all, the
+ * most any answer we ask for has (a full call: CALL_MAX decisions of
+ * XRL_HTTP_MAX_MATCH keys); beyond it the reader fails, and the pipe drops
+ * the connection ("not the Redis protocol") as for any garbage.
+ */
+#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
+
+struct xrl_reader_guard {
+	redisReplyObjectFunctions fn;            /* hiredis's, createArray wrapped */
+	const redisReplyObjectFunctions *orig;
+	long left;                               /* elements this reply may still have */
+};
+
+static void *guard_array(const redisReadTask *t, int n)
+{
+	struct xrl_reader_guard *g = t->privdata;
+
+	if (!g || n < 0 || n > g->left)
+		return NULL; /* the reader reports it as out of memory: an error */
+	g->left -= n;
+	return g->orig->createArray(t, n);
+}
+
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r)
+{
+	struct xrl_reader_guard *g = calloc(1, sizeof(*g));
+
+	if (!g || !r->fn || !r->fn->createArray) {
+		free(g);
+		return NULL;
+	}
+	g->orig = r->fn;
+	g->fn = *r->fn;
+	g->fn.createArray = guard_array;
+	g->left = REPLY_ELEMENTS_MAX;
+	r->fn = &g->fn;
+	r->privdata = g;
+	return g;
+}
+
+void xrl_reader_guard_reset(struct xrl_reader_guard *g)
+{
+	g->left = REPLY_ELEMENTS_MAX;
+}
+
 static void pipe_drop(struct xrl_redis_pipe *p)
 {
 	if (p->c)
 		redisFree(p->c);
 	p->c = NULL;
+	free(p->guard);
+	p->guard = NULL;
 }
 
 /* What tells one user and password from another (a reload that changes
@@ -946,83 +1226,43 @@ static __u64 auth_tag(const struct xrl_http_cfg *c)
 	return h;
 }
 
-/* A connection to the configured Redis (cfg_mu held): the open one, or a
- * new one (AUTH, SELECT, SCRIPT LOAD; blocking, with the timeout),
- * non-blocking. */
+/*
+ * A connection to the configured Redis (cfg_mu held): the open one, or a
+ * new one, connecting without blocking. Its AUTH, SELECT and SCRIPT LOAD
+ * go out ahead of the batch in the same write (pipe_handshake) and are
+ * answered before it, all within the batch's deadline: no thread waits for
+ * a connect or a handshake, and a Redis that never answers costs the batch
+ * its timeout and nothing more (then the breaker). Only a host name's
+ * lookup (getaddrinfo) still blocks; an address in the URL needs none.
+ */
 static int pipe_connect(struct xrl_redis_pipe *p)
 {
 	const struct xrl_http_cfg *c = &p->l->cfg;
-	struct timeval tv = { .tv_sec = (time_t)(c->redis_timeout_ns / XRL_NSEC_PER_SEC),
-			      .tv_usec = (suseconds_t)(c->redis_timeout_ns % XRL_NSEC_PER_SEC / 1000) };
-	redisReply *r;
-	int fl;
 
-	p->reused = false;
+	p->reused = p->fresh = false;
 	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host) &&
 	    p->auth == p->l->auth) {
 		p->reused = true;
 		return 0;
 	}
 	pipe_drop(p);
-	p->c = redisConnectWithTimeout(c->redis_host, c->redis_port, tv);
-	if (!p->c || p->c->err) {
-		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s", p->c ? p->c->errstr : "out of memory");
+	p->c = redisConnectNonBlock(c->redis_host, c->redis_port);
+	if (p->c && !p->c->err)
+		p->guard = xrl_reader_guard_new(p->c->reader);
+	if (!p->c || p->c->err || !p->guard) {
+		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s",
+			 p->c && p->c->err ? p->c->errstr : "out of memory");
 		p->why = p->why_buf;
-		goto fail;
+		pipe_drop(p);
+		return -EIO;
 	}
-	redisSetTimeout(p->c, tv);
-	if (c->redis_pass[0]) {
-		/* Redis's answer never repeats the password; neither does the log */
-		r = c->redis_user[0] ? redisCommand(p->c, "AUTH %s %s", c->redis_user, c->redis_pass)
-				     : redisCommand(p->c, "AUTH %s", c->redis_pass);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			snprintf(p->why_buf, sizeof(p->why_buf), "AUTH%s%.40s: %.90s",
-				 c->redis_user[0] ? " as " : "", c->redis_user,
-				 r ? r->str : p->c->errstr);
-			p->why = p->why_buf;
-			if (r)
-				freeReplyObject(r);
-			goto fail;
-		}
-		freeReplyObject(r);
-	}
-	if (c->redis_db) {
-		r = redisCommand(p->c, "SELECT %d", c->redis_db);
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			p->why = "SELECT";
-			if (r)
-				freeReplyObject(r);
-			goto fail;
-		}
-		freeReplyObject(r);
-	}
-	r = redisCommand(p->c, "SCRIPT LOAD %s", lua_gcra);
-	if (!r || r->type != REDIS_REPLY_STRING || r->len != 40 || memcmp(r->str, p->l->sha, 40)) {
-		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.100s",
-			 !r ? p->c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer");
-		p->why = p->why_buf;
-		if (r && r->type == REDIS_REPLY_STRING && r->len == 40)
-			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
-				  r->str, p->l->sha);
-		if (r)
-			freeReplyObject(r);
-		goto fail;
-	}
-	freeReplyObject(r);
-	/* from here on hiredis only parses; reads and writes are ours */
-	fl = fcntl(p->c->fd, F_GETFL);
-	if (fl < 0 || fcntl(p->c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
-		goto fail;
-	p->c->flags &= ~REDIS_BLOCK;
 	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
 	p->port = c->redis_port;
 	p->db = c->redis_db;
 	p->auth = p->l->auth;
 	p->gen++;
+	p->fresh = true;
 	return 0;
-fail:
-	pipe_drop(p);
-	return -EIO;
 }
 
 static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
@@ -1042,6 +1282,76 @@ static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
 	memcpy(p->wb + p->wlen, s, n);
 	p->wlen += n;
 	return 0;
+}
+
+/* A formatted command into the batch's bytes, wiped from the heap after
+ * (it may hold the password); answered as `kind`. */
+static int wb_cmd(struct xrl_redis_pipe *p, int kind, const char *fmt, ...)
+{
+	char *cmd = NULL;
+	va_list ap;
+	int len, rc;
+
+	va_start(ap, fmt);
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return -ENOMEM;
+	rc = wb_add(p, cmd, (size_t)len);
+	explicit_bzero(cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	if (!rc)
+		p->hs[p->hs_n++] = (__u8)kind;
+	return rc;
+}
+
+/* A new connection's commands, ahead of the batch (cfg_mu held). */
+static int pipe_handshake(struct xrl_redis_pipe *p)
+{
+	const struct xrl_http_cfg *c = &p->l->cfg;
+	int rc = 0;
+
+	if (c->redis_pass[0])
+		rc = c->redis_user[0] ? wb_cmd(p, HS_AUTH, "AUTH %s %s", c->redis_user, c->redis_pass)
+				      : wb_cmd(p, HS_AUTH, "AUTH %s", c->redis_pass);
+	if (!rc && c->redis_db)
+		rc = wb_cmd(p, HS_SELECT, "SELECT %d", c->redis_db);
+	if (!rc)
+		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
+	if (!rc)
+		p->hs[p->hs_n++] = HS_LOAD;
+	return rc;
+}
+
+/* The answer r to a handshake command: NULL, or what is wrong (cfg_mu
+ * not needed: the user name is the pipe's copy of the configuration's). */
+static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply *r)
+{
+	const char *err = r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer";
+
+	switch (kind) {
+	case HS_AUTH:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		/* Redis's answer never repeats the password; neither does the log */
+		snprintf(p->why_buf, sizeof(p->why_buf), "AUTH: %.120s", err);
+		return p->why_buf;
+	case HS_SELECT:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		snprintf(p->why_buf, sizeof(p->why_buf), "SELECT: %.120s", err);
+		return p->why_buf;
+	case HS_LOAD:
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, p->l->sha, 40))
+			return NULL;
+		if (r->type == REDIS_REPLY_STRING && r->len == 40)
+			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
+				  r->str, p->l->sha);
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
+		return p->why_buf;
+	default:
+		return NULL; /* HS_SKIP: the load after NOSCRIPT; the retry tells */
+	}
 }
 
 /* Write what the socket takes. 0 (all written, or EAGAIN), or -errno. */
@@ -1138,15 +1448,18 @@ static int pipe_send(struct xrl_redis_pipe *p)
 
 	if (pipe_connect(p))
 		return -EIO;
-	rnow = redis_now_ns();
-	mnow = mono_ns();
+	rnow = l->clock ? atomic_load(l->clock) : redis_now_ns();
+	mnow = lim_now(l);
 	*put_bulk(now, us, (size_t)(put_us(us, rnow) - us)) = '\0';
 	p->wlen = p->woff = 0;
-	p->skip = 0;
-	if (p->reloaded) {
+	p->hs_n = p->hs_i = 0;
+	if (p->fresh) {
+		if (pipe_handshake(p))
+			goto oom;
+	} else if (p->reloaded) {
 		if (wb_add(p, l->load_cmd, l->load_len))
 			goto oom;
-		p->skip = 1;
+		p->hs[p->hs_n++] = HS_SKIP;
 	}
 	for (struct job *j = p->b; j; j = j->next) {
 		if (j->st != J_PENDING)
@@ -1184,35 +1497,42 @@ oom:
  */
 static struct job *call_reply(struct job *j, int n, redisReply *r)
 {
-	size_t off = 0, want = 0;
-	int i, st = J_PENDING;
+	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
+	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
 	struct job *x;
 
 	for (x = j, i = 0; i < n; x = x->next)
-		if (x->st == J_PENDING) {
-			want += 1 + 2 * (size_t)x->m;
-			i++;
-		}
-	if (r->type == REDIS_REPLY_ERROR) {
-		st = strncmp(r->str, "NOSCRIPT", 8) ? J_FAIL : J_NOSCRIPT;
-		if (st == J_FAIL)
-			log_warnx("redis: %s", r->str);
-	} else if (r->type != REDIS_REPLY_ARRAY || r->elements != want) {
-		log_warnx("redis: an answer of %zu elements to %d decisions, %zu expected",
-			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n, want);
+		if (x->st == J_PENDING)
+			nk[i++] = x->m;
+	rc = xrl_script_reply(r, nk, n, sts, keys);
+	if (rc == -ENOEXEC) {
+		st = J_NOSCRIPT;
+	} else if (rc == -EIO) {
+		log_warnx("redis: %s", r->str);
+		st = J_FAIL;
+	} else if (rc) {
+		log_warnx("redis: an answer of %zu elements to %d decisions, not the shape asked for",
+			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n);
 		st = J_FAIL;
 	}
 	for (x = j, i = 0; i < n; x = x->next) {
 		if (x->st != J_PENDING)
 			continue;
-		if (st == J_PENDING) {
-			redisReply v = { .type = REDIS_REPLY_ARRAY, .elements = 1 + 2 * (size_t)x->m,
-					 .element = r->element + off };
-
-			x->st = job_reply(x, &v);
-			off += v.elements;
-		} else {
+		if (st != J_PENDING) {
 			x->st = st;
+		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
+			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
+				  "falls back", x->it[0].r->name);
+			x->st = J_BADKEY;
+			k += x->m;
+		} else {
+			/* TATs relative to the batch's now: on our monotonic clock */
+			for (int q = 0; q < x->m; q++, k++) {
+				x->it[q].ok = keys[k].ok;
+				x->it[q].tat = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
+				x->it[q].new_tat = x->it[q].tat;
+			}
+			x->st = J_OK;
 		}
 		i++;
 	}
@@ -1236,7 +1556,7 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		brk_result(l, ok, p->probe, p->t0, p->why);
 	else if (p->probe)
 		atomic_store(&l->brk_probe, 0); /* the probe is given up */
-	now = mono_ns();
+	now = lim_now(l);
 	for (struct job *j = b; j; j = j->next)
 		finish(l, j->it, j->m, j->st, now, j->d);
 	pthread_rwlock_unlock(&l->cfg_mu);
@@ -1293,7 +1613,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 	p->q = p->q_tail = NULL;
 	for (struct job *j = p->b; j; j = j->next)
 		j->st = J_PENDING;
-	p->t0 = mono_ns();
+	p->t0 = lim_now(l);
 	p->retried = p->reloaded = p->answered = false;
 	p->why = NULL;
 	pthread_rwlock_rdlock(&l->cfg_mu);
@@ -1332,9 +1652,15 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		}
 		if (!r)
 			break;
-		if (p->skip) {
-			p->skip--;
+		xrl_reader_guard_reset(p->guard); /* a reply is whole: the next one's budget */
+		if (p->hs_i < p->hs_n) {
+			const char *why = hs_check(p, p->hs[p->hs_i++], r);
+
 			freeReplyObject(r);
+			if (why) {
+				pipe_fail(p, false, why); /* not fit to decide: the breaker */
+				return;
+			}
 			continue;
 		}
 		while (p->cur && p->cur->st != J_PENDING)
@@ -1350,7 +1676,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 	}
 	while (p->cur && p->cur->st != J_PENDING)
 		p->cur = p->cur->next;
-	if (p->cur || p->skip)
+	if (p->cur || p->hs_i < p->hs_n)
 		return; /* more to come */
 	for (struct job *j = p->b; j; j = j->next) {
 		noscript |= j->st == J_NOSCRIPT;
@@ -1436,7 +1762,7 @@ int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeou
 	/* idle: POLLIN sees Redis close the connection (a restart) */
 	*events = POLLIN;
 	if (p->b) {
-		__u64 now = mono_ns();
+		__u64 now = lim_now(p->l);
 
 		if (p->woff < p->wlen)
 			*events |= POLLOUT;
@@ -1453,11 +1779,11 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 			pipe_fail(p, true, "write");
 		if (p->b && (revents & (POLLIN | POLLERR | POLLHUP)))
 			pipe_read(p);
-		if (p->b && mono_ns() >= p->deadline) {
+		if (p->b && lim_now(p->l) >= p->deadline) {
 			/* the replies may be in, unread: this thread was busy */
 			if (!(revents & POLLIN) && p->woff == p->wlen)
 				pipe_read(p);
-			if (p->b && mono_ns() >= p->deadline)
+			if (p->b && lim_now(p->l) >= p->deadline)
 				pipe_fail(p, false, "timeout"); /* not once more */
 		}
 	} else if (p->c && (revents & (POLLIN | POLLERR | POLLHUP))) {
@@ -1494,6 +1820,13 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 		return -ENOMEM;
 	l->cfg = *c;
 	l->auth = auth_tag(c);
+	/* the bucket identities' key: unknown outside this process */
+	if (getrandom(l->sip, sizeof(l->sip), 0) != sizeof(l->sip)) {
+		int err = -errno;
+
+		free(l);
+		return err ? err : -EIO;
+	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
 	if (!EVP_Digest(lua_gcra, sizeof(lua_gcra) - 1, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
@@ -1542,6 +1875,11 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 	pthread_rwlock_unlock(&l->cfg_mu);
 }
 
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
+{
+	l->clock = now_ns;
+}
+
 int xrl_limiter_breaker_state(struct xrl_limiter *l)
 {
 	return atomic_load(&l->brk_state);
@@ -1580,7 +1918,7 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
-		finish(l, it, m, J_FAIL, mono_ns(), d);
+		finish(l, it, m, J_FAIL, lim_now(l), d);
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return 0;
 	}

@@ -19,6 +19,8 @@
 #      another key is independent
 #   5. penalty: a key refused in 2 windows is blocked: 429 with a Retry-After
 #      of the block (<= 3 s) even though its bucket has refilled a token
+#   6. keys are used whole: 4 KiB keys that differ in their last byte, and
+#      their first 256 bytes, are three buckets (via /v1/check and /v1/auth)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -118,5 +120,18 @@ check_range "p1 blocked: Retry-After (s)" "$(hdr Retry-After)" 1 3
 check_match "p1 blocked: detail" "$(jget "d['detail']" <<<"$H_BODY")" 'blocked'
 check '{"rule":"fast","key":"p2"}'
 check_eq "another key p2" "$H_CODE" 200
+
+log "6. keys are used whole: 4 KiB keys that share their first 4095 bytes (JWT-like)"
+long=$(head -c 4095 /dev/zero | tr '\0' x)
+c=()
+for _ in 1 2 3; do check "{\"rule\":\"login-account\",\"key\":\"${long}A\",\"cost\":2}"; c+=("$H_CODE"); done
+check_eq "${long:0:8}...A: cost 2 x 3 of burst 5" "${c[*]}" "200 200 429"
+check "{\"rule\":\"login-account\",\"key\":\"${long}B\",\"cost\":5}"
+check_eq "${long:0:8}...B: a bucket of its own, all 5" "$H_CODE" 200
+check "{\"rule\":\"login-account\",\"key\":\"${long:0:256}\",\"cost\":5}"
+check_eq "its first 256 bytes: a bucket of their own, all 5" "$H_CODE" 200
+hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /login" \
+	-H "X-Login: ${long}C"
+check_eq "/v1/auth, X-Login ${long:0:8}...C: not the spent bucket of its first 256 bytes" "$H_CODE" 200
 
 finish

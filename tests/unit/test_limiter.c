@@ -2167,6 +2167,635 @@ static void test_redis_two_instances_exact(void **state)
 	redis_down(&rs);
 }
 
+/* ---- issue 11: cost, key identity, TTLs, reload race, the model ------------- */
+
+/* One request of `cost` tokens for rule r and key. */
+static int decc(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		__u32 cost, struct xrl_decision *d)
+{
+	return xrl_limiter_decide(l, &r, &key, &cost, 1, d);
+}
+
+/*
+ * Finding 6: the over-limit cache answers per cost. Burst 10, 10/min: cost
+ * 5 admitted, cost 10 refused (5 left); cost 1 must then be admitted, as
+ * the memory backend does, not refused from the cache for the refusal of
+ * 10; a cost 10 again is refused from the cache with Redis's own wait.
+ */
+static void overlimit_per_cost(struct xrl_limiter *l, const struct xrl_http_rule *r,
+			       const char *what)
+{
+	struct xrl_decision d;
+
+	CTX("%s: cost 5 of burst 10", what);
+	EQ(decc(l, r, "k", 5, &d), 0);
+	EQ(d.allowed, 1);
+	CTX("%s: cost 10 with 5 left", what);
+	EQ(decc(l, r, "k", 10, &d), 0);
+	EQ(d.allowed, 0);
+	EQ(d.retry_after_s, 30);                /* 5 tokens of 6 s */
+	CTX("%s: cost 1 after the refusal of 10", what);
+	EQ(decc(l, r, "k", 1, &d), 0);
+	EQ(d.allowed, 1);
+	EQ(d.remaining, 4);
+	CTX("%s: cost 10 again: 6 tokens short", what);
+	EQ(decc(l, r, "k", 10, &d), 0);
+	EQ(d.allowed, 0);
+	GE(d.retry_after_s, 35);                /* 36 s, less the time the test took */
+	LE(d.retry_after_s, 36);
+	EQ(d.remaining, 4);
+	CTX("%s: cost 4 takes the last 4", what);
+	EQ(decc(l, r, "k", 4, &d), 0);
+	EQ(d.allowed, 1);
+	EQ(d.remaining, 0);
+	CTX("%s: cost 1 now refused, 6 s", what);
+	EQ(decc(l, r, "k", 1, &d), 0);
+	EQ(d.allowed, 0);
+	LE(d.retry_after_s, 6);
+}
+
+static void test_overlimit_cache_per_cost(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+
+	rule_add(c, "api", "10/min", 10);
+	cfg_done(c);
+	l = lim_new(c);
+	overlimit_per_cost(l, &c->rules[0], "memory");
+	xrl_limiter_free(l);
+	free(c);
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	c = cfg_live(&rs, "10/min", 10, 2 * SEC);
+	l = lim_new(c);
+	overlimit_per_cost(l, &c->rules[0], "redis");
+	CTX("redis: the refusals of 10 and 1 came from the cache");
+	GE(stats(l).overlimit_cache_hits, 1);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* Keys of 4 KiB that differ only in their last byte, one starting with '#'
+ * like a digest's name; and the name Redis would give the long one. */
+static char long_a[4097], long_b[4097], hash_like[70];
+
+static void long_keys_init(void)
+{
+	memset(long_a, 'x', 4096);
+	memset(long_b, 'x', 4096);
+	long_a[4095] = 'a';
+	long_b[4095] = 'b';
+	snprintf(hash_like, sizeof(hash_like), "#%064d", 0);
+}
+
+/* A command of the test's own with one argument: its integer answer, or
+ * for an array, the longest string in it; for INFO, used_memory. */
+static long long redis_ask(const struct rsrv *r, const char *cmd, const char *arg)
+{
+	struct timeval tv = { 1, 0 };
+	redisContext *c = redisConnectWithTimeout("127.0.0.1", r->port, tv);
+	redisReply *rep;
+	long long v = 0;
+
+	assert_true(c && !c->err);
+	rep = arg ? redisCommand(c, "%s %s", cmd, arg) : redisCommand(c, cmd);
+	assert_non_null(rep);
+	if (rep->type == REDIS_REPLY_INTEGER)
+		v = rep->integer;
+	if (rep->type == REDIS_REPLY_STRING && strstr(rep->str, "used_memory:")) /* INFO */
+		v = atoll(strstr(rep->str, "used_memory:") + 12);
+	for (size_t i = 0; rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++)
+		if ((long long)rep->element[i]->len > v)
+			v = (long long)rep->element[i]->len;
+	freeReplyObject(rep);
+	redisFree(c);
+	return v;
+}
+
+static long long redis_pttl(const struct rsrv *r, const char *key)
+{
+	return redis_ask(r, "PTTL", key);
+}
+
+static long long redis_keys_maxlen(const struct rsrv *r)
+{
+	return redis_ask(r, "KEYS", "xrl:*");
+}
+
+/* Finding 13c: keys sharing a 4000-byte prefix (JWTs) never share a bucket. */
+static void long_keys_apart(struct xrl_limiter *l, const struct xrl_http_rule *r,
+			    const char *what)
+{
+	CTX("%s: drain a 4 KiB key", what);
+	EQ(drain(l, r, long_a, 10), 2);
+	CTX("%s: a 4 KiB key with the same first 4095 bytes", what);
+	EQ(drain(l, r, long_b, 10), 2);
+	CTX("%s: its first 256 bytes", what);
+	long_a[256] = '\0';
+	EQ(drain(l, r, long_a, 10), 2);
+	long_a[256] = 'x';
+	CTX("%s: a key shaped like a digest's name", what);
+	EQ(drain(l, r, hash_like, 10), 2);
+}
+
+static void test_long_keys_distinct(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+
+	long_keys_init();
+	rule_add(c, "api", "1/h", 2);
+	cfg_done(c);
+	l = lim_new(c);
+	long_keys_apart(l, &c->rules[0], "memory");
+	xrl_limiter_free(l);
+	free(c);
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	c = cfg_live(&rs, "1/h", 2, 2 * SEC);
+	l = lim_new(c);
+	long_keys_apart(l, &c->rules[0], "redis");
+	CTX("redis: 4 keys, none longer than xrl:{api:} and 128 bytes");
+	LE(redis_keys_maxlen(&rs), 9 + 128);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* The bucket identities' digest: SipHash-2-4-128's published vector for the
+ * key 00..0f and the messages "", 00 and 00 01 (vectors.h). */
+static void test_siphash128_vectors(void **state)
+{
+	const __u64 k[2] = { 0x0706050403020100ULL, 0x0f0e0d0c0b0a0908ULL };
+	unsigned char in[15];
+	__u64 o[2];
+
+	for (int i = 0; i < 15; i++)
+		in[i] = (unsigned char)i;
+	CTX("siphash128(00..0f, \"\")");
+	xrl_siphash128(k, in, 0, o);
+	EQ(o[0], 0xe6a825ba047f81a3ULL);
+	EQ(o[1], 0x930255c71472f66dULL);
+	CTX("siphash128(00..0f, 00)");
+	xrl_siphash128(k, in, 1, o);
+	EQ(o[0], 0x44af996bd8c187daULL);
+	EQ(o[1], 0x45fc229b11597634ULL);
+	CTX("siphash128(00..0f, 00 01)");
+	xrl_siphash128(k, in, 2, o);
+	EQ(o[0], 0xc75da4a48d227781ULL);
+	EQ(o[1], 0xe4ff0af6de8ba3fcULL);
+}
+
+/*
+ * Finding 7: a key lives exactly as long as its bucket holds anything (its
+ * TAT, rounded up to the ms, + 1 ms), no longer: 1 token of 7/h is
+ * 514,285.714286 s, so PTTL <= 514,287 ms; 2 tokens less 100 s are
+ * 928,571.43 s, PTTL <= 928,573 ms; a refusal does not extend it.
+ */
+static void test_redis_key_ttl_minimal(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	static _Atomic __u64 clk = 1000 * SEC;
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	c = cfg_live(&rs, "7/h", 2, 2 * SEC);
+	l = lim_new(c);
+	xrl_limiter_set_clock(l, &clk);
+	CTX("7/h burst 2: one token");
+	EQ(decc(l, &c->rules[0], "t", 1, &d), 0);
+	EQ(d.allowed, 1);
+	LE(redis_pttl(&rs, "xrl:{api:t}"), 514287);
+	GE(redis_pttl(&rs, "xrl:{api:t}"), 514287 - 1000);
+	CTX("7/h burst 2: one more 100 s later, then cost 2 refused: TAT 2 tokens less 100 s ahead");
+	clk += 100 * SEC;
+	EQ(decc(l, &c->rules[0], "t", 1, &d), 0);
+	EQ(d.allowed, 1);
+	EQ(decc(l, &c->rules[0], "t", 2, &d), 0);
+	EQ(d.allowed, 0);
+	LE(redis_pttl(&rs, "xrl:{api:t}"), 928573);
+	GE(redis_pttl(&rs, "xrl:{api:t}"), 928573 - 1000);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/* Finding 12b: decisions that strike penalties while reloads swap the
+ * configuration (its penalty settings); run under TSan by make test-tsan. */
+struct reload_arg {
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	_Atomic int stop;
+	int errors;
+};
+
+static void *reload_decider(void *arg)
+{
+	struct reload_arg *a = arg;
+	char key[16];
+
+	for (int i = 0; !atomic_load(&a->stop) && i < 200000; i++) {
+		struct xrl_decision d;
+		const char *k = key;
+
+		snprintf(key, sizeof(key), "k%d", i % 64);
+		if (xrl_limiter_decide(a->l, &a->r, &k, NULL, 1, &d))
+			a->errors++;
+	}
+	return NULL;
+}
+
+static void test_concurrent_reload_penalty(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new(), *c2 = cfg_new();
+	struct reload_arg a = {};
+	pthread_t t[2];
+
+	CTX("2 threads deciding, penalties on, 300 reloads");
+	rule_add(c, "api", "1/h", 1);
+	penalty_cfg(c, 1, 10 * MS, 1 * MS, 4 * MS);
+	cfg_done(c);
+	*c2 = *c;
+	penalty_cfg(c2, 2, 20 * MS, 2 * MS, 8 * MS);
+	a.l = lim_new(c);
+	a.r = &c->rules[0];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, reload_decider, &a), 0);
+	for (int i = 0; i < 300; i++) {
+		xrl_limiter_set_cfg(a.l, i % 2 ? c : c2);
+		sleep_ns(100 * US);
+	}
+	atomic_store(&a.stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	EQ(a.errors, 0);
+	GE(stats(a.l).penalties, 1);
+	xrl_limiter_free(a.l);
+	free(c);
+	free(c2);
+}
+
+/*
+ * Finding 7: a reconnect never blocks the thread that drives the pipe. A
+ * Redis that accepts and never answers, timeout 300 ms: queuing a decision
+ * and running the pipe (connect, AUTH, SCRIPT LOAD, the batch) returns at
+ * once (before: blocked ~300 ms in SCRIPT LOAD, 600 ms with a password);
+ * the decision falls back when the batch's one deadline passes.
+ */
+static void test_redis_reconnect_never_blocks(void **state)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+	struct xrl_redis_pipe *p;
+	struct xrl_decision d;
+	struct flight f = {};
+	char url[96];
+	__u64 t0, ns;
+	int fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, sizeof(url), "redis://u:secret@127.0.0.1:%u/3", ntohs(sa.sin_port));
+	CTX("%s (never answers), timeout 300 ms", url);
+	c = cfg_redis(url, XRL_BE_LOCAL, 2);
+	c->redis_timeout_ns = 300 * MS;
+	l = lim_new(c);
+	p = xrl_limiter_pipe_new(l);
+	assert_non_null(p);
+	EQ(dec_async(l, p, &c->rules[0], "k", &f, &d), 1);
+	t0 = mono();
+	xrl_limiter_pipe_run(p, 0);
+	ns = mono() - t0;
+	print_message("  silent redis: connect + handshake + batch sent in %.3f ms\n", (double)ns / MS);
+	LE(ns, 20 * MS);
+	EQ(f.decided, 0);
+	ns = drive(p, &f, 1);
+	CTX("the decision falls back at the batch's deadline");
+	EQ(d.backend_error, 1);
+	EQ(d.allowed, 1);
+	GE(ns, 250 * MS);
+	LE(ns, 600 * MS);
+	xrl_limiter_pipe_free(p);
+	xrl_limiter_free(l);
+	free(c);
+	close(fd);
+}
+
+/*
+ * Finding 7: what bounds Redis is its maxmemory, with a volatile-* policy
+ * (every xrl key has an expiry). A flood of 20,000 unique keys on a 1/day
+ * rule (each kept a day) into a Redis of maxmemory 3 MB: with volatile-ttl
+ * every decision is answered and memory stays under the cap (keys closest
+ * to full are evicted: their callers regain at most a burst); with
+ * noeviction, writes are refused once it is full: backend errors, every
+ * rule on on_backend_error (what docs/policy.md warns about).
+ */
+static __u64 flood_unique(struct xrl_limiter *l, const struct xrl_http_rule *r, int n,
+			  const char *tag)
+{
+	__u64 errors = 0;
+	char key[48];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%s-user-%d@example.com", tag, i);
+		errors += dec1(l, r, key).backend_error;
+	}
+	return errors;
+}
+
+static void test_redis_maxmemory_bounds(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	struct xrl_http_cfg *c;
+	struct xrl_limiter *l;
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	redis_cmd(&rs, "CONFIG SET maxmemory 3mb");
+	redis_cmd(&rs, "CONFIG SET maxmemory-policy volatile-ttl");
+	c = cfg_live(&rs, "1/day", 5, 2 * SEC);
+	c->breaker_cooldown_ns = 1 * MS;
+	l = lim_new(c);
+	CTX("volatile-ttl, 3 MB: 20,000 unique keys");
+	EQ(flood_unique(l, &c->rules[0], 20000, "a"), 0);
+	print_message("  maxmemory 3 MB, volatile-ttl: %lld keys kept of 20000, used_memory %lld\n",
+		      redis_ask(&rs, "DBSIZE", NULL), redis_ask(&rs, "INFO", "memory"));
+	LE(redis_ask(&rs, "DBSIZE", NULL), 19000);
+	LE(redis_ask(&rs, "INFO", "memory"), 3 * 1024 * 1024 + 64 * 1024);
+	CTX("noeviction, 3 MB: the next 20,000 unique keys");
+	redis_cmd(&rs, "CONFIG SET maxmemory-policy noeviction");
+	GE(flood_unique(l, &c->rules[0], 20000, "b"), 1);
+	xrl_limiter_free(l);
+	free(c);
+	redis_down(&rs);
+}
+
+/*
+ * A reply's arrays are bounded before hiredis allocates them: "*400000000"
+ * asked the old pipe's reader for 3.2 GB (fuzz_resp found it). Guarded: a
+ * reply of a full call (128 decisions of 8 keys: 2,177 elements) reads; one
+ * element more in the same reply, or the huge header, is a reader error.
+ */
+static int guarded_read(const char *resp, size_t len)
+{
+	redisReader *rd = redisReaderCreate();
+	struct xrl_reader_guard *g = xrl_reader_guard_new(rd);
+	void *reply = NULL;
+	int rc, n = 0;
+
+	assert_non_null(g);
+	assert_int_equal(redisReaderFeed(rd, resp, len), REDIS_OK);
+	while ((rc = redisReaderGetReply(rd, &reply)) == REDIS_OK && reply) {
+		xrl_reader_guard_reset(g);
+		freeReplyObject(reply);
+		n++;
+	}
+	redisReaderFree(rd);
+	free(g);
+	return rc == REDIS_OK ? n : -1;
+}
+
+static void test_reader_guard(void **state)
+{
+	enum { FULL = XRL_REDIS_CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH) };
+	static char buf[2 * (16 + FULL * 4)];
+	size_t len = 0;
+
+	CTX("\"*400000000\\r\\n\"");
+	EQ(guarded_read("*400000000\r\n", 12), -1);
+	CTX("two replies of %d elements", FULL);
+	for (int r = 0; r < 2; r++) {
+		len += (size_t)sprintf(buf + len, "*%d\r\n", FULL);
+		for (int i = 0; i < FULL; i++)
+			len += (size_t)sprintf(buf + len, ":1\r\n");
+	}
+	EQ(guarded_read(buf, len), 2);
+	CTX("a reply of %d + 1 elements in two arrays", FULL);
+	len = (size_t)sprintf(buf, "*2\r\n*%d\r\n", FULL - 2);
+	for (int i = 0; i < FULL - 2; i++)
+		len += (size_t)sprintf(buf + len, ":1\r\n");
+	len += (size_t)sprintf(buf + len, "*2\r\n:1\r\n:1\r\n");
+	EQ(guarded_read(buf, len), -1);
+}
+
+/* ---- the model: each backend against a plain GCRA --------------------------- */
+
+/*
+ * A reference GCRA in integer ns, written out plainly: per key a TAT; a
+ * request of c tokens at now: base = max(TAT, now), admitted iff base +
+ * c * emit - now <= tau; a cost above the burst is an error, a cost of 0
+ * is admitted and changes nothing.
+ */
+#define MODEL_KEYS 7
+
+struct model {
+	const char *what;
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	_Atomic __u64 *clk;
+	bool back;           /* the clock may step backwards */
+	bool real_pace;      /* Redis: the clock never runs slower than real time */
+	__u64 tat[MODEL_KEYS];
+	const char *keys[MODEL_KEYS];
+	unsigned seed, seed0;
+};
+
+static __u64 rnd(unsigned *s)
+{
+	__u64 a = (__u64)rand_r(s), b = (__u64)rand_r(s);
+
+	return a << 31 ^ b;
+}
+
+/* The next step of the clock: none, a little, about a token, about the
+ * burst, a jump of days; now and then backwards (if allowed). */
+static void model_tick(struct model *m, __u64 *real_last)
+{
+	const struct xrl_gcra_params *g = &m->r->g;
+	__u64 now = atomic_load(m->clk), step;
+
+	switch (rnd(&m->seed) % 6) {
+	case 0: step = 0; break;
+	case 1: step = rnd(&m->seed) % (g->emit_ns / 100); break;
+	case 2: step = rnd(&m->seed) % (2 * g->emit_ns); break;
+	case 3: step = rnd(&m->seed) % (2 * g->tau_ns); break;
+	case 4: step = rnd(&m->seed) % 4 ? 0 : rnd(&m->seed) % (30 * DAY); break;
+	default: step = g->emit_ns * (rnd(&m->seed) % 3); break;
+	}
+	if (m->back && rnd(&m->seed) % 8 == 0) {
+		__u64 b = rnd(&m->seed) % (2 * g->tau_ns);
+
+		atomic_store(m->clk, now > b + DAY ? now - b : now);
+		return;
+	}
+	if (m->real_pace) {
+		/* a key Redis expires (in its real time) must be a full bucket
+		 * in the model's time too: never slower than the real clock,
+		 * with 2 ms for a decision's own time */
+		__u64 r = mono();
+
+		if (step < r - *real_last + 2 * MS)
+			step = r - *real_last + 2 * MS;
+		*real_last = r;
+	}
+	atomic_store(m->clk, now + step);
+}
+
+/* One random request, checked against the reference. */
+static void model_step(struct model *m, int i)
+{
+	const struct xrl_gcra_params *g = &m->r->g;
+	int k = (int)(rnd(&m->seed) % MODEL_KEYS);
+	__u32 cost = (__u32)(rnd(&m->seed) % (g->burst + 3));
+	__u64 now = atomic_load(m->clk), base, nt, used, inc = (__u64)cost * g->emit_ns;
+	struct xrl_decision d;
+	int rc = decc(m->l, m->r, m->keys[k], cost, &d);
+
+	CTX("%s, XRL_MODEL_SEED=%u, step %d: key %d, cost %u, now %llu, model TAT %llu (%+lld ns)", m->what,
+	    m->seed0, i, k, cost, (ull)now, (ull)m->tat[k], (long long)(m->tat[k] - now));
+	if (cost > g->burst) {
+		EQ(rc, -E2BIG);
+		return;
+	}
+	EQ(rc, 0);
+	if (!cost) {
+		EQ(d.allowed, 1);
+		return;
+	}
+	EQ(d.backend_error, strstr(m->what, "local") != NULL);
+	base = m->tat[k] > now ? m->tat[k] : now;
+	nt = base + inc;
+	EQ(d.limit, g->burst);
+	if (nt - now <= g->tau_ns) {
+		EQ(d.allowed, 1);
+		EQ(d.remaining, (g->tau_ns - (nt - now)) / g->emit_ns);
+		EQ(d.reset_s, (nt - now + SEC - 1) / SEC);
+		m->tat[k] = nt;
+	} else {
+		__u64 wait = m->tat[k] + inc - g->tau_ns - now;
+
+		EQ(d.allowed, 0);
+		EQ(d.retry_after_s, wait < SEC ? 1 : (wait + SEC - 1) / SEC);
+		used = m->tat[k] > now ? m->tat[k] - now : 0; /* beyond tau after a step back */
+		EQ(d.remaining, used >= g->tau_ns ? 0 : (g->tau_ns - used) / g->emit_ns);
+		EQ(d.reset_s, m->tat[k] > now ? (m->tat[k] - now + SEC - 1) / SEC : 0);
+	}
+}
+
+/*
+ * Run n steps. Keys: short ones, two 4 KiB keys that differ in their last
+ * byte, the first 256 bytes of them, and one shaped like a digest's name.
+ * The seed is XRL_MODEL_SEED if set, else fixed; printed with any failure.
+ */
+static void model_run(struct model *m, int n)
+{
+	const char *env = getenv("XRL_MODEL_SEED");
+	static char prefix[257];
+	__u64 real_last = mono();
+
+	long_keys_init();
+	memcpy(prefix, long_a, 256);
+	m->keys[0] = "a";
+	m->keys[1] = "b";
+	m->keys[2] = long_a;
+	m->keys[3] = long_b;
+	m->keys[4] = prefix;
+	m->keys[5] = hash_like;
+	m->keys[6] = "c";
+	m->seed = m->seed0 = env ? (unsigned)strtoul(env, NULL, 0) : 20261201;
+	for (int k = 0; k < MODEL_KEYS; k++)
+		m->tat[k] = 0;
+	xrl_limiter_set_clock(m->l, m->clk);
+	for (int i = 0; i < n; i++) {
+		model_tick(m, &real_last);
+		model_step(m, i);
+	}
+}
+
+/* 7/h (emit 514285714286 ns, not a round number), burst 5. */
+static struct xrl_http_cfg *model_cfg(const char *url, enum xrl_backend_err be)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	char err[256] = "";
+
+	if (url)
+		assert_int_equal(xrl_http_backend_parse(url, c, err, sizeof(err)), 0);
+	rule_add(c, "api", "7/h", 5);
+	c->rules[0].on_backend_error = be;
+	c->redis_timeout_ns = 2 * SEC;
+	c->breaker_cooldown_ns = 1 * SEC;
+	cfg_done(c);
+	return c;
+}
+
+static void test_model_memory(void **state)
+{
+	static _Atomic __u64 clk = 400 * DAY;
+	struct xrl_http_cfg *c = model_cfg(NULL, XRL_BE_OPEN);
+	struct model m = { .what = "memory", .clk = &clk, .back = true };
+
+	m.l = lim_new(c);
+	m.r = &c->rules[0];
+	model_run(&m, 4000);
+	xrl_limiter_free(m.l);
+	free(c);
+}
+
+/* Redis down (port 1 refuses): every decision by the local fallback. */
+static void test_model_local(void **state)
+{
+	static _Atomic __u64 clk = 400 * DAY;
+	struct xrl_http_cfg *c = model_cfg("redis://127.0.0.1:1", XRL_BE_LOCAL);
+	struct model m = { .what = "local fallback", .clk = &clk, .back = true };
+
+	m.l = lim_new(c);
+	m.r = &c->rules[0];
+	model_run(&m, 4000);
+	xrl_limiter_free(m.l);
+	free(c);
+}
+
+/* Redis: the script, the over-limit cache, the key names. Its clock only
+ * moves forward, never slower than real time (keys expire in Redis's). */
+static void test_model_redis(void **state)
+{
+	static struct rsrv rs; /* static: redis_teardown reaches it after a failure */
+	static _Atomic __u64 clk = 400 * DAY;
+	struct xrl_http_cfg *c;
+	struct model m = { .what = "redis", .clk = &clk, .real_pace = true };
+
+	NEED_REDIS_SERVER();
+	rs = (struct rsrv){};
+	redis_up(&rs);
+	c = model_cfg(rs.url, XRL_BE_CLOSED);
+	m.l = lim_new(c);
+	m.r = &c->rules[0];
+	model_run(&m, 3000);
+	CTX("redis: the over-limit cache answered some");
+	GE(stats(m.l).overlimit_cache_hits, 1);
+	xrl_limiter_free(m.l);
+	free(c);
+	redis_down(&rs);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2204,8 +2833,22 @@ int main(void)
 		cmocka_unit_test_teardown(test_redis_auth, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_outage_and_restart, redis_teardown),
 		cmocka_unit_test_teardown(test_redis_two_instances_exact, redis_teardown),
+		cmocka_unit_test_teardown(test_overlimit_cache_per_cost, redis_teardown),
+		cmocka_unit_test_teardown(test_long_keys_distinct, redis_teardown),
+		cmocka_unit_test(test_siphash128_vectors),
+		cmocka_unit_test(test_reader_guard),
+		cmocka_unit_test_teardown(test_redis_key_ttl_minimal, redis_teardown),
+		cmocka_unit_test(test_concurrent_reload_penalty),
+		cmocka_unit_test(test_redis_reconnect_never_blocks),
+		cmocka_unit_test_teardown(test_redis_maxmemory_bounds, redis_teardown),
+		cmocka_unit_test(test_model_memory),
+		cmocka_unit_test(test_model_local),
+		cmocka_unit_test_teardown(test_model_redis, redis_teardown),
 	};
 
+	/* e.g. XRL_TEST_FILTER='*concurrent*': the threaded cases (make test-tsan) */
+	if (getenv("XRL_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("XRL_TEST_FILTER"));
 	log_init("test_limiter", XRL_LOG_ERR, 0);
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
