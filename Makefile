@@ -28,7 +28,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c
+LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
+              user/http_req.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HTTP_SRCS  := user/limiter.c user/http_tier.c
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
@@ -39,7 +40,7 @@ XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
-              $(BUILD)/tests/test_limiter
+              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_http
 BPF_TESTS  := $(BUILD)/tests/test_bpf
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -95,6 +96,10 @@ $(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 

@@ -53,6 +53,7 @@ for g in "${groups[@]}"; do
 		run unit/test_policy "$B/tests/test_policy"
 		run unit/test_config "$B/tests/test_config"
 		run unit/test_limiter "$B/tests/test_limiter"
+		run unit/test_http "$B/tests/test_http"
 		;;
 	bpf)
 		root_run bpf/test_bpf "$B/tests/test_bpf"
