@@ -30,7 +30,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
         fuzz fuzz-build asan-build san-targets
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
-              user/privs.c user/verify.c
+              user/privs.c user/verify.c user/http_req.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HTTP_SRCS  := user/limiter.c user/http_tier.c
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
@@ -41,7 +41,8 @@ XRLCTL     := $(BUILD)/xrlctl
 GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
-              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl
+              $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
+              $(BUILD)/tests/test_http
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -108,6 +109,10 @@ $(BUILD)/tests/test_verify: $(BUILD)/tests/unit/test_verify.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 

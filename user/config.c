@@ -886,6 +886,26 @@ static int bool_val(struct cx *x, const yaml_node_t *n, const char *path, bool *
 	return rc;
 }
 
+/*
+ * A path_prefix must be written as requests are matched, normalised
+ * (xrl_http_path_norm): "/api//holds" or "/api/%68olds" would never match
+ * anything, so they are errors that show the form to write.
+ */
+static int path_prefix_val(struct cx *x, const yaml_node_t *n, const char *path, const char *s,
+			   char *out, size_t outlen)
+{
+	char norm[sizeof(((struct xrl_http_rule *)0)->path_prefix)];
+	int rc = xrl_http_path_norm(s, strlen(s), norm, sizeof(norm));
+
+	if (rc < 0)
+		return at(x, n, "%s: expected a path (no query, no bad %%XX escape, no %%00), got '%s'",
+			  path, s);
+	if (strcmp(norm, s))
+		return at(x, n, "%s: '%s' is not how requests are matched (dot segments removed, '//' "
+			  "merged, %%XX decoded, ;params cut): write '%s'", path, s, norm);
+	snprintf(out, outlen, "%s", norm);
+	return 0;
+}
 
 static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
@@ -944,7 +964,8 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			if (s[0] != '/' || strlen(s) >= sizeof(r->path_prefix))
 				return at(x, m[1].v, "%s: expected a path starting with /, got %s", p2,
 					  desc(m[1].v, d, sizeof(d)));
-			snprintf(r->path_prefix, sizeof(r->path_prefix), "%s", s);
+			if ((rc = path_prefix_val(x, m[1].v, p2, s, r->path_prefix, sizeof(r->path_prefix))))
+				return rc;
 		}
 	}
 	if (f[2].v) {
@@ -1001,26 +1022,152 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	return 0;
 }
 
+/* http.trusted_proxies and http.forwarded_from: whom the tier believes. */
+static int parse_http_trust(struct cx *x, yaml_node_t *tp, yaml_node_t *ff)
+{
+	static const char *const fw[] = { "nginx", "traefik", "caddy", "envoy", "none" };
+	static const int fwv[] = { XRL_FWD_NGINX, XRL_FWD_TRAEFIK, XRL_FWD_CADDY, XRL_FWD_ENVOY,
+				   XRL_FWD_NONE };
+	struct xrl_http_cfg *h = &x->c->http;
+	yaml_node_item_t *items;
+	size_t count;
+	int rc, e;
+
+	if (tp) {
+		if ((rc = sequence(x, tp, "http.trusted_proxies", "address prefixes", &items, &count)))
+			return rc;
+		for (size_t i = 0; i < count; i++) {
+			char p2[PATHLEN];
+
+			if (i >= XRL_HTTP_MAX_TRUSTED)
+				return at(x, item(x, items, i), "http.trusted_proxies: at most %d entries",
+					  XRL_HTTP_MAX_TRUSTED);
+			snprintf(p2, sizeof(p2), "http.trusted_proxies[%zu]", i);
+			if ((rc = prefix_val(x, item(x, items, i), p2, &h->trusted[i])))
+				return rc;
+			h->n_trusted = (__u32)i + 1;
+		}
+	}
+	if (ff) {
+		if ((rc = ENUM(x, ff, "http.forwarded_from", fw, fwv, &e)))
+			return rc;
+		h->forwarded_from = (enum xrl_fwd_from)e;
+	}
+	return 0;
+}
+
+/*
+ * http.idle_timeout: libmicrohttpd counts whole seconds and takes 0 as "no
+ * timeout", so under 1 s is an error (it would have truncated to 0) and a
+ * fraction is rounded up; a day at most (an unsigned count of seconds).
+ */
+static int parse_http_idle(struct cx *x, yaml_node_t *n)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	char d[64];
+	__u64 v;
+	int rc;
+
+	if ((rc = dur_val(x, n, "http.idle_timeout", &v)))
+		return rc;
+	if (v < XRL_NSEC_PER_SEC || v > 86400 * XRL_NSEC_PER_SEC)
+		return at(x, n, "http.idle_timeout: expected 1s to 1d (whole seconds; a fraction is "
+			  "rounded up), got %s", desc(n, d, sizeof(d)));
+	h->idle_timeout_ns = (v + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC * XRL_NSEC_PER_SEC;
+	return 0;
+}
+
+/* The server's bounds: f[0..4] = max_connections, idle_timeout,
+ * max_header_bytes, max_keys, threads. */
+static int parse_http_bounds(struct cx *x, struct field *f)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	__u64 v;
+	int rc;
+
+	if (f[0].v) {
+		if ((rc = uint_val(x, f[0].v, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
+			return rc;
+		h->max_connections = (__u32)v;
+	}
+	if (f[1].v && (rc = parse_http_idle(x, f[1].v)))
+		return rc;
+	if (f[2].v) {
+		if ((rc = uint_val(x, f[2].v, "http.max_header_bytes", "a number from 1024 to 1048576",
+				   1024, 1 << 20, &v)))
+			return rc;
+		h->max_header_bytes = (__u32)v;
+	}
+	if (f[3].v) {
+		if ((rc = uint_val(x, f[3].v, "http.max_keys", "a number from 1024 to 268435456",
+				   1024, 1u << 28, &v)))
+			return rc;
+		h->memory_max_keys = (__u32)v;
+	}
+	if (f[4].v) {
+		if ((rc = uint_val(x, f[4].v, "http.threads", "a number from 1 to 64", 1, 64, &v)))
+			return rc;
+		h->threads = (__u32)v;
+	}
+	return 0;
+}
+
+/* http.shed and http.penalty. */
+static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t *pen)
+{
+	struct field sf[] = { { .key = "rate" }, { .key = "burst" } };
+	struct xrl_http_cfg *h = &x->c->http;
+	__u64 v;
+	int rc;
+
+	if (shed) {
+		if ((rc = mapping(x, shed, "http.shed", "shed", sf, 2)))
+			return rc;
+		if (!sf[0].v || !sf[1].v)
+			return at(x, shed, "http.shed: needs rate and burst (the capacity of the whole service)");
+		if ((rc = rate_val(x, sf[0].v, "http.shed.rate", &h->shed_rate)))
+			return rc;
+		if ((rc = uint_val(x, sf[1].v, "http.shed.burst", "a whole number from 1 to 100000000",
+				   1, XRL_GCRA_BURST_MAX, &v)))
+			return rc;
+		h->shed_burst = (__u32)v;
+		h->shed_enabled = true;
+	}
+	if (pen) {
+		/* same shape as the top-level penalty section */
+		struct xrl_penalty_cfg saved = x->c->penalty;
+
+		if ((rc = parse_penalty(x, pen, false)))
+			return rc;
+		h->penalty.enabled = true;
+		h->penalty.strikes = x->c->penalty.strikes;
+		h->penalty.window_ns = x->c->penalty.window_ns;
+		h->penalty.base_ns = x->c->penalty.base_ns;
+		h->penalty.max_ns = x->c->penalty.max_ns;
+		x->c->penalty = saved;
+	}
+	return 0;
+}
+
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
 	struct field f[] = { { .key = "listen" }, { .key = "backend" }, { .key = "redis_timeout" },
 			     { .key = "breaker_cooldown" }, { .key = "trusted_proxies" }, { .key = "headers" },
 			     { .key = "max_connections" }, { .key = "idle_timeout" },
 			     { .key = "max_header_bytes" }, { .key = "max_keys" }, { .key = "threads" },
-			     { .key = "shed" }, { .key = "penalty" }, { .key = "rules" } };
+			     { .key = "shed" }, { .key = "penalty" }, { .key = "rules" },
+			     { .key = "forwarded_from" }, { .key = "ignore_path_case" } };
 	struct field hf[] = { { .key = "ietf" }, { .key = "x_ratelimit" } };
-	struct field sf[] = { { .key = "rate" }, { .key = "burst" } };
 	struct xrl_http_cfg *h = &x->c->http;
 	char msg[XRL_ERRLEN], d[64];
 	yaml_node_item_t *items;
 	size_t count;
 	const char *s;
-	__u64 v;
 	int rc;
 
 	xrl_http_cfg_init(h);
 	x->c->has_http = true;
-	if ((rc = mapping(x, n, "http", "http", f, 14)))
+	if ((rc = mapping(x, n, "http", "http", f, 16)))
 		return rc;
 	if (f[0].v) {
 		if ((rc = scalar(x, f[0].v, "http.listen", "HOST:PORT such as 127.0.0.1:9090", &s)))
@@ -1040,21 +1187,10 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[3].v && (rc = dur_val(x, f[3].v, "http.breaker_cooldown", &h->breaker_cooldown_ns)))
 		return rc;
-	if (f[4].v) {
-		if ((rc = sequence(x, f[4].v, "http.trusted_proxies", "address prefixes", &items, &count)))
-			return rc;
-		for (size_t i = 0; i < count; i++) {
-			char p2[PATHLEN];
-
-			if (i >= XRL_HTTP_MAX_TRUSTED)
-				return at(x, item(x, items, i), "http.trusted_proxies: at most %d entries",
-					  XRL_HTTP_MAX_TRUSTED);
-			snprintf(p2, sizeof(p2), "http.trusted_proxies[%zu]", i);
-			if ((rc = prefix_val(x, item(x, items, i), p2, &h->trusted[i])))
-				return rc;
-			h->n_trusted = (__u32)i + 1;
-		}
-	}
+	if ((rc = parse_http_trust(x, f[4].v, f[14].v)))
+		return rc;
+	if (f[15].v && (rc = bool_val(x, f[15].v, "http.ignore_path_case", &h->ignore_path_case)))
+		return rc;
 	if (f[5].v) {
 		if ((rc = mapping(x, f[5].v, "http.headers", "headers", hf, 2)))
 			return rc;
@@ -1063,56 +1199,10 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		if (hf[1].v && (rc = bool_val(x, hf[1].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
 			return rc;
 	}
-	if (f[6].v) {
-		if ((rc = uint_val(x, f[6].v, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
-			return rc;
-		h->max_connections = (__u32)v;
-	}
-	if (f[7].v && (rc = dur_val(x, f[7].v, "http.idle_timeout", &h->idle_timeout_ns)))
+	if ((rc = parse_http_bounds(x, &f[6])))
 		return rc;
-	if (f[8].v) {
-		if ((rc = uint_val(x, f[8].v, "http.max_header_bytes", "a number from 1024 to 1048576",
-				   1024, 1 << 20, &v)))
-			return rc;
-		h->max_header_bytes = (__u32)v;
-	}
-	if (f[9].v) {
-		if ((rc = uint_val(x, f[9].v, "http.max_keys", "a number from 1024 to 268435456",
-				   1024, 1u << 28, &v)))
-			return rc;
-		h->memory_max_keys = (__u32)v;
-	}
-	if (f[10].v) {
-		if ((rc = uint_val(x, f[10].v, "http.threads", "a number from 1 to 64", 1, 64, &v)))
-			return rc;
-		h->threads = (__u32)v;
-	}
-	if (f[11].v) {
-		if ((rc = mapping(x, f[11].v, "http.shed", "shed", sf, 2)))
-			return rc;
-		if (!sf[0].v || !sf[1].v)
-			return at(x, f[11].v, "http.shed: needs rate and burst (the capacity of the whole service)");
-		if ((rc = rate_val(x, sf[0].v, "http.shed.rate", &h->shed_rate)))
-			return rc;
-		if ((rc = uint_val(x, sf[1].v, "http.shed.burst", "a whole number from 1 to 100000000",
-				   1, XRL_GCRA_BURST_MAX, &v)))
-			return rc;
-		h->shed_burst = (__u32)v;
-		h->shed_enabled = true;
-	}
-	if (f[12].v) {
-		/* same shape as the top-level penalty section */
-		struct xrl_penalty_cfg saved = x->c->penalty;
-
-		if ((rc = parse_penalty(x, f[12].v, false)))
-			return rc;
-		h->penalty.enabled = true;
-		h->penalty.strikes = x->c->penalty.strikes;
-		h->penalty.window_ns = x->c->penalty.window_ns;
-		h->penalty.base_ns = x->c->penalty.base_ns;
-		h->penalty.max_ns = x->c->penalty.max_ns;
-		x->c->penalty = saved;
-	}
+	if ((rc = parse_http_shed_penalty(x, f[11].v, f[12].v)))
+		return rc;
 	if (f[13].v) {
 		if ((rc = sequence(x, f[13].v, "http.rules", "rules (- name: ...)", &items, &count)))
 			return rc;

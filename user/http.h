@@ -24,6 +24,7 @@
 #define XRL_HTTP_MAX_TRUSTED  64
 #define XRL_HTTP_MAX_MATCH    8      /* rules one request is checked against */
 #define XRL_HTTP_KEY_MAX      256    /* a derived key (address, bearer digest); header keys are used whole */
+#define XRL_HTTP_PATH_MAX     8192   /* bytes of a request path (query cut); beyond: 414 */
 
 enum xrl_key_kind {
 	XRL_KEY_HEADER = 0,   /* header:NAME */
@@ -41,6 +42,19 @@ enum xrl_missing_key {
 	XRL_MISSING_SKIP = 0, /* the rule does not apply to this request */
 	XRL_MISSING_REFUSE,   /* refuse: 429 naming the missing identity */
 	XRL_MISSING_CLIENT_IP,/* fall back to the client address */
+};
+
+/*
+ * Who tells xrld the original request's method and URI (http.forwarded_from).
+ * The headers of the chosen kind are believed only from a trusted proxy;
+ * those of any other kind are never read.
+ */
+enum xrl_fwd_from {
+	XRL_FWD_NGINX = 0,    /* X-Original-Method, X-Original-URI (default) */
+	XRL_FWD_TRAEFIK,      /* X-Forwarded-Method, X-Forwarded-Uri */
+	XRL_FWD_CADDY,        /* the same headers as Traefik */
+	XRL_FWD_ENVOY,        /* ext_authz: the request's own method, its path after /v1/auth */
+	XRL_FWD_NONE,         /* the same as envoy: no header is read */
 };
 
 struct xrl_http_rule {
@@ -72,12 +86,14 @@ struct xrl_http_cfg {
 	__u64 breaker_cooldown_ns;     /* how long a dead Redis is left alone; 1 s */
 	__u32 n_trusted;
 	struct xrl_prefix trusted[XRL_HTTP_MAX_TRUSTED];
+	enum xrl_fwd_from forwarded_from; /* default nginx */
+	bool  ignore_path_case;        /* match path_prefix case-insensitively */
 	__u32 n_rules;
 	struct xrl_http_rule rules[XRL_HTTP_MAX_RULES];
 	bool  x_ratelimit_headers;     /* X-RateLimit-*; default on */
 	bool  ietf_headers;            /* RateLimit-Policy / RateLimit; default on */
 	__u32 max_connections;         /* default 1024 */
-	__u64 idle_timeout_ns;         /* default 30 s */
+	__u64 idle_timeout_ns;         /* default 30 s; whole seconds, 1 s to 1 day */
 	__u32 max_header_bytes;        /* default 8192; beyond: 431 */
 	__u32 memory_max_keys;         /* in-process buckets; default 1,000,000 */
 	__u32 threads;                 /* server threads; default 2 */
@@ -103,6 +119,80 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
  * a host, or one too long; -ERANGE: the port is not a number from 1 to
  * 65535. */
 int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port);
+
+/*
+ * Fields libmicrohttpd is started with, which a reload cannot change: the
+ * names of those that differ between the running configuration and the
+ * new one, comma-separated, into out (empty when none does). Returns how
+ * many differ.
+ */
+int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
+			      char *out, size_t outlen);
+
+/* ---- requests as plain strings (http_req.c; no libmicrohttpd types) -------- */
+
+/*
+ * The path a rule is matched against, from a request target (the n bytes at
+ * in: origin-form "/p?q", or absolute-form "http://h/p"), into out (at most
+ * n + 1 bytes are written, NUL included; the result is never longer than
+ * the input). What the backend could route to one handler comes out as one
+ * string: query and fragment cut; %XX of unreserved characters and of '/'
+ * decoded (as nginx does), other escapes kept with upper-case hex; ";params"
+ * cut from each segment (Tomcat's "..;/"); "." and ".." segments removed
+ * (RFC 3986 5.2.4, ".." above the root stays at the root); runs of '/'
+ * merged. Case is kept (RFC 3986: paths are case-sensitive).
+ * Returns the length, -EINVAL for what no server accepts (an empty or
+ * relative target, a bad or truncated escape, %00, a control byte), or
+ * -ENAMETOOLONG when the path does not fit outlen. Idempotent: normalising
+ * the result again gives it back.
+ */
+int xrl_http_path_norm(const char *in, size_t n, char *out, size_t outlen);
+
+/*
+ * One X-Forwarded-For entry, the n bytes at s: an address, with optional
+ * whitespace around it, optionally in double quotes (RFC 7239 style),
+ * optionally with a port ("203.0.113.1:1111", "[2001:db8::1]:3333",
+ * "[2001:db8::1]"). An IPv4-mapped IPv6 address is taken as the IPv4 one.
+ * Returns 0 or -EINVAL.
+ */
+int xrl_http_addr_parse(const char *s, size_t n, struct xrl_prefix *p);
+bool xrl_http_trusted(const struct xrl_http_cfg *c, const struct xrl_prefix *a);
+
+/*
+ * The client address: peer (the direct peer's address as text) unless it is
+ * a trusted proxy; then xff (the X-Forwarded-For field lines joined with
+ * ',', xfflen bytes, NULL: none) is walked right to left over trusted hops,
+ * and the first untrusted address is the client. A malformed entry stops
+ * the walk at the last address vouched for. The address is written in its
+ * canonical text form (no port, no brackets) to out.
+ */
+void xrl_http_client_addr(const struct xrl_http_cfg *c, const char *peer, const char *xff,
+			  size_t xfflen, char *out, size_t outlen);
+
+/* The header names that carry the original method and URI for f (NULL:
+ * none, the request's own line is used). */
+void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const char **uri_hdr);
+
+/*
+ * What rules see of a forward-auth request. method and url: the request's
+ * own line (url raw, not %-decoded, without the query); fm and fu: the
+ * values of the forwarded headers of the configured kind, passed only when
+ * the peer is trusted (NULL: absent); dup: one of them came more than once.
+ * With headers of the configured kind, a trusted peer must send both, once.
+ * Otherwise (envoy, none, or an untrusted peer) the request's own method
+ * and its path after "/v1/auth" are used. On success *om is the method and
+ * path holds the normalised path (pathlen bytes at most).
+ * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
+ */
+int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *method,
+		      const char *url, const char *fm, const char *fu, bool dup,
+		      const char **om, char *path, size_t pathlen, const char **why);
+
+/* r matches the (already normalised) method and path: methods compare
+ * case-sensitively (RFC 9110 9.1), path prefixes byte for byte unless
+ * c->ignore_path_case. */
+bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rule *r,
+			 const char *method, const char *path);
 
 /* ---- the limiter ----------------------------------------------------------- */
 

@@ -63,7 +63,7 @@
 
 #define BODY_MAX 16384
 
-enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_429, ST_503, ST_MAX };
+enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_414, ST_429, ST_503, ST_MAX };
 
 /*
  * A configuration with the count of requests waiting for Redis with rules
@@ -99,6 +99,7 @@ struct xrl_http_server {
 	struct srv_cfg *retired;      /* still held by a waiting request */
 	_Atomic __u64 shed_tat;       /* global capacity bucket (GCRA, CAS) */
 	_Atomic __u32 gen;            /* bumped by each reload (refusal cache) */
+	_Atomic bool warned_untrusted; /* forwarded headers from an untrusted peer, logged once */
 	_Atomic __u64 status[ST_MAX];
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
@@ -136,48 +137,26 @@ static __u64 mono_ns(void)
 	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
 }
 
-/* The first n bytes of src as a string, cut to fit size (on every request,
- * where snprintf("%s") showed in the profile). */
-static void copy_cut(char *dst, size_t size, const char *src, size_t n)
-{
-	if (n >= size)
-		n = size - 1;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
 /* ---- identity ------------------------------------------------------------------ */
 
-static bool addr_parse(const char *s, struct xrl_prefix *p)
+/* The direct peer's address as text ("unknown" when there is none). */
+static void peer_text(struct MHD_Connection *conn, char *out, size_t len)
 {
-	memset(p, 0, sizeof(*p));
-	if (inet_pton(AF_INET, s, &p->addr[0]) == 1) {
-		p->family = XRL_AF_INET;
-		p->plen = 32;
-		return true;
-	}
-	if (inet_pton(AF_INET6, s, p->addr) == 1) {
-		p->family = XRL_AF_INET6;
-		p->plen = 128;
-		return true;
-	}
-	return false;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+
+	snprintf(out, len, "unknown");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
 }
 
-static bool trusted(const struct xrl_http_cfg *c, const struct xrl_prefix *a)
+static bool peer_trusted(const struct xrl_http_cfg *c, const char *peer)
 {
-	for (__u32 i = 0; i < c->n_trusted; i++) {
-		const struct xrl_prefix *t = &c->trusted[i];
-		__u32 m[4];
-		bool ok = t->family == a->family;
+	struct xrl_prefix p;
 
-		xrl_prefix_mask(t->family, t->plen, m);
-		for (int w = 0; ok && w < 4; w++)
-			ok = (a->addr[w] & m[w]) == t->addr[w];
-		if (ok)
-			return true;
-	}
-	return false;
+	return !xrl_http_addr_parse(peer, strlen(peer), &p) && xrl_http_trusted(c, &p);
 }
 
 /* All X-Forwarded-For fields, in order, as one list (RFC 9110 5.3): a proxy
@@ -193,55 +172,19 @@ static enum MHD_Result xff_join(void *cls, enum MHD_ValueKind kind, const char *
 	return MHD_YES;
 }
 
-/*
- * The client address: the direct peer, unless the peer is a trusted proxy,
- * in which case X-Forwarded-For is walked right to left over trusted hops;
- * the first untrusted address is the client. A malformed entry stops the
- * walk at the last address we could vouch for. The whole list is walked
- * (it is bounded by max_header_bytes): only its right end was written by
- * our proxies, so it must never be cut there.
- */
+/* The client address (xrl_http_client_addr): X-Forwarded-For is read only
+ * when the peer is a trusted proxy. */
 static void client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
 		      size_t len)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-	struct xrl_prefix peer;
+	char peer[INET6_ADDRSTRLEN];
 	struct xrl_buf xb = {};
-	char cand[INET6_ADDRSTRLEN] = "unknown";
 
-	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, cand, sizeof(cand));
-	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, cand, sizeof(cand));
-	if (addr_parse(cand, &peer) && trusted(c, &peer))
+	peer_text(conn, peer, sizeof(peer));
+	if (peer_trusted(c, peer))
 		MHD_get_connection_values(conn, MHD_HEADER_KIND, xff_join, &xb);
-	if (xb.p && !xb.oom) {
-		char *buf = xb.p, *end = buf + xb.len;
-
-		while (end > buf) {
-			char *start = end, *a, *e;
-			struct xrl_prefix p;
-
-			while (start > buf && start[-1] != ',')
-				start--;
-			a = start;
-			while (*a == ' ' || *a == '\t')
-				a++;
-			e = end;
-			while (e > a && (e[-1] == ' ' || e[-1] == '\t'))
-				e--;
-			*e = '\0';
-			if (!addr_parse(a, &p))
-				break;
-			snprintf(cand, sizeof(cand), "%s", a);
-			if (!trusted(c, &p))
-				break;
-			end = start > buf ? start - 1 : buf;
-		}
-	}
+	xrl_http_client_addr(c, peer, xb.oom ? NULL : xb.p, xb.oom ? 0 : xb.len, out, len);
 	xrl_buf_free(&xb);
-	snprintf(out, len, "%s", cand);
 }
 
 /*
@@ -254,7 +197,7 @@ static void client_key(const char *ip, char *out, size_t len)
 	struct xrl_prefix p;
 	__u32 m[4];
 
-	if (!strchr(ip, ':') || !addr_parse(ip, &p)) {
+	if (!strchr(ip, ':') || xrl_http_addr_parse(ip, strlen(ip), &p)) {
 		snprintf(out, len, "%s", ip);
 		return;
 	}
@@ -632,6 +575,93 @@ static enum MHD_Result auth_answer(struct xrl_http_server *s, const struct srv_c
 	return ret;
 }
 
+/* The forwarded headers of the configured kind: their values, and whether
+ * one came twice (a client's copy beside the proxy's). */
+struct fwd_scan {
+	const char *mh, *uh, *m, *u;
+	bool dup;
+};
+
+static enum MHD_Result fwd_scan_one(void *cls, enum MHD_ValueKind kind, const char *key,
+				    const char *value)
+{
+	struct fwd_scan *f = cls;
+
+	(void)kind;
+	if (key && !strcasecmp(key, f->mh)) {
+		f->dup |= f->m != NULL;
+		f->m = value ? value : "";
+	} else if (key && !strcasecmp(key, f->uh)) {
+		f->dup |= f->u != NULL;
+		f->u = value ? value : "";
+	}
+	return MHD_YES;
+}
+
+/*
+ * The method and normalised path rules see (xrl_http_original): the
+ * headers of http.forwarded_from, from a trusted proxy only. Returns 0, or
+ * -errno once a 400 or 414 is queued (*ret its result).
+ */
+static int original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+		       struct MHD_Connection *conn, const char *method, const char *url,
+		       const char **om, char *path, size_t pathlen, enum MHD_Result *ret)
+{
+	struct fwd_scan f = {};
+	char peer[INET6_ADDRSTRLEN];
+	const char *why = "";
+	bool trusted = false;
+	int rc;
+
+	xrl_http_fwd_headers(c->forwarded_from, &f.mh, &f.uh);
+	if (f.mh) {
+		peer_text(conn, peer, sizeof(peer));
+		trusted = peer_trusted(c, peer);
+		if (trusted)
+			MHD_get_connection_values(conn, MHD_HEADER_KIND, fwd_scan_one, &f);
+		else if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, f.uh) &&
+			 !atomic_exchange(&s->warned_untrusted, true))
+			log_warnx("http: %s from %s is ignored, as %s is not in http.trusted_proxies: "
+				  "rules see the request's own line (said once)", f.uh, peer, peer);
+	}
+	rc = xrl_http_original(c, trusted, method, url, f.m, f.u, f.dup, om, path, pathlen, &why);
+	if (!rc)
+		return 0;
+	if (rc == -ENAMETOOLONG) {
+		atomic_fetch_add(&s->status[ST_414], 1);
+		*ret = problem(conn, 414, "URI Too Long", why);
+	} else {
+		atomic_fetch_add(&s->status[ST_400], 1);
+		*ret = problem(conn, 400, "Bad Request", why);
+	}
+	return rc;
+}
+
+/* The key of rule r for this request into kb (NULL: the request has none,
+ * before on_missing_key); ip is the client address, found once. */
+static const char *rule_key(const struct xrl_http_cfg *c, struct MHD_Connection *conn,
+			    const struct xrl_http_rule *r, char *kb, size_t kblen, char *ip,
+			    size_t iplen)
+{
+	const char *v = NULL;
+
+	switch (r->key_kind) {
+	case XRL_KEY_HEADER:
+		v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, r->header);
+		if (!v || !*v)
+			return NULL;
+		return v; /* whole: the limiter copies what it keeps (a 4 KiB JWT too) */
+	case XRL_KEY_BEARER:
+		return bearer_key(conn, kb, kblen) ? kb : NULL;
+	case XRL_KEY_CLIENT_IP:
+		break;
+	}
+	if (!ip[0])
+		client_ip(c, conn, ip, iplen);
+	client_key(ip, kb, kblen);
+	return kb;
+}
+
 /*
  * Forward-auth: which rules match the original request, their keys, one
  * decision. nginx: refusals as 403 and shedding as 401 (see the top).
@@ -644,23 +674,14 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct srv_cfg *sc,
 	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
 	char keybuf[XRL_HTTP_MAX_MATCH][XRL_HTTP_KEY_MAX + 1];
 	const char *keys[XRL_HTTP_MAX_MATCH];
-	const char *om, *ou;
-	char path[1024], ip[INET6_ADDRSTRLEN] = "";
+	const char *om;
+	char path[XRL_HTTP_PATH_MAX + 1], ip[INET6_ADDRSTRLEN] = "";
+	enum MHD_Result ret;
 	__u64 wait;
 	int n = 0;
 
-	om = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Method");
-	if (!om)
-		om = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Original-Method");
-	ou = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Forwarded-Uri");
-	if (!ou)
-		ou = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "X-Original-URI");
-	if (!om)
-		om = method;
-	if (!ou)
-		ou = url;
-	copy_cut(path, sizeof(path), ou, strcspn(ou, "?#"));
-
+	if (original_of(s, c, conn, method, url, &om, path, sizeof(path), &ret))
+		return ret;
 	if (shed_check(s, c, &wait)) {
 		struct xrl_decision d = { .allowed = false, .shed = true };
 
@@ -672,28 +693,11 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct srv_cfg *sc,
 
 	for (__u32 i = 0; i < c->n_rules && n < XRL_HTTP_MAX_MATCH; i++) {
 		const struct xrl_http_rule *r = &c->rules[i];
-		const char *v = NULL;
+		const char *v;
 
-		if (r->method[0] && strcasecmp(r->method, om))
+		if (!xrl_http_rule_match(c, r, om, path))
 			continue;
-		if (r->path_prefix[0] && strncmp(path, r->path_prefix, strlen(r->path_prefix)))
-			continue;
-		switch (r->key_kind) {
-		case XRL_KEY_HEADER:
-			v = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, r->header);
-			if (v && !*v)
-				v = NULL; /* else whole: the limiter copies what it keeps */
-			break;
-		case XRL_KEY_BEARER:
-			v = bearer_key(conn, keybuf[n], sizeof(keybuf[n])) ? keybuf[n] : NULL;
-			break;
-		case XRL_KEY_CLIENT_IP:
-			if (!ip[0])
-				client_ip(c, conn, ip, sizeof(ip));
-			client_key(ip, keybuf[n], sizeof(keybuf[n]));
-			v = keybuf[n];
-			break;
-		}
+		v = rule_key(c, conn, r, keybuf[n], sizeof(keybuf[n]), ip, sizeof(ip));
 		if (!v) {
 			if (r->on_missing_key == XRL_MISSING_SKIP)
 				continue;
@@ -822,6 +826,13 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct srv_cfg *sc,
 	return check_answer(s, sc, conn, r, &rq->d);
 }
 
+/* Envoy's ext_authz (and none) ask with the original method and path, after
+ * the path_prefix /v1/auth: every path under it is the auth endpoint. */
+static bool own_line(const struct xrl_http_cfg *c)
+{
+	return c->forwarded_from == XRL_FWD_ENVOY || c->forwarded_from == XRL_FWD_NONE;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -873,7 +884,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	}
 
 	pthread_rwlock_rdlock(&s->mu);
-	if (!strcmp(url, "/v1/auth"))
+	if (!strcmp(url, "/v1/auth") || (own_line(&s->cfg->c) && !strncmp(url, "/v1/auth/", 9)))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/auth/nginx"))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, true);
@@ -930,6 +941,19 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	log_debug("http: %s", buf);
+}
+
+/*
+ * The path as it came, not %-decoded: xrl_http_path_norm decodes it once,
+ * with the same rules as the forwarded URI (libmicrohttpd's own decoding
+ * would turn %00 into the end of the string and %2F into a '/' before the
+ * normaliser could refuse or count them).
+ */
+static size_t url_as_is(void *cls, struct MHD_Connection *conn, char *uri)
+{
+	(void)cls;
+	(void)conn;
+	return strlen(uri);
 }
 
 static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
@@ -1141,8 +1165,11 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 					 i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
 					 i ? (void *)(intptr_t)lfd : (void *)&ss,
 					 MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
+					 /* whole seconds, rounded up: 0 would mean none
+					  * (the parser takes 1 s to 1 day) */
 					 MHD_OPTION_CONNECTION_TIMEOUT,
-					 (unsigned)(c->idle_timeout_ns / XRL_NSEC_PER_SEC),
+					 (unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC),
+					 MHD_OPTION_UNESCAPE_CALLBACK, url_as_is, NULL,
 					 /* request line + headers live in this pool: its size is the
 					  * header bound, beyond which libmicrohttpd answers 431 */
 					 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes + 4096,
@@ -1207,11 +1234,22 @@ fail:
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 {
 	struct srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	char changed[160];
 
 	if (!n)
 		return -ENOMEM;
 	n->c = *c;
 	pthread_rwlock_wrlock(&s->mu);
+	/* libmicrohttpd was started with these: they stay as they run, and the
+	 * configuration in force says so */
+	if (xrl_http_cfg_restart_diff(&s->cfg->c, c, changed, sizeof(changed))) {
+		snprintf(n->c.listen, sizeof(n->c.listen), "%s", s->cfg->c.listen);
+		n->c.idle_timeout_ns = s->cfg->c.idle_timeout_ns;
+		n->c.max_connections = s->cfg->c.max_connections;
+		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
+		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
+		n->c.threads = s->cfg->c.threads;
+	}
 	s->cfg->next = s->retired;
 	s->retired = s->cfg;
 	s->cfg = n;
@@ -1226,12 +1264,13 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 		}
 	}
 	atomic_fetch_add(&s->gen, 1);
-	xrl_limiter_set_cfg(s->lim, c);
+	xrl_limiter_set_cfg(s->lim, &n->c);
 	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
 	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
 	pthread_rwlock_unlock(&s->mu);
-	if (strcmp(c->listen, n->c.listen))
-		log_warnx("http listen address changes take effect at restart");
+	if (changed[0])
+		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
+			  "(restart xrld for the change)", changed);
 	return 0;
 }
 
@@ -1253,7 +1292,7 @@ void xrl_http_stop(struct xrl_http_server *s)
 
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 {
-	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405", "413", "429", "503" };
+	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405", "413", "414", "429", "503" };
 	struct xrl_limiter_stats st;
 
 	xrl_limiter_get_stats(s->lim, &st);

@@ -35,6 +35,8 @@ P=$(free_port)
 cat >"$HT_TMP/xrld.yaml" <<EOF
 http:
   listen: 127.0.0.1:$P
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
   penalty: { strikes: 2, window: 1s, base: 3s, max: 10s }
   rules:
     - name: login-account

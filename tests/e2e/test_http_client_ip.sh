@@ -22,6 +22,10 @@
 #   4. T: a client's own X-Forwarded-For field line followed by the proxy's,
 #      and an X-Forwarded-For longer than 1 KiB: the proxy's entry (the
 #      last) decides, so neither gives the client a new bucket
+#   5. T: entries with a port, brackets or quotes ("203.0.113.1:1111",
+#      "[2001:db8::1]:3333", "\"[2001:db8::1]\"") are their client's address:
+#      the port does not make a new bucket, and clients do not share the
+#      proxy's (issue 11, finding 9)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -39,6 +43,7 @@ for n in U T; do
 	cat >"$HT_TMP/$n.yaml" <<EOF
 http:
   listen: 127.0.0.1:$p
+  forwarded_from: traefik
   trusted_proxies: [$tp]
   rules:
     - name: per-ip
@@ -53,9 +58,10 @@ done
 # VALUE is empty); sets H_CODE
 xff() {
 	if [ -n "$2" ]; then
-		hreq "http://127.0.0.1:$1/v1/auth" -H "X-Forwarded-Uri: /x" -H "X-Forwarded-For: $2"
+		hreq "http://127.0.0.1:$1/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /x" \
+			-H "X-Forwarded-For: $2"
 	else
-		hreq "http://127.0.0.1:$1/v1/auth" -H "X-Forwarded-Uri: /x"
+		hreq "http://127.0.0.1:$1/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /x"
 	fi
 }
 
@@ -103,7 +109,8 @@ log "4. trusted peer: the whole header counts"
 # the client's: the fields are one list, the proxy's entry is the last
 c=()
 for i in $(seq 5); do
-	hreq "http://127.0.0.1:$PT/v1/auth" -H "X-Forwarded-Uri: /x" -H "X-Forwarded-For: 7.7.7.$i" \
+	hreq "http://127.0.0.1:$PT/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /x" \
+		-H "X-Forwarded-For: 7.7.7.$i" \
 		-H "X-Forwarded-For: 1.2.3.4"
 	c+=("$H_CODE")
 done
@@ -123,5 +130,20 @@ print(s + ", 1.2.3.4")' "$i")
 	c+=("$H_CODE")
 done
 check_eq "XFF of ${#long} bytes ending in 1.2.3.4 (spent), x5" "${c[*]}" "429 429 429 429 429"
+
+log "5. trusted peer: entries with a port, brackets or quotes"
+c=()
+for port in 1111 1112 1113 1114; do xff "$PT" "198.51.100.1:$port"; c+=("$H_CODE"); done
+check_eq "198.51.100.1 with ports 1111..1114: one bucket" "${c[*]}" "200 200 200 429"
+xff "$PT" "198.51.100.1"
+check_eq "198.51.100.1 without a port: the same bucket" "$H_CODE" 429
+c=()
+for e in "[2001:db8:1::1]:3333" "[2001:db8:1::1]:3334" '"[2001:db8:1::1]"' "2001:db8:1::1"; do
+	xff "$PT" "$e"; c+=("$H_CODE")
+done
+check_eq "2001:db8:1::1 (its /64) as [..]:3333, [..]:3334, \"[..]\", bare: one bucket" "${c[*]}" "200 200 200 429"
+c=()
+for i in $(seq 5); do xff "$PT" "198.51.100.$((10 + i)):4444"; c+=("$H_CODE"); done
+check_eq "5 clients with ports: not the proxy's bucket (all 200)" "${c[*]}" "200 200 200 200 200"
 
 finish

@@ -72,10 +72,10 @@ s0=$(metric "$M" xrl_http_shadow_refusals_total)
 # one curl, one keep-alive connection: 150 requests in well under a second
 urls=()
 for i in $(seq 150); do urls+=("$AUTH"); done
-mapfile -t c < <(curl -s -m 20 -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$" \
+mapfile -t c < <(curl -s -m 20 -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$" \
 	-w '%{http_code}\n' -o /dev/null "${urls[@]}")
 check_eq "150 requests with one token at once (burst 200)" "$(count 200 "${c[@]}")" 150
-hreq "$AUTH" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$"
+hreq "$AUTH" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$"
 check_eq "  quota headers from api-key" "$(hdr RateLimit-Policy)" '"api-key";q=200;w=2'
 s1=$(metric "$M" xrl_http_shadow_refusals_total)
 check_ge "per-ip (shadow, burst 100) refusals counted" "$((s1 - s0))" 1

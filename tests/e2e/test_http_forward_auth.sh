@@ -12,11 +12,15 @@
 #      with Retry-After (integer >= 1), RateLimit-Policy, RateLimit,
 #      X-RateLimit-*, application/problem+json naming the rule in a sentence
 #   2. another user, GET on the route, another path, no identity: 200
-#   3. nginx-style X-Original-Method/X-Original-URI (with a query string):
-#      the same counts on /v1/auth; /v1/auth/nginx says 403 for the refusal
+#   3. forwarded_from traefik, 127.0.0.1 trusted: X-Original-* beside
+#      X-Forwarded-* change nothing, alone they are 400, as are a repeated
+#      X-Forwarded-Uri and a bad escape; "post" is not POST; /v1/auth/nginx
+#      says 403 for the refusal
 #   4. rule quick {POST /api/quick, 1/2s, burst 2}: after a 429, sleeping
 #      exactly Retry-After seconds admits the next request
 #   5. a refusal keeps the keep-alive connection (two requests, one connect)
+#   6. an untrusted peer (trusted_proxies 10.9.9.9): its X-Forwarded-* are
+#      not believed, rules see GET /v1/auth, and xrld says so in its log
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -31,6 +35,8 @@ P=$(free_port)
 cat >"$HT_TMP/xrld.yaml" <<EOF
 http:
   listen: 127.0.0.1:$P
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
   backend: memory
   rules:
     - name: holds
@@ -93,16 +99,27 @@ check_eq "no X-User-Id (on_missing_key skip)" "$H_CODE" 200
 fwd u1 POST /api/holds/12
 check_eq "u1 is still refused" "$H_CODE" 429
 
-log "3. nginx-style X-Original-Method / X-Original-URI"
+log "3. forwarded_from traefik: only X-Forwarded-*, once, from the trusted proxy"
 c=()
-for i in $(seq 11); do orig u3 POST "/api/holds/$i?x=1&y=2"; c+=("$H_CODE"); done
-check_eq "u3 via X-Original-*: 11 requests" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 429"
-check_quota_headers "u3 refusal" holds 10
-check_match "u3 refusal: Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
-orig u3 GET /api/holds/1
-check_eq "u3, GET (X-Original-Method)" "$H_CODE" 200
+for i in $(seq 11); do
+	hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/$i?x=1&y=2" \
+		-H "X-Original-Method: GET" -H "X-Original-URI: /elsewhere" -H "X-User-Id: u3"
+	c+=("$H_CODE")
+done
+check_eq "u3 with X-Original-* beside X-Forwarded-*: 11 requests" "${c[*]}" \
+	"200 200 200 200 200 200 200 200 200 200 429"
+orig u3 POST /api/holds/1
+check_eq "X-Original-* alone: 400 (the trusted proxy sent no X-Forwarded-*)" "$H_CODE" 400
+check_match "  detail" "$(jget "d['detail']" <<<"$H_BODY")" 'forwarded_from'
+hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /x" -H "X-Forwarded-Uri: /api/holds/1" \
+	-H "X-User-Id: u3"
+check_eq "X-Forwarded-Uri twice: 400" "$H_CODE" 400
+fwd u3 POST "/api/%zz"
+check_eq "a bad %XX escape: 400" "$H_CODE" 400
+fwd u3 post /api/holds/1
+check_eq "method post (not POST: RFC 9110 methods are case-sensitive)" "$H_CODE" 200
 c=()
-for i in $(seq 11); do orig u4 POST "/api/holds/$i" "$NGX"; c+=("$H_CODE"); done
+for i in $(seq 11); do fwd u4 POST "/api/holds/$i" "$NGX"; c+=("$H_CODE"); done
 check_eq "u4 via /v1/auth/nginx: 11 requests" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 403"
 check_match "/v1/auth/nginx refusal: Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
 check_quota_headers "/v1/auth/nginx refusal" holds 10
@@ -125,5 +142,16 @@ out=$(curl -s -o /dev/null -o /dev/null -w '%{http_code}/%{num_connects} ' \
 	-H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1" -H "X-User-Id: u1" \
 	"$AUTH" "$AUTH")
 check_eq "two refusals on one curl: status/connects" "${out% }" "429/1 429/0"
+
+
+log "6. an untrusted peer's X-Forwarded-* are not believed"
+PU=$(free_port)
+sed -e "s|listen: 127.0.0.1:$P|listen: 127.0.0.1:$PU|" -e "s|trusted_proxies: \[127.0.0.1\]|trusted_proxies: [10.9.9.9]|" \
+	"$HT_TMP/xrld.yaml" >"$HT_TMP/untrusted.yaml"
+xrld_http_start untrusted "$HT_TMP/untrusted.yaml" "$PU"
+c=()
+for i in $(seq 11); do fwd u1 POST "/api/holds/$i" "http://127.0.0.1:$PU/v1/auth"; c+=("$H_CODE"); done
+check_eq "11 POSTs of u1 named only by X-Forwarded-*: no rule matches GET /v1/auth" "$(count 200 "${c[@]}")" 11
+check_match "xrld logs it once" "$(cat "${HT_LOG[untrusted]}")" 'X-Forwarded-Uri from 127.0.0.1 is ignored'
 
 finish

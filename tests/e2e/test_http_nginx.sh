@@ -9,8 +9,8 @@
 #
 # The snippet is rendered twice, with this test's ports, into one nginx.conf
 # (daemon off, pid and logs in a temporary directory):
-#   server 1 -> xrld 1: rule holds {POST /api/holds, header:X-User-Id, 1/6s,
-#               burst 5}
+#   server 1 -> xrld 1: rule holds {POST /api/holds, bearer, 1/6s, burst 5};
+#               nginx (127.0.0.1) is its trusted proxy, forwarded_from nginx
 #   server 2 -> xrld 2: the same rule plus http.shed {1/min, burst 2}
 # and a third server block is the upstream (200 "upstream ok <uri>", and 403
 # on /api/forbidden).
@@ -40,11 +40,12 @@ http_setup
 X1=$(free_port); X2=$(free_port); N1=$(free_port); N2=$(free_port); UP=$(free_port)
 rule='    - name: holds
       match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
+      key: bearer
       rate: 1/6s
       burst: 5'
-printf 'http:\n  listen: 127.0.0.1:%s\n  rules:\n%s\n' "$X1" "$rule" >"$HT_TMP/x1.yaml"
-printf 'http:\n  listen: 127.0.0.1:%s\n  shed: { rate: 1/min, burst: 2 }\n  rules:\n%s\n' "$X2" "$rule" \
+trust='  forwarded_from: nginx\n  trusted_proxies: [127.0.0.1]\n'
+printf "http:\n  listen: 127.0.0.1:%s\n$trust  rules:\n%s\n" "$X1" "$rule" >"$HT_TMP/x1.yaml"
+printf "http:\n  listen: 127.0.0.1:%s\n$trust  shed: { rate: 1/min, burst: 2 }\n  rules:\n%s\n" "$X2" "$rule" \
 	>"$HT_TMP/x2.yaml"
 xrld_http_start xrld1 "$HT_TMP/x1.yaml" "$X1"
 xrld_http_start xrld2 "$HT_TMP/x2.yaml" "$X2"
@@ -100,7 +101,7 @@ info "nginx on $N1 (-> xrld $X1) and $N2 (-> xrld $X2, shed 1/min burst 2), upst
 log "1. 5 POSTs of user u1 through nginx (burst 5)"
 c=() rem=() bodies=()
 for i in $(seq 5); do
-	hreq "http://127.0.0.1:$N1/api/holds/$i?q=1" -X POST -H "X-User-Id: u1"
+	hreq "http://127.0.0.1:$N1/api/holds/$i?q=1" -X POST -H "Authorization: Bearer u1"
 	c+=("$H_CODE")
 	rem+=("$(hdr X-RateLimit-Remaining)")
 	bodies+=("$H_BODY")
@@ -111,7 +112,7 @@ check_eq "the upstream answered (last body)" "${bodies[4]}" "upstream ok POST /a
 check_quota_headers "allowed answer" holds 5
 
 log "2. the 6th"
-hreq "http://127.0.0.1:$N1/api/holds/6" -X POST -H "X-User-Id: u1"
+hreq "http://127.0.0.1:$N1/api/holds/6" -X POST -H "Authorization: Bearer u1"
 check_eq "status" "$H_CODE" 429
 ra=$(hdr Retry-After)
 check_match "Retry-After is an integer" "$ra" '^[0-9]+$'
@@ -127,21 +128,21 @@ check_eq "the upstream saw the 5 admitted POSTs, not the 6th" \
 	"/api/holds/1 /api/holds/2 /api/holds/3 /api/holds/4 /api/holds/5 "
 
 log "3. others"
-hreq "http://127.0.0.1:$N1/api/holds/1" -X POST -H "X-User-Id: u2"
+hreq "http://127.0.0.1:$N1/api/holds/1" -X POST -H "Authorization: Bearer u2"
 check_eq "user u2" "$H_CODE" 200
 check_eq "u2: X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 4
-hreq "http://127.0.0.1:$N1/api/holds/1" -H "X-User-Id: u1"
+hreq "http://127.0.0.1:$N1/api/holds/1" -H "Authorization: Bearer u1"
 check_eq "u1, GET" "$H_CODE" 200
 check_eq "u1, GET: the upstream's body" "$H_BODY" "upstream ok GET /api/holds/1"
-hreq "http://127.0.0.1:$N1/api/forbidden" -H "X-User-Id: u1"
+hreq "http://127.0.0.1:$N1/api/forbidden" -H "Authorization: Bearer u1"
 check_eq "the upstream's own 403 passes unchanged" "$H_CODE $H_BODY" "403 the application says no"
-hreq "http://127.0.0.1:$N1/api/holds/7" -X POST -H "X-User-Id: u1"
+hreq "http://127.0.0.1:$N1/api/holds/7" -X POST -H "Authorization: Bearer u1"
 check_eq "u1 POST still refused" "$H_CODE" 429
 
 log "4. shedding (server 2: capacity 1/min, burst 2)"
 c=()
 for i in 1 2 3; do
-	hreq "http://127.0.0.1:$N2/api/other/$i" -H "X-User-Id: s$i"
+	hreq "http://127.0.0.1:$N2/api/other/$i" -H "Authorization: Bearer s$i"
 	c+=("$H_CODE")
 done
 check_eq "3 requests" "${c[*]}" "200 200 503"

@@ -46,6 +46,8 @@ for n in A B; do
 		cat <<EOF
 http:
   listen: 127.0.0.1:${!p}
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
   backend: redis://127.0.0.1:$RP
   redis_timeout: ${TIMEOUT_MS}ms
   breaker_cooldown: 1s
@@ -91,7 +93,7 @@ wave() {
 	for r in 1 2 3 4; do
 		pids=()
 		for i in $(seq 16); do
-			curl -s -m 5 -o /dev/null -w '%{http_code}' -H "X-Forwarded-Uri: /$rule/x" \
+			curl -s -m 5 -o /dev/null -w '%{http_code}' -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /$rule/x" \
 				-H "X-User-Id: $2-$r-$i" "http://127.0.0.1:$1/v1/auth" >"$HT_TMP/w.$r.$i" &
 			pids+=("$!")
 		done
@@ -146,7 +148,7 @@ check_match "closed: body .detail" "$(jget "d['detail']" <<<"$H_BODY")" 'unavail
 check_eq "closed: body .rule" "$(jget "d['rule']" <<<"$H_BODY")" closed
 series "$PB" closed c1 2
 check_eq "closed rule via B" "$SERIES" "503 503"
-hreq "http://127.0.0.1:$PA/v1/auth/nginx" -H "X-Original-Method: GET" -H "X-Original-URI: /closed/x" \
+hreq "http://127.0.0.1:$PA/v1/auth/nginx" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /closed/x" \
 	-H "X-User-Id: c1"
 check_eq "closed rule via A's /v1/auth/nginx (shed = 401)" "$H_CODE" 401
 series "$PA" local l1 5

@@ -30,6 +30,8 @@ for n in A B; do
 	cat >"$HT_TMP/$n.yaml" <<EOF
 http:
   listen: 127.0.0.1:${!p}
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
   backend: redis://127.0.0.1:$RP
   redis_timeout: 200ms
   threads: 4

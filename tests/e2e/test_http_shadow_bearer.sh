@@ -40,6 +40,8 @@ metrics: 127.0.0.1:$m
 log_level: debug
 http:
   listen: 127.0.0.1:$p
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
   backend: $be
   rules:
     - name: try-holds
@@ -63,7 +65,7 @@ for n in M R; do
 	log "[$n] 1. shadow rule try-holds (burst 2): 6 requests of user u1"
 	c=()
 	for i in $(seq 6); do
-		hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /shadow/$i" -H "X-User-Id: u1"
+		hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /shadow/$i" -H "X-User-Id: u1"
 		c+=("$H_CODE")
 	done
 	check_eq "[$n] statuses" "${c[*]}" "200 200 200 200 200 200"
@@ -80,21 +82,21 @@ for n in M R; do
 		tv=TOK_$t
 		c=()
 		for i in 1 2 3 4; do
-			hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer ${!tv}"
+			hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer ${!tv}"
 			c+=("$H_CODE")
 			answers+="$(cat "$HT_TMP/last.hdr") $H_BODY"
 		done
 		check_eq "[$n] token $t x4" "${c[*]}" "200 200 200 429"
 	done
-	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: bearer $TOK_A"
+	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: bearer $TOK_A"
 	check_eq "[$n] \"bearer\" in lower case, token A" "$H_CODE" 429
-	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer  $TOK_B"
+	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer  $TOK_B"
 	check_eq "[$n] two spaces before token B" "$H_CODE" 429
-	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer other-$$"
+	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer other-$$"
 	check_eq "[$n] a third token" "$H_CODE" 200
-	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x"
+	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x"
 	check_eq "[$n] no Authorization (on_missing_key skip)" "$H_CODE" 200
-	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Basic dXNlcjpwdw=="
+	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Basic dXNlcjpwdw=="
 	check_eq "[$n] Basic credentials are not a bearer key" "$H_CODE" 200
 	answers+=$(curl -s -m 2 "http://127.0.0.1:$MP/metrics")
 done
@@ -102,7 +104,7 @@ done
 log "3. the raw tokens are nowhere"
 # answers that make libmicrohttpd log (debug): a 431 and a malformed header
 big=$(printf '%*s' 20000 '' | tr ' ' a)
-hreq "http://127.0.0.1:$P_M/v1/auth" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer $TOK_A" -H "X-Big: $big"
+hreq "http://127.0.0.1:$P_M/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer $TOK_A" -H "X-Big: $big"
 check_eq "a 20 KB header with token A" "$H_CODE" 431
 "$XRL_PY" - "$P_M" "$TOK_B" <<'PY'
 import socket, sys
