@@ -316,7 +316,7 @@ evalsha_calls() {
 
 # xrld has loaded its script once it decided (healthz does not load it):
 # ours must be byte-identical, i.e. have the same SHA1
-curl -s -o /dev/null -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
+curl -s -o /dev/null -H 'X-Forwarded-Method: GET' -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
 [ "$("${RCLI[@]}" SCRIPT EXISTS "$SHA" | tr -d '\r')" = 1 ] ||
 	die "the script extracted from user/limiter.c ($T/gcra.lua) differs from the one xrld loaded"
 [ "$("${RCLI[@]}" -x SCRIPT LOAD <"$T/gcra.lua" | tr -d '\r')" = "$SHA" ] ||
