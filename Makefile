@@ -220,7 +220,7 @@ san-targets: $(XRLD) $(UNIT_TESTS)
 deps:
 	$(Q)scripts/install-deps.sh
 
-test: deps all fuzz-build asan-build
+test: deps all fuzz-build asan-build $(BUILD)/tsan/test_limiter
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 test-unit: $(UNIT_TESTS)

@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 B=${BUILD:-build}
 groups=("$@")
-[ ${#groups[@]} -eq 0 ] && groups=(unit bpf e2e fuzz asan)
+[ ${#groups[@]} -eq 0 ] && groups=(unit bpf e2e fuzz asan tsan)
 UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http)
 # The HTTP e2e tests run again on the sanitized xrld: hostile requests, the
 # JSON API, the X-Forwarded-For walk (about a minute together).
@@ -110,8 +110,15 @@ for g in "${groups[@]}"; do
 		rm -rf "$SAN_LOG"
 		unset ASAN_OPTIONS UBSAN_OPTIONS
 		;;
+	tsan)
+		# the limiter's threaded cases under ThreadSanitizer (make test-tsan)
+		run tsan/limiter_concurrent env TSAN_OPTIONS='halt_on_error=1 second_deadlock_stack=1' \
+			XRL_TEST_FILTER='*concurrent*' "$B/tsan/test_limiter"
+		run tsan/limiter_two_instances env TSAN_OPTIONS='halt_on_error=1' \
+			XRL_TEST_FILTER='*two_instances*' "$B/tsan/test_limiter"
+		;;
 	*)
-		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e, fuzz, asan)" >&2
+		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e, fuzz, asan, tsan)" >&2
 		exit 2
 		;;
 	esac
