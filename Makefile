@@ -27,7 +27,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps \
-        fuzz fuzz-build asan-build san-targets
+        fuzz fuzz-build asan-build san-targets tsan-build
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
               user/privs.c user/verify.c user/http_req.c
@@ -215,12 +215,18 @@ SAN_CFLAGS ?= -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 asan-build:
 	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/asan CFLAGS='$(SAN_CFLAGS)' san-targets
 
+# ThreadSanitizer: the limiter's threaded unit cases, and an xrld whose
+# reload and metrics threads race in test_http_reload_race
+tsan-build: $(BUILD)/tsan/test_limiter
+	$(Q)$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan-xrld CC=$(CLANG) \
+		CFLAGS='-O1 -g -fsanitize=thread -fno-omit-frame-pointer' $(BUILD)/tsan-xrld/xrld
+
 san-targets: $(XRLD) $(UNIT_TESTS)
 
 deps:
 	$(Q)scripts/install-deps.sh
 
-test: deps all fuzz-build asan-build $(BUILD)/tsan/test_limiter
+test: deps all fuzz-build asan-build tsan-build
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 test-unit: $(UNIT_TESTS)

@@ -116,6 +116,10 @@ for g in "${groups[@]}"; do
 			XRL_TEST_FILTER='*concurrent*' "$B/tsan/test_limiter"
 		run tsan/limiter_two_instances env TSAN_OPTIONS='halt_on_error=1' \
 			XRL_TEST_FILTER='*two_instances*' "$B/tsan/test_limiter"
+		# reloads under scrapes (a use-after-free of the identity tier and
+		# unsynchronised counters before)
+		root_run tsan/e2e/test_http_reload_race env TSAN_OPTIONS='halt_on_error=1' \
+			XRLD="$B/tsan-xrld/xrld" bash tests/e2e/test_http_reload_race.sh
 		;;
 	*)
 		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e, fuzz, asan, tsan)" >&2

@@ -116,6 +116,11 @@ static struct {
 
 /* ---- small helpers ----------------------------------------------------- */
 
+/* The daemon's counters: written by the main thread, read by the metrics
+ * thread without D.lock (relaxed atomics: a count, not a synchronisation). */
+#define COUNT(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
+#define READ(c)  __atomic_load_n(&(c), __ATOMIC_RELAXED)
+
 /* Why a refusal sample earned no strike, or a due penalty was not made. */
 static const char *const pen_skip_name[PEN_SKIP_MAX] = {
 	[PEN_SKIP_RULE_OFF]   = "rule_off",     /* the rule says penalty: off */
@@ -199,7 +204,7 @@ static void top_note(int ifidx, const struct xrl_event *e)
 		t->last_ns = now;
 		return;
 	}
-	D.top_dropped++;
+	COUNT(D.top_dropped);
 }
 
 /* The policy rule a sample came from, or NULL (removed since). */
@@ -231,11 +236,11 @@ static int strike_ok(const struct xrl_event *e)
 		return 0;
 	r = event_rule(e);
 	if (!r || r->penalty == XRL_PEN_OFF) {
-		D.pen_skipped[PEN_SKIP_RULE_OFF]++;
+		COUNT(D.pen_skipped[PEN_SKIP_RULE_OFF]);
 		return 0;
 	}
 	if (e->plen < (e->family == XRL_AF_INET ? pc->floor4 : pc->floor6)) {
-		D.pen_skipped[PEN_SKIP_FLOOR]++;
+		COUNT(D.pen_skipped[PEN_SKIP_FLOOR]);
 		return 0;
 	}
 	return r->penalty == XRL_PEN_VERIFIED ? 2 : 1;
@@ -285,11 +290,11 @@ static int penalty_deny(struct iface *f, const struct xrl_prefix *p, __u64 ttl)
 	int err;
 
 	if (allow_overlaps(f, p)) {
-		D.pen_skipped[PEN_SKIP_ALLOWLIST]++;
+		COUNT(D.pen_skipped[PEN_SKIP_ALLOWLIST]);
 		return -EPERM;
 	}
 	if (!xrl_deny_room(f->h, p->family, &used, &cap) && used >= cap / 4 * 3) {
-		if (!D.pen_skipped[PEN_SKIP_FULL]++)
+		if (!COUNT(D.pen_skipped[PEN_SKIP_FULL]))
 			log_warnx("%s: penalties fill 3/4 of the denylist (%u of %u): no new penalty "
 				  "until entries expire (counted in xrld_penalties_skipped_total)",
 				  f->name, used, cap);
@@ -297,7 +302,7 @@ static int penalty_deny(struct iface *f, const struct xrl_prefix *p, __u64 ttl)
 	}
 	err = xrl_deny_add(f->h, p, ttl, XRL_ORIGIN_PENALTY);
 	if (err) {
-		D.pen_skipped[PEN_SKIP_FAILED]++;
+		COUNT(D.pen_skipped[PEN_SKIP_FAILED]);
 		log_warnx("couldn't deny %s on %s: %s", xrl_prefix_str(p, buf, sizeof(buf)), f->name,
 			  strerror(-err));
 	}
@@ -347,7 +352,7 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	if (pe->last_strike_ns && ts < pe->last_strike_ns + pc->window_ns)
 		return;
 	if (ok == 2 && xrl_event_proven(e) <= 0) {
-		D.pen_skipped[PEN_SKIP_UNVERIFIED]++;
+		COUNT(D.pen_skipped[PEN_SKIP_UNVERIFIED]);
 		return;
 	}
 	/* strikes must be recent; a long quiet spell forgives */
@@ -374,7 +379,7 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 		return;
 	pe->offenses++;
 	pe->last_offense_ns = now;
-	D.penalties++;
+	COUNT(D.penalties);
 	log_info("%s: %s refused in %u windows: denied for %llus (offense %u)", f->name,
 		 xrl_prefix_str(&p, buf, sizeof(buf)), pc->strikes,
 		 (unsigned long long)(ttl / XRL_NSEC_PER_SEC), pe->offenses);
@@ -387,7 +392,7 @@ static int on_event(void *ctx, void *data, size_t size)
 
 	if (size < sizeof(*e) || ifidx < 0 || ifidx >= D.n_ifs)
 		return 0;
-	D.events_seen++;
+	COUNT(D.events_seen);
 	top_note(ifidx, e);
 	penalty_note(ifidx, &D.ifs[ifidx], e);
 	return 0;
@@ -595,10 +600,10 @@ static int reload_from(const char *text, size_t len, const char *name, char *err
 		rc = install_config(next, err, errlen);
 	if (rc) {
 		free(next);
-		D.reload_failures++;
+		COUNT(D.reload_failures);
 		return rc;
 	}
-	D.reloads++;
+	COUNT(D.reloads);
 	return 0;
 }
 
@@ -613,11 +618,11 @@ static void cmd_status(struct xrl_buf *b, bool json)
 		xrl_buf_printf(b, ",\"pin_dir\":");
 		xrl_buf_json_str(b, D.pin_root);
 		xrl_buf_printf(b, ",\"reloads\":%llu,\"reload_failures\":%llu,\"penalties\":%llu,"
-			       "\"penalties_skipped\":{", (unsigned long long)D.reloads,
-			       (unsigned long long)D.reload_failures, (unsigned long long)D.penalties);
+			       "\"penalties_skipped\":{", (unsigned long long)READ(D.reloads),
+			       (unsigned long long)READ(D.reload_failures), (unsigned long long)READ(D.penalties));
 		for (int i = 0; i < PEN_SKIP_MAX; i++)
 			xrl_buf_printf(b, "%s\"%s\":%llu", i ? "," : "", pen_skip_name[i],
-				       (unsigned long long)D.pen_skipped[i]);
+				       (unsigned long long)READ(D.pen_skipped[i]));
 		xrl_buf_printf(b, "}},\"interfaces\":[");
 	} else {
 		xrl_buf_printf(b, "xrld pid %d, config %s, pins %s\n", (int)getpid(),
@@ -1304,15 +1309,15 @@ static void metrics_text(struct xrl_buf *b)
 		       "# TYPE xrld_reloads_total counter\nxrld_reloads_total %llu\n"
 		       "# TYPE xrld_reload_failures_total counter\nxrld_reload_failures_total %llu\n"
 		       "# TYPE xrld_top_dropped_total counter\nxrld_top_dropped_total %llu\n",
-		       (unsigned long long)D.events_seen, (unsigned long long)D.penalties,
-		       (unsigned long long)D.reloads, (unsigned long long)D.reload_failures,
-		       (unsigned long long)D.top_dropped);
+		       (unsigned long long)READ(D.events_seen), (unsigned long long)READ(D.penalties),
+		       (unsigned long long)READ(D.reloads), (unsigned long long)READ(D.reload_failures),
+		       (unsigned long long)READ(D.top_dropped));
 	xrl_buf_printf(b, "# HELP xrld_penalties_skipped_total Refusal samples that earned no strike, "
 		       "and due penalties not made, by reason.\n"
 		       "# TYPE xrld_penalties_skipped_total counter\n");
 	for (int i = 0; i < PEN_SKIP_MAX; i++)
 		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n", pen_skip_name[i],
-			       (unsigned long long)D.pen_skipped[i]);
+			       (unsigned long long)READ(D.pen_skipped[i]));
 	if (D.http)
 		xrl_http_metrics(D.http, b);
 	pthread_mutex_unlock(&D.lock);

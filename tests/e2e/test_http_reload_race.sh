@@ -4,11 +4,14 @@
 # test_http_reload_race.sh - end to end: reloads that drop and bring back the
 # http: section while the metrics listener is scraped without pause.
 #
-# The metrics thread reads the identity tier and the policy while the main
-# loop replaces them; both must be swapped under the lock the scrape holds
-# (a reload that dropped http: used to free the tier under a scrape: a
-# use-after-free that the sanitized xrld reports). 20 reloads alternate
-# between a policy with http: and one without, while two scrapers loop.
+# The metrics thread reads the identity tier, the policy and the daemon's
+# counters while the main loop replaces or bumps them; the first two must be
+# swapped under the lock the scrape holds, the counters be atomic (a reload
+# that dropped http: used to free the tier under a scrape). `make test` runs
+# this on a ThreadSanitizer xrld (tests/run.sh group tsan), which reported 16
+# races on the old code and none now; on a plain or ASan build the window is
+# too narrow to hit reliably. 20 reloads alternate between a policy with
+# http: and one without, while two scrapers loop.
 #
 #   1. xrld is alive after the reloads, and reports 20 of them, 0 failed
 #   2. its log has no sanitizer report
