@@ -26,7 +26,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
 
 .DELETE_ON_ERROR:
-.PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps \
+.PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install uninstall deb deps \
         fuzz fuzz-build asan-build san-targets tsan-build
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
@@ -60,6 +60,8 @@ help:
 	@echo 'make bench      scripts/bench/xdp-cost.sh (root)'
 	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab (root, ~7 min)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)'
+	@echo 'make uninstall  what install put (an edited /etc/xrl/policy.yaml stays)'
+	@echo 'make deb        $(BUILD)/xrl_VERSION_ARCH.deb (shadow-only policy; starts nothing)'
 	@echo 'make V=1        echo the commands'
 
 $(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
@@ -257,7 +259,27 @@ install: all
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	[ -e $(DESTDIR)/etc/xrl/policy.yaml ] || \
-		install -m 0644 docs/examples/onsale-frontend.yaml $(DESTDIR)/etc/xrl/policy.yaml
+		install -m 0644 docs/examples/shadow-template.yaml $(DESTDIR)/etc/xrl/policy.yaml
+
+# The mirror of install. The policy goes only if it is still the template:
+# an edited policy is the operator's, and is kept (and said so).
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/xrl-load $(DESTDIR)$(PREFIX)/sbin/xrld \
+		$(DESTDIR)$(PREFIX)/sbin/xrlctl $(DESTDIR)$(PREFIX)/lib/xrl/xrl.bpf.o \
+		$(DESTDIR)$(PREFIX)/share/man/man8/xrld.8 $(DESTDIR)$(PREFIX)/share/man/man8/xrlctl.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
+	-rmdir $(DESTDIR)$(PREFIX)/lib/xrl 2>/dev/null
+	@if [ -e $(DESTDIR)/etc/xrl/policy.yaml ]; then \
+		if cmp -s docs/examples/shadow-template.yaml $(DESTDIR)/etc/xrl/policy.yaml; then \
+			rm -f $(DESTDIR)/etc/xrl/policy.yaml; rmdir $(DESTDIR)/etc/xrl 2>/dev/null || true; \
+		else echo "uninstall: kept $(DESTDIR)/etc/xrl/policy.yaml (edited: yours)"; fi; \
+	fi
+
+# A Debian package of what install puts (PREFIX=/usr), with a shadow-only
+# policy as its conffile; installing it starts nothing (scripts/deb/).
+deb: all
+	$(Q)scripts/deb/build.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)
