@@ -378,7 +378,8 @@ __noinline int xrl_covered(struct xrl_scratch *s)
 /*
  * A packet the parser could not classify. It still meets the allowlist and
  * the denylist whenever its source is known, so that no framing is a way
- * around them. Then: a tiny first fragment is dropped; framing deeper than
+ * around them (an allowlisted source's tiny fragment passes). Then: a tiny
+ * first fragment (its L4 header or its IPv6 header chain cut) is dropped; framing deeper than
  * the parser walks is dropped when an enforcing rule could cover it (the
  * kernel would deliver it, and no rule could be asked); anything else
  * passes, counted, because the kernel drops it or no rule could match it
@@ -390,10 +391,6 @@ static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xr
 	struct xrl_config *cfg;
 	__u32 zero = 0;
 
-	if (res == XRL_P_TINY_FRAG) {
-		gc->c[XRL_G_TINY_FRAGMENT]++;
-		return XDP_DROP;
-	}
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
 	if (cfg && s->pkt.family) {
 		if (xrl_allowlisted(cfg, &s->pkt)) {
@@ -404,6 +401,10 @@ static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xr
 			gc->c[XRL_G_DENYLISTED]++;
 			return XDP_DROP;
 		}
+	}
+	if (res == XRL_P_TINY_FRAG) {
+		gc->c[XRL_G_TINY_FRAGMENT]++;
+		return XDP_DROP;
 	}
 	if (res == XRL_P_UNWALKABLE) {
 		if (cfg) {

@@ -267,8 +267,13 @@ static __always_inline int xrl_parse_ipv6(struct xdp_md *ctx, struct xrl_cursor 
 #pragma clang loop unroll(disable)
 	for (int i = 0; i < XRL_MAX_V6_EXT_HDRS; i++) {
 		r = xrl_v6_ext_step(ctx, off, c->lim, nh | (i ? 0 : XRL_STEP_FIRST));
+		/* A first fragment whose header chain is cut is not malformed to
+		 * the kernel: ipv6frag_thdr_truncated lets it through when the
+		 * chain cannot be walked, and reassembly completes it with a
+		 * later fragment, which may carry the SYN. Like a first
+		 * fragment cut inside its L4 header, it is dropped. */
 		if (r < 0)
-			return XRL_P_MALFORMED;
+			return p->first_frag ? XRL_P_TINY_FRAG : XRL_P_MALFORMED;
 		if (r & XRL_STEP_FAR)
 			return XRL_P_UNWALKABLE;
 		nh = (r >> 16) & 0xff;

@@ -1594,6 +1594,39 @@ static const struct tcase cases[] = {
 	.g = { G(BUCKET_NEW) = 1, G(EVENTS_SENT) = 1, G(REFUSED_CACHED) = 48 },
 },
 {
+	/*
+	 * Found in review: P1 = IPv6 | Frag(offset 0, M) | DSTOPTS (next:
+	 * DSTOPTS), the frame ending there, IP length consistent. Linux lets it
+	 * through (ipv6frag_thdr_truncated is false when the chain cannot be
+	 * walked) and reassembles it with P2 = Frag(offset 8) | DSTOPTS | TCP
+	 * SYN, a later fragment no rule can read: a SYN delivered around every
+	 * rule. P1 was passed as malformed; it is dropped as a tiny fragment,
+	 * unless its source is allowlisted, and the denylist still applies.
+	 */
+	.name = "review: an IPv6 first fragment whose header chain is cut is dropped as tiny",
+	.rules = { { .name = "syn", .proto = TCP, .tcp_class = CLS_SYN, .rate = PER_MIN(1),
+		     .burst = 1 } },
+	.allow = { "2001:db8:a11::7/128" },
+	.s = {
+		{ .what = "cut after the first destination options",
+		  .p = { .src = SRC6_A, .ext = { X_FRAG, X_DST, X_DST }, .mf = true,
+			 .trunc_layer = PB_L_EXT, .trunc_at = 16, .len_fix = true },
+		  .n = 3, .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
+		{ .what = "cut inside the second destination options",
+		  .p = { .src = SRC6_A, .ext = { X_FRAG, X_DST, X_DST }, .mf = true,
+			 .trunc_layer = PB_L_EXT, .trunc_at = 20, .len_fix = true },
+		  .v = DROP, .g = { G(TINY_FRAGMENT) = 1 } },
+		{ .what = "not a fragment: the kernel drops the cut chain, passed",
+		  .p = { .src = SRC6_A, .ext = { X_DST, X_DST }, .trunc_layer = PB_L_EXT,
+			 .trunc_at = 8, .len_fix = true },
+		  .v = PASS, .g = { G(MALFORMED) = 1 } },
+		{ .what = "from an allowlisted source: passed",
+		  .p = { .src = "2001:db8:a11::7", .ext = { X_FRAG, X_DST, X_DST }, .mf = true,
+			 .trunc_layer = PB_L_EXT, .trunc_at = 16, .len_fix = true },
+		  .v = PASS, .g = { G(ALLOWLISTED) = 1 } },
+	},
+},
+{
 	.name = "finding 3: IPv4 SYNs inside 3 priority (VID 0) tags meet a 1/min rule",
 	.rules = { { .name = "syn", .proto = TCP, .tcp_class = CLS_SYN, .rate = PER_MIN(1),
 		     .burst = 1 } },
