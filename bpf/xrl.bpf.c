@@ -105,35 +105,44 @@ static __always_inline int xrl_allowlisted(const struct xrl_config *cfg,
 /*
  * Is the source denied? Deny expiries are written by userspace on
  * CLOCK_MONOTONIC, so an entry with an expiry costs the one clock read of
- * this packet (the bucket path uses jiffies).
+ * this packet (the bucket path uses jiffies). The trie answers the longest
+ * match only: when that entry has expired (the daemon sweeps it later), a
+ * shorter one may still cover the source (an operator's /24 over a /32
+ * penalty that ran out), so the lookup goes on below the expired entry's
+ * length, a few levels at most.
  */
+#define XRL_DENY_DEPTH 4
+
 static __always_inline int xrl_denied(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
 				      const struct xrl_pkt *p)
 {
+	struct xrl_lpm_v6 k6 = { .prefixlen = 128 };
+	struct xrl_lpm_v4 k4 = { .prefixlen = 32, .addr = p->src[0] };
 	struct xrl_deny_val *v;
+	__u64 now = 0;
 
-	if (p->family == XRL_AF_INET) {
-		struct xrl_lpm_v4 k = { .prefixlen = 32, .addr = p->src[0] };
-
-		if (!cfg->deny_v4_n)
-			return 0;
-		v = bpf_map_lookup_elem(&xrl_deny_v4, &k);
-	} else {
-		struct xrl_lpm_v6 k = { .prefixlen = 128 };
-
-		if (!cfg->deny_v6_n)
-			return 0;
-		__builtin_memcpy(k.addr, p->src, 16);
-		v = bpf_map_lookup_elem(&xrl_deny_v6, &k);
-	}
-	if (!v)
+	if (p->family == XRL_AF_INET ? !cfg->deny_v4_n : !cfg->deny_v6_n)
 		return 0;
-	if (v->expires_ns && bpf_ktime_get_coarse_ns() >= v->expires_ns) {
-		/* the daemon removes it later; until then it is inert */
+	__builtin_memcpy(k6.addr, p->src, 16);
+#pragma unroll
+	for (int i = 0; i < XRL_DENY_DEPTH; i++) {
+		v = p->family == XRL_AF_INET ? bpf_map_lookup_elem(&xrl_deny_v4, &k4)
+					     : bpf_map_lookup_elem(&xrl_deny_v6, &k6);
+		if (!v)
+			return 0;
+		if (!v->expires_ns)
+			return 1;
+		if (!now)
+			now = bpf_ktime_get_coarse_ns();
+		if (now < v->expires_ns)
+			return 1;
 		gc->c[XRL_G_DENY_EXPIRED]++;
-		return 0;
+		if (!v->plen || v->plen > 128)
+			return 0;
+		k4.prefixlen = v->plen - 1;
+		k6.prefixlen = v->plen - 1;
 	}
-	return 1;
+	return 0;
 }
 
 static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,

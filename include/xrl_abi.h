@@ -276,7 +276,9 @@ struct xrl_allow_val {
 struct xrl_deny_val {
 	__u64 expires_ns;         /* CLOCK_MONOTONIC ns; 0 = never */
 	__u32 origin;             /* enum xrl_origin; informational */
-	__u32 pad;
+	__u32 plen;               /* the entry's own prefix length: an expired
+	                           * entry sends the program on to the shorter
+	                           * ones that may cover it */
 };
 
 /* ---- counters (PERCPU_ARRAY) ------------------------------------------- */

@@ -715,26 +715,30 @@ static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl
 }
 
 /*
- * Add or refresh a deny entry. O(1) whatever the list's size: one lookup
- * (is it new?), one update, one config write. A full trie answers -ENOSPC.
+ * Add or refresh a deny entry. O(1) whatever the list's size: one or two
+ * updates (NOEXIST says whether it is new), one config write. A full trie
+ * answers -ENOSPC.
  */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
-	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .origin = origin };
-	struct xrl_deny_val old;
+	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .origin = origin,
+				  .plen = p->plen };
 	struct xrl_lpm_v4 k4;
 	struct xrl_lpm_v6 k6;
 	void *key;
-	bool existed;
 	int fd;
 
 	fd = deny_key(h, p, &k4, &k6, &key);
 	if (fd < 0)
 		return fd;
-	existed = !bpf_map_lookup_elem(fd, key, &old);
-	if (bpf_map_update_elem(fd, key, &v, BPF_ANY))
+	/* exact: a lookup would answer the longest match, a covering entry */
+	if (!bpf_map_update_elem(fd, key, &v, BPF_NOEXIST))
+		return deny_count_add(h, p->family, 1);
+	if (errno != EEXIST)
 		return -errno;
-	return deny_count_add(h, p->family, existed ? 0 : 1);
+	if (bpf_map_update_elem(fd, key, &v, BPF_EXIST))
+		return -errno;
+	return deny_count_add(h, p->family, 0);
 }
 
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)

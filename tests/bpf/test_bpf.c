@@ -1500,6 +1500,26 @@ static const struct tcase cases[] = {
 	.check = check_deny_gc,
 },
 {
+	/* found in review: one LPM lookup answers the longest match only */
+	.name = "an expired entry does not hide a live shorter one that covers the source",
+	.rules = { RULE_SYN(5) },
+	.deny = { { .prefix = "192.0.2.0/24" },
+		  { .prefix = "192.0.2.77/32", .ttl_ns = 3600 * XRL_NSEC_PER_SEC, .expired = true },
+		  { .prefix = "2001:db8:dead::/48" },
+		  { .prefix = "2001:db8:dead:1::/64", .ttl_ns = 3600 * XRL_NSEC_PER_SEC,
+		    .expired = true },
+ },
+	.s = {
+		{ .what = "the /32 ran out, the /24 still denies", .p = { .src = "192.0.2.77" },
+		  .v = DROP, .g = { G(DENY_EXPIRED) = 1, G(DENYLISTED) = 1 } },
+		{ .what = "the /64 ran out, the /48 still denies", .p = { .src = "2001:db8:dead:1::5" },
+		  .v = DROP, .g = { G(DENY_EXPIRED) = 1, G(DENYLISTED) = 1 } },
+		{ .what = "nothing shorter: limited like anyone", .p = { .src = "192.0.3.1" },
+		  .v = PASS, .r = { RV_P } },
+	},
+	.g = { G(BUCKET_NEW) = 1, G(EVENTS_SENT) = 0 },
+},
+{
 	.name = "shadow action: refusals pass, counted shadow_dropped",
 	.rules = { { .name = "shadow", .proto = TCP, .tcp_class = CLS_SYN, .action = SHADOW,
 		     .burst = 2 } },
@@ -1922,6 +1942,24 @@ static int check_deny_fill(void)
 	p.addr[0] = htonl(0x0b000000u);
 	rc = xrl_deny_add(h, &p, 0, XRL_ORIGIN_RUNTIME);
 	check(&r, rc == 0, "after a delete there is room again: %d", rc);
+
+	/* found in review: a prefix under a covering one is new, and counted */
+	{
+		struct xrl_prefix wide = { .family = XRL_AF_INET6, .plen = 32 };
+		struct xrl_prefix narrow = { .family = XRL_AF_INET6, .plen = 64 };
+		__u32 u0 = 0, u1 = 0, u2 = 0;
+
+		wide.addr[0] = narrow.addr[0] = htonl(0x20010db8);
+		xrl_deny_room(h, XRL_AF_INET6, &u0, &room);
+		rc = xrl_deny_add(h, &wide, 0, XRL_ORIGIN_RUNTIME);
+		xrl_deny_room(h, XRL_AF_INET6, &u1, &room);
+		rc = rc ? rc : xrl_deny_add(h, &narrow, 0, XRL_ORIGIN_RUNTIME);
+		xrl_deny_room(h, XRL_AF_INET6, &u2, &room);
+		check(&r, rc == 0 && u1 == u0 + 1 && u2 == u1 + 1,
+		      "a /64 under a /32: counted %u -> %u -> %u (want +1, +1)", u0, u1, u2);
+		check(&r, (long)u2 == deny_walk(h, XRL_MAP_DENY_V6), "IPv6 count %u, a walk %ld",
+		      u2, deny_walk(h, XRL_MAP_DENY_V6));
+	}
 
 	n = xrl_deny_gc(h);
 	check(&r, n > 0 && n <= 4096, "one sweep call removes at most 4096: %d", n);
