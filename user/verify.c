@@ -12,7 +12,10 @@
  * packet path. Known limits: a spoofer that knows a live connection's
  * 4-tuple (both ports) can still pass; a connection closed and reaped
  * before the sample is read proves nothing (a missed strike, never a false
- * one). Needs no capability; runs in xrld's network namespace, which is
+ * one). A proven sample only says that this packet came from its source:
+ * forged packets "from" the same source share its bucket and can get its
+ * real packets refused, which is why xrld counts a window only when every
+ * sample in it was proven (xrld.c, penalty_note). Needs no capability; runs in xrld's network namespace, which is
  * the one its interfaces and their sockets live in.
  */
 #include <errno.h>
@@ -41,14 +44,14 @@ static bool proven_state(__u8 st)
 }
 
 /* One exact lookup (not a dump): local = the packet's destination. */
-static int diag_ask(int fd, const struct xrl_event *e)
+static int diag_ask(int fd, const struct xrl_event *e, __u32 seq)
 {
 	struct {
 		struct nlmsghdr nh;
 		struct inet_diag_req_v2 r;
 	} req = {
 		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST },
+			.nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = seq },
 		.r = { .sdiag_family = e->family == XRL_AF_INET ? AF_INET : AF_INET6,
 		       .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u },
 	};
@@ -65,40 +68,62 @@ static int diag_ask(int fd, const struct xrl_event *e)
 	return 0;
 }
 
-int xrl_event_proven(const struct xrl_event *e)
+/*
+ * The answer to request seq: sock_diag answers an exact lookup while the
+ * request is being sent, so it is queued by the time sendto returns and is
+ * read without waiting; answers to older requests (none, normally) are
+ * skipped. 1: proven, 0: not, -errno.
+ */
+static int diag_answer(int fd, __u32 seq)
 {
 	union {
 		struct nlmsghdr nh;
 		char buf[1024];
 	} rep;
-	struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
-	ssize_t n;
-	int fd, err, res = 0;
+
+	for (int tries = 0; tries < 8; tries++) {
+		ssize_t n = recv(fd, &rep, sizeof(rep), MSG_DONTWAIT);
+
+		if (n < 0)
+			return -errno;
+		if (!NLMSG_OK(&rep.nh, (size_t)n) || rep.nh.nlmsg_seq != seq)
+			continue;
+		/* found: one inet_diag_msg; not found: NLMSG_ERROR (-ENOENT) */
+		if (rep.nh.nlmsg_type == SOCK_DIAG_BY_FAMILY &&
+		    rep.nh.nlmsg_len >= NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+			return proven_state(((const struct inet_diag_msg *)NLMSG_DATA(&rep.nh))->idiag_state);
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/*
+ * One netlink socket, opened at the first question and kept: a question
+ * costs a sendto and a recv, no socket set-up. Not thread-safe: xrld asks
+ * from its main thread only.
+ */
+int xrl_event_proven(const struct xrl_event *e)
+{
+	static int fd = -1;
+	static __u32 seq;
+	int err;
 
 	if (e->proto != IPPROTO_TCP || !e->has_ports || (e->tcp_flags & 0x02 /* SYN */))
 		return 0;
 	if (e->family != XRL_AF_INET && e->family != XRL_AF_INET6)
 		return -EAFNOSUPPORT;
-	fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-	if (fd < 0)
-		return -errno;
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	err = diag_ask(fd, e);
-	if (err)
-		goto out;
-	n = recv(fd, &rep, sizeof(rep), 0);
-	if (n < 0) {
-		err = -errno;
-		goto out;
+	if (fd < 0) {
+		fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+		if (fd < 0)
+			return -errno;
 	}
-	/* found: one inet_diag_msg; not found: NLMSG_ERROR (-ENOENT) */
-	if (n >= (ssize_t)NLMSG_LENGTH(sizeof(struct inet_diag_msg)) &&
-	    NLMSG_OK(&rep.nh, (size_t)n) && rep.nh.nlmsg_type == SOCK_DIAG_BY_FAMILY) {
-		const struct inet_diag_msg *m = NLMSG_DATA(&rep.nh);
-
-		res = proven_state(m->idiag_state);
+	err = diag_ask(fd, e, ++seq);
+	if (!err)
+		err = diag_answer(fd, seq);
+	if (err < 0) {
+		/* a socket in an unknown state is not reused */
+		close(fd);
+		fd = -1;
 	}
-out:
-	close(fd);
-	return err ? err : res;
+	return err;
 }

@@ -89,6 +89,10 @@ struct pen_ent {
 	__u32  strikes;        /* separate windows with refusals */
 	__u32  offenses;       /* deny entries earned so far */
 	__u64  last_offense_ns;
+	/* penalty: verified: the window being watched, decided when it ends */
+	__u64  win_start_ns;   /* 0 = none open */
+	bool   win_proven;     /* a sample in it proved its source */
+	bool   win_unproven;   /* a sample in it did not: the window is void */
 };
 
 static struct {
@@ -309,70 +313,113 @@ static int penalty_deny(struct iface *f, const struct xrl_prefix *p, __u64 ttl)
 	return err;
 }
 
-static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
+/* The strike slot of a sample's prefix (one per interface and prefix), or
+ * NULL when its neighbourhood is full of live ones. */
+static struct pen_ent *pen_find(int ifidx, const struct xrl_event *e, __u64 ts, __u64 now)
 {
 	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
 	struct { __u8 i, f, p, pad; __u32 a[4]; } k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen };
-	__u64 now = xrl_now_ns(), ts;
-	struct pen_ent *pe = NULL;
 	__u32 slot;
 
-	int ok = strike_ok(e);
-
-	if (!ok)
-		return;
-	/* the program's timestamp: one CPU's samples are >= event_interval apart in it */
-	ts = e->ts_ns ? e->ts_ns : now;
 	memcpy(k.a, e->addr, 16);
 	slot = (__u32)hash_key(&k, sizeof(k)) & (PEN_SLOTS - 1);
-	for (int i = 0; i < 16 && !pe; i++, slot = (slot + 1) & (PEN_SLOTS - 1)) {
+	for (int i = 0; i < 16; i++, slot = (slot + 1) & (PEN_SLOTS - 1)) {
 		struct pen_ent *t = &D.pen[slot];
 
 		if (t->used && t->iface == k.i && t->family == k.f && t->plen == k.p &&
-		    !memcmp(t->addr, k.a, 16)) {
-			pe = t;
-		} else if (!t->used || (t->last_strike_ns + (pc->strikes + 1) * pc->window_ns < ts &&
-					now - t->last_offense_ns > 2 * pc->max_ns)) {
+		    !memcmp(t->addr, k.a, 16))
+			return t;
+		if (!t->used || (t->last_strike_ns + (pc->strikes + 1) * pc->window_ns < ts &&
+				 t->win_start_ns + 2 * pc->window_ns < ts &&
+				 now - t->last_offense_ns > 2 * pc->max_ns)) {
 			memset(t, 0, sizeof(*t));
 			t->used = true;
 			t->iface = k.i;
 			t->family = k.f;
 			t->plen = k.p;
 			memcpy(t->addr, k.a, 16);
-			pe = t;
+			return t;
 		}
 	}
-	if (!pe)
-		return;
-	/*
-	 * One strike per window of time: samples from several CPUs (one
-	 * source's packets spread over receive queues) a few ms apart, on
-	 * either side of a window boundary, are one strike, not two.
-	 */
-	if (pe->last_strike_ns && ts < pe->last_strike_ns + pc->window_ns)
-		return;
-	if (ok == 2 && xrl_event_proven(e) <= 0) {
-		COUNT(D.pen_skipped[PEN_SKIP_UNVERIFIED]);
-		return;
+	return NULL;
+}
+
+/*
+ * Proofs (a sock_diag round trip each) xrld asks for at most: 200 a
+ * second, in bursts of 200. A flood of forged sources cannot make the main
+ * loop do more; a sample over the budget counts as unproven, which voids
+ * its window: a flood can keep penalties from being made, never make one.
+ */
+static bool proof_budget(__u64 now)
+{
+	static __u64 tat;
+	const __u64 emit = XRL_NSEC_PER_SEC / 200, tau = 200 * emit;
+
+	if (tat < now)
+		tat = now;
+	if (tat - now + emit > tau)
+		return false;
+	tat += emit;
+	return true;
+}
+
+/*
+ * penalty: verified. A window counts as a strike only if a sample in it
+ * proved its source and none failed to: a forged packet "from" someone's
+ * address shares that address's bucket, so it can get the real owner's
+ * packets refused and sampled, proven; its own samples, unproven, void
+ * the window. Decided when the window has ended, at the prefix's next
+ * sample (a penalty comes one window later than under unverified). Returns
+ * true, with the window's start in *at, when the ended window is a strike.
+ */
+static bool verified_window(struct pen_ent *pe, const struct xrl_event *e, __u64 ts, __u64 now,
+			    __u64 *at)
+{
+	__u64 win = D.cfg->penalty.window_ns;
+	bool strike = false;
+
+	if (pe->win_start_ns && ts >= pe->win_start_ns + win) {
+		strike = pe->win_proven && !pe->win_unproven;
+		*at = pe->win_start_ns;
+		pe->win_start_ns = 0;
 	}
+	if (!pe->win_start_ns) {
+		pe->win_start_ns = ts ? ts : 1;
+		pe->win_proven = pe->win_unproven = false;
+	}
+	if (!pe->win_unproven) {
+		if (proof_budget(now) && xrl_event_proven(e) > 0) {
+			pe->win_proven = true;
+		} else {
+			pe->win_unproven = true;
+			COUNT(D.pen_skipped[PEN_SKIP_UNVERIFIED]);
+		}
+	}
+	return strike;
+}
+
+/* Count a strike at time at; on the strikes-th, deny the prefix. */
+static void strike(struct iface *f, struct pen_ent *pe, const struct xrl_event *e, __u64 at,
+		   __u64 now)
+{
+	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
+	struct xrl_prefix p = { .family = e->family, .plen = e->plen };
+	__u64 ttl = pc->base_ns;
+	char buf[64];
+
 	/* strikes must be recent; a long quiet spell forgives */
-	if (pe->last_strike_ns && ts - pe->last_strike_ns > pc->strikes * pc->window_ns)
+	if (pe->last_strike_ns && at - pe->last_strike_ns > pc->strikes * pc->window_ns)
 		pe->strikes = 0;
 	if (pe->offenses && now - pe->last_offense_ns > 2 * pc->max_ns)
 		pe->offenses = 0;
-	pe->last_strike_ns = ts;
+	pe->last_strike_ns = at;
 	pe->strikes++;
 	if (pe->strikes < pc->strikes)
 		return;
-
-	__u64 ttl = pc->base_ns;
 	for (__u32 i = 0; i < pe->offenses && ttl < pc->max_ns; i++)
 		ttl *= 2;
 	if (ttl > pc->max_ns)
 		ttl = pc->max_ns;
-	struct xrl_prefix p = { .family = e->family, .plen = e->plen };
-	char buf[64];
-
 	memcpy(p.addr, e->addr, 16);
 	pe->strikes = 0;
 	if (penalty_deny(f, &p, ttl))
@@ -383,6 +430,35 @@ static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
 	log_info("%s: %s refused in %u windows: denied for %llus (offense %u)", f->name,
 		 xrl_prefix_str(&p, buf, sizeof(buf)), pc->strikes,
 		 (unsigned long long)(ttl / XRL_NSEC_PER_SEC), pe->offenses);
+}
+
+static void penalty_note(int ifidx, struct iface *f, const struct xrl_event *e)
+{
+	const struct xrl_penalty_cfg *pc = &D.cfg->penalty;
+	__u64 now = xrl_now_ns(), ts, at = 0;
+	struct pen_ent *pe;
+	int ok = strike_ok(e);
+
+	if (!ok)
+		return;
+	/* the program's timestamp: one CPU's samples are >= event_interval apart in it */
+	ts = e->ts_ns ? e->ts_ns : now;
+	pe = pen_find(ifidx, e, ts, now);
+	if (!pe)
+		return;
+	if (ok == 2) {
+		if (verified_window(pe, e, ts, now, &at))
+			strike(f, pe, e, at, now);
+		return;
+	}
+	/*
+	 * One strike per window of time: samples from several CPUs (one
+	 * source's packets spread over receive queues) a few ms apart, on
+	 * either side of a window boundary, are one strike, not two.
+	 */
+	if (pe->last_strike_ns && ts < pe->last_strike_ns + pc->window_ns)
+		return;
+	strike(f, pe, e, ts, now);
 }
 
 static int on_event(void *ctx, void *data, size_t size)
