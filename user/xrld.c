@@ -1399,6 +1399,23 @@ static void metrics_text(struct xrl_buf *b)
 	pthread_mutex_unlock(&D.lock);
 }
 
+/*
+ * The metrics server's thread (libmicrohttpd's own) parses what scrapers
+ * send: before the first connection's first byte, it gives up every
+ * capability. It keeps bpf() on xrld's descriptors, which needs none.
+ */
+static void metrics_thread_caps(void *cls, struct MHD_Connection *c, void **socket_context,
+				enum MHD_ConnectionNotificationCode toe)
+{
+	static __thread bool dropped;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED && !dropped) {
+		if (xrl_thread_drop_caps())
+			log_warnx("couldn't drop the metrics thread's capabilities");
+		dropped = true;
+	}
+}
+
 static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -1447,6 +1464,7 @@ static int start_metrics(const char *hostport)
 	D.mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, NULL,
 				 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				 MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				 MHD_OPTION_NOTIFY_CONNECTION, metrics_thread_caps, NULL,
 				 MHD_OPTION_END);
 	freeaddrinfo(ai);
 	return D.mhd ? 0 : -EADDRINUSE;

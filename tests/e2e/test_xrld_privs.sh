@@ -10,7 +10,8 @@
 #   1. the main thread holds exactly CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN
 #      (effective, permitted and bounding), with no_new_privs
 #   2. every identity-tier thread (comm xrld-http) holds no capability and
-#      runs under a seccomp filter
+#      runs under a seccomp filter; the metrics server's thread holds no
+#      capability once it has served a scrape
 #   3. what the kept capabilities are for still works: a reload that adds a
 #      second interface attaches the program there, `xrlctl detach` removes
 #      it, `xrlctl deny add` writes the denylist, /v1/check answers
@@ -83,8 +84,17 @@ for t in /proc/"$XRLD_PID"/task/*; do
 	check_eq "thread $tid: Seccomp (2 = filter)" "$(cap_field "$XRLD_PID/task/$tid" Seccomp)" 2
 done
 check_ge "identity-tier threads found" "$n" 1
+in_prot curl -s -o /dev/null -m 2 http://127.0.0.1:9101/metrics
+m=0
+for t in /proc/"$XRLD_PID"/task/*; do
+	case $(cat "$t/comm") in MHD*) ;; *) continue ;; esac
+	m=$((m + 1))
+	check_eq "metrics thread ${t##*/} ($(cat "$t/comm")) after a scrape: CapEff" \
+		"$(cap_field "$XRLD_PID/task/${t##*/}" CapEff)" 0000000000000000
+done
+check_ge "metrics threads found" "$m" 1
 others=$(for t in /proc/"$XRLD_PID"/task/*; do
-	[ "$(cat "$t/comm")" = xrld-http ] && continue
+	case $(cat "$t/comm") in xrld-http|MHD*) continue ;; esac
 	cap_field "$XRLD_PID/task/${t##*/}" CapEff
 done | sort -u | tr '\n' ' ')
 check_eq "every other thread: those three at most" "$others" "$want "
