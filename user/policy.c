@@ -358,6 +358,11 @@ const char *xrl_global_name(int idx)
 		[XRL_G_LEASED] = "leased",
 		[XRL_G_UNWALKABLE_DROPPED] = "unwalkable_dropped",
 		[XRL_G_UNWALKABLE_PASSED] = "unwalkable_passed",
+		[XRL_G_COOKIES_SENT] = "cookies_sent",
+		[XRL_G_COOKIES_VALID] = "cookies_valid",
+		[XRL_G_COOKIES_BAD] = "cookies_bad",
+		[XRL_G_COOKIE_PRIMERS] = "cookie_primers",
+		[XRL_G_COOKIE_FALLBACK] = "cookie_fallback",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])
