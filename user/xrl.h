@@ -53,6 +53,7 @@ struct xrl_rule_spec {
 	__u32 burst;
 	__u32 id;          /* 0: derived from the name (stable across reloads) */
 	__u8  penalty;     /* enum xrl_penalty_mode; userspace only */
+	__u8  syn_cookies; /* enum xrl_syn_cookies */
 };
 
 /*

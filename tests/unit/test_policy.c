@@ -501,6 +501,20 @@ static void test_rule_compile_basic(void **state)
 	EQ(r.n_ports, 8);
 	EQ(r.ports[7].lo, 65535);
 	EQ(r.ports[3].hi, 3010);
+
+	/* SYN cookies: carried, off by default, TCP only */
+	CTX("syn_cookies");
+	mkspec(&s, "web", 100, SEC, 20);
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_OFF);
+	s.syn_cookies = XRL_COOKIES_ON;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "SYN cookies need proto tcp"));
+	s.proto = XRL_PROTO_TCP;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_ON);
+	s.syn_cookies = 2;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
 }
 
 static void test_rule_compile_emit_tau(void **state)
