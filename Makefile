@@ -30,7 +30,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
         fuzz fuzz-build asan-build san-targets
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
-              user/privs.c user/verify.c user/http_req.c
+              user/privs.c user/verify.c user/http_req.c user/syncookie.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HTTP_SRCS  := user/limiter.c user/http_tier.c
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)

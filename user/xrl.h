@@ -188,6 +188,12 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
 /* Entries in the shared bucket table (walks it: O(n)). */
 long xrl_bucket_count(struct xrl_handle *h);
 
+/* The window scale the kernel gives connections it creates from a cookie,
+ * for buffer limits tcp_rmem[2] and rmem_max; and from this namespace's
+ * sysctls (7 if unreadable). The XDP program's SYN-ACKs offer it. */
+__u8 xrl_syn_wscale_of(__u64 tcp_rmem_max, __u64 rmem_max);
+__u8 xrl_syn_wscale(void);
+
 /* CLOCK_MONOTONIC (the program's clock) in ns. */
 __u64 xrl_now_ns(void);
 const char *xrl_global_name(int idx);
