@@ -564,6 +564,98 @@ static const struct {
 	{ "ACKs of established flows pass untouched", 18080, case_est },
 };
 
+/* ---- costs (test_cookie --bench) ------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Median ns of n runs of frame f, one run per call: a repeated run would
+ * see its own SYN-ACK (XDP rewrites the frame in place), and live frames
+ * would hand the passed ones to the stack.
+ */
+static double cost(struct xrl_handle *h, const struct pb *f, int n, int *verdict)
+{
+	uint8_t data[PB_MAX], out[PB_MAX];
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = data, .data_size_in = (__u32)f->len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+	uint32_t *d = calloc((size_t)n, sizeof(*d));
+	double med;
+
+	if (!d)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		memcpy(data, f->buf, f->len);
+		t.data_size_out = sizeof(out);
+		if (bpf_prog_test_run_opts(xrl_prog_fd(h), &t)) {
+			free(d);
+			return -1;
+		}
+		d[i] = t.duration;
+	}
+	qsort(d, (size_t)n, sizeof(*d), cmp_u32);
+	med = d[n / 2];
+	free(d);
+	*verdict = (int)t.retval;
+	return med;
+}
+
+static void bench_one(struct ctx *c, const char *what, const struct seg *s, int g)
+{
+	struct pb p;
+	uint64_t before = g >= 0 ? delta(c, g) : 0;
+	int v = 0, n = 50000;
+	double ns;
+
+	if (build_seg(s, &p))
+		return;
+	ns = cost(c->h, &p, n, &v);
+	printf("  %-44s %7.1f ns  verdict %d", what, ns, v);
+	if (g >= 0)
+		printf("  (counter +%llu for %d runs)", (unsigned long long)(delta(c, g) - before), n);
+	putchar('\n');
+}
+
+static int bench(void)
+{
+	struct ctx c = { 0 };
+	struct seg s = full4, a;
+	struct synack sa;
+	struct out o;
+
+	if (setup(&c, 80))
+		return 1;
+	prime(&c, s.src, 0);
+	handshake(&c, s, &sa, &o);
+	printf("costs, BPF_PROG_TEST_RUN, median of 50000 single runs:\n");
+	a = s;
+	a.dport = 81;
+	bench_one(&c, "SYN to a port no rule names (the floor)", &a, XRL_G_NO_RULE);
+	s.flags = PB_TCP_SYN;
+	bench_one(&c, "SYN -> cookie SYN-ACK, all options", &s, XRL_G_COOKIES_SENT);
+	a = s;
+	a.mss = true;
+	a.sack = a.ts = a.ws = false;
+	bench_one(&c, "SYN -> cookie SYN-ACK, MSS only", &a, XRL_G_COOKIES_SENT);
+	a = s;
+	a.flags = PB_TCP_ACK;
+	a.seq = s.seq + 1;
+	a.ack = sa.cookie + 1;
+	a.mss = a.sack = a.ws = false;
+	a.tsval = s.tsval + 1;
+	a.tsecr = sa.tsval;
+	a.src = "198.51.100.99";     /* verified, then refused: burst 1 */
+	bench_one(&c, "ACK, cookie invalid (lookup + check)", &a, XRL_G_COOKIES_BAD);
+	a.src = s.src;
+	bench_one(&c, "ACK, cookie valid, bucket refuses", &a, XRL_G_COOKIES_VALID);
+	xrl_close(c.h);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *only = argc > 1 ? argv[1] : NULL;
@@ -579,6 +671,8 @@ int main(int argc, char **argv)
 	CPU_SET(sched_getcpu(), &set);
 	if (sched_setaffinity(0, sizeof(set), &set))
 		fprintf(stderr, "warning: couldn't pin to one CPU: %s\n", strerror(errno));
+	if (only && !strcmp(only, "--bench"))
+		return bench();
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct ctx c = { 0 };
 
