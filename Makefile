@@ -30,7 +30,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
         fuzz fuzz-build asan-build san-targets tsan-build
 
 LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
-              user/privs.c user/verify.c user/http_req.c
+              user/privs.c user/verify.c user/http_req.c user/syncookie.c
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 HTTP_SRCS  := user/limiter.c user/http_tier.c
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
@@ -43,7 +43,7 @@ XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
               $(BUILD)/tests/test_http
-BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/xdp_fuzz
+BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
 all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) $(XGEN) \
@@ -149,6 +149,10 @@ $(BUILD)/tests/test_policy: $(BUILD)/tests/unit/test_policy.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/test_cookie: $(BUILD)/tests/bpf/test_cookie.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 

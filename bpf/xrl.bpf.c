@@ -8,9 +8,11 @@
  * Never refuse by accident: anything the parser does not understand, a
  * missing policy, a bucket that cannot be created, a lost CAS race all pass
  * and are counted. The only drops are a denylist hit, a bucket refusal, a
- * first fragment too short to show its L4 header (see xrl_parse_l4) and
+ * first fragment too short to show its L4 header (see xrl_parse_l4),
  * framing deeper than the parser walks when a drop rule could cover it
- * (see xrl_unclassified). Unparsed or not, a packet whose source is known
+ * (see xrl_unclassified), and, on a SYN-cookie rule's port, an ACK of no
+ * connection whose cookie is invalid. A SYN a cookie rule matches is
+ * answered in place (XDP_TX, see xrl_cookie.h). Unparsed or not, a packet whose source is known
  * meets the allowlist and the denylist.
  */
 #include "vmlinux.h"
@@ -22,6 +24,7 @@
 #include "xrl_maps.h"
 #include "xrl_parse.h"
 #include "xrl_limit.h"
+#include "xrl_cookie.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -200,7 +203,12 @@ static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct x
 	rv->suppressed = 0;
 }
 
-/* Per-packet scratch, on the stack. */
+/*
+ * Per-packet scratch. In a per-CPU map rather than on the stack: the
+ * verifier allows 512 bytes of stack for a program and all the functions
+ * it calls, and this is most of it. XDP runs to completion on its CPU, so
+ * one entry per CPU is never shared.
+ */
 struct xrl_scratch {
 	struct xrl_pkt pkt;
 	__u64 sig[6];                /* the refusal cache's key */
@@ -210,7 +218,25 @@ struct xrl_scratch {
 	__u32 matched[XRL_MAX_MATCH];
 	__u32 n_match;
 	__u32 ruleset;
+	__u32 n_admitted;
+	__u32 refuse_slot;           /* the refusing drop rule, if refused */
+	__u32 shadow_slot;           /* the first refusing shadow rule */
+	__u8  refused;
+	__u8  shadowed;
+	__u8  cookie;                /* a matching rule has SYN cookies on */
+	__u8  cookie_ack;            /* an ACK whose cookie checked out */
+	__u64 now;                   /* the clock of the last rule asked */
+	__u64 fine;                  /* the one ktime read, 0 until made */
+	__u64 conform;               /* when the refusing bucket admits again */
+	struct xrl_cookie_buf cb;
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_scratch);
+} xrl_scratch SEC(".maps");
 
 /*
  * The signature of a packet for the refusal cache: everything the verdict
@@ -316,8 +342,9 @@ static __always_inline void xrl_lease(struct xrl_global_ctr *gc, struct xrl_refu
 		rv->lease = (__u32)want;
 }
 
-/* Fill s->matched with the slots of the rules that match, in order. A
- * subprogram: the verifier walks the 64-rule loop once. */
+/* Fill s->matched with the slots of the rules that match, in order, and
+ * s->cookie if one of them has SYN cookies on. A subprogram: the verifier
+ * walks the 64-rule loop once. */
 __noinline int xrl_classify(struct xrl_scratch *s)
 {
 	struct xrl_ruleset *rs;
@@ -331,8 +358,10 @@ __noinline int xrl_classify(struct xrl_scratch *s)
 	for (__u32 i = 0; i < XRL_MAX_RULES; i++) {
 		if (i >= rs->n_rules || n >= XRL_MAX_MATCH)
 			break;
-		if (xrl_rule_match(&rs->rules[i], &s->pkt))
+		if (xrl_rule_match(&rs->rules[i], &s->pkt)) {
 			s->matched[n++] = i;
+			s->cookie |= rs->rules[i].syn_cookies;
+		}
 	}
 	s->n_match = n;
 	return n;
@@ -430,28 +459,221 @@ static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xr
 	return XDP_PASS;
 }
 
+
+/*
+ * Should this SYN for a cookie rule go to the kernel instead, as the
+ * primer that keeps the listener accepting cookies (xrl_abi.h,
+ * XRL_COOKIE_PRIME_S)? One per port and family per interval, whichever CPU
+ * sees it first; a race between CPUs sends two.
+ */
+static __always_inline int xrl_cookie_primer(const struct xrl_pkt *p, __u64 j)
+{
+	__u32 k = p->dport | (p->family == XRL_AF_INET6 ? 0x10000 : 0);
+	__u32 *last = bpf_map_lookup_elem(&xrl_cookie_prime, &k);
+	__u32 now = (__u32)j ? (__u32)j : 1;   /* 0 is "never" */
+
+	if (!last)
+		return 0;
+	if (*last && now - *last < XRL_COOKIE_PRIME_S * XRL_NSEC_PER_SEC / xrl_tick_ns)
+		return 0;
+	*last = now;
+	return 1;
+}
+
+/*
+ * The SYN-cookie step, for a packet a cookie rule matched. Returns an XDP
+ * verdict, or -1 to go on to the buckets: a SYN the program cannot answer,
+ * or an ACK whose cookie checked out (s->cookie_ack: the source exists, so
+ * now it is limited).
+ */
+static __always_inline int xrl_cookie_step(struct xdp_md *ctx, struct xrl_global_ctr *gc,
+					   struct xrl_scratch *s, __u64 j)
+{
+	__u8 f = s->pkt.tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK | XRL_TCP_FLAG_RST);
+	int r;
+
+	if (f == XRL_TCP_FLAG_SYN) {
+		if (xrl_cookie_primer(&s->pkt, j)) {
+			gc->c[XRL_G_COOKIE_PRIMERS]++;
+			return XDP_PASS;
+		}
+		r = xrl_cookie_syn(ctx, &s->pkt, &s->cb);
+		if (r == XDP_TX) {
+			gc->c[XRL_G_COOKIES_SENT]++;
+			return XDP_TX;
+		}
+		gc->c[XRL_G_COOKIE_FALLBACK]++;
+		return -1;
+	}
+	r = xrl_cookie_ack(ctx, &s->pkt);
+	if (r == XRL_CK_ESTABLISHED)
+		return XDP_PASS;
+	if (r == XRL_CK_BAD) {
+		gc->c[XRL_G_COOKIES_BAD]++;
+		return XDP_DROP;
+	}
+	gc->c[XRL_G_COOKIES_VALID]++;
+	s->cookie_ack = 1;
+	return -1;
+}
+
+/*
+ * Every matching rule must admit. The first refusing rule with action
+ * drop decides (s->refused, s->refuse_slot); tokens already taken from
+ * earlier rules are noted in s->admitted, to be given back. A shadow
+ * rule's refusal is counted and the packet goes on (s->shadowed).
+ */
+static __always_inline void xrl_ask(struct xrl_global_ctr *gc, struct xrl_scratch *s,
+				    struct xrl_ruleset *rs, __u64 j, __u64 bytes, __u64 **tat)
+{
+	for (__u32 m = 0; m < XRL_MAX_MATCH; m++) {
+		struct xrl_rule *r;
+		__u32 slot;
+
+		if (m >= s->n_match)
+			break;
+		slot = s->matched[m];
+		if (slot >= XRL_MAX_RULES)
+			break;
+		r = &rs->rules[slot];
+		xrl_make_key(&s->key, r, &s->pkt);
+		s->now = xrl_now(r, j, &s->fine);
+		if (xrl_take(&s->key, r, s->now, gc, &s->conform, tat) == XRL_TAKE_ADMIT) {
+			__u32 n = s->n_admitted;
+
+			if (n < XRL_MAX_MATCH) {
+				s->admitted[n] = s->key;
+				s->admitted_inc[n] = r->emit_ns;
+				s->n_admitted = n + 1;
+			}
+			continue;
+		}
+		if (r->action == XRL_ACT_SHADOW) {
+			xrl_count_rule(s->ruleset, slot, XRL_V_SHADOW_DROPPED, bytes);
+			s->matched[m] = XRL_MAX_RULES; /* not counted as passed */
+			if (!s->shadowed) {
+				s->shadowed = 1;
+				s->shadow_slot = slot;
+			}
+			continue;
+		}
+		s->refused = 1;
+		s->refuse_slot = slot;
+		break;
+	}
+}
+
+/* A drop rule refused: give back the tokens taken, count, remember. */
+static __always_inline int xrl_refuse(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
+				      struct xrl_scratch *s, struct xrl_refused *rv,
+				      struct xdp_md *ctx, __u64 j, __u64 bytes)
+{
+	__u64 until = 0;
+
+	for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+		if (k >= s->n_admitted)
+			break;
+		xrl_refund(&s->admitted[k], s->admitted_inc[k]);
+	}
+	xrl_count_rule(s->ruleset, s->refuse_slot, XRL_V_DROPPED, bytes);
+	/*
+	 * Remember it on this CPU until the bucket has a token again
+	 * (rounded down to a jiffy: early, never late). Not when a shadow
+	 * rule matched too: its would-be refusals must stay counted, so
+	 * those packets keep taking the slow path. Not for a cookie ACK
+	 * either: the cache is asked before the socket table, and the
+	 * source's established connections share its signature.
+	 */
+	if (!s->shadowed && !s->cookie_ack)
+		until = j + (s->conform > s->now ? (s->conform - s->now) / xrl_tick_ns : 0);
+	xrl_remember(gc, cfg, rv, s, s->refuse_slot, XRL_ACT_DROP, until, j, ctx);
+	return XDP_DROP;
+}
+
+/* Classify, the cookie step, the buckets, and the verdict's counters. */
+static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr *gc,
+				      const struct xrl_config *cfg, struct xrl_scratch *s,
+				      struct xrl_refused *rv, __u64 j, __u64 bytes)
+{
+	struct xrl_ruleset *rs;
+	__u64 *tat = NULL;
+	int v;
+
+	s->ruleset = cfg->active_ruleset;
+	rs = bpf_map_lookup_elem(&xrl_rulesets, &s->ruleset);
+	if (!rs || !rs->n_rules) {
+		gc->c[XRL_G_NO_POLICY]++;
+		return XDP_PASS;
+	}
+	if (!xrl_classify(s)) {
+		gc->c[XRL_G_NO_RULE]++;
+		return XDP_PASS;
+	}
+	if (s->cookie) {
+		v = xrl_cookie_step(ctx, gc, s, j);
+		if (v >= 0)
+			return v;
+	}
+	xrl_ask(gc, s, rs, j, bytes, &tat);
+	if (s->refused)
+		return xrl_refuse(gc, cfg, s, rv, ctx, j, bytes);
+	if (s->shadowed) {
+		/* sampled like a refusal, never answered from the cache */
+		if (s->shadow_slot < XRL_MAX_RULES)
+			xrl_make_key(&s->key, &rs->rules[s->shadow_slot], &s->pkt);
+		xrl_remember(gc, cfg, rv, s, s->shadow_slot, XRL_ACT_SHADOW, 0, j, ctx);
+	}
+	for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+		if (k >= s->n_match)
+			break;
+		if (s->matched[k] < XRL_MAX_RULES)
+			xrl_count_rule(s->ruleset, s->matched[k], XRL_V_PASSED, bytes);
+	}
+	/* no lease for cookie ACKs: a lease answers before the cookie check */
+	if (s->n_match == 1 && s->n_admitted == 1 && !s->shadowed && !s->cookie_ack &&
+	    s->matched[0] < XRL_MAX_RULES)
+		xrl_lease(gc, rv, s, &rs->rules[s->matched[0]], s->matched[0], tat, s->now, j);
+	return XDP_PASS;
+}
+
+/* Does refusal-cache slot rv hold this packet's signature? */
+static __always_inline int xrl_sig_eq(const struct xrl_refused *rv, const struct xrl_scratch *s)
+{
+	return rv->sig[0] == s->sig[0] && rv->sig[1] == s->sig[1] && rv->sig[2] == s->sig[2] &&
+	       rv->sig[3] == s->sig[3] && rv->sig[4] == s->sig[4] && rv->sig[5] == s->sig[5];
+}
+
 SEC("xdp")
 int xrl_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
-	__u64 bytes = data_end - data, j, now = 0, fine = 0, conform = 0, *tat = NULL;
-	struct xrl_scratch s = {};
+	__u64 bytes = data_end - data, j;
 	struct xrl_global_ctr *gc;
+	struct xrl_scratch *s;
 	struct xrl_config *cfg;
-	struct xrl_ruleset *rs;
 	struct xrl_refused *rv;
-	__u32 zero = 0, n_admitted = 0, refuse_slot = 0, shadow_slot = 0, idx;
-	int refused = 0, shadowed = 0, res;
+	__u32 zero = 0, idx;
+	int res;
 
 	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
-	if (!gc)
+	s = bpf_map_lookup_elem(&xrl_scratch, &zero);
+	if (!gc || !s)
 		return XDP_PASS;
 	gc->c[XRL_G_SEEN]++;
+	__builtin_memset(&s->pkt, 0, sizeof(s->pkt));
+	s->n_admitted = 0;
+	s->refused = 0;
+	s->shadowed = 0;
+	s->cookie = 0;
+	s->cookie_ack = 0;
+	s->fine = 0;
+	s->now = 0;
+	s->conform = 0;
 
-	res = xrl_parse(ctx, data, data_end, &s.pkt);
+	res = xrl_parse(ctx, data, data_end, &s->pkt);
 	if (res != XRL_P_OK && res != XRL_P_FRAGMENT)
-		return xrl_unclassified(gc, &s, res);
+		return xrl_unclassified(gc, s, res);
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
 	if (!cfg)
 		return XDP_PASS;
@@ -464,20 +686,16 @@ int xrl_xdp(struct xdp_md *ctx)
 	 * allowlisted or re-policied source is never refused from here.
 	 */
 	j = bpf_jiffies64();
-	idx = xrl_signature(&s, cfg->epoch) & xrl_refused_mask;
+	idx = xrl_signature(s, cfg->epoch) & xrl_refused_mask;
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
-	if (rv && j < rv->until_j && rv->sig[0] == s.sig[0] && rv->sig[1] == s.sig[1] &&
-	    rv->sig[2] == s.sig[2] && rv->sig[3] == s.sig[3] && rv->sig[4] == s.sig[4] &&
-	    rv->sig[5] == s.sig[5]) {
+	if (rv && j < rv->until_j && xrl_sig_eq(rv, s)) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
 		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes);
-		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s.pkt);
+		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt);
 		return XDP_DROP;
 	}
 	/* the admit path's shortcut: a token this CPU leased in this jiffy */
-	if (rv && rv->lease && rv->seen_j == j && rv->sig[0] == s.sig[0] &&
-	    rv->sig[1] == s.sig[1] && rv->sig[2] == s.sig[2] && rv->sig[3] == s.sig[3] &&
-	    rv->sig[4] == s.sig[4] && rv->sig[5] == s.sig[5]) {
+	if (rv && rv->lease && rv->seen_j == j && xrl_sig_eq(rv, s)) {
 		rv->lease--;
 		rv->seen_n++;
 		gc->c[XRL_G_LEASED]++;
@@ -486,11 +704,11 @@ int xrl_xdp(struct xdp_md *ctx)
 	}
 
 	/* fragments have addresses: the lists apply to them too */
-	if (xrl_allowlisted(cfg, &s.pkt)) {
+	if (xrl_allowlisted(cfg, &s->pkt)) {
 		gc->c[XRL_G_ALLOWLISTED]++;
 		return XDP_PASS;
 	}
-	if (xrl_denied(gc, cfg, &s.pkt)) {
+	if (xrl_denied(gc, cfg, &s->pkt)) {
 		gc->c[XRL_G_DENYLISTED]++;
 		return XDP_DROP;
 	}
@@ -502,90 +720,5 @@ int xrl_xdp(struct xdp_md *ctx)
 		gc->c[XRL_G_FRAGMENTS]++;
 		return XDP_PASS;
 	}
-
-	s.ruleset = cfg->active_ruleset;
-	rs = bpf_map_lookup_elem(&xrl_rulesets, &s.ruleset);
-	if (!rs || !rs->n_rules) {
-		gc->c[XRL_G_NO_POLICY]++;
-		return XDP_PASS;
-	}
-	if (!xrl_classify(&s)) {
-		gc->c[XRL_G_NO_RULE]++;
-		return XDP_PASS;
-	}
-
-	/*
-	 * Every matching rule must admit. The first refusing rule with action
-	 * drop decides; tokens already taken from earlier rules are given
-	 * back, so a refusal by one rule does not spend another's budget. A
-	 * shadow rule's refusal is counted and the packet goes on.
-	 */
-	for (__u32 m = 0; m < XRL_MAX_MATCH; m++) {
-		struct xrl_rule *r;
-		__u32 slot;
-
-		if (m >= s.n_match)
-			break;
-		slot = s.matched[m];
-		if (slot >= XRL_MAX_RULES)
-			break;
-		r = &rs->rules[slot];
-		xrl_make_key(&s.key, r, &s.pkt);
-		now = xrl_now(r, j, &fine);
-		if (xrl_take(&s.key, r, now, gc, &conform, &tat) == XRL_TAKE_ADMIT) {
-			if (n_admitted < XRL_MAX_MATCH) {
-				s.admitted[n_admitted] = s.key;
-				s.admitted_inc[n_admitted] = r->emit_ns;
-				n_admitted++;
-			}
-			continue;
-		}
-		if (r->action == XRL_ACT_SHADOW) {
-			xrl_count_rule(s.ruleset, slot, XRL_V_SHADOW_DROPPED, bytes);
-			s.matched[m] = XRL_MAX_RULES; /* not counted as passed */
-			if (!shadowed) {
-				shadowed = 1;
-				shadow_slot = slot;
-			}
-			continue;
-		}
-		refused = 1;
-		refuse_slot = slot;
-		break;
-	}
-
-	if (refused) {
-		for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
-			if (k >= n_admitted)
-				break;
-			xrl_refund(&s.admitted[k], s.admitted_inc[k]);
-		}
-		xrl_count_rule(s.ruleset, refuse_slot, XRL_V_DROPPED, bytes);
-		/*
-		 * Remember it on this CPU until the bucket has a token again
-		 * (rounded down to a jiffy: early, never late). Not when a
-		 * shadow rule matched too: its would-be refusals must stay
-		 * counted, so those packets keep taking the slow path.
-		 */
-		xrl_remember(gc, cfg, rv, &s, refuse_slot, XRL_ACT_DROP,
-			     shadowed ? 0 : j + (conform > now ? (conform - now) / xrl_tick_ns : 0), j,
-			     ctx);
-		return XDP_DROP;
-	}
-	if (shadowed) {
-		/* sampled like a refusal, never answered from the cache; the
-		 * key made again rather than kept: the stack is nearly full */
-		if (shadow_slot < XRL_MAX_RULES)
-			xrl_make_key(&s.key, &rs->rules[shadow_slot], &s.pkt);
-		xrl_remember(gc, cfg, rv, &s, shadow_slot, XRL_ACT_SHADOW, 0, j, ctx);
-	}
-	for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
-		if (k >= s.n_match)
-			break;
-		if (s.matched[k] < XRL_MAX_RULES)
-			xrl_count_rule(s.ruleset, s.matched[k], XRL_V_PASSED, bytes);
-	}
-	if (s.n_match == 1 && n_admitted == 1 && !shadowed && s.matched[0] < XRL_MAX_RULES)
-		xrl_lease(gc, rv, &s, &rs->rules[s.matched[0]], s.matched[0], tat, now, j);
-	return XDP_PASS;
+	return xrl_decide(ctx, gc, cfg, s, rv, j, bytes);
 }

@@ -31,7 +31,15 @@ static __always_inline int xrl_rule_match(const struct xrl_rule *r, const struct
 {
 	if (r->proto != XRL_PROTO_ANY && r->proto != p->proto)
 		return 0;
-	if (r->tcp_class == XRL_TCP_SYN &&
+	/* A cookie rule matches TCP SYNs and the ACKs that may carry its
+	 * cookies (no SYN, no RST); its tcp_class is not asked. */
+	if (r->syn_cookies) {
+		__u8 f = p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK | XRL_TCP_FLAG_RST);
+
+		if (p->proto != XRL_IPPROTO_TCP ||
+		    (f != XRL_TCP_FLAG_SYN && f != XRL_TCP_FLAG_ACK))
+			return 0;
+	} else if (r->tcp_class == XRL_TCP_SYN &&
 	    (p->proto != XRL_IPPROTO_TCP ||
 	     (p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) != XRL_TCP_FLAG_SYN))
 		return 0;

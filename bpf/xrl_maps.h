@@ -108,6 +108,16 @@ struct {
 	__type(value, struct xrl_global_ctr);
 } xrl_global_stats SEC(".maps");
 
+/* The jiffy (low 32 bits, 0 = never) of the last SYN passed to the kernel
+ * as a cookie primer, per destination port (host order) + 0x10000 for IPv6:
+ * see XRL_COOKIE_PRIME_S. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 0x20000);
+	__type(key, __u32);
+	__type(value, __u32);
+} xrl_cookie_prime SEC(".maps");
+
 /* Refusal samples for the daemon (top, penalty escalation). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

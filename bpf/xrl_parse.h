@@ -47,6 +47,7 @@
 #define XRL_MAX_PARSE_OFF 0x7fff
 
 #define XRL_TCP_FLAG_SYN 0x02
+#define XRL_TCP_FLAG_RST 0x04
 #define XRL_TCP_FLAG_ACK 0x10
 
 enum xrl_parse_res {
@@ -72,6 +73,8 @@ struct xrl_pkt {
 	__u8  has_ports;
 	__u8  first_frag; /* offset 0 and more fragments follow */
 	__u8  pad;
+	__u16 l3_off;     /* bytes from the frame start to the IP header */
+	__u16 l4_off;     /* to the L4 header, valid if has_ports */
 };
 
 /*
@@ -141,6 +144,7 @@ static __always_inline int xrl_parse_ipv4(struct xrl_cursor *c, struct xrl_pkt *
 	if (iph->version != 4)
 		return XRL_P_MALFORMED;
 	p->family = XRL_AF_INET;
+	p->l3_off = c->off;
 	p->src[0] = iph->saddr;
 	p->dst[0] = iph->daddr;
 	if (iph->ihl < 5)
@@ -248,6 +252,7 @@ static __always_inline int xrl_parse_ipv6(struct xdp_md *ctx, struct xrl_cursor 
 		return XRL_P_MALFORMED;
 
 	p->family = XRL_AF_INET6;
+	p->l3_off = c->off;
 	__builtin_memcpy(p->src, &ip6->saddr, 16);
 	__builtin_memcpy(p->dst, &ip6->daddr, 16);
 	nh = ip6->nexthdr;
@@ -324,6 +329,7 @@ static __always_inline int xrl_parse_l4(struct xrl_cursor *c, struct xrl_pkt *p)
 		p->sport = th->source;
 		p->tcp_flags = ((__u8 *)th)[13];
 		p->has_ports = 1;
+		p->l4_off = off;
 	} else if (p->proto == XRL_IPPROTO_UDP) {
 		struct udphdr *uh = c->data + off;
 

@@ -53,6 +53,8 @@
 #define XRL_MAP_EVENTS       "xrl_events"
 #define XRL_MAP_META         "xrl_meta"
 #define XRL_MAP_ALLOW_SMALL  "xrl_allow_small"
+#define XRL_MAP_SCRATCH      "xrl_scratch"
+#define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -72,6 +74,14 @@ enum xrl_proto {
 enum xrl_tcp_class {
 	XRL_TCP_ANY = 0, /* every TCP segment */
 	XRL_TCP_SYN = 1, /* SYN without ACK: a new connection */
+};
+
+/* A rule's SYN cookies (docs/design.md, "SYN cookies"). */
+enum xrl_syn_cookies {
+	XRL_COOKIES_OFF = 0,      /* SYNs meet the bucket */
+	XRL_COOKIES_ON  = 1,      /* SYNs are answered with a cookie SYN-ACK at
+	                           * the NIC; the bucket is charged by the ACK
+	                           * that returns a valid cookie */
 };
 
 enum xrl_action {
@@ -115,6 +125,16 @@ enum xrl_global {
 	                          * than walked, and an enforcing rule could
 	                          * cover the destination: dropped */
 	XRL_G_UNWALKABLE_PASSED, /* the same, no enforcing rule could: passed */
+	XRL_G_COOKIES_SENT,      /* SYNs answered with a cookie SYN-ACK (XDP_TX) */
+	XRL_G_COOKIES_VALID,     /* ACKs whose cookie checked out: sent on to
+	                          * the bucket, then the kernel */
+	XRL_G_COOKIES_BAD,       /* ACKs of no connection, cookie invalid: dropped */
+	XRL_G_COOKIE_PRIMERS,    /* SYNs passed to the kernel so that it keeps
+	                          * accepting cookies on that port (one per
+	                          * port per XRL_COOKIE_PRIME_S) */
+	XRL_G_COOKIE_FALLBACK,   /* SYNs a cookie rule matched but the program
+	                          * cannot answer (IPv4 options, IPv6 extension
+	                          * headers, fragments): they meet the bucket */
 	XRL_G_MAX,
 };
 
@@ -174,7 +194,8 @@ struct xrl_rule {
 	__u8  clock_fine;         /* 1: this rule's buckets run on
 	                           * bpf_ktime_get_ns (its burst is shorter than
 	                           * two jiffies of tokens); 0: on jiffies */
-	__u8  pad[3];
+	__u8  syn_cookies;        /* enum xrl_syn_cookies */
+	__u8  pad[2];
 };
 _Static_assert(sizeof(struct xrl_rule) == 120, "xrl_rule layout");
 
@@ -246,6 +267,18 @@ struct xrl_allow_small {
 	struct { __u32 addr, mask; } v4[XRL_ALLOW_SMALL];       /* network order */
 	struct { __u32 addr[4], mask[4]; } v6[XRL_ALLOW_SMALL]; /* network order */
 };
+
+/* ---- SYN cookies ------------------------------------------------------ */
+
+/*
+ * The kernel accepts a cookie ACK on a listener only if that listener sent a
+ * cookie itself in the last two minutes (tcp_synq_no_recent_overflow). So
+ * one SYN per destination port every XRL_COOKIE_PRIME_S seconds is passed to
+ * the kernel, which (net.ipv4.tcp_syncookies = 2) answers it with a cookie of
+ * its own. xrl_cookie_prime (ARRAY, 65536 entries, key = destination port in
+ * host order) holds the jiffy of the last primer per port.
+ */
+#define XRL_COOKIE_PRIME_S   30
 
 /* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
 

@@ -80,6 +80,7 @@ for g in "${groups[@]}"; do
 		;;
 	bpf)
 		root_run bpf/test_bpf "$B/tests/test_bpf"
+		root_run bpf/test_cookie "$B/tests/test_cookie"
 		root_run bpf/xdp_fuzz "$B/tests/xdp_fuzz" --count 1000000
 		;;
 	e2e)

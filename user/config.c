@@ -673,8 +673,10 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	static const char *const pens[] = { "verified", "unverified", "off" };
 	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
+	static const char *const cks[] = { "off", "on" };
+	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON };
 	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" }, { .key = "burst" },
-			     { .key = "action" }, { .key = "penalty" } };
+			     { .key = "action" }, { .key = "penalty" }, { .key = "syn_cookies" } };
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
 	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
@@ -684,7 +686,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	int rc, a;
 
 	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
-	rc = mapping(x, n, path, "rule", f, 7);
+	rc = mapping(x, n, path, "rule", f, 8);
 	if (rc)
 		return rc;
 	if (is_null(n))
@@ -751,6 +753,15 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		if (rc)
 			return rc;
 		r->penalty = (__u8)a;
+	}
+	if (f[7].v) {
+		subpath(p2, path, ".syn_cookies");
+		rc = ENUM(x, f[7].v, p2, cks, ckvals, &a);
+		if (rc)
+			return rc;
+		r->syn_cookies = (__u8)a;
+		if (a && r->proto != XRL_PROTO_TCP)
+			return at(x, f[7].v, "%s: SYN cookies need match.proto: tcp", p2);
 	}
 
 	/* rate and burst within what the arithmetic can hold, here with a line */
@@ -1723,7 +1734,7 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 			put(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4, s->key_plen6,
 			    rate_str(&s->rate, r, sizeof(r)), s->burst,
 			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
-			put(&b, "%s\n", penalty_str(c, s));
+			put(&b, "%s%s\n", s->syn_cookies ? ", SYN cookies" : "", penalty_str(c, s));
 		}
 		put(&b, "buckets: %u%s, event interval %s%s\n",
 		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,

@@ -384,6 +384,7 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 	h->fine_clock = o->fine_clock;
 	h->skel->rodata->xrl_tick_ns = h->tick_ns;
 	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
+	h->skel->rodata->xrl_syn_wscale = xrl_syn_wscale();
 	if (o->buckets_max)
 		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
 	if (o->refused_max) {

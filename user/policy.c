@@ -258,6 +258,10 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
 		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags syn cannot match proto udp", nm);
 	if (in->action > XRL_ACT_SHADOW)
 		return fail(err, errlen, -EINVAL, "rule %s: action must be drop or shadow", nm);
+	if (in->syn_cookies > XRL_COOKIES_ON)
+		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on or off", nm);
+	if (in->syn_cookies && in->proto != XRL_PROTO_TCP)
+		return fail(err, errlen, -EINVAL, "rule %s: SYN cookies need proto tcp", nm);
 	if (in->n_ports > XRL_MAX_PORT_RANGES)
 		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm, XRL_MAX_PORT_RANGES);
 	for (int i = 0; i < in->n_ports; i++)
@@ -286,6 +290,7 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
 	out->proto = in->proto;
 	out->tcp_class = in->tcp_class;
 	out->action = in->action;
+	out->syn_cookies = in->syn_cookies;
 	out->n_ports = in->n_ports;
 	memcpy(out->ports, in->ports, sizeof(out->ports));
 	out->key_plen4 = in->key_plen4;
@@ -358,6 +363,11 @@ const char *xrl_global_name(int idx)
 		[XRL_G_LEASED] = "leased",
 		[XRL_G_UNWALKABLE_DROPPED] = "unwalkable_dropped",
 		[XRL_G_UNWALKABLE_PASSED] = "unwalkable_passed",
+		[XRL_G_COOKIES_SENT] = "cookies_sent",
+		[XRL_G_COOKIES_VALID] = "cookies_valid",
+		[XRL_G_COOKIES_BAD] = "cookies_bad",
+		[XRL_G_COOKIE_PRIMERS] = "cookie_primers",
+		[XRL_G_COOKIE_FALLBACK] = "cookie_fallback",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])

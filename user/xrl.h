@@ -53,6 +53,7 @@ struct xrl_rule_spec {
 	__u32 burst;
 	__u32 id;          /* 0: derived from the name (stable across reloads) */
 	__u8  penalty;     /* enum xrl_penalty_mode; userspace only */
+	__u8  syn_cookies; /* enum xrl_syn_cookies */
 };
 
 /*
@@ -186,6 +187,12 @@ struct xrl_stats {
 int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
 /* Entries in the shared bucket table (walks it: O(n)). */
 long xrl_bucket_count(struct xrl_handle *h);
+
+/* The window scale the kernel gives connections it creates from a cookie,
+ * for buffer limits tcp_rmem[2] and rmem_max; and from this namespace's
+ * sysctls (7 if unreadable). The XDP program's SYN-ACKs offer it. */
+__u8 xrl_syn_wscale_of(__u64 tcp_rmem_max, __u64 rmem_max);
+__u8 xrl_syn_wscale(void);
 
 /* CLOCK_MONOTONIC (the program's clock) in ns. */
 __u64 xrl_now_ns(void);

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 		"  allow  IFACE CIDR\n"
 		"  detach IFACE\n"
 		"SPEC: name=N,proto=tcp|udp|any,flags=syn|any,ports=80;443;8000-8080,dst=CIDR,\n"
-		"      rate=100/s,burst=50,action=drop|shadow,key4=32,key6=64\n");
+		"      rate=100/s,burst=50,action=drop|shadow,key4=32,key6=64,cookies=on|off\n");
 }
 
 static int parse_ports(const char *v, struct xrl_rule_spec *r, char *err, size_t errlen)
@@ -94,6 +94,10 @@ static int parse_rule(const char *spec, struct xrl_rule_spec *r, char *err, size
 			if (!strcmp(v, "drop")) r->action = XRL_ACT_DROP;
 			else if (!strcmp(v, "shadow")) r->action = XRL_ACT_SHADOW;
 			else { snprintf(err, errlen, "action '%s': want drop or shadow", v); rc = -EINVAL; }
+		} else if (!strcmp(tok, "cookies")) {
+			if (!strcmp(v, "on")) r->syn_cookies = XRL_COOKIES_ON;
+			else if (!strcmp(v, "off")) r->syn_cookies = XRL_COOKIES_OFF;
+			else { snprintf(err, errlen, "cookies '%s': want on or off", v); rc = -EINVAL; }
 		} else if (!strcmp(tok, "ports")) {
 			rc = parse_ports(v, r, err, errlen);
 		} else if (!strcmp(tok, "dst")) {

@@ -441,6 +441,15 @@ static void test_extensions(void **state)
 		 "      burst: 2\n");
 	EQ(cfg->policy.rules[1].n_ports, 2);
 	EQ(cfg->policy.rules[1].ports[1].lo, 443);
+
+	CTX("syn_cookies on, off, and off by default");
+	PARSE_OK("xdp:\n  rules:\n"
+		 "    - { name: c, match: { proto: tcp, dst_ports: [443] }, rate: 1/s, burst: 1, syn_cookies: on }\n"
+		 "    - { name: d, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: off }\n"
+		 "    - { name: e, rate: 1/s, burst: 1 }\n");
+	EQ(cfg->policy.rules[0].syn_cookies, XRL_COOKIES_ON);
+	EQ(cfg->policy.rules[1].syn_cookies, XRL_COOKIES_OFF);
+	EQ(cfg->policy.rules[2].syn_cookies, XRL_COOKIES_OFF);
 }
 
 static void test_limits(void **state)
@@ -627,7 +636,13 @@ static const struct bad bads[] = {
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
 	{ "rule a list",
 	  "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
-	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty), got a list" },
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies), got a list" },
+	{ "rule syn_cookies word",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: yes }\n",
+	  "xdp.rules[0].syn_cookies: expected one of off or on, got 'yes'" },
+	{ "rule syn_cookies without proto tcp",
+	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, syn_cookies: on }\n",
+	  "t.yaml:3:52: xdp.rules[0].syn_cookies: SYN cookies need match.proto: tcp" },
 	{ "rule penalty word",
 	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, penalty: yes }\n",
 	  "xdp.rules[0].penalty: expected one of verified, unverified or off, got 'yes'" },

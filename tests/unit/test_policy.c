@@ -501,6 +501,29 @@ static void test_rule_compile_basic(void **state)
 	EQ(r.n_ports, 8);
 	EQ(r.ports[7].lo, 65535);
 	EQ(r.ports[3].hi, 3010);
+
+	/* SYN cookies: carried, off by default, TCP only */
+	CTX("syn_cookies");
+	mkspec(&s, "web", 100, SEC, 20);
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_OFF);
+	s.syn_cookies = XRL_COOKIES_ON;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "SYN cookies need proto tcp"));
+	s.proto = XRL_PROTO_TCP;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_ON);
+	s.syn_cookies = 2;
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
+
+	/* the window scale the kernel picks for cookie connections */
+	CTX("syn wscale");
+	EQ(xrl_syn_wscale_of(6291456, 212992), 7);       /* Debian's defaults */
+	EQ(xrl_syn_wscale_of(33554432, 4194304), 10);
+	EQ(xrl_syn_wscale_of(4096, 4194304), 7);         /* rmem_max decides */
+	EQ(xrl_syn_wscale_of(65535, 0), 0);
+	EQ(xrl_syn_wscale_of(65536, 0), 1);
+	EQ(xrl_syn_wscale_of(1ULL << 40, 0), 14);
 }
 
 static void test_rule_compile_emit_tau(void **state)

@@ -1,0 +1,695 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * test_cookie.c - BPF_PROG_TEST_RUN tests of the SYN-cookie path
+ * (bpf/xrl_cookie.h): the SYN-ACK a SYN gets, the ACKs that come back.
+ *
+ * Every case loads the program afresh (load only), installs one rule with
+ * syn_cookies on (TCP port 80, 10/min, burst 1, so a source's second
+ * verified connection is refused), and sends frames built here. The
+ * SYN-ACK is checked field by field against the SYN, with both checksums
+ * recomputed here, not by the program's code. A cookie is shown valid by
+ * sending the ACK a client would send and seeing the program's
+ * bpf_tcp_raw_check_syncookie_* accept it (cookies_valid) - the same
+ * check the kernel's cookie_v4_check makes.
+ *
+ * The first SYN per port and family is the primer (xrl_abi.h,
+ * XRL_COOKIE_PRIME_S): passed to the kernel. Each case sends it first.
+ *
+ * Needs root and bpffs; pinned to one CPU (per-CPU counters). Usage:
+ * test_cookie [substring]. Exit 0, 1 on a failure, 77 when not root.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "xrl.h"
+#include "pktbuild.h"
+
+#define V_DROP 1
+#define V_PASS 2
+#define V_TX   3
+
+static int fails_total;
+static int fails;
+
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  %s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!ok)
+		fails++;
+}
+
+static void check_eq(const char *name, uint64_t got, uint64_t want)
+{
+	if (got == want)
+		check(true, "%s = %llu", name, (unsigned long long)want);
+	else
+		check(false, "%s: got %llu, want %llu", name, (unsigned long long)got,
+		      (unsigned long long)want);
+}
+
+#define CHECK_EQ(name, got, want) check_eq(name, (uint64_t)(got), (uint64_t)(want))
+
+/* ---- frames ----------------------------------------------------------- */
+
+struct seg {
+	const char *src, *dst;       /* dst NULL: 192.0.2.1 or 2001:db8:ffff::1 */
+	uint16_t sport, dport;       /* dport 0: 80 */
+	uint16_t vlan;               /* TPID of one tag, 0: none */
+	uint8_t  ip_opt_words;
+	uint8_t  flags;              /* PB_TCP_* */
+	uint32_t seq, ack;
+	bool     mss, sack, ts, ws;  /* options sent */
+	uint8_t  wscale;
+	uint32_t tsval, tsecr;
+};
+
+static int build_seg(const struct seg *s, struct pb *p)
+{
+	uint8_t opt[40];
+	size_t n = 0;
+	int fam;
+	uint32_t a[4];
+
+	if (s->mss) {
+		opt[n++] = 2; opt[n++] = 4; opt[n++] = 1460 >> 8; opt[n++] = 1460 & 0xff;
+	}
+	if (s->sack) {
+		opt[n++] = 4; opt[n++] = 2;
+	}
+	if (s->ts) {
+		opt[n++] = 8; opt[n++] = 10;
+		for (int i = 3; i >= 0; i--)
+			opt[n++] = (uint8_t)(s->tsval >> (8 * i));
+		for (int i = 3; i >= 0; i--)
+			opt[n++] = (uint8_t)(s->tsecr >> (8 * i));
+	}
+	if (s->ws) {
+		opt[n++] = 1; opt[n++] = 3; opt[n++] = 3; opt[n++] = s->wscale;
+	}
+	while (n % 4)
+		opt[n++] = 1;
+	if (pb_parse_addr(s->src, &fam, a) < 0)
+		return -EINVAL;
+	pb_init(p);
+	pb_eth(p);
+	if (s->vlan)
+		pb_vlan(p, s->vlan, 42);
+	if (fam == 4)
+		pb_ipv4(p, &(struct pb_ipv4_opts){ .src = s->src, .dst = s->dst ? s->dst : "192.0.2.1",
+						   .opt_words = s->ip_opt_words, .df = true });
+	else
+		pb_ipv6(p, &(struct pb_ipv6_opts){ .src = s->src,
+						   .dst = s->dst ? s->dst : "2001:db8:ffff::1" });
+	pb_tcp(p, &(struct pb_tcp_opts){ .sport = s->sport, .dport = s->dport ? s->dport : 80,
+					 .flags = s->flags, .opt_words = (uint8_t)(n / 4),
+					 .seq = s->seq, .ack = s->ack });
+	if (p->err)
+		return p->err;
+	memcpy(p->buf + pb_layer_off(p, PB_L_L4) + 20, opt, n);
+	return pb_finish(p);
+}
+
+struct out {
+	int verdict;
+	uint8_t buf[PB_MAX];
+	uint32_t len;
+};
+
+static int run(struct xrl_handle *h, const uint8_t *in, size_t len, struct out *o)
+{
+	uint8_t data[PB_MAX];
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = data, .data_size_in = (__u32)len,
+		    .data_out = o->buf, .data_size_out = sizeof(o->buf), .repeat = 1);
+	int rc;
+
+	memcpy(data, in, len);
+	rc = bpf_prog_test_run_opts(xrl_prog_fd(h), &t);
+	if (rc)
+		return -errno;
+	o->verdict = (int)t.retval;
+	o->len = t.data_size_out;
+	return 0;
+}
+
+static uint16_t get16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
+static uint32_t get32(const uint8_t *b) { return (uint32_t)get16(b) << 16 | get16(b + 2); }
+
+/* RFC 1071 sum of n bytes, not folded or inverted. */
+static uint32_t sum16(const uint8_t *b, size_t n, uint32_t s)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		s += get16(b + i);
+	if (n & 1)
+		s += (uint32_t)b[n - 1] << 8;
+	return s;
+}
+
+static uint16_t fold(uint32_t s)
+{
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* What the SYN-ACK said, for the ACK that answers it. */
+struct synack {
+	uint32_t cookie;
+	bool has_ts;
+	uint32_t tsval;
+};
+
+/* Offsets of the IP and TCP headers of a frame built by build_seg. */
+static void offsets(const struct seg *s, int *l3, int *l4, int *fam)
+{
+	uint32_t a[4];
+
+	pb_parse_addr(s->src, fam, a);
+	*l3 = 14 + (s->vlan ? 4 : 0);
+	*l4 = *l3 + (*fam == 4 ? 20 + 4 * s->ip_opt_words : 40);
+}
+
+/*
+ * The SYN-ACK o answers SYN s (frame in): addresses, ports, numbers, flags,
+ * options and both checksums, recomputed here.
+ */
+static void check_synack(const struct seg *s, const uint8_t *in, const struct out *o,
+			 struct synack *sa)
+{
+	const uint8_t *b = o->buf;
+	int l3, l4, fam, hl;
+	uint32_t ps;
+	bool mss = false, sack = false, ts = false, ws = false;
+	uint32_t tsval = 0, tsecr = 0;
+	uint16_t mssv = 0;
+	uint8_t wsv = 0;
+
+	offsets(s, &l3, &l4, &fam);
+	CHECK_EQ("verdict XDP_TX", o->verdict, V_TX);
+	if (o->verdict != V_TX || o->len < (uint32_t)l4 + 20) {
+		check(false, "a SYN-ACK frame: %u bytes", o->len);
+		return;
+	}
+	check(!memcmp(b, in + 6, 6) && !memcmp(b + 6, in, 6), "MAC addresses swapped");
+	if (s->vlan)
+		check(!memcmp(b + 12, in + 12, 4), "the VLAN tag kept");
+	if (fam == 4) {
+		CHECK_EQ("IPv4 version/IHL", b[l3], 0x45);
+		CHECK_EQ("IPv4 total length = frame - L2", get16(b + l3 + 2), o->len - l3);
+		CHECK_EQ("IPv4 protocol", b[l3 + 9], 6);
+		check(!memcmp(b + l3 + 12, in + l3 + 16, 4) && !memcmp(b + l3 + 16, in + l3 + 12, 4),
+		      "IPv4 addresses swapped");
+		CHECK_EQ("IPv4 header checksum verifies", fold(sum16(b + l3, 20, 0)), 0xffff);
+		ps = sum16(b + l3 + 12, 8, 0) + 6 + (o->len - l4);
+	} else {
+		CHECK_EQ("IPv6 version", b[l3] >> 4, 6);
+		CHECK_EQ("IPv6 payload length = TCP header", get16(b + l3 + 4), o->len - l4);
+		CHECK_EQ("IPv6 next header", b[l3 + 6], 6);
+		check(!memcmp(b + l3 + 8, in + l3 + 24, 16) && !memcmp(b + l3 + 24, in + l3 + 8, 16),
+		      "IPv6 addresses swapped");
+		ps = sum16(b + l3 + 8, 32, 0) + 6 + (o->len - l4);
+	}
+	CHECK_EQ("TCP source port = SYN's destination", get16(b + l4), get16(in + l4 + 2));
+	CHECK_EQ("TCP destination port = SYN's source", get16(b + l4 + 2), get16(in + l4));
+	CHECK_EQ("ack = SYN's seq + 1", get32(b + l4 + 8), s->seq + 1);
+	CHECK_EQ("flags SYN+ACK", b[l4 + 13], 0x12);
+	hl = (b[l4 + 12] >> 4) * 4;
+	CHECK_EQ("TCP header = rest of frame", hl, o->len - l4);
+	CHECK_EQ("TCP checksum verifies", fold(sum16(b + l4, o->len - l4, ps)), 0xffff);
+	for (int i = 20; i < hl && i < (int)(o->len - l4);) {
+		const uint8_t *op = b + l4 + i;
+
+		if (op[0] == 0)
+			break;
+		if (op[0] == 1) {
+			i++;
+			continue;
+		}
+		if (op[0] == 2 && op[1] == 4) {
+			mss = true;
+			mssv = get16(op + 2);
+		} else if (op[0] == 4 && op[1] == 2) {
+			sack = true;
+		} else if (op[0] == 8 && op[1] == 10) {
+			ts = true;
+			tsval = get32(op + 2);
+			tsecr = get32(op + 6);
+		} else if (op[0] == 3 && op[1] == 3) {
+			ws = true;
+			wsv = op[2];
+		}
+		i += op[1] ? op[1] : 1;
+	}
+	check(mss && mssv == (fam == 4 ? 1460 : 1440), "MSS option %u", mssv);
+	CHECK_EQ("timestamp option iff the SYN had one", ts, s->ts);
+	CHECK_EQ("SACK-permitted iff the SYN had it and a timestamp", sack, s->ts && s->sack);
+	CHECK_EQ("window scale iff the SYN had it and a timestamp", ws, s->ts && s->ws);
+	if (ws)
+		CHECK_EQ("our window scale", wsv, 7);
+	if (ts) {
+		CHECK_EQ("tsecr = the client's tsval", tsecr, s->tsval);
+		CHECK_EQ("tsval's low 6 bits: wscale | SACK << 4",
+			 tsval & 0x3f, (s->ws ? s->wscale : 0xf) | (s->sack ? 0x10 : 0));
+	}
+	sa->cookie = get32(b + l4 + 4);
+	sa->has_ts = ts;
+	sa->tsval = tsval;
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+struct ctx {
+	struct xrl_handle *h;
+	struct xrl_stats st0;
+};
+
+static int setup(struct ctx *c, uint16_t port)
+{
+	char err[XRL_ERRLEN] = "";
+	struct xrl_policy *pol = calloc(1, sizeof(*pol));
+	struct xrl_rule_spec *s;
+	int rc;
+
+	if (!pol)
+		return -ENOMEM;
+	rc = xrl_open(&(struct xrl_open_opts){ .buckets_max = 4096, .refused_max = 4096 }, &c->h);
+	check(rc == 0, "xrl_open (load only): %d", rc);
+	if (rc)
+		goto out;
+	s = &pol->rules[pol->n_rules++];
+	xrl_rule_spec_init(s, "web");
+	s->proto = XRL_PROTO_TCP;
+	s->tcp_class = XRL_TCP_SYN;
+	s->syn_cookies = XRL_COOKIES_ON;
+	s->ports[s->n_ports++] = (struct xrl_port_range){ port, port };
+	s->rate = (struct xrl_rate){ .tokens = 10, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
+	s->burst = 1;
+	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
+	check(rc == 0, "xrl_apply_policy: %d %s", rc, err);
+	if (!rc)
+		rc = xrl_read_stats(c->h, &c->st0);
+out:
+	free(pol);
+	return rc;
+}
+
+/* A counter's change since setup. */
+static uint64_t delta(struct ctx *c, int g)
+{
+	struct xrl_stats st;
+
+	if (xrl_read_stats(c->h, &st))
+		return ~0ULL;
+	return st.global.c[g] - c->st0.global.c[g];
+}
+
+static uint64_t rule_pkts(struct ctx *c, int v)
+{
+	struct xrl_stats st;
+
+	if (xrl_read_stats(c->h, &st))
+		return ~0ULL;
+	return st.rules[0].pkts[v] - c->st0.rules[0].pkts[v];
+}
+
+/* Send segment s; return the verdict (or -errno), output in *o. */
+static int send_seg(struct ctx *c, const struct seg *s, struct pb *p, struct out *o)
+{
+	int rc = build_seg(s, p);
+
+	if (!rc)
+		rc = run(c->h, p->buf, p->len, o);
+	if (rc) {
+		check(false, "build and run: %s", strerror(-rc));
+		return rc;
+	}
+	return o->verdict;
+}
+
+/* The first SYN of a port and family goes to the kernel: the primer. */
+static void prime(struct ctx *c, const char *src, uint16_t vlan)
+{
+	struct seg s = { .src = src, .sport = 1, .flags = PB_TCP_SYN, .mss = true, .vlan = vlan };
+	struct pb p;
+	struct out o;
+
+	CHECK_EQ("the port's first SYN is the primer: XDP_PASS", send_seg(c, &s, &p, &o), V_PASS);
+}
+
+/* SYN s, its SYN-ACK checked; then the ACK a client sends back. */
+static int handshake(struct ctx *c, struct seg s, struct synack *sa, struct out *o)
+{
+	struct pb p, q;
+	struct seg a;
+
+	s.flags = PB_TCP_SYN;
+	if (send_seg(c, &s, &p, o) < 0)
+		return -1;
+	check_synack(&s, p.buf, o, sa);
+	a = s;
+	a.flags = PB_TCP_ACK;
+	a.seq = s.seq + 1;
+	a.ack = sa->cookie + 1;
+	a.mss = a.sack = a.ws = false;
+	a.ts = sa->has_ts;
+	a.tsval = s.tsval + 1;
+	a.tsecr = sa->tsval;
+	return send_seg(c, &a, &q, o);
+}
+
+static const struct seg full4 = {
+	.src = "198.51.100.7", .sport = 40001, .seq = 0x11223344,
+	.mss = true, .sack = true, .ts = true, .ws = true, .wscale = 9, .tsval = 0xa0b0c0d0,
+};
+
+static void case_v4(struct ctx *c)
+{
+	struct synack sa, sa2;
+	struct out o;
+	struct pb p;
+	struct seg s = full4, a;
+
+	prime(c, s.src, 0);
+	CHECK_EQ("the ACK with a valid cookie: XDP_PASS", handshake(c, s, &sa, &o), V_PASS);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 1);
+	CHECK_EQ("the verified source has a bucket", xrl_bucket_count(c->h), 1);
+	CHECK_EQ("rule counted it passed", rule_pkts(c, XRL_V_PASSED), 1);
+
+	a = s;
+	a.flags = PB_TCP_ACK;
+	a.seq = s.seq + 1;
+	a.ack = (sa.cookie + 1) ^ 0x01000000;
+	a.mss = a.sack = a.ws = a.ts = false;
+	CHECK_EQ("a forged cookie: XDP_DROP", send_seg(c, &a, &p, &o), V_DROP);
+	a.ack = sa.cookie + 1;
+	a.sport = 40002;
+	CHECK_EQ("the cookie replayed from another port: XDP_DROP", send_seg(c, &a, &p, &o), V_DROP);
+	a.sport = s.sport;
+	a.seq = s.seq + 1000;
+	CHECK_EQ("the cookie with another sequence number: XDP_DROP", send_seg(c, &a, &p, &o),
+		 V_DROP);
+	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 3);
+
+	/* burst 1: the source's second verified connection is refused */
+	s.sport = 40003;
+	CHECK_EQ("a second connection's valid ACK, bucket empty: XDP_DROP",
+		 handshake(c, s, &sa2, &o), V_DROP);
+	CHECK_EQ("rule counted it dropped", rule_pkts(c, XRL_V_DROPPED), 1);
+	CHECK_EQ("still one bucket", xrl_bucket_count(c->h), 1);
+	/* a refused cookie ACK is not cached: the next one asks again */
+	CHECK_EQ("refused_cached", delta(c, XRL_G_REFUSED_CACHED), 0);
+}
+
+static void case_v4_no_options(struct ctx *c)
+{
+	struct seg s = { .src = "198.51.100.8", .sport = 40001, .seq = 7 };
+	struct synack sa;
+	struct out o;
+
+	prime(c, s.src, 0);
+	CHECK_EQ("the ACK: XDP_PASS", handshake(c, s, &sa, &o), V_PASS);
+	s.mss = true;
+	s.ts = true;
+	s.tsval = 12345;
+	s.sport = 40002;
+	s.src = "198.51.100.9";
+	CHECK_EQ("MSS + timestamp only: the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 2);
+}
+
+static void case_v6(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+	struct out o;
+
+	s.src = "2001:db8:1::7";
+	prime(c, s.src, 0);
+	CHECK_EQ("IPv6: the ACK with a valid cookie: XDP_PASS", handshake(c, s, &sa, &o), V_PASS);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 1);
+	CHECK_EQ("one bucket", xrl_bucket_count(c->h), 1);
+}
+
+static void case_vlan(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+	struct out o;
+
+	s.vlan = PB_ETH_P_8021Q;
+	prime(c, s.src, s.vlan);
+	CHECK_EQ("802.1Q: the ACK with a valid cookie: XDP_PASS", handshake(c, s, &sa, &o), V_PASS);
+	s.src = "2001:db8:1::8";
+	s.vlan = PB_ETH_P_8021AD;
+	prime(c, s.src, s.vlan);
+	CHECK_EQ("802.1ad IPv6: the ACK with a valid cookie: XDP_PASS", handshake(c, s, &sa, &o),
+		 V_PASS);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 2);
+}
+
+static void case_flood(struct ctx *c)
+{
+	struct seg s = full4;
+	unsigned int tx = 0;
+	char src[32];
+	struct out o;
+	struct pb p;
+
+	prime(c, s.src, 0);
+	s.flags = PB_TCP_SYN;
+	for (int i = 0; i < 2000; i++) {
+		snprintf(src, sizeof(src), "10.%d.%d.%d", i >> 16, (i >> 8) & 0xff, i & 0xff);
+		s.src = src;
+		s.sport = (uint16_t)(1024 + i);
+		if (send_seg(c, &s, &p, &o) == V_TX)
+			tx++;
+	}
+	CHECK_EQ("2000 spoofed SYNs answered with XDP_TX", tx, 2000);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 2000);
+	CHECK_EQ("no bucket for any of them", xrl_bucket_count(c->h), 0);
+	CHECK_EQ("no bucket_new", delta(c, XRL_G_BUCKET_NEW), 0);
+}
+
+static void case_fallback(struct ctx *c)
+{
+	struct seg s = full4;
+	struct out o;
+	struct pb p;
+
+	prime(c, s.src, 0);
+	s.flags = PB_TCP_SYN;
+	s.ip_opt_words = 1;
+	CHECK_EQ("a SYN with IPv4 options meets the bucket: XDP_PASS", send_seg(c, &s, &p, &o),
+		 V_PASS);
+	CHECK_EQ("cookie_fallback", delta(c, XRL_G_COOKIE_FALLBACK), 1);
+	CHECK_EQ("its bucket", xrl_bucket_count(c->h), 1);
+	CHECK_EQ("a second one, bucket empty: XDP_DROP", send_seg(c, &s, &p, &o), V_DROP);
+}
+
+/* A real connection on loopback: its ACKs are the kernel's business. */
+static void case_established(struct ctx *c, uint16_t port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in ca;
+	socklen_t cl = sizeof(ca);
+	int ls = -1, cs = -1, as = -1, one = 1;
+	struct seg s = { .src = "127.0.0.1", .dst = "127.0.0.1", .dport = port,
+			 .flags = PB_TCP_ACK, .seq = 1, .ack = 1 };
+	struct out o;
+	struct pb p;
+
+	ls = socket(AF_INET, SOCK_STREAM, 0);
+	cs = socket(AF_INET, SOCK_STREAM, 0);
+	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ls < 0 || cs < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 8) ||
+	    connect(cs, (void *)&sa, sizeof(sa)) || getsockname(cs, (void *)&ca, &cl) ||
+	    (as = accept(ls, NULL, NULL)) < 0) {
+		check(false, "a loopback connection to port %u: %s", port, strerror(errno));
+		goto out;
+	}
+	s.sport = ntohs(ca.sin_port);
+	CHECK_EQ("an ACK of the established connection: XDP_PASS", send_seg(c, &s, &p, &o),
+		 V_PASS);
+	check(o.len == p.len && !memcmp(o.buf, p.buf, p.len), "... and untouched");
+	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 0);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 0);
+	s.sport = (uint16_t)(ntohs(ca.sin_port) ^ 0x4000);
+	CHECK_EQ("an ACK of no connection, to the listener: XDP_DROP", send_seg(c, &s, &p, &o),
+		 V_DROP);
+	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 1);
+out:
+	if (as >= 0)
+		close(as);
+	if (cs >= 0)
+		close(cs);
+	if (ls >= 0)
+		close(ls);
+}
+
+static void case_est(struct ctx *c) { case_established(c, 18080); }
+
+static const struct {
+	const char *name;
+	uint16_t port;
+	void (*fn)(struct ctx *c);
+} cases[] = {
+	{ "v4 SYN-ACK, valid ACK charges the bucket, forged and replayed ACKs dropped", 80, case_v4 },
+	{ "v4 without options, with MSS and timestamp only", 80, case_v4_no_options },
+	{ "v6 SYN-ACK and ACK", 80, case_v6 },
+	{ "VLAN tags (802.1Q v4, 802.1ad v6)", 80, case_vlan },
+	{ "a spoofed SYN flood creates no bucket", 80, case_flood },
+	{ "IPv4 options fall back to the bucket", 80, case_fallback },
+	{ "ACKs of established flows pass untouched", 18080, case_est },
+};
+
+/* ---- costs (test_cookie --bench) ------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Median ns of n runs of frame f, one run per call: a repeated run would
+ * see its own SYN-ACK (XDP rewrites the frame in place), and live frames
+ * would hand the passed ones to the stack.
+ */
+static double cost(struct xrl_handle *h, const struct pb *f, int n, int *verdict)
+{
+	uint8_t data[PB_MAX], out[PB_MAX];
+	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = data, .data_size_in = (__u32)f->len,
+		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
+	uint32_t *d = calloc((size_t)n, sizeof(*d));
+	double med;
+
+	if (!d)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		memcpy(data, f->buf, f->len);
+		t.data_size_out = sizeof(out);
+		if (bpf_prog_test_run_opts(xrl_prog_fd(h), &t)) {
+			free(d);
+			return -1;
+		}
+		d[i] = t.duration;
+	}
+	qsort(d, (size_t)n, sizeof(*d), cmp_u32);
+	med = d[n / 2];
+	free(d);
+	*verdict = (int)t.retval;
+	return med;
+}
+
+static void bench_one(struct ctx *c, const char *what, const struct seg *s, int g)
+{
+	struct pb p;
+	uint64_t before = g >= 0 ? delta(c, g) : 0;
+	int v = 0, n = 50000;
+	double ns;
+
+	if (build_seg(s, &p))
+		return;
+	ns = cost(c->h, &p, n, &v);
+	printf("  %-44s %7.1f ns  verdict %d", what, ns, v);
+	if (g >= 0)
+		printf("  (counter +%llu for %d runs)", (unsigned long long)(delta(c, g) - before), n);
+	putchar('\n');
+}
+
+static int bench(void)
+{
+	struct ctx c = { 0 };
+	struct seg s = full4, a;
+	struct synack sa;
+	struct out o;
+
+	if (setup(&c, 80))
+		return 1;
+	prime(&c, s.src, 0);
+	handshake(&c, s, &sa, &o);
+	printf("costs, BPF_PROG_TEST_RUN, median of 50000 single runs:\n");
+	a = s;
+	a.dport = 81;
+	bench_one(&c, "SYN to a port no rule names (the floor)", &a, XRL_G_NO_RULE);
+	s.flags = PB_TCP_SYN;
+	bench_one(&c, "SYN -> cookie SYN-ACK, all options", &s, XRL_G_COOKIES_SENT);
+	a = s;
+	a.mss = true;
+	a.sack = a.ts = a.ws = false;
+	bench_one(&c, "SYN -> cookie SYN-ACK, MSS only", &a, XRL_G_COOKIES_SENT);
+	a = s;
+	a.flags = PB_TCP_ACK;
+	a.seq = s.seq + 1;
+	a.ack = sa.cookie + 1;
+	a.mss = a.sack = a.ws = false;
+	a.tsval = s.tsval + 1;
+	a.tsecr = sa.tsval;
+	a.src = "198.51.100.99";     /* verified, then refused: burst 1 */
+	bench_one(&c, "ACK, cookie invalid (lookup + check)", &a, XRL_G_COOKIES_BAD);
+	a.src = s.src;
+	bench_one(&c, "ACK, cookie valid, bucket refuses", &a, XRL_G_COOKIES_VALID);
+	xrl_close(c.h);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *only = argc > 1 ? argv[1] : NULL;
+	int passed = 0, failed = 0;
+	cpu_set_t set;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0) {
+		printf("test_cookie: needs root (BPF_PROG_TEST_RUN of an XDP program)\n");
+		return 77;
+	}
+	CPU_ZERO(&set);
+	CPU_SET(sched_getcpu(), &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		fprintf(stderr, "warning: couldn't pin to one CPU: %s\n", strerror(errno));
+	if (only && !strcmp(only, "--bench"))
+		return bench();
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct ctx c = { 0 };
+
+		if (only && !strstr(cases[i].name, only))
+			continue;
+		printf("== %s\n", cases[i].name);
+		fails = 0;
+		if (!setup(&c, cases[i].port))
+			cases[i].fn(&c);
+		xrl_close(c.h);
+		printf("%s %s\n", fails ? "FAILED" : "PASSED", cases[i].name);
+		if (fails)
+			failed++;
+		else
+			passed++;
+		fails_total += fails;
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
