@@ -265,7 +265,7 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 	CHECK_EQ("SACK-permitted iff the SYN had it and a timestamp", sack, s->ts && s->sack);
 	CHECK_EQ("window scale iff the SYN had it and a timestamp", ws, s->ts && s->ws);
 	if (ws)
-		CHECK_EQ("our window scale", wsv, 7);
+		CHECK_EQ("our window scale (the namespace's, as the loader sets it)", wsv, xrl_syn_wscale());
 	if (ts) {
 		CHECK_EQ("tsecr = the client's tsval", tsecr, s->tsval);
 		CHECK_EQ("tsval's low 6 bits: wscale | SACK << 4",
