@@ -20,7 +20,7 @@ endif
 
 CFLAGS   ?= -O2 -g
 XCFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-            -Iinclude -I$(BUILD) -Iuser -MMD -MP
+            -Iinclude -I$(BUILD) -Iuser/lib -Iuser -MMD -MP
 LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
@@ -29,10 +29,13 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install deps \
         fuzz fuzz-build asan-build san-targets
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
-              user/privs.c user/verify.c user/http_req.c
+# user/lib: libxrl, the loader library (no server dependencies)
+LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
-HTTP_SRCS  := user/limiter.c user/http_tier.c
+# user/http: the identity tier (libmicrohttpd, hiredis, jansson)
+HTTP_SRCS  := $(wildcard user/http/*.c)
+XRLD_SRCS  := $(wildcard user/xrld/*.c)
+CTL_SRCS   := $(wildcard user/ctl/*.c)
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
 HTTP_LIBS  := -lmicrohttpd -lhiredis -ljansson -lcrypto -lpthread
 TOOL       := $(BUILD)/xrl-load
@@ -84,7 +87,7 @@ $(BUILD)/libxrl.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)$(AR) rcs $@ $^
 
-$(TOOL): $(BUILD)/user/xrl_load.o $(BUILD)/libxrl.a
+$(TOOL): $(BUILD)/user/tools/xrl_load.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -92,11 +95,11 @@ $(BUILD)/libxrlhttp.a: $(HTTP_OBJS)
 	$(call msg,AR,$@)
 	$(Q)$(AR) rcs $@ $^
 
-$(XRLD): $(BUILD)/user/xrld.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+$(XRLD): $(XRLD_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
 
-$(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
+$(XRLCTL): $(CTL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -112,9 +115,9 @@ $(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
-$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrl.a
+$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
 $(BUILD)/tests/test_limiter: $(BUILD)/tests/unit/test_limiter.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
@@ -178,7 +181,7 @@ FUZZ_CC     ?= clang
 FUZZ_CFLAGS ?= -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
 FUZZ_NOT_LIBFUZZER ?= tests/fuzz/fuzz_xdp.c
 FUZZ_XCFLAGS := $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-                -Iinclude -I$(BUILD) -Iuser -MMD -MP
+                -Iinclude -I$(BUILD) -Iuser/lib -Iuser -MMD -MP
 FUZZ_SRCS   := $(filter-out $(FUZZ_NOT_LIBFUZZER),$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_LIB    := $(BUILD)/fuzz/libxrl-fuzz.a
@@ -264,10 +267,10 @@ clean:
 # (test names with "concurrent", and the two Redis instances sharing a key).
 TSAN_DIR    := $(BUILD)/tsan
 TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
-               -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser
+               -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser/lib -Iuser
 TSAN_SRCS   := tests/unit/test_limiter.c $(HTTP_SRCS) $(LIB_SRCS)
 .PHONY: test-tsan
-$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
+$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
 	$(call msg,TSAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(TSAN_CFLAGS) $(TSAN_SRCS) -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)

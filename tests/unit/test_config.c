@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_config.c - unit tests of the policy file parser (user/config.c):
+ * test_config.c - unit tests of the policy file parser (user/lib/config.c):
  * the documented example field by field, defaults, the extensions, every
  * class of error with its FILE:LINE:COL, that a failed parse leaves the
  * caller's config alone, the summary, and the example policies under
@@ -21,7 +21,7 @@
 #include "check.h"
 
 #include "config.h"
-#include "http.h"
+#include "http_cfg.h"
 #include "log.h"
 #include "xrl.h"
 

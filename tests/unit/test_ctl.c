@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_ctl.c - unit tests of the control socket's wire format (user/ctl.c):
+ * test_ctl.c - unit tests of the control socket's wire format (user/lib/ctl.c):
  * encode/decode round trips, and that truncated or hostile frames are
  * refused without reading a byte past the frame. Each frame is decoded from
  * the very end of a page whose next page is PROT_NONE, so a read past `len`

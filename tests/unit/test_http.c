@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_http.c - unit tests of what the identity tier believes about a
- * request (user/http_req.c), as tables: path normalisation (every variant
+ * request (user/http/http_req.c), as tables: path normalisation (every variant
  * of /api/holds that a backend routes to the same handler, and what is
  * refused), rule matching (methods case-sensitive), which forwarded headers
  * count for each http.forwarded_from and peer, the X-Forwarded-For walk
@@ -22,7 +22,7 @@
 #include "check.h"
 
 #include "config.h"
-#include "http.h"
+#include "http/http.h"
 #include "xrl.h"
 
 #define STR_EQ(got, want) do {						\

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_limiter.c - unit tests of the identity tier's bucket store
- * (user/limiter.c): xrl_limiter_new / decide / free with the memory backend,
+ * (user/http/limiter.c): xrl_limiter_new / decide / free with the memory backend,
  * and the Redis backend against a Redis that is not there (127.0.0.1 port 1,
  * and a local socket that accepts and never answers) for the breaker and the
  * on_backend_error fallbacks. No root, no network. The tests of batches,
@@ -38,7 +38,7 @@
 
 #include "check.h"
 
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
 #include "xrl.h"
 

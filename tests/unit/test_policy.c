@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_policy.c - unit tests of the pure part of the library (user/policy.c):
+ * test_policy.c - unit tests of the pure part of the library (user/lib/policy.c):
  * prefixes, rates, durations, rule compilation and policy validation.
  * No root, no BPF.
  */

@@ -36,7 +36,7 @@
 #include <netdb.h>
 
 #include "config.h"
-#include "http.h"
+#include "http/http.h"
 #include "ctl.h"
 #include "log.h"
 #include "privs.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
+#include "http_cfg.h"
 
 void xrl_http_cfg_init(struct xrl_http_cfg *c)
 {

@@ -11,7 +11,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 
-#include "http.h"
+#include "http_cfg.h"
 #include "xrl.h"
 
 #define XRL_CFG_MAX_IFACES 16
