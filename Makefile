@@ -21,7 +21,7 @@ endif
 CFLAGS   ?= -O2 -g
 XCFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
             -Iinclude -I$(BUILD) -Iuser/lib -Iuser -MMD -MP
-LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml
+LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml -ljansson
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
 
@@ -69,6 +69,16 @@ $(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# The version xrld and xrlctl print: `git describe` of the tree, or the
+# VERSION file outside git. Rewritten only when it changes, so a build that
+# changes nothing relinks nothing.
+XRL_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || cat VERSION)
+$(BUILD)/xrl_version.h: FORCE | $(BUILD)
+	$(Q)v='#define XRL_VERSION "$(XRL_GIT_VERSION)"'; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+.PHONY: FORCE
+FORCE:
+
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name xrl > $@
@@ -78,7 +88,7 @@ $(BUILD)/bench/%.bpf.o: scripts/bench/%.bpf.c | $(BUILD)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/xrl.skel.h
+$(BUILD)/%.o: %.c $(BUILD)/xrl.skel.h $(BUILD)/xrl_version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) -c $< -o $@

@@ -5,7 +5,9 @@
  * Verbs that change things go through xrld's socket. Counters are read from
  * the pinned maps directly, so `stats` and `status` work when xrld is down
  * (the data plane does not need it). Human tables by default, --json on
- * every read verb. Exit codes: 0 ok, 1 error, 2 usage.
+ * every verb; under --json an error is {"error":"..."} on stdout. Exit
+ * codes: 0 ok, 1 error, 2 usage. The verbs, their arguments and their
+ * help are lib/verbs.c's table, which xrld parses requests with as well.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +24,9 @@
 #include "ctl.h"
 #include "log.h"
 #include "report.h"
+#include "util.h"
+#include "verbs.h"
+#include "xrl_version.h"
 #include "xrl.h"
 
 static const char *sock_path = XRL_SOCKET_DEFAULT;
@@ -30,19 +35,42 @@ static int json;
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] VERB ...\n"
-		"  status                          daemon and interfaces (from the pins if xrld is down)\n"
-		"  attach IFACE [--mode native|skb|auto]\n"
-		"  detach IFACE                    remove the program and its pinned state\n"
-		"  policy check FILE               validate a policy file and summarise it\n"
-		"  policy apply FILE               atomically replace the running policy\n"
-		"  policy show\n"
-		"  stats [--iface IF] [--watch SECONDS]\n"
-		"  top [--rule NAME] [-n N]        top refused source prefixes\n"
-		"  allow add|del CIDR | allow list\n"
-		"  deny add CIDR [--ttl DURATION] | deny del CIDR | deny list\n"
-		"  shadow RULE on|off\n");
+	fprintf(f, "usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] VERB ...\n"
+		   "       xrlctl VERB --help | --version\n");
+	xrl_verb_usage(f, NULL);
+}
+
+/* An error: "xrlctl: msg" on stderr, or {"error":"msg"} on stdout under --json. */
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
+{
+	char msg[XRL_ERRLEN + 256];
+	struct xrl_buf b = {};
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!json) {
+		fprintf(stderr, "xrlctl: %s\n", msg);
+		return code;
+	}
+	xrl_buf_json_error(&b, msg);
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+	return code;
+}
+
+/* A JSON document to stdout (takes j's reference). */
+static void put_json(json_t *j)
+{
+	struct xrl_buf b = {};
+
+	xrl_buf_json(&b, j);
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
 }
 
 /* Send to xrld; print its answer; return its exit code (1 if unreachable). */
@@ -57,12 +85,11 @@ static int call(int argc, const char *const *argv)
 	if (json)
 		args[n++] = "--json";
 	rc = xrl_ctl_call(sock_path, n, args, &payload, 10000);
-	if (rc < 0) {
-		fprintf(stderr, "xrlctl: couldn't reach xrld at %s: %s%s\n", sock_path, strerror(-rc),
-			rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
-		return 1;
-	}
-	fputs(payload, rc ? stderr : stdout);
+	if (rc < 0)
+		return fail(1, "couldn't reach xrld at %s: %s%s", sock_path, strerror(-rc),
+			    rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
+	/* a JSON answer, error or not, is the document a script reads on stdout */
+	fputs(payload, rc && !json ? stderr : stdout);
 	free(payload);
 	return rc;
 }
@@ -105,36 +132,36 @@ static int status_from_pins(void)
 {
 	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
 	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES);
+	json_t *ifs = json_array();
 
-	if (n < 0) {
-		fprintf(stderr, "xrlctl: xrld is not running and %s holds no pinned state: %s\n",
-			pin_root, strerror(-n));
-		return 1;
-	}
-	if (json)
-		printf("{\"daemon\":null,\"interfaces\":[");
-	else
+	if (n < 0)
+		return json_decref(ifs), fail(1, "xrld is not running and %s holds no pinned state: %s",
+					      pin_root, strerror(-n));
+	if (!json)
 		printf("xrld: not running (%s); the data plane, read from %s:\n"
 		       "%-16s %-8s %-8s %-10s\n", sock_path, pin_root, "INTERFACE", "PROG", "MODE", "ATTACHED");
-	for (int i = 0, shown = 0; i < n; i++) {
+	for (int i = 0; i < n; i++) {
+		const char *mode;
 		struct xrl_handle *h;
 		const struct xrl_attach_info *in;
 
 		if (xrl_open_pinned(pin_root, names[i], &h))
 			continue;
 		in = xrl_info(h);
+		mode = in->mode == XRL_MODE_SKB ? "skb" : "native";
 		if (json)
-			printf("%s{\"name\":\"%s\",\"prog_id\":%u,\"mode\":\"%s\",\"attached\":%s}", shown++ ? "," : "",
-			       names[i], in->prog_id, in->mode == XRL_MODE_SKB ? "skb" : "native",
-			       in->attached ? "true" : "false");
+			json_array_append_new(ifs, json_pack("{s:s,s:I,s:s,s:b}", "name", names[i], "prog_id",
+							     (json_int_t)in->prog_id, "mode", mode,
+							     "attached", in->attached));
 		else
-			printf("%-16s %-8u %-8s %-10s\n", names[i], in->prog_id,
-			       in->attached ? (in->mode == XRL_MODE_SKB ? "skb" : "native") : "-",
+			printf("%-16s %-8u %-8s %-10s\n", names[i], in->prog_id, in->attached ? mode : "-",
 			       in->attached ? "yes (enforcing)" : "NO");
 		xrl_close(h);
 	}
 	if (json)
-		printf("]}\n");
+		put_json(json_pack("{s:n,s:o}", "daemon", "interfaces", ifs));
+	else
+		json_decref(ifs);
 	return 0;
 }
 
@@ -171,53 +198,40 @@ static int take_snaps(const char *only, struct snap *s, int max)
 }
 
 /* {"rules":[{"name":..,"interface":..,"passed":..}],"global":{summed},"interfaces":[...]} */
+static json_t *snaps_json(struct snap *s, int n, struct snap *prev, double dt)
+{
+	json_t *rules = json_array(), *ifs = json_array();
+	struct xrl_global_ctr g = {};
+
+	for (int i = 0; i < n; i++) {
+		json_t *one = xrl_report_stats_json(s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
+						    prev ? &prev[i].st : NULL, dt);
+		size_t k;
+		json_t *r;
+
+		/* the rules of every interface, each naming its interface */
+		json_array_foreach(json_object_get(one, "rules"), k, r) {
+			json_object_set_new(r, "interface", json_string(s[i].name));
+			json_array_append(rules, r);
+		}
+		json_array_append_new(ifs, one);
+		for (int c = 0; c < XRL_G_MAX; c++)
+			g.c[c] += s[i].st.global.c[c];
+	}
+	return json_pack("{s:o,s:o,s:o}", "rules", rules, "global", xrl_global_json(&g),
+			 "interfaces", ifs);
+}
+
 static void print_snaps(struct snap *s, int n, struct snap *prev, double dt)
 {
-	static const char *vn[XRL_V_MAX] = { "passed", "dropped", "shadow_dropped" };
 	struct xrl_buf b = {};
 
-	if (json) {
-		struct xrl_global_ctr g = {};
-		int first = 1;
-
-		xrl_buf_printf(&b, "{\"rules\":[");
-		for (int i = 0; i < n; i++) {
-			for (__u32 r = 0; r < s[i].st.n_rules; r++) {
-				xrl_buf_printf(&b, "%s{\"name\":", first ? "" : ",");
-				xrl_buf_json_str(&b, s[i].meta.names[r]);
-				xrl_buf_printf(&b, ",\"interface\":");
-				xrl_buf_json_str(&b, s[i].name);
-				for (int v = 0; v < XRL_V_MAX; v++)
-					xrl_buf_printf(&b, ",\"%s\":%llu,\"%s_bytes\":%llu", vn[v],
-						       (unsigned long long)s[i].st.rules[r].pkts[v], vn[v],
-						       (unsigned long long)s[i].st.rules[r].bytes[v]);
-				if (prev && dt > 0)
-					for (int v = 0; v < XRL_V_MAX; v++)
-						xrl_buf_printf(&b, ",\"%s_per_s\":%.1f", vn[v],
-							       (double)(s[i].st.rules[r].pkts[v] -
-									prev[i].st.rules[r].pkts[v]) / dt);
-				xrl_buf_printf(&b, "}");
-				first = 0;
-			}
-			for (int k = 0; k < XRL_G_MAX; k++)
-				g.c[k] += s[i].st.global.c[k];
-		}
-		xrl_buf_printf(&b, "],\"global\":{");
-		for (int k = 0; k < XRL_G_MAX; k++)
-			xrl_buf_printf(&b, "%s\"%s\":%llu", k ? "," : "", xrl_global_name(k),
-				       (unsigned long long)g.c[k]);
-		xrl_buf_printf(&b, "},\"interfaces\":[");
-		for (int i = 0; i < n; i++) {
-			xrl_buf_printf(&b, "%s", i ? "," : "");
-			xrl_report_stats(&b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
-					 prev ? &prev[i].st : NULL, dt, 1);
-		}
-		xrl_buf_printf(&b, "]}\n");
-	} else {
+	if (json)
+		xrl_buf_json(&b, snaps_json(s, n, prev, dt));
+	else
 		for (int i = 0; i < n; i++)
 			xrl_report_stats(&b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
-					 prev ? &prev[i].st : NULL, dt, 0);
-	}
+					 prev ? &prev[i].st : NULL, dt);
 	if (b.p)
 		fputs(b.p, stdout);
 	fflush(stdout);
@@ -227,36 +241,18 @@ static void print_snaps(struct snap *s, int n, struct snap *prev, double dt)
 static volatile sig_atomic_t stop_watch;
 static void on_int(int sig) { (void)sig; stop_watch = 1; }
 
-static int cmd_stats(int argc, char **argv)
+static int cmd_stats(const struct xrl_verb_call *c)
 {
 	static struct snap cur[XRL_CFG_MAX_IFACES], prev[XRL_CFG_MAX_IFACES];
-	const char *only = NULL;
-	double watch = 0;
+	const char *only = c->opt[0];
+	double watch = c->opt[1] ? strtod(c->opt[1], NULL) : 0;
 	struct timespec t0, t1;
 	int n, pn = 0;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--watch") && i + 1 < argc) {
-			char *end;
-
-			watch = strtod(argv[++i], &end);
-			if (*end || watch <= 0) {
-				fprintf(stderr, "xrlctl: --watch wants a positive number of seconds\n");
-				return 2;
-			}
-		} else if (!strcmp(argv[i], "--iface") && i + 1 < argc) {
-			only = argv[++i];
-		} else {
-			fprintf(stderr, "xrlctl: stats: unexpected '%s'\n", argv[i]);
-			return 2;
-		}
-	}
 	n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
-	if (n <= 0) {
-		fprintf(stderr, "xrlctl: no xrl state under %s%s%s\n", pin_root, only ? " for " : "",
-			only ? only : "");
-		return 1;
-	}
+	if (n <= 0)
+		return fail(1, "no xrl state under %s%s%s", pin_root, only ? " for " : "",
+			    only ? only : "");
 	if (!watch) {
 		print_snaps(cur, n, NULL, 0);
 		return 0;
@@ -290,90 +286,40 @@ static int cmd_stats(int argc, char **argv)
 	return 0;
 }
 
-static int read_file(const char *path, char **out)
+static int cmd_policy_check(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	size_t cap = 4096, len = 0;
-	char *p;
+	struct xrld_config *c = calloc(1, sizeof(*c));
+	char *sum = malloc(XRL_SUMMARY_MAX);
+	char err[XRL_ERRLEN];
+	int rc = 1;
 
-	if (!f)
-		return -errno;
-	p = malloc(cap);
-	while (p) {
-		size_t r = fread(p + len, 1, cap - len - 1, f);
-
-		len += r;
-		if (r == 0)
-			break;
-		if (len + 1 >= cap) {
-			if (cap >= XRL_CTL_MAX / 2) {
-				free(p);
-				fclose(f);
-				return -EFBIG;
-			}
-			char *np = realloc(p, cap * 2);
-
-			if (!np) {
-				free(p);
-				p = NULL;
-				break;
-			}
-			p = np;
-			cap *= 2;
-		}
-	}
-	fclose(f);
-	if (!p)
-		return -ENOMEM;
-	p[len] = '\0';
-	*out = p;
-	return 0;
+	if (!c || !sum)
+		rc = fail(1, "couldn't check %s: %s", path, strerror(ENOMEM));
+	else if (xrl_config_load(path, c, err, sizeof(err)))
+		rc = json ? fail(1, "%s", err) : (fprintf(stderr, "%s\n", err), 1);
+	else if (json)
+		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy",
+				   xrl_config_json(c))), rc = 0;
+	else
+		xrl_config_summary(c, sum, XRL_SUMMARY_MAX), printf("%s: ok\n%s", path, sum), rc = 0;
+	free(c);
+	free(sum);
+	return rc;
 }
 
-static int cmd_policy(int argc, char **argv)
+static int cmd_policy_apply(const char *path)
 {
-	char err[XRL_ERRLEN];
+	const char *args[4] = { "policy", "apply", path, NULL };
+	char *text = NULL;
+	size_t len;
+	int rc = xrl_read_all(path, XRL_CTL_MAX / 2, &text, &len);
 
-	if (argc >= 2 && !strcmp(argv[1], "show") && argc == 2)
-		return call(argc, (const char *const *)argv);
-	if (argc != 3 || (strcmp(argv[1], "check") && strcmp(argv[1], "apply"))) {
-		fprintf(stderr, "usage: xrlctl policy check FILE | policy apply FILE | policy show\n");
-		return 2;
-	}
-	if (!strcmp(argv[1], "check")) {
-		struct xrld_config *c = calloc(1, sizeof(*c));
-		char *sum = malloc(1 << 16);
-		int rc = 1;
-
-		if (c && sum) {
-			if (xrl_config_load(argv[2], c, err, sizeof(err))) {
-				fprintf(stderr, "%s\n", err);
-			} else {
-				xrl_config_summary(c, sum, 1 << 16);
-				if (json)
-					printf("{\"file\":\"%s\",\"valid\":true}\n", argv[2]);
-				else
-					printf("%s: ok\n%s", argv[2], sum);
-				rc = 0;
-			}
-		}
-		free(c);
-		free(sum);
-		return rc;
-	} else {
-		const char *args[4] = { "policy", "apply", argv[2], NULL };
-		char *text = NULL;
-		int rc = read_file(argv[2], &text);
-
-		if (rc) {
-			fprintf(stderr, "xrlctl: couldn't read %s: %s\n", argv[2], strerror(-rc));
-			return 1;
-		}
-		args[3] = text;
-		rc = call(4, args);
-		free(text);
-		return rc;
-	}
+	if (rc)
+		return fail(1, "couldn't read %s: %s", path, strerror(-rc));
+	args[3] = text;
+	rc = call(4, args);
+	free(text);
+	return rc;
 }
 
 /* xrld is down: detach straight from the pins. */
@@ -382,16 +328,16 @@ static int detach_from_pins(const char *ifname)
 	struct xrl_handle *h;
 	int rc = xrl_open_pinned(pin_root, ifname, &h);
 
-	if (rc) {
-		fprintf(stderr, "xrlctl: no xrl state for %s under %s: %s\n", ifname, pin_root, strerror(-rc));
-		return 1;
-	}
+	if (rc)
+		return fail(1, "no xrl state for %s under %s: %s", ifname, pin_root, strerror(-rc));
 	rc = xrl_detach(h);
-	if (rc) {
-		fprintf(stderr, "xrlctl: couldn't detach %s: %s\n", ifname, strerror(-rc));
-		return 1;
-	}
-	printf("%s detached, pinned state removed (xrld was not running)\n", ifname);
+	if (rc)
+		return fail(1, "couldn't detach %s: %s", ifname, strerror(-rc));
+	if (json)
+		put_json(json_pack("{s:b,s:s}", "ok", 1, "message",
+				   "detached, pinned state removed (xrld was not running)"));
+	else
+		printf("%s detached, pinned state removed (xrld was not running)\n", ifname);
 	return 0;
 }
 
@@ -402,15 +348,55 @@ static int list_from_pins(bool deny)
 	struct xrl_buf b = {};
 	struct xrl_handle *h;
 
-	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h)) {
-		fprintf(stderr, "xrlctl: xrld is not running and there is no pinned state under %s\n", pin_root);
-		return 1;
-	}
-	xrl_report_list(&b, h, deny, json);
+	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h))
+		return fail(1, "xrld is not running and there is no pinned state under %s", pin_root);
+	if (json)
+		xrl_buf_json(&b, xrl_report_list_json(h, deny));
+	else
+		xrl_report_list(&b, h, deny);
 	if (b.p)
-		printf("%s%s", b.p, json ? "\n" : "");
+		fputs(b.p, stdout);
 	xrl_buf_free(&b);
 	xrl_close(h);
+	return 0;
+}
+
+/* What xrlctl does for a verb: the daemon when it is up, the pins otherwise. */
+static int run(const struct xrl_verb_call *c, int argc, char **argv)
+{
+	const char *const *args = (const char *const *)argv;
+
+	switch (c->v->id) {
+	case XRL_VERB_STATUS:
+		return daemon_up() ? call(argc, args) : status_from_pins();
+	case XRL_VERB_DETACH:
+		return daemon_up() ? call(argc, args) : detach_from_pins(c->pos[0]);
+	case XRL_VERB_ALLOW_LIST:
+	case XRL_VERB_DENY_LIST:
+		return daemon_up() ? call(argc, args) : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+	case XRL_VERB_POLICY_CHECK:
+		return cmd_policy_check(c->pos[0]);
+	case XRL_VERB_POLICY_APPLY:
+		return cmd_policy_apply(c->pos[0]);
+	case XRL_VERB_STATS:
+		return cmd_stats(c);
+	default:
+		return call(argc, args);
+	}
+}
+
+/* The verb's usage and help (every verb of the word when only it was given). */
+static int verb_help(const struct xrl_verb_call *c, const char *word)
+{
+	char syn[128];
+
+	if (!c->v) {
+		printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s ...\n", word);
+		xrl_verb_usage(stdout, word);
+		return 0;
+	}
+	xrl_verb_synopsis(c->v, syn, sizeof(syn));
+	printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s\n  %s\n", syn, c->v->help);
 	return 0;
 }
 
@@ -421,18 +407,22 @@ int main(int argc, char **argv)
 		{ "pin-dir", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{}
 	};
-	char *args[XRL_CTL_MAXARGS];
-	int c, n = 0;
+	char err[XRL_ERRLEN + 256], *args[XRL_CTL_MAXARGS];
+	struct xrl_verb_call c;
+	const char *word;
+	int o, n = 0, rc;
 
 	/* global options come before the verb; --json may also follow it */
-	while ((c = getopt_long(argc, argv, "+s:p:jh", lo, NULL)) != -1) {
-		switch (c) {
+	while ((o = getopt_long(argc, argv, "+s:p:jh", lo, NULL)) != -1) {
+		switch (o) {
 		case 's': sock_path = optarg; break;
 		case 'p': pin_root = optarg; break;
 		case 'j': json = 1; break;
 		case 'h': usage(stdout); return 0;
+		case 'V': printf("xrlctl %s\n", XRL_VERSION); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -446,29 +436,16 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	rc = xrl_verb_parse(n, args, false, &c, &word, err, sizeof(err));
+	if (rc) {
+		fail(rc, "%s", err);
+		if (!json && !word)
+			usage(stderr);
+		return rc;
+	}
+	if (c.help)
+		return verb_help(&c, word);
 	log_init("xrlctl", XRL_LOG_WARN, 0);
 	log_hook_libs();
-
-	if (!strcmp(args[0], "status"))
-		return daemon_up() ? call(n, (const char *const *)args) : status_from_pins();
-	if (!strcmp(args[0], "stats"))
-		return cmd_stats(n, args);
-	if (!strcmp(args[0], "policy"))
-		return cmd_policy(n, args);
-	if (!strcmp(args[0], "detach")) {
-		if (n != 2) {
-			fprintf(stderr, "usage: xrlctl detach IFACE\n");
-			return 2;
-		}
-		return daemon_up() ? call(n, (const char *const *)args) : detach_from_pins(args[1]);
-	}
-	if ((!strcmp(args[0], "allow") || !strcmp(args[0], "deny")) && n == 2 &&
-	    !strcmp(args[1], "list") && !daemon_up())
-		return list_from_pins(args[0][0] == 'd');
-	if (!strcmp(args[0], "attach") || !strcmp(args[0], "top") || !strcmp(args[0], "allow") ||
-	    !strcmp(args[0], "deny") || !strcmp(args[0], "shadow"))
-		return call(n, (const char *const *)args);
-	fprintf(stderr, "xrlctl: unknown verb '%s'\n", args[0]);
-	usage(stderr);
-	return 2;
+	return run(&c, n, args);
 }

@@ -61,6 +61,34 @@
 #include "log.h"
 #include "report.h"
 
+/*
+ * A JSON string into b. The refusal path writes its problem+json body with
+ * this rather than jansson: a 429 costs no tree of allocations. Runs of
+ * plain characters are copied whole; only escapes are formatted.
+ */
+static void buf_json_str(struct xrl_buf *b, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *run = p;
+
+	xrl_buf_add(b, "\"", 1);
+	for (;; p++) {
+		if (*p && *p != '"' && *p != '\\' && *p >= 0x20)
+			continue;
+		xrl_buf_add(b, (const char *)run, (size_t)(p - run));
+		if (!*p)
+			break;
+		if (*p == '"' || *p == '\\') {
+			char e[2] = { '\\', (char)*p };
+
+			xrl_buf_add(b, e, 2);
+		} else {
+			xrl_buf_printf(b, "\\u%04x", *p);
+		}
+		run = p + 1;
+	}
+	xrl_buf_add(b, "\"", 1);
+}
+
 #define BODY_MAX 16384
 
 enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_414, ST_429, ST_503, ST_MAX };
@@ -351,9 +379,9 @@ static enum MHD_Result problem(struct MHD_Connection *conn, unsigned status, con
 	enum MHD_Result r;
 
 	xrl_buf_printf(&b, "{\"type\":\"about:blank\",\"title\":");
-	xrl_buf_json_str(&b, title);
+	buf_json_str(&b, title);
 	xrl_buf_printf(&b, ",\"status\":%u,\"detail\":", status);
-	xrl_buf_json_str(&b, detail);
+	buf_json_str(&b, detail);
 	xrl_buf_printf(&b, "}\n");
 	r = send_buf(conn, status, "application/problem+json", &b, NULL, NULL);
 	xrl_buf_free(&b);
@@ -393,9 +421,9 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
 	xrl_buf_printf(b, "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%u,\"detail\":",
 		       status == 503 ? "Service Unavailable" : "Too Many Requests", status);
-	xrl_buf_json_str(b, detail);
+	buf_json_str(b, detail);
 	xrl_buf_printf(b, ",\"rule\":");
-	xrl_buf_json_str(b, rn);
+	buf_json_str(b, rn);
 	xrl_buf_printf(b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu}\n",
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
 		       (unsigned long long)d->retry_after_s);
@@ -738,7 +766,7 @@ static enum MHD_Result check_answer(struct xrl_http_server *s, const struct srv_
 	status = d->allowed ? 200 : d->shed ? 503 : 429;
 	atomic_fetch_add(&s->status[d->allowed ? ST_200 : d->shed ? ST_503 : ST_429], 1);
 	xrl_buf_printf(&b, "{\"allowed\":%s,\"rule\":", d->allowed ? "true" : "false");
-	xrl_buf_json_str(&b, r->name);
+	buf_json_str(&b, r->name);
 	xrl_buf_printf(&b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu,\"reset\":%llu",
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
 		       (unsigned long long)(d->allowed ? 0 : d->retry_after_s), (unsigned long long)d->reset_s);
@@ -750,7 +778,7 @@ static enum MHD_Result check_answer(struct xrl_http_server *s, const struct srv_
 		json_t *pj = json_loadb(t.p, t.len, 0, NULL);
 
 		xrl_buf_printf(&b, ",\"detail\":");
-		xrl_buf_json_str(&b, pj ? json_string_value(json_object_get(pj, "detail")) : "");
+		buf_json_str(&b, pj ? json_string_value(json_object_get(pj, "detail")) : "");
 		json_decref(pj);
 		xrl_buf_free(&t);
 	}

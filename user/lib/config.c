@@ -1750,3 +1750,80 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 		put(&b, "http: present (read by the identity tier)\n");
 	return b.full ? -ENOSPC : 0;
 }
+
+/* ---- the policy as JSON (`policy show --json`) -------------------------------- */
+
+static json_t *rule_spec_json(const struct xrld_config *c, const struct xrl_rule_spec *s)
+{
+	static const char *const pen[] = { "verified", "unverified", "off" };
+	json_t *ports = json_array();
+	char a[64], r[48];
+
+	for (__u32 j = 0; j < s->n_ports; j++)
+		json_array_append_new(ports, json_pack("{s:i,s:i}", "lo", s->ports[j].lo, "hi",
+						       s->ports[j].hi));
+	return json_pack("{s:s,s:s,s:b,s:o,s:o,s:{s:i,s:i},s:s,s:I,s:s,s:s}", "name", s->name,
+			 "proto", s->proto == XRL_PROTO_TCP ? "tcp" : s->proto == XRL_PROTO_UDP ? "udp" : "any",
+			 "syn", s->tcp_class == XRL_TCP_SYN,
+			 "dst", s->has_dst ? json_string(xrl_prefix_str(&s->dst, a, sizeof(a))) : json_null(),
+			 "ports", ports, "key", "ipv4", s->key_plen4, "ipv6", s->key_plen6,
+			 "rate", rate_str(&s->rate, r, sizeof(r)), "burst", (json_int_t)s->burst,
+			 "action", s->action == XRL_ACT_SHADOW ? "shadow" : "drop",
+			 "penalty", c->penalty.enabled && s->penalty <= XRL_PEN_OFF ? pen[s->penalty] : "off");
+}
+
+static json_t *xdp_json(const struct xrld_config *c)
+{
+	const struct xrl_policy *p = &c->policy;
+	json_t *rules = json_array(), *allow = json_array();
+	char a[64], d1[32];
+
+	for (__u32 i = 0; i < p->n_rules; i++)
+		json_array_append_new(rules, rule_spec_json(c, &p->rules[i]));
+	for (__u32 i = 0; i < p->n_allow; i++)
+		json_array_append_new(allow, json_string(xrl_prefix_str(&p->allow[i], a, sizeof(a))));
+	return json_pack("{s:o,s:o,s:I,s:s}", "rules", rules, "allow", allow, "buckets",
+			 (json_int_t)(c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT),
+			 "event_interval", dur_str(c->event_interval_ns ? c->event_interval_ns
+								 : XRL_NSEC_PER_SEC, d1, sizeof(d1)));
+}
+
+static json_t *http_json(const struct xrl_http_cfg *h)
+{
+	json_t *rules = json_array();
+	char r[48];
+
+	for (__u32 i = 0; i < h->n_rules; i++) {
+		const struct xrl_http_rule *x = &h->rules[i];
+
+		json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "name", x->name,
+						       "method", x->method, "path_prefix", x->path_prefix,
+						       "rate", rate_str(&x->rate, r, sizeof(r)), "burst",
+						       (json_int_t)x->burst, "cost", (json_int_t)x->cost,
+						       "shadow", x->shadow));
+	}
+	/* the Redis password is never shown */
+	return json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend", h->redis ? "redis" : "memory",
+			 "rules", rules);
+}
+
+json_t *xrl_config_json(const struct xrld_config *c)
+{
+	json_t *ifs = json_array(), *pen = json_null();
+	char d1[32], d2[32], d3[32];
+
+	for (__u32 i = 0; i < c->n_ifaces; i++)
+		json_array_append_new(ifs, json_pack("{s:s,s:s}", "name", c->ifaces[i].name, "mode",
+						     mode_str(c->ifaces[i].mode)));
+	if (c->penalty.enabled)
+		pen = json_pack("{s:I,s:s,s:s,s:s,s:i,s:i}", "strikes", (json_int_t)c->penalty.strikes,
+				"window", dur_str(c->penalty.window_ns, d1, sizeof(d1)), "base",
+				dur_str(c->penalty.base_ns, d2, sizeof(d2)), "max",
+				dur_str(c->penalty.max_ns, d3, sizeof(d3)), "floor4", c->penalty.floor4,
+				"floor6", c->penalty.floor6);
+	return json_pack("{s:o,s:o,s:o,s:s?,s:s,s:o}", "interfaces", ifs, "xdp",
+			 c->has_xdp ? xdp_json(c) : json_null(), "penalty", pen, "metrics",
+			 c->metrics[0] ? c->metrics : NULL, "on_exit",
+			 c->on_exit_detach ? "detach" : "keep", "http",
+			 c->has_http ? http_json(&c->http) : json_null());
+}

@@ -11,6 +11,8 @@
 #include <net/if.h>
 #include <stdbool.h>
 
+#include <jansson.h>
+
 #include "http_cfg.h"
 #include "xrl.h"
 
@@ -53,7 +55,13 @@ int xrl_config_parse(const char *buf, size_t len, const char *name,
 		     struct xrld_config *out, char *err, size_t errlen);
 /* Read and parse a file. */
 int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen);
-/* A human summary (for --check and `policy show`), into buf. */
+/* A human summary (for --check and `policy show`), into buf: XRL_SUMMARY_MAX
+ * bytes hold any policy's. */
+#define XRL_SUMMARY_MAX (1 << 16)
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
+/* The policy as structured JSON (`policy show --json`), NULL on no memory:
+ * {"interfaces":[{"name","mode"}],"xdp":{"rules":[...],"allow":[...]}|null,
+ *  "penalty":{...}|null,"metrics":..,"http":{...}|null} */
+json_t *xrl_config_json(const struct xrld_config *c);
 
 #endif /* XRL_CONFIG_H */

@@ -69,14 +69,6 @@ static __u64 coarse_tick_ns(void)
 	return (__u64)r.tv_sec * XRL_NSEC_PER_SEC + (__u64)r.tv_nsec;
 }
 
-__u64 xrl_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * XRL_NSEC_PER_SEC + (__u64)ts.tv_nsec;
-}
-
 static int mkdir_p(const char *path)
 {
 	char tmp[PATH_MAX];

@@ -364,3 +364,15 @@ const char *xrl_global_name(int idx)
 		return "unknown";
 	return names[idx];
 }
+
+/* The one table of verdict names (counters, metrics, JSON keys). */
+const char *xrl_verdict_name(int v)
+{
+	static const char *const names[XRL_V_MAX] = {
+		[XRL_V_PASSED] = "passed",
+		[XRL_V_DROPPED] = "dropped",
+		[XRL_V_SHADOW_DROPPED] = "shadow_dropped",
+	};
+
+	return v >= 0 && v < XRL_V_MAX ? names[v] : "unknown";
+}

@@ -8,96 +8,6 @@
 
 #include "report.h"
 
-void xrl_buf_printf(struct xrl_buf *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->oom)
-		return;
-	for (;;) {
-		size_t room = b->cap - b->len;
-
-		va_start(ap, fmt);
-		n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->oom = 1;
-			return;
-		}
-		if (b->p && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-
-		while (ncap < b->len + (size_t)n + 1)
-			ncap *= 2;
-		char *np = realloc(b->p, ncap);
-
-		if (!np) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-}
-
-/* n bytes as they are (no format string to parse). */
-static void buf_add(struct xrl_buf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->cap - b->len < n + 1) {
-		size_t ncap = b->cap ? b->cap * 2 : 4096;
-		char *np;
-
-		while (ncap < b->len + n + 1)
-			ncap *= 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-/* Runs of plain characters are copied whole; only escapes are formatted. */
-void xrl_buf_json_str(struct xrl_buf *b, const char *s)
-{
-	const unsigned char *p = (const unsigned char *)s, *run = p;
-
-	buf_add(b, "\"", 1);
-	for (;; p++) {
-		if (*p && *p != '"' && *p != '\\' && *p >= 0x20)
-			continue;
-		buf_add(b, (const char *)run, (size_t)(p - run));
-		if (!*p)
-			break;
-		if (*p == '"' || *p == '\\') {
-			char e[2] = { '\\', (char)*p };
-
-			buf_add(b, e, 2);
-		} else {
-			xrl_buf_printf(b, "\\u%04x", *p);
-		}
-		run = p + 1;
-	}
-	buf_add(b, "\"", 1);
-}
-
-void xrl_buf_free(struct xrl_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
-}
-
 int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta)
 {
 	struct xrl_config cfg;
@@ -110,38 +20,52 @@ int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta)
 	return 0;
 }
 
-static const char *const verdict_names[XRL_V_MAX] = { "passed", "dropped", "shadow_dropped" };
+/* One rule's counters: {"name":..,"passed":N,"passed_bytes":N,..[,"passed_per_s":R,..]}. */
+static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c, const struct xrl_rule_ctr *prev,
+			 double dt_s)
+{
+	json_t *o = json_pack("{s:s}", "name", name);
+	char k[40];
+
+	for (int v = 0; v < XRL_V_MAX; v++) {
+		snprintf(k, sizeof(k), "%s_bytes", xrl_verdict_name(v));
+		json_object_set_new(o, xrl_verdict_name(v), json_integer((json_int_t)c->pkts[v]));
+		json_object_set_new(o, k, json_integer((json_int_t)c->bytes[v]));
+	}
+	for (int v = 0; prev && dt_s > 0 && v < XRL_V_MAX; v++) {
+		snprintf(k, sizeof(k), "%s_per_s", xrl_verdict_name(v));
+		json_object_set_new(o, k, json_real((double)(c->pkts[v] - prev->pkts[v]) / dt_s));
+	}
+	return o;
+}
+
+json_t *xrl_global_json(const struct xrl_global_ctr *g)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < XRL_G_MAX; i++)
+		json_object_set_new(o, xrl_global_name(i), json_integer((json_int_t)g->c[i]));
+	return o;
+}
+
+json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
+			      const struct xrl_ruleset_meta *meta, long buckets,
+			      const struct xrl_stats *prev, double dt_s)
+{
+	json_t *rules = json_array();
+
+	for (__u32 r = 0; r < st->n_rules; r++)
+		json_array_append_new(rules, rule_json(meta->names[r], &st->rules[r],
+						       prev ? &prev->rules[r] : NULL, dt_s));
+	return json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules,
+			 "global", xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
+}
 
 void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_stats *st,
 		      const struct xrl_ruleset_meta *meta, long buckets,
-		      const struct xrl_stats *prev, double dt_s, int json)
+		      const struct xrl_stats *prev, double dt_s)
 {
 	bool rates = prev && dt_s > 0;
-
-	if (json) {
-		xrl_buf_printf(b, "{\"interface\":");
-		xrl_buf_json_str(b, ifname);
-		xrl_buf_printf(b, ",\"rules\":[");
-		for (__u32 r = 0; r < st->n_rules; r++) {
-			xrl_buf_printf(b, "%s{\"name\":", r ? "," : "");
-			xrl_buf_json_str(b, meta->names[r]);
-			for (int v = 0; v < XRL_V_MAX; v++)
-				xrl_buf_printf(b, ",\"%s\":%llu,\"%s_bytes\":%llu", verdict_names[v],
-					       (unsigned long long)st->rules[r].pkts[v], verdict_names[v],
-					       (unsigned long long)st->rules[r].bytes[v]);
-			if (rates)
-				for (int v = 0; v < XRL_V_MAX; v++)
-					xrl_buf_printf(b, ",\"%s_per_s\":%.1f", verdict_names[v],
-						       (double)(st->rules[r].pkts[v] - prev->rules[r].pkts[v]) / dt_s);
-			xrl_buf_printf(b, "}");
-		}
-		xrl_buf_printf(b, "],\"global\":{");
-		for (int i = 0; i < XRL_G_MAX; i++)
-			xrl_buf_printf(b, "%s\"%s\":%llu", i ? "," : "", xrl_global_name(i),
-				       (unsigned long long)st->global.c[i]);
-		xrl_buf_printf(b, "},\"buckets\":%ld}", buckets);
-		return;
-	}
 
 	xrl_buf_printf(b, "%s\n", ifname);
 	xrl_buf_printf(b, "  %-20s %14s %14s %14s", "RULE", "PASSED", "DROPPED", "SHADOW");
@@ -171,16 +95,12 @@ void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_st
 	xrl_buf_printf(b, "\n  buckets in use: %ld\n", buckets);
 }
 
-int xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny, int json)
+/* Walk one allow or deny map; fn sees each entry's prefix, origin and expiry (ns, 0: none). */
+static void list_walk(struct xrl_handle *h, int deny,
+		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp), void *arg)
 {
 	static const char *origin[] = { "policy", "runtime", "penalty" };
-	__u64 now = xrl_now_ns();
-	int first = 1;
 
-	if (json)
-		xrl_buf_printf(b, "[");
-	else
-		xrl_buf_printf(b, "%-44s %-8s %s\n", "PREFIX", "ORIGIN", deny ? "EXPIRES IN" : "");
 	for (int fam = 0; fam < 2; fam++) {
 		const char *name = deny ? (fam ? XRL_MAP_DENY_V6 : XRL_MAP_DENY_V4)
 					: (fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
@@ -193,8 +113,7 @@ int xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny, int json)
 			struct xrl_prefix p = { .family = fam ? XRL_AF_INET6 : XRL_AF_INET };
 			union { struct xrl_deny_val d; struct xrl_allow_val a; } v;
 			char buf[64];
-			__u32 org = 0;
-			__u64 exp = 0;
+			__u32 org;
 
 			if (fam) {
 				k6 = n6;
@@ -209,35 +128,74 @@ int xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny, int json)
 			}
 			if (bpf_map_lookup_elem(fd, prev, &v))
 				continue;
-			if (deny) {
-				org = v.d.origin;
-				exp = v.d.expires_ns;
-			} else {
-				org = v.a.origin;
-			}
+			org = deny ? v.d.origin : v.a.origin;
 			xrl_prefix_str(&p, buf, sizeof(buf));
-			if (json) {
-				xrl_buf_printf(b, "%s{\"prefix\":\"%s\",\"origin\":\"%s\"", first ? "" : ",",
-					       buf, org < 3 ? origin[org] : "?");
-				if (deny && exp)
-					xrl_buf_printf(b, ",\"expires_in_s\":%.1f",
-						       exp > now ? (double)(exp - now) / 1e9 : 0.0);
-				else if (deny)
-					xrl_buf_printf(b, ",\"expires_in_s\":null");
-				xrl_buf_printf(b, "}");
-			} else {
-				xrl_buf_printf(b, "%-44s %-8s ", buf, org < 3 ? origin[org] : "?");
-				if (deny && exp)
-					xrl_buf_printf(b, "%.1fs%s", exp > now ? (double)(exp - now) / 1e9 : 0.0,
-						       exp > now ? "" : " (expired)");
-				else if (deny)
-					xrl_buf_printf(b, "never");
-				xrl_buf_printf(b, "\n");
-			}
-			first = 0;
+			fn(arg, buf, org < 3 ? origin[org] : "?", deny ? v.d.expires_ns : 0);
 		}
 	}
-	if (json)
-		xrl_buf_printf(b, "]");
-	return 0;
+}
+
+struct list_arg {
+	struct xrl_buf *b;
+	json_t *a;
+	int deny;
+	__u64 now;
+};
+
+static void list_text_one(void *arg, const char *prefix, const char *origin, __u64 exp)
+{
+	struct list_arg *x = arg;
+
+	xrl_buf_printf(x->b, "%-44s %-8s ", prefix, origin);
+	if (x->deny && exp)
+		xrl_buf_printf(x->b, "%.1fs%s", exp > x->now ? (double)(exp - x->now) / 1e9 : 0.0,
+			       exp > x->now ? "" : " (expired)");
+	else if (x->deny)
+		xrl_buf_printf(x->b, "never");
+	xrl_buf_printf(x->b, "\n");
+}
+
+static void list_json_one(void *arg, const char *prefix, const char *origin, __u64 exp)
+{
+	struct list_arg *x = arg;
+	json_t *o = json_pack("{s:s,s:s}", "prefix", prefix, "origin", origin);
+
+	if (x->deny)
+		json_object_set_new(o, "expires_in_s",
+				    exp ? json_real(exp > x->now ? (double)(exp - x->now) / 1e9 : 0.0)
+					: json_null());
+	json_array_append_new(x->a, o);
+}
+
+void xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny)
+{
+	struct list_arg x = { .b = b, .deny = deny, .now = xrl_now_ns() };
+
+	xrl_buf_printf(b, "%-44s %-8s %s\n", "PREFIX", "ORIGIN", deny ? "EXPIRES IN" : "");
+	list_walk(h, deny, list_text_one, &x);
+}
+
+json_t *xrl_report_list_json(struct xrl_handle *h, int deny)
+{
+	struct list_arg x = { .a = json_array(), .deny = deny, .now = xrl_now_ns() };
+
+	list_walk(h, deny, list_json_one, &x);
+	return x.a;
+}
+
+void xrl_buf_json(struct xrl_buf *b, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+	if (!s)
+		b->oom = 1;
+	else
+		xrl_buf_printf(b, "%s\n", s);
+	free(s);
+	json_decref(j);
+}
+
+void xrl_buf_json_error(struct xrl_buf *b, const char *msg)
+{
+	xrl_buf_json(b, json_pack("{s:s}", "error", msg));
 }

@@ -18,6 +18,7 @@
 
 #include "xrl_abi.h"
 #include "xrl_gcra.h"
+#include "util.h"
 
 #define XRL_PIN_ROOT_DEFAULT "/sys/fs/bpf/xrl"
 #define XRL_POLICY_MAX_ALLOW 1024
@@ -187,8 +188,7 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
 /* Entries in the shared bucket table (walks it: O(n)). */
 long xrl_bucket_count(struct xrl_handle *h);
 
-/* CLOCK_MONOTONIC (the program's clock) in ns. */
-__u64 xrl_now_ns(void);
 const char *xrl_global_name(int idx);
+const char *xrl_verdict_name(int v);
 
 #endif /* XRL_H */

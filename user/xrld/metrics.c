@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * metrics.c - Prometheus text for /metrics, served by libmicrohttpd.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <microhttpd.h>
+
+#include "http/http.h"
+#include "xrld.h"
+
+static void metrics_text(struct xrld *d, struct xrl_buf *b)
+{
+	static struct xrl_stats st;
+	struct xrl_ruleset_meta meta;
+
+	xrl_buf_printf(b, "# HELP xrl_rule_packets_total Packets per rule and verdict.\n"
+		       "# TYPE xrl_rule_packets_total counter\n");
+	pthread_mutex_lock(&d->lock);
+	for (int i = 0; i < d->n_ifs; i++) {
+		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
+			continue;
+		for (__u32 r = 0; r < st.n_rules; r++)
+			for (int v = 0; v < XRL_V_MAX; v++)
+				xrl_buf_printf(b, "xrl_rule_packets_total{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
+					       d->ifs[i].name, meta.names[r], xrl_verdict_name(v),
+					       (unsigned long long)st.rules[r].pkts[v]);
+	}
+	xrl_buf_printf(b, "# HELP xrl_rule_bytes_total Bytes per rule and verdict.\n"
+		       "# TYPE xrl_rule_bytes_total counter\n");
+	for (int i = 0; i < d->n_ifs; i++) {
+		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
+			continue;
+		for (__u32 r = 0; r < st.n_rules; r++)
+			for (int v = 0; v < XRL_V_MAX; v++)
+				xrl_buf_printf(b, "xrl_rule_bytes_total{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
+					       d->ifs[i].name, meta.names[r], xrl_verdict_name(v),
+					       (unsigned long long)st.rules[r].bytes[v]);
+	}
+	xrl_buf_printf(b, "# HELP xrl_packets_total Global packet counters of the XDP program.\n"
+		       "# TYPE xrl_packets_total counter\n");
+	for (int i = 0; i < d->n_ifs; i++) {
+		if (xrl_read_stats(d->ifs[i].h, &st))
+			continue;
+		for (int g = 0; g < XRL_G_MAX; g++)
+			xrl_buf_printf(b, "xrl_packets_total{interface=\"%s\",counter=\"%s\"} %llu\n",
+				       d->ifs[i].name, xrl_global_name(g), (unsigned long long)st.global.c[g]);
+	}
+	xrl_buf_printf(b, "# HELP xrl_buckets Source buckets in the shared table.\n# TYPE xrl_buckets gauge\n");
+	for (int i = 0; i < d->n_ifs; i++)
+		xrl_buf_printf(b, "xrl_buckets{interface=\"%s\"} %ld\n", d->ifs[i].name,
+			       xrl_bucket_count(d->ifs[i].h));
+	xrl_buf_printf(b, "# HELP xrl_bucket_evictions_total Buckets evicted from the full LRU table (new - in use).\n"
+		       "# TYPE xrl_bucket_evictions_total counter\n");
+	for (int i = 0; i < d->n_ifs; i++) {
+		long n = xrl_bucket_count(d->ifs[i].h);
+
+		if (xrl_read_stats(d->ifs[i].h, &st))
+			continue;
+		xrl_buf_printf(b, "xrl_bucket_evictions_total{interface=\"%s\"} %lld\n", d->ifs[i].name,
+			       (long long)st.global.c[XRL_G_BUCKET_NEW] > n
+				       ? (long long)st.global.c[XRL_G_BUCKET_NEW] - n : 0LL);
+	}
+	xrl_buf_printf(b, "# HELP xrl_denylist_entries Entries on the denylist.\n# TYPE xrl_denylist_entries gauge\n");
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrl_config c;
+		__u32 zero = 0;
+
+		if (!bpf_map_lookup_elem(xrl_map_fd(d->ifs[i].h, XRL_MAP_CONFIG), &zero, &c))
+			xrl_buf_printf(b, "xrl_denylist_entries{interface=\"%s\"} %u\n", d->ifs[i].name,
+				       c.deny_v4_n + c.deny_v6_n);
+	}
+	xrl_buf_printf(b, "# HELP xrl_events_lost_total Refusal samples lost (ring buffer full).\n"
+		       "# TYPE xrl_events_lost_total counter\n");
+	for (int i = 0; i < d->n_ifs; i++)
+		if (!xrl_read_stats(d->ifs[i].h, &st))
+			xrl_buf_printf(b, "xrl_events_lost_total{interface=\"%s\"} %llu\n", d->ifs[i].name,
+				       (unsigned long long)st.global.c[XRL_G_EVENTS_LOST]);
+	xrl_buf_printf(b, "# TYPE xrld_events_total counter\nxrld_events_total %llu\n"
+		       "# TYPE xrld_penalties_total counter\nxrld_penalties_total %llu\n"
+		       "# TYPE xrld_reloads_total counter\nxrld_reloads_total %llu\n"
+		       "# TYPE xrld_reload_failures_total counter\nxrld_reload_failures_total %llu\n"
+		       "# TYPE xrld_top_dropped_total counter\nxrld_top_dropped_total %llu\n",
+		       (unsigned long long)d->events_seen, (unsigned long long)d->penalties,
+		       (unsigned long long)d->reloads, (unsigned long long)d->reload_failures,
+		       (unsigned long long)d->top_dropped);
+	xrl_buf_printf(b, "# HELP xrld_penalties_skipped_total Refusal samples that earned no strike, "
+		       "and due penalties not made, by reason.\n"
+		       "# TYPE xrld_penalties_skipped_total counter\n");
+	for (int i = 0; i < PEN_SKIP_MAX; i++)
+		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n", pen_skip_name[i],
+			       (unsigned long long)d->pen_skipped[i]);
+	if (d->http)
+		xrl_http_metrics(d->http, b);
+	pthread_mutex_unlock(&d->lock);
+}
+
+static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct xrld *d = cls;
+	struct MHD_Response *r;
+	struct xrl_buf b = {};
+	enum MHD_Result ret;
+	int status = MHD_HTTP_OK;
+
+	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		status = MHD_HTTP_METHOD_NOT_ALLOWED;
+		xrl_buf_printf(&b, "GET only\n");
+	} else if (!strcmp(url, "/metrics")) {
+		metrics_text(d, &b);
+	} else if (!strcmp(url, "/healthz")) {
+		xrl_buf_printf(&b, "ok\n");
+	} else {
+		status = MHD_HTTP_NOT_FOUND;
+		xrl_buf_printf(&b, "not found; try /metrics\n");
+	}
+	r = MHD_create_response_from_buffer(b.len, b.p ? b.p : (char *)"", MHD_RESPMEM_MUST_COPY);
+	xrl_buf_free(&b);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", "text/plain; version=0.0.4");
+	ret = MHD_queue_response(c, (unsigned)status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* HOST:PORT or [V6]:PORT; a host name is resolved once, at start. */
+int xrld_metrics_start(struct xrld *d, const char *hostport)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
+	char host[80], port_s[8];
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	int port;
+
+	if (xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port))
+		return -EINVAL;
+	snprintf(port_s, sizeof(port_s), "%d", port);
+	if (getaddrinfo(host, port_s, &hints, &ai) || !ai)
+		return -EINVAL;
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, d,
+				 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
+				 MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				 MHD_OPTION_END);
+	freeaddrinfo(ai);
+	return d->mhd ? 0 : -EADDRINUSE;
+}
+
