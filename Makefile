@@ -79,6 +79,17 @@ $(BUILD)/xrl_version.h: FORCE | $(BUILD)
 .PHONY: FORCE
 FORCE:
 
+# The limiter's Redis script, embedded as bytes (xxd -i) with a NUL after
+# them: the C sees exactly the file, whose SHA1 is what EVALSHA names.
+$(BUILD)/gcra.lua.h: user/http/gcra.lua | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q){ echo '/* generated from $< by the Makefile */'; \
+	      echo 'const char xrl_lua_gcra[] = {'; xxd -i < $<; echo ', 0x00 };'; \
+	      echo "const size_t xrl_lua_gcra_len = sizeof(xrl_lua_gcra) - 1;"; } > $@
+
+$(BUILD)/user/http/redis_script.o $(BUILD)/fuzz/obj/user/http/redis_script.o \
+$(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h
+
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name xrl > $@

@@ -19,7 +19,7 @@
 #   d  xrld, redis backend, refused    the over-limit cache answers, no Redis
 #   e  nginx limit_req, allowed (/open) and refused (/shut, 429)
 #   f  redis-benchmark -P 16: EVALSHA of the same Lua script (extracted from
-#      user/http/limiter.c at run time, checked byte for byte against the one
+#      user/http/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
 #      xrld's
 #
@@ -60,7 +60,7 @@
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
 # the target length of f), ROUNDS (5), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
-# a patched copy; its Lua script must still be the one in user/http/limiter.c).
+# a patched copy; its Lua script must still be user/http/gcra.lua).
 # Exit: 0 all requirements met, 1 one missed, 2 the run itself failed.
 set -euo pipefail
 
@@ -215,25 +215,11 @@ PID_NGINX=$!
 wait_http "http://127.0.0.1:$P_NGX/healthz" || die "nginx did not start ($T/nginx/error.log)"
 mapfile -t PIDS_NGINX < <(echo "$PID_NGINX"; pgrep -P "$PID_NGINX")
 
-# ---- the Lua script, from user/http/limiter.c -------------------------------------
+# ---- the Lua script, user/http/gcra.lua -------------------------------------
 
-# The C string literal lua_gcra, unescaped: the exact bytes xrld loads.
-awk '
-	/^static const char lua_gcra\[\] =/ { on = 1; next }
-	on {
-		s = $0
-		last = (s ~ /";[ \t]*$/)
-		sub(/^[ \t]*"/, "", s)
-		sub(/";?[ \t]*$/, "", s)
-		gsub(/\\\\/, "\001", s)
-		gsub(/\\n/, "\n", s)
-		gsub(/\\t/, "\t", s)
-		gsub(/\\"/, "\"", s)
-		gsub(/\001/, "\\", s)
-		printf "%s", s
-		if (last) exit
-	}' "$ROOT/user/http/limiter.c" >"$T/gcra.lua"
-[ -s "$T/gcra.lua" ] || die "lua_gcra not found in user/http/limiter.c"
+# The exact bytes xrld embeds and loads (the Makefile's gcra.lua.h).
+cp "$ROOT/user/http/gcra.lua" "$T/gcra.lua"
+[ -s "$T/gcra.lua" ] || die "user/http/gcra.lua is missing or empty"
 SHA=$(sha1sum "$T/gcra.lua" | cut -c1-40)
 
 # ---- measuring ---------------------------------------------------------------
@@ -318,7 +304,7 @@ evalsha_calls() {
 # ours must be byte-identical, i.e. have the same SHA1
 curl -s -o /dev/null -H 'X-Forwarded-Method: GET' -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
 [ "$("${RCLI[@]}" SCRIPT EXISTS "$SHA" | tr -d '\r')" = 1 ] ||
-	die "the script extracted from user/http/limiter.c ($T/gcra.lua) differs from the one xrld loaded"
+	die "user/http/gcra.lua differs from the one xrld loaded"
 [ "$("${RCLI[@]}" -x SCRIPT LOAD <"$T/gcra.lua" | tr -d '\r')" = "$SHA" ] ||
 	die "redis-cli SCRIPT LOAD did not give SHA1 $SHA"
 
