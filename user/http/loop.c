@@ -160,3 +160,22 @@ void xrl_srv_loops_stop(struct xrl_http_server *s)
 	s->n_loops = 0;
 }
 
+/* The loop's epoll set: its daemon's epoll fd, its stop eventfd; its pipe. */
+int xrl_srv_loop_init(struct loop *lp)
+{
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_EPOLL_FD);
+	struct epoll_event e = { .events = EPOLLIN };
+
+	lp->ep = epoll_create1(EPOLL_CLOEXEC);
+	lp->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	lp->pipe = xrl_limiter_pipe_new(lp->s->lim);
+	if (!di || lp->ep < 0 || lp->stop_fd < 0 || !lp->pipe)
+		return -ENOMEM;
+	e.data.u32 = EV_MHD;
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, di->epoll_fd, &e))
+		return -errno;
+	e.data.u32 = EV_STOP;
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->stop_fd, &e))
+		return -errno;
+	return 0;
+}

@@ -395,6 +395,36 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 	return 0;
 }
 
+/*
+ * Loop i's libmicrohttpd daemon: the first binds the listening socket, the
+ * others share it (lfd); each takes its share of the connection limit, as
+ * libmicrohttpd's thread pool would.
+ */
+static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				       unsigned i, unsigned flags, struct sockaddr_storage *ss,
+				       MHD_socket lfd)
+{
+	unsigned n = s->n_loops, maxc = c->max_connections ? c->max_connections : 1024;
+	unsigned limit = maxc / n + (i < maxc % n);
+
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
+				i ? (void *)(intptr_t)lfd : (void *)ss,
+				MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
+				/* whole seconds, rounded up: 0 would mean none
+				 * (the parser takes 1 s to 1 day) */
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC),
+				MHD_OPTION_UNESCAPE_CALLBACK, url_as_is, NULL,
+				/* request line + headers live in this pool: its size is the
+				 * header bound, beyond which libmicrohttpd answers 431 */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes + 4096,
+				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
+				MHD_OPTION_END);
+}
+
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
 		   size_t errlen)
 {
@@ -403,7 +433,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	socklen_t sl;
 	/* no internal thread: each server thread runs a daemon in its own loop */
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	unsigned n = c->threads ? c->threads : 2, maxc = c->max_connections ? c->max_connections : 1024;
+	unsigned n = c->threads ? c->threads : 2;
 	MHD_socket lfd = MHD_INVALID_SOCKET;
 	int rc;
 
@@ -437,27 +467,10 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	}
 	for (unsigned i = 0; i < n; i++) {
 		struct loop *lp = &s->loops[i];
-		/* the connection limit, shared out as libmicrohttpd's thread pool does */
-		unsigned limit = maxc / n + (i < maxc % n);
 
 		lp->s = s;
 		lp->ep = lp->stop_fd = lp->pipe_fd = -1;
-		lp->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-					 i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-					 i ? (void *)(intptr_t)lfd : (void *)&ss,
-					 MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
-					 /* whole seconds, rounded up: 0 would mean none
-					  * (the parser takes 1 s to 1 day) */
-					 MHD_OPTION_CONNECTION_TIMEOUT,
-					 (unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC),
-					 MHD_OPTION_UNESCAPE_CALLBACK, url_as_is, NULL,
-					 /* request line + headers live in this pool: its size is the
-					  * header bound, beyond which libmicrohttpd answers 431 */
-					 MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes + 4096,
-					 MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
-					 MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-					 MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
-					 MHD_OPTION_END);
+		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
 		if (!lp->d) {
 			if (!i)
 				snprintf(err, errlen, "couldn't listen on %s (in use, or not an address of this host?)",
@@ -472,24 +485,10 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 
 			lfd = di ? di->listen_fd : MHD_INVALID_SOCKET;
 		}
-		{
-			const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_EPOLL_FD);
-			struct epoll_event e = { .events = EPOLLIN };
-
-			lp->ep = epoll_create1(EPOLL_CLOEXEC);
-			lp->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-			lp->pipe = xrl_limiter_pipe_new(s->lim);
-			rc = -ENOMEM;
-			if (!di || lp->ep < 0 || lp->stop_fd < 0 || !lp->pipe || lfd == MHD_INVALID_SOCKET) {
-				snprintf(err, errlen, "couldn't set up http server thread %u", i);
-				goto fail;
-			}
-			e.data.u32 = EV_MHD;
-			if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, di->epoll_fd, &e))
-				goto fail;
-			e.data.u32 = EV_STOP;
-			if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->stop_fd, &e))
-				goto fail;
+		rc = lfd == MHD_INVALID_SOCKET ? -ENOMEM : xrl_srv_loop_init(lp);
+		if (rc) {
+			snprintf(err, errlen, "couldn't set up http server thread %u", i);
+			goto fail;
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {

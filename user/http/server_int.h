@@ -116,5 +116,6 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct srv
 void *xrl_srv_loop_main(void *arg);
 void xrl_srv_loops_stop(struct xrl_http_server *s);
 void xrl_srv_refusal_drop(void);
+int xrl_srv_loop_init(struct loop *lp);
 
 #endif /* XRL_SERVER_INT_H */

@@ -438,7 +438,10 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < count; i++) {
-		struct field f[] = { { .key = "name" }, { .key = "mode" } };
+		enum { F_NAME, F_MODE, F_COUNT };
+		struct field f[F_COUNT] = {
+			[F_NAME] = { .key = "name" }, [F_MODE] = { .key = "mode" }
+		};
 		yaml_node_t *it = item(x, items, i);
 		struct xrl_iface_cfg *ic;
 		char path[PATHLEN], p2[PATHLEN];
@@ -448,34 +451,34 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 		snprintf(path, sizeof(path), "interfaces[%zu]", i);
 		if (i >= XRL_CFG_MAX_IFACES)
 			return at(x, it, "%s: at most %d interfaces", path, XRL_CFG_MAX_IFACES);
-		rc = mapping(x, it, path, "interface", f, 2);
+		rc = mapping(x, it, path, "interface", f, F_COUNT);
 		if (rc)
 			return rc;
-		if (!f[0].v)
+		if (!f[F_NAME].v)
 			return at(x, it, "%s: missing 'name' (the interface to attach to, e.g. eth0)",
 				  path);
 		subpath(p2, path, ".name");
-		rc = scalar(x, f[0].v, p2, "an interface name such as eth0", &s);
+		rc = scalar(x, f[F_NAME].v, p2, "an interface name such as eth0", &s);
 		if (rc)
 			return rc;
 		if (!ifname_ok(s)) {
 			char d[64];
 
-			return at(x, f[0].v,
+			return at(x, f[F_NAME].v,
 				  "%s: expected an interface name of 1-%d characters without '/', ':' or spaces, got %s",
-				  p2, IF_NAMESIZE - 1, desc(f[0].v, d, sizeof(d)));
+				  p2, IF_NAMESIZE - 1, desc(f[F_NAME].v, d, sizeof(d)));
 		}
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(x->c->ifaces[j].name, s))
-				return at(x, f[0].v, "%s: interface '%s' is listed twice (first at line %d)",
+				return at(x, f[F_NAME].v, "%s: interface '%s' is listed twice (first at line %d)",
 					  p2, s, x->iface_line[j]);
 		ic = &x->c->ifaces[i];
 		snprintf(ic->name, sizeof(ic->name), "%s", s);
-		x->iface_line[i] = (int)f[0].v->start_mark.line + 1;
+		x->iface_line[i] = (int)f[F_NAME].v->start_mark.line + 1;
 		ic->mode = XRL_MODE_NATIVE;
-		if (f[1].v) {
+		if (f[F_MODE].v) {
 			subpath(p2, path, ".mode");
-			rc = ENUM(x, f[1].v, p2, modes, mvals, &mode);
+			rc = ENUM(x, f[F_MODE].v, p2, modes, mvals, &mode);
 			if (rc)
 				return rc;
 			ic->mode = (enum xrl_attach_mode)mode;
@@ -563,42 +566,46 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 	static const int pvals[] = { XRL_PROTO_TCP, XRL_PROTO_UDP, XRL_PROTO_ANY };
 	static const char *const flags[] = { "syn", "any" };
 	static const int fvals[] = { XRL_TCP_SYN, XRL_TCP_ANY };
-	struct field f[] = { { .key = "proto" }, { .key = "tcp_flags" }, { .key = "dst_ports" }, { .key = "dst" } };
+	enum { F_PROTO, F_TCP_FLAGS, F_DST_PORTS, F_DST, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_PROTO] = { .key = "proto" }, [F_TCP_FLAGS] = { .key = "tcp_flags" },
+		[F_DST_PORTS] = { .key = "dst_ports" }, [F_DST] = { .key = "dst" }
+	};
 	char path[PATHLEN], p2[PATHLEN];
 	int rc, v;
 
 	subpath(path, rpath, ".match");
-	rc = mapping(x, n, path, "match", f, 4);
+	rc = mapping(x, n, path, "match", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (f[0].v) {
+	if (f[F_PROTO].v) {
 		subpath(p2, path, ".proto");
-		rc = ENUM(x, f[0].v, p2, protos, pvals, &v);
+		rc = ENUM(x, f[F_PROTO].v, p2, protos, pvals, &v);
 		if (rc)
 			return rc;
 		r->proto = (__u8)v;
 	}
-	if (f[1].v) {
+	if (f[F_TCP_FLAGS].v) {
 		subpath(p2, path, ".tcp_flags");
-		rc = ENUM(x, f[1].v, p2, flags, fvals, &v);
+		rc = ENUM(x, f[F_TCP_FLAGS].v, p2, flags, fvals, &v);
 		if (rc)
 			return rc;
 		r->tcp_class = (__u8)v;
 		if (v == XRL_TCP_SYN && r->proto == XRL_PROTO_UDP)
-			return at(x, f[1].v, "%s: tcp_flags syn matches TCP only, but proto is udp",
+			return at(x, f[F_TCP_FLAGS].v, "%s: tcp_flags syn matches TCP only, but proto is udp",
 				  p2);
 	}
-	if (f[2].v) {
+	if (f[F_DST_PORTS].v) {
 		yaml_node_item_t *items;
 		size_t count;
 
 		subpath(p2, path, ".dst_ports");
-		rc = sequence(x, f[2].v, p2, "ports (443) or ranges (\"8000-8080\")",
+		rc = sequence(x, f[F_DST_PORTS].v, p2, "ports (443) or ranges (\"8000-8080\")",
 			      &items, &count);
 		if (rc)
 			return rc;
 		if (!count)
-			return at(x, f[2].v, "%s: expected at least one port; leave dst_ports out to match any port",
+			return at(x, f[F_DST_PORTS].v, "%s: expected at least one port; leave dst_ports out to match any port",
 				  p2);
 		for (size_t i = 0; i < count; i++) {
 			yaml_node_t *it = item(x, items, i);
@@ -614,9 +621,9 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 			r->n_ports = (__u8)(i + 1);
 		}
 	}
-	if (f[3].v) {
+	if (f[F_DST].v) {
 		subpath(p2, path, ".dst");
-		rc = prefix_val(x, f[3].v, p2, &r->dst);
+		rc = prefix_val(x, f[F_DST].v, p2, &r->dst);
 		if (rc)
 			return rc;
 		r->has_dst = true;
@@ -626,26 +633,29 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 
 static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl_rule_spec *r)
 {
-	struct field f[] = { { .key = "ipv4_prefix" }, { .key = "ipv6_prefix" } };
+	enum { F_IPV4_PREFIX, F_IPV6_PREFIX, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_IPV4_PREFIX] = { .key = "ipv4_prefix" }, [F_IPV6_PREFIX] = { .key = "ipv6_prefix" }
+	};
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
 	int rc;
 
 	subpath(path, rpath, ".key");
-	rc = mapping(x, n, path, "key", f, 2);
+	rc = mapping(x, n, path, "key", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (f[0].v) {
+	if (f[F_IPV4_PREFIX].v) {
 		subpath(p2, path, ".ipv4_prefix");
-		rc = uint_val(x, f[0].v, p2, "a prefix length 0-32 (32: each address its own bucket)",
+		rc = uint_val(x, f[F_IPV4_PREFIX].v, p2, "a prefix length 0-32 (32: each address its own bucket)",
 			      0, 32, &v);
 		if (rc)
 			return rc;
 		r->key_plen4 = (__u8)v;
 	}
-	if (f[1].v) {
+	if (f[F_IPV6_PREFIX].v) {
 		subpath(p2, path, ".ipv6_prefix");
-		rc = uint_val(x, f[1].v, p2, "a prefix length 0-128 (64: one bucket per /64)",
+		rc = uint_val(x, f[F_IPV6_PREFIX].v, p2, "a prefix length 0-128 (64: one bucket per /64)",
 			      0, 128, &v);
 		if (rc)
 			return rc;
@@ -673,8 +683,12 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	static const char *const pens[] = { "verified", "unverified", "off" };
 	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
-	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" }, { .key = "burst" },
-			     { .key = "action" }, { .key = "penalty" } };
+	enum { F_NAME, F_MATCH, F_KEY, F_RATE, F_BURST, F_ACTION, F_PENALTY, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
+		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" },
+		[F_ACTION] = { .key = "action" }, [F_PENALTY] = { .key = "penalty" }
+	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
 	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
@@ -684,70 +698,70 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	int rc, a;
 
 	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
-	rc = mapping(x, n, path, "rule", f, 7);
+	rc = mapping(x, n, path, "rule", f, F_COUNT);
 	if (rc)
 		return rc;
 	if (is_null(n))
 		return at(x, n, "%s: expected a rule (a mapping with name, rate and burst), got nothing",
 			  path);
-	if (!f[0].v)
+	if (!f[F_NAME].v)
 		return at(x, n, "%s: missing 'name' (a rule needs a name, e.g. name: syn)", path);
-	if (!f[3].v)
+	if (!f[F_RATE].v)
 		return at(x, n, "%s: missing 'rate' (%s)", path, rate_what);
-	if (!f[4].v)
+	if (!f[F_BURST].v)
 		return at(x, n, "%s: missing 'burst' (how many packets may come at once, e.g. burst: 50)",
 			  path);
 
 	subpath(p2, path, ".name");
-	rc = scalar(x, f[0].v, p2, "a rule name", &s);
+	rc = scalar(x, f[F_NAME].v, p2, "a rule name", &s);
 	if (rc)
 		return rc;
 	if (!rule_name_ok(s))
-		return at(x, f[0].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
-			  p2, XRL_RULE_NAME_LEN - 1, desc(f[0].v, d, sizeof(d)));
+		return at(x, f[F_NAME].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			  p2, XRL_RULE_NAME_LEN - 1, desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(pol->rules[j].name, s))
-			return at(x, f[0].v, "%s: rule name '%s' is used twice (first at line %d)",
+			return at(x, f[F_NAME].v, "%s: rule name '%s' is used twice (first at line %d)",
 				  p2, s, x->rule_line[j]);
 	xrl_rule_spec_init(r, s);
-	x->rule_line[idx] = (int)f[0].v->start_mark.line + 1;
+	x->rule_line[idx] = (int)f[F_NAME].v->start_mark.line + 1;
 
-	if (f[1].v) {
-		rc = parse_match(x, f[1].v, path, r);
+	if (f[F_MATCH].v) {
+		rc = parse_match(x, f[F_MATCH].v, path, r);
 		if (rc)
 			return rc;
 	}
-	if (f[2].v) {
-		rc = parse_key(x, f[2].v, path, r);
+	if (f[F_KEY].v) {
+		rc = parse_key(x, f[F_KEY].v, path, r);
 		if (rc)
 			return rc;
 	}
 
 	subpath(p2, path, ".rate");
-	rc = scalar(x, f[3].v, p2, rate_what, &s);
+	rc = scalar(x, f[F_RATE].v, p2, rate_what, &s);
 	if (rc)
 		return rc;
 	if (xrl_rate_parse(s, &r->rate, msg, sizeof(msg)))
-		return at(x, f[3].v, "%s: expected %s, got %s%s", p2, rate_what,
-			  desc(f[3].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
+		return at(x, f[F_RATE].v, "%s: expected %s, got %s%s", p2, rate_what,
+			  desc(f[F_RATE].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
 
 	subpath(p2, path, ".burst");
-	rc = uint_val(x, f[4].v, p2, "a whole number of packets from 1 to 100000000",
+	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of packets from 1 to 100000000",
 		      1, XRL_GCRA_BURST_MAX, &v);
 	if (rc)
 		return rc;
 	r->burst = (__u32)v;
 
-	if (f[5].v) {
+	if (f[F_ACTION].v) {
 		subpath(p2, path, ".action");
-		rc = ENUM(x, f[5].v, p2, acts, avals, &a);
+		rc = ENUM(x, f[F_ACTION].v, p2, acts, avals, &a);
 		if (rc)
 			return rc;
 		r->action = (__u8)a;
 	}
-	if (f[6].v) {
+	if (f[F_PENALTY].v) {
 		subpath(p2, path, ".penalty");
-		rc = ENUM(x, f[6].v, p2, pens, pvals, &a);
+		rc = ENUM(x, f[F_PENALTY].v, p2, pens, pvals, &a);
 		if (rc)
 			return rc;
 		r->penalty = (__u8)a;
@@ -755,7 +769,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 
 	/* rate and burst within what the arithmetic can hold, here with a line */
 	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))
-		return at(x, f[3].v, "%s: %s", path, msg);
+		return at(x, f[F_RATE].v, "%s: %s", path, msg);
 	pol->n_rules = (__u32)idx + 1;
 	return 0;
 }
@@ -783,26 +797,30 @@ static int parse_rules(struct cx *x, yaml_node_t *n)
 
 static int parse_xdp(struct cx *x, yaml_node_t *n)
 {
-	struct field f[] = { { .key = "allow" }, { .key = "rules" }, { .key = "buckets" }, { .key = "event_interval" } };
+	enum { F_ALLOW, F_RULES, F_BUCKETS, F_EVENT_INTERVAL, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_ALLOW] = { .key = "allow" }, [F_RULES] = { .key = "rules" },
+		[F_BUCKETS] = { .key = "buckets" }, [F_EVENT_INTERVAL] = { .key = "event_interval" }
+	};
 	__u64 v;
 	int rc;
 
-	rc = mapping(x, n, "xdp", "xdp", f, 4);
+	rc = mapping(x, n, "xdp", "xdp", f, F_COUNT);
 	if (rc)
 		return rc;
 	x->c->has_xdp = true;
-	if (f[0].v && (rc = parse_allow(x, f[0].v)))
+	if (f[F_ALLOW].v && (rc = parse_allow(x, f[F_ALLOW].v)))
 		return rc;
-	if (f[1].v && (rc = parse_rules(x, f[1].v)))
+	if (f[F_RULES].v && (rc = parse_rules(x, f[F_RULES].v)))
 		return rc;
-	if (f[2].v) {
-		rc = uint_val(x, f[2].v, "xdp.buckets",
+	if (f[F_BUCKETS].v) {
+		rc = uint_val(x, f[F_BUCKETS].v, "xdp.buckets",
 			      "a bucket table size from 1024 to 268435456 entries", 1024, 1u << 28, &v);
 		if (rc)
 			return rc;
 		x->c->buckets_max = (__u32)v;
 	}
-	if (f[3].v && (rc = dur_val(x, f[3].v, "xdp.event_interval", &x->c->event_interval_ns)))
+	if (f[F_EVENT_INTERVAL].v && (rc = dur_val(x, f[F_EVENT_INTERVAL].v, "xdp.event_interval", &x->c->event_interval_ns)))
 		return rc;
 	return 0;
 }
@@ -814,8 +832,12 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
  */
 static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 {
-	struct field f[] = { { .key = "strikes" }, { .key = "window" }, { .key = "base" }, { .key = "max" },
-			     { .key = "floor_v4" }, { .key = "floor_v6" } };
+	enum { F_STRIKES, F_WINDOW, F_BASE, F_MAX, F_FLOOR_V4, F_FLOOR_V6, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_STRIKES] = { .key = "strikes" }, [F_WINDOW] = { .key = "window" },
+		[F_BASE] = { .key = "base" }, [F_MAX] = { .key = "max" },
+		[F_FLOOR_V4] = { .key = "floor_v4" }, [F_FLOOR_V6] = { .key = "floor_v6" }
+	};
 	static const char *const why[] = {
 		"refusal windows before a source is denied, e.g. 3",
 		"the length of a strike window, e.g. 60s",
@@ -833,28 +855,28 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 		if (!f[i].v)
 			return at(x, n, "penalty: missing '%s' (%s); a penalty section needs strikes, window, base and max",
 				  f[i].key, why[i]);
-	rc = uint_val(x, f[0].v, "penalty.strikes", "a whole number of strikes, 1 or more",
+	rc = uint_val(x, f[F_STRIKES].v, "penalty.strikes", "a whole number of strikes, 1 or more",
 		      1, UINT32_MAX, &v);
 	if (rc)
 		return rc;
 	p->strikes = (__u32)v;
-	if ((rc = dur_val(x, f[1].v, "penalty.window", &p->window_ns)) ||
-	    (rc = dur_val(x, f[2].v, "penalty.base", &p->base_ns)) ||
-	    (rc = dur_val(x, f[3].v, "penalty.max", &p->max_ns)))
+	if ((rc = dur_val(x, f[F_WINDOW].v, "penalty.window", &p->window_ns)) ||
+	    (rc = dur_val(x, f[F_BASE].v, "penalty.base", &p->base_ns)) ||
+	    (rc = dur_val(x, f[F_MAX].v, "penalty.max", &p->max_ns)))
 		return rc;
 	if (p->base_ns > p->max_ns)
-		return at(x, f[2].v, "penalty.base: expected base <= max, got base %s and max %s",
-			  sval(f[2].v), sval(f[3].v));
+		return at(x, f[F_BASE].v, "penalty.base: expected base <= max, got base %s and max %s",
+			  sval(f[F_BASE].v), sval(f[F_MAX].v));
 	p->floor4 = 24;
 	p->floor6 = 48;
-	if (f[4].v) {
-		if ((rc = uint_val(x, f[4].v, "penalty.floor_v4", "a prefix length from 8 to 32",
+	if (f[F_FLOOR_V4].v) {
+		if ((rc = uint_val(x, f[F_FLOOR_V4].v, "penalty.floor_v4", "a prefix length from 8 to 32",
 				   8, 32, &v)))
 			return rc;
 		p->floor4 = (__u8)v;
 	}
-	if (f[5].v) {
-		if ((rc = uint_val(x, f[5].v, "penalty.floor_v6", "a prefix length from 16 to 128",
+	if (f[F_FLOOR_V6].v) {
+		if ((rc = uint_val(x, f[F_FLOOR_V6].v, "penalty.floor_v6", "a prefix length from 16 to 128",
 				   16, 128, &v)))
 			return rc;
 		p->floor6 = (__u8)v;
@@ -907,17 +929,84 @@ static int path_prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
 	return 0;
 }
 
+/* http.rules[i].match: method and path_prefix. */
+static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, struct xrl_http_rule *r)
+{
+	enum { M_METHOD, M_PATH_PREFIX, M_COUNT };
+	struct field m[M_COUNT] = {
+		[M_METHOD] = { .key = "method" }, [M_PATH_PREFIX] = { .key = "path_prefix" }
+	};
+	char p2[PATHLEN], d[64];
+	const char *s;
+	int rc;
+
+	subpath(p2, path, ".match");
+	if ((rc = mapping(x, n, p2, "match", m, M_COUNT)))
+		return rc;
+	if (m[M_METHOD].v) {
+		subpath(p2, path, ".match.method");
+		if ((rc = scalar(x, m[M_METHOD].v, p2, "an HTTP method such as POST", &s)))
+			return rc;
+		if (!*s || strlen(s) >= sizeof(r->method) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
+			return at(x, m[M_METHOD].v, "%s: expected an HTTP method in capitals such as POST, got %s",
+				  p2, desc(m[M_METHOD].v, d, sizeof(d)));
+		snprintf(r->method, sizeof(r->method), "%s", s);
+	}
+	if (m[M_PATH_PREFIX].v) {
+		subpath(p2, path, ".match.path_prefix");
+		if ((rc = scalar(x, m[M_PATH_PREFIX].v, p2, "a path starting with /", &s)))
+			return rc;
+		if (s[0] != '/' || strlen(s) >= sizeof(r->path_prefix))
+			return at(x, m[M_PATH_PREFIX].v, "%s: expected a path starting with /, got %s", p2,
+				  desc(m[M_PATH_PREFIX].v, d, sizeof(d)));
+		if ((rc = path_prefix_val(x, m[M_PATH_PREFIX].v, p2, s, r->path_prefix, sizeof(r->path_prefix))))
+			return rc;
+	}
+	return 0;
+}
+
+/* http.rules[i].key: header:NAME, bearer or client_ip. */
+static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct xrl_http_rule *r)
+{
+	static const char key_what[] = "header:NAME, bearer or client_ip";
+	char p2[PATHLEN], d[64];
+	const char *s;
+	int rc;
+
+	subpath(p2, path, ".key");
+	if ((rc = scalar(x, n, p2, key_what, &s)))
+		return rc;
+	if (!strcmp(s, "bearer")) {
+		r->key_kind = XRL_KEY_BEARER;
+	} else if (!strcmp(s, "client_ip")) {
+		r->key_kind = XRL_KEY_CLIENT_IP;
+	} else if (!strncmp(s, "header:", 7) && s[7] && strlen(s + 7) < sizeof(r->header) &&
+		   strspn(s + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
+			   strlen(s + 7)) {
+		r->key_kind = XRL_KEY_HEADER;
+		snprintf(r->header, sizeof(r->header), "%s", s + 7);
+	} else {
+		return at(x, n, "%s: expected %s, got %s", p2, key_what, desc(n, d, sizeof(d)));
+	}
+	return 0;
+}
+
 static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
 	static const char *const be[] = { "open", "closed", "local" };
 	static const int bev[] = { XRL_BE_OPEN, XRL_BE_CLOSED, XRL_BE_LOCAL };
 	static const char *const mk[] = { "skip", "refuse", "client_ip" };
 	static const int mkv[] = { XRL_MISSING_SKIP, XRL_MISSING_REFUSE, XRL_MISSING_CLIENT_IP };
-	static const char key_what[] = "header:NAME, bearer or client_ip";
-	struct field f[] = { { .key = "name" }, { .key = "match" }, { .key = "key" }, { .key = "rate" },
-			     { .key = "burst" }, { .key = "cost" }, { .key = "on_backend_error" },
-			     { .key = "on_missing_key" }, { .key = "shadow" } };
-	struct field m[] = { { .key = "method" }, { .key = "path_prefix" } };
+	enum {
+		F_NAME, F_MATCH, F_KEY, F_RATE, F_BURST, F_COST, F_ON_BACKEND_ERROR,
+		F_ON_MISSING_KEY, F_SHADOW, F_COUNT
+	};
+	struct field f[F_COUNT] = {
+		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
+		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" }, [F_COST] = { .key = "cost" },
+		[F_ON_BACKEND_ERROR] = { .key = "on_backend_error" },
+		[F_ON_MISSING_KEY] = { .key = "on_missing_key" }, [F_SHADOW] = { .key = "shadow" }
+	};
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
 	char path[PATHLEN], p2[PATHLEN], d[64];
 	const char *s;
@@ -925,99 +1014,62 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	int rc, e;
 
 	snprintf(path, sizeof(path), "http.rules[%zu]", idx);
-	rc = mapping(x, n, path, "http rule", f, 9);
+	rc = mapping(x, n, path, "http rule", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (is_null(n) || !f[0].v || !f[3].v || !f[4].v)
+	if (is_null(n) || !f[F_NAME].v || !f[F_RATE].v || !f[F_BURST].v)
 		return at(x, n, "%s: a rule needs name, rate and burst", path);
 	memset(r, 0, sizeof(*r));
 	subpath(p2, path, ".name");
-	if ((rc = scalar(x, f[0].v, p2, "a rule name", &s)))
+	if ((rc = scalar(x, f[F_NAME].v, p2, "a rule name", &s)))
 		return rc;
 	if (!rule_name_ok(s))
-		return at(x, f[0].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
-			  p2, XRL_RULE_NAME_LEN - 1, desc(f[0].v, d, sizeof(d)));
+		return at(x, f[F_NAME].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			  p2, XRL_RULE_NAME_LEN - 1, desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(x->c->http.rules[j].name, s))
-			return at(x, f[0].v, "%s: rule name '%s' is used twice", p2, s);
+			return at(x, f[F_NAME].v, "%s: rule name '%s' is used twice", p2, s);
 	snprintf(r->name, sizeof(r->name), "%s", s);
 	r->key_kind = XRL_KEY_CLIENT_IP;
 	r->cost = 1;
 
-	if (f[1].v) {
-		subpath(p2, path, ".match");
-		if ((rc = mapping(x, f[1].v, p2, "match", m, 2)))
-			return rc;
-		if (m[0].v) {
-			subpath(p2, path, ".match.method");
-			if ((rc = scalar(x, m[0].v, p2, "an HTTP method such as POST", &s)))
-				return rc;
-			if (!*s || strlen(s) >= sizeof(r->method) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
-				return at(x, m[0].v, "%s: expected an HTTP method in capitals such as POST, got %s",
-					  p2, desc(m[0].v, d, sizeof(d)));
-			snprintf(r->method, sizeof(r->method), "%s", s);
-		}
-		if (m[1].v) {
-			subpath(p2, path, ".match.path_prefix");
-			if ((rc = scalar(x, m[1].v, p2, "a path starting with /", &s)))
-				return rc;
-			if (s[0] != '/' || strlen(s) >= sizeof(r->path_prefix))
-				return at(x, m[1].v, "%s: expected a path starting with /, got %s", p2,
-					  desc(m[1].v, d, sizeof(d)));
-			if ((rc = path_prefix_val(x, m[1].v, p2, s, r->path_prefix, sizeof(r->path_prefix))))
-				return rc;
-		}
-	}
-	if (f[2].v) {
-		subpath(p2, path, ".key");
-		if ((rc = scalar(x, f[2].v, p2, key_what, &s)))
-			return rc;
-		if (!strcmp(s, "bearer")) {
-			r->key_kind = XRL_KEY_BEARER;
-		} else if (!strcmp(s, "client_ip")) {
-			r->key_kind = XRL_KEY_CLIENT_IP;
-		} else if (!strncmp(s, "header:", 7) && s[7] && strlen(s + 7) < sizeof(r->header) &&
-			   strspn(s + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
-				   strlen(s + 7)) {
-			r->key_kind = XRL_KEY_HEADER;
-			snprintf(r->header, sizeof(r->header), "%s", s + 7);
-		} else {
-			return at(x, f[2].v, "%s: expected %s, got %s", p2, key_what, desc(f[2].v, d, sizeof(d)));
-		}
-	}
+	if (f[F_MATCH].v && (rc = parse_http_match(x, f[F_MATCH].v, path, r)))
+		return rc;
+	if (f[F_KEY].v && (rc = parse_http_key(x, f[F_KEY].v, path, r)))
+		return rc;
 	subpath(p2, path, ".rate");
-	if ((rc = rate_val(x, f[3].v, p2, &r->rate)))
+	if ((rc = rate_val(x, f[F_RATE].v, p2, &r->rate)))
 		return rc;
 	subpath(p2, path, ".burst");
-	if ((rc = uint_val(x, f[4].v, p2, "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX, &v)))
+	if ((rc = uint_val(x, f[F_BURST].v, p2, "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX, &v)))
 		return rc;
 	r->burst = (__u32)v;
-	if (f[5].v) {
+	if (f[F_COST].v) {
 		subpath(p2, path, ".cost");
-		if ((rc = uint_val(x, f[5].v, p2, "a whole number of tokens, 1 or more, at most the burst",
+		if ((rc = uint_val(x, f[F_COST].v, p2, "a whole number of tokens, 1 or more, at most the burst",
 				   1, r->burst, &v)))
 			return rc;
 		r->cost = (__u32)v;
 	}
-	if (f[6].v) {
+	if (f[F_ON_BACKEND_ERROR].v) {
 		subpath(p2, path, ".on_backend_error");
-		if ((rc = ENUM(x, f[6].v, p2, be, bev, &e)))
+		if ((rc = ENUM(x, f[F_ON_BACKEND_ERROR].v, p2, be, bev, &e)))
 			return rc;
 		r->on_backend_error = (enum xrl_backend_err)e;
 	}
-	if (f[7].v) {
+	if (f[F_ON_MISSING_KEY].v) {
 		subpath(p2, path, ".on_missing_key");
-		if ((rc = ENUM(x, f[7].v, p2, mk, mkv, &e)))
+		if ((rc = ENUM(x, f[F_ON_MISSING_KEY].v, p2, mk, mkv, &e)))
 			return rc;
 		r->on_missing_key = (enum xrl_missing_key)e;
 	}
-	if (f[8].v) {
+	if (f[F_SHADOW].v) {
 		subpath(p2, path, ".shadow");
-		if ((rc = bool_val(x, f[8].v, p2, &r->shadow)))
+		if ((rc = bool_val(x, f[F_SHADOW].v, p2, &r->shadow)))
 			return rc;
 	}
 	if (xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
-		return at(x, f[3].v, "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
+		return at(x, f[F_RATE].v, "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
 	x->c->http.n_rules = (__u32)idx + 1;
 	return 0;
 }
@@ -1077,35 +1129,35 @@ static int parse_http_idle(struct cx *x, yaml_node_t *n)
 	return 0;
 }
 
-/* The server's bounds: f[0..4] = max_connections, idle_timeout,
- * max_header_bytes, max_keys, threads. */
-static int parse_http_bounds(struct cx *x, struct field *f)
+/* The server's bounds (a NULL node: not given). */
+static int parse_http_bounds(struct cx *x, yaml_node_t *max_conn, yaml_node_t *idle,
+			     yaml_node_t *max_hdr, yaml_node_t *max_keys, yaml_node_t *threads)
 {
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
 	int rc;
 
-	if (f[0].v) {
-		if ((rc = uint_val(x, f[0].v, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
+	if (max_conn) {
+		if ((rc = uint_val(x, max_conn, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
 			return rc;
 		h->max_connections = (__u32)v;
 	}
-	if (f[1].v && (rc = parse_http_idle(x, f[1].v)))
+	if (idle && (rc = parse_http_idle(x, idle)))
 		return rc;
-	if (f[2].v) {
-		if ((rc = uint_val(x, f[2].v, "http.max_header_bytes", "a number from 1024 to 1048576",
+	if (max_hdr) {
+		if ((rc = uint_val(x, max_hdr, "http.max_header_bytes", "a number from 1024 to 1048576",
 				   1024, 1 << 20, &v)))
 			return rc;
 		h->max_header_bytes = (__u32)v;
 	}
-	if (f[3].v) {
-		if ((rc = uint_val(x, f[3].v, "http.max_keys", "a number from 1024 to 268435456",
+	if (max_keys) {
+		if ((rc = uint_val(x, max_keys, "http.max_keys", "a number from 1024 to 268435456",
 				   1024, 1u << 28, &v)))
 			return rc;
 		h->memory_max_keys = (__u32)v;
 	}
-	if (f[4].v) {
-		if ((rc = uint_val(x, f[4].v, "http.threads", "a number from 1 to 64", 1, 64, &v)))
+	if (threads) {
+		if ((rc = uint_val(x, threads, "http.threads", "a number from 1 to 64", 1, 64, &v)))
 			return rc;
 		h->threads = (__u32)v;
 	}
@@ -1115,19 +1167,22 @@ static int parse_http_bounds(struct cx *x, struct field *f)
 /* http.shed and http.penalty. */
 static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t *pen)
 {
-	struct field sf[] = { { .key = "rate" }, { .key = "burst" } };
+	enum { SF_RATE, SF_BURST, SF_COUNT };
+	struct field sf[SF_COUNT] = {
+		[SF_RATE] = { .key = "rate" }, [SF_BURST] = { .key = "burst" }
+	};
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
 	int rc;
 
 	if (shed) {
-		if ((rc = mapping(x, shed, "http.shed", "shed", sf, 2)))
+		if ((rc = mapping(x, shed, "http.shed", "shed", sf, SF_COUNT)))
 			return rc;
-		if (!sf[0].v || !sf[1].v)
+		if (!sf[SF_RATE].v || !sf[SF_BURST].v)
 			return at(x, shed, "http.shed: needs rate and burst (the capacity of the whole service)");
-		if ((rc = rate_val(x, sf[0].v, "http.shed.rate", &h->shed_rate)))
+		if ((rc = rate_val(x, sf[SF_RATE].v, "http.shed.rate", &h->shed_rate)))
 			return rc;
-		if ((rc = uint_val(x, sf[1].v, "http.shed.burst", "a whole number from 1 to 100000000",
+		if ((rc = uint_val(x, sf[SF_BURST].v, "http.shed.burst", "a whole number from 1 to 100000000",
 				   1, XRL_GCRA_BURST_MAX, &v)))
 			return rc;
 		h->shed_burst = (__u32)v;
@@ -1151,13 +1206,29 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
-	struct field f[] = { { .key = "listen" }, { .key = "backend" }, { .key = "redis_timeout" },
-			     { .key = "breaker_cooldown" }, { .key = "trusted_proxies" }, { .key = "headers" },
-			     { .key = "max_connections" }, { .key = "idle_timeout" },
-			     { .key = "max_header_bytes" }, { .key = "max_keys" }, { .key = "threads" },
-			     { .key = "shed" }, { .key = "penalty" }, { .key = "rules" },
-			     { .key = "forwarded_from" }, { .key = "ignore_path_case" } };
-	struct field hf[] = { { .key = "ietf" }, { .key = "x_ratelimit" } };
+	enum {
+		F_LISTEN, F_BACKEND, F_REDIS_TIMEOUT, F_BREAKER_COOLDOWN, F_TRUSTED_PROXIES,
+		F_HEADERS, F_MAX_CONNECTIONS, F_IDLE_TIMEOUT, F_MAX_HEADER_BYTES, F_MAX_KEYS,
+		F_THREADS, F_SHED, F_PENALTY, F_RULES, F_FORWARDED_FROM, F_IGNORE_PATH_CASE,
+		F_COUNT
+	};
+	struct field f[F_COUNT] = {
+		[F_LISTEN] = { .key = "listen" }, [F_BACKEND] = { .key = "backend" },
+		[F_REDIS_TIMEOUT] = { .key = "redis_timeout" },
+		[F_BREAKER_COOLDOWN] = { .key = "breaker_cooldown" },
+		[F_TRUSTED_PROXIES] = { .key = "trusted_proxies" }, [F_HEADERS] = { .key = "headers" },
+		[F_MAX_CONNECTIONS] = { .key = "max_connections" },
+		[F_IDLE_TIMEOUT] = { .key = "idle_timeout" },
+		[F_MAX_HEADER_BYTES] = { .key = "max_header_bytes" }, [F_MAX_KEYS] = { .key = "max_keys" },
+		[F_THREADS] = { .key = "threads" }, [F_SHED] = { .key = "shed" },
+		[F_PENALTY] = { .key = "penalty" }, [F_RULES] = { .key = "rules" },
+		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
+		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" }
+	};
+	enum { HF_IETF, HF_X_RATELIMIT, HF_COUNT };
+	struct field hf[HF_COUNT] = {
+		[HF_IETF] = { .key = "ietf" }, [HF_X_RATELIMIT] = { .key = "x_ratelimit" }
+	};
 	struct xrl_http_cfg *h = &x->c->http;
 	char msg[XRL_ERRLEN], d[64];
 	yaml_node_item_t *items;
@@ -1167,44 +1238,45 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 
 	xrl_http_cfg_init(h);
 	x->c->has_http = true;
-	if ((rc = mapping(x, n, "http", "http", f, 16)))
+	if ((rc = mapping(x, n, "http", "http", f, F_COUNT)))
 		return rc;
-	if (f[0].v) {
-		if ((rc = scalar(x, f[0].v, "http.listen", "HOST:PORT such as 127.0.0.1:9090", &s)))
+	if (f[F_LISTEN].v) {
+		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen", "HOST:PORT such as 127.0.0.1:9090", &s)))
 			return rc;
 		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
-			return at(x, f[0].v, "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
-				  desc(f[0].v, d, sizeof(d)));
+			return at(x, f[F_LISTEN].v, "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
+				  desc(f[F_LISTEN].v, d, sizeof(d)));
 		snprintf(h->listen, sizeof(h->listen), "%s", s);
 	}
-	if (f[1].v) {
-		if ((rc = scalar(x, f[1].v, "http.backend", "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
+	if (f[F_BACKEND].v) {
+		if ((rc = scalar(x, f[F_BACKEND].v, "http.backend", "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
 			return rc;
 		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
-			return at(x, f[1].v, "http.%s", msg);
+			return at(x, f[F_BACKEND].v, "http.%s", msg);
 	}
-	if (f[2].v && (rc = dur_val(x, f[2].v, "http.redis_timeout", &h->redis_timeout_ns)))
+	if (f[F_REDIS_TIMEOUT].v && (rc = dur_val(x, f[F_REDIS_TIMEOUT].v, "http.redis_timeout", &h->redis_timeout_ns)))
 		return rc;
-	if (f[3].v && (rc = dur_val(x, f[3].v, "http.breaker_cooldown", &h->breaker_cooldown_ns)))
+	if (f[F_BREAKER_COOLDOWN].v && (rc = dur_val(x, f[F_BREAKER_COOLDOWN].v, "http.breaker_cooldown", &h->breaker_cooldown_ns)))
 		return rc;
-	if ((rc = parse_http_trust(x, f[4].v, f[14].v)))
+	if ((rc = parse_http_trust(x, f[F_TRUSTED_PROXIES].v, f[F_FORWARDED_FROM].v)))
 		return rc;
-	if (f[15].v && (rc = bool_val(x, f[15].v, "http.ignore_path_case", &h->ignore_path_case)))
+	if (f[F_IGNORE_PATH_CASE].v && (rc = bool_val(x, f[F_IGNORE_PATH_CASE].v, "http.ignore_path_case", &h->ignore_path_case)))
 		return rc;
-	if (f[5].v) {
-		if ((rc = mapping(x, f[5].v, "http.headers", "headers", hf, 2)))
+	if (f[F_HEADERS].v) {
+		if ((rc = mapping(x, f[F_HEADERS].v, "http.headers", "headers", hf, HF_COUNT)))
 			return rc;
-		if (hf[0].v && (rc = bool_val(x, hf[0].v, "http.headers.ietf", &h->ietf_headers)))
+		if (hf[HF_IETF].v && (rc = bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
 			return rc;
-		if (hf[1].v && (rc = bool_val(x, hf[1].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
+		if (hf[HF_X_RATELIMIT].v && (rc = bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
 			return rc;
 	}
-	if ((rc = parse_http_bounds(x, &f[6])))
+	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v, f[F_MAX_HEADER_BYTES].v,
+				     f[F_MAX_KEYS].v, f[F_THREADS].v)))
 		return rc;
-	if ((rc = parse_http_shed_penalty(x, f[11].v, f[12].v)))
+	if ((rc = parse_http_shed_penalty(x, f[F_SHED].v, f[F_PENALTY].v)))
 		return rc;
-	if (f[13].v) {
-		if ((rc = sequence(x, f[13].v, "http.rules", "rules (- name: ...)", &items, &count)))
+	if (f[F_RULES].v) {
+		if ((rc = sequence(x, f[F_RULES].v, "http.rules", "rules (- name: ...)", &items, &count)))
 			return rc;
 		for (size_t i = 0; i < count; i++) {
 			if (i >= XRL_HTTP_MAX_RULES)
@@ -1227,46 +1299,51 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 	static const int lvals[] = { XRL_LOG_ERR, XRL_LOG_WARN, XRL_LOG_INFO, XRL_LOG_DEBUG };
 	static const char metrics_what[] =
 		"HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535";
-	struct field f[] = { { .key = "interfaces" }, { .key = "xdp" }, { .key = "penalty" }, { .key = "metrics" },
-			     { .key = "on_exit" }, { .key = "log_level" }, { .key = "http" } };
+	enum { F_INTERFACES, F_XDP, F_PENALTY, F_METRICS, F_ON_EXIT, F_LOG_LEVEL, F_HTTP, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_INTERFACES] = { .key = "interfaces" }, [F_XDP] = { .key = "xdp" },
+		[F_PENALTY] = { .key = "penalty" }, [F_METRICS] = { .key = "metrics" },
+		[F_ON_EXIT] = { .key = "on_exit" }, [F_LOG_LEVEL] = { .key = "log_level" },
+		[F_HTTP] = { .key = "http" }
+	};
 	const char *s;
 	char d[64];
 	int rc, v;
 
 	if (!root || is_null(root))
 		return 0;
-	rc = mapping(x, root, NULL, "the top level", f, 7);
+	rc = mapping(x, root, NULL, "the top level", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (f[0].v && (rc = parse_ifaces(x, f[0].v)))
+	if (f[F_INTERFACES].v && (rc = parse_ifaces(x, f[F_INTERFACES].v)))
 		return rc;
-	if (f[1].v && (rc = parse_xdp(x, f[1].v)))
+	if (f[F_XDP].v && (rc = parse_xdp(x, f[F_XDP].v)))
 		return rc;
-	if (f[2].v && (rc = parse_penalty(x, f[2].v, true)))
+	if (f[F_PENALTY].v && (rc = parse_penalty(x, f[F_PENALTY].v, true)))
 		return rc;
-	if (f[3].v) {
-		rc = scalar(x, f[3].v, "metrics", metrics_what, &s);
+	if (f[F_METRICS].v) {
+		rc = scalar(x, f[F_METRICS].v, "metrics", metrics_what, &s);
 		if (rc)
 			return rc;
 		if (strlen(s) >= sizeof(x->c->metrics) || !hostport_ok(s))
-			return at(x, f[3].v, "metrics: expected %s, got %s", metrics_what,
-				  desc(f[3].v, d, sizeof(d)));
+			return at(x, f[F_METRICS].v, "metrics: expected %s, got %s", metrics_what,
+				  desc(f[F_METRICS].v, d, sizeof(d)));
 		snprintf(x->c->metrics, sizeof(x->c->metrics), "%s", s);
 	}
-	if (f[4].v) {
-		rc = ENUM(x, f[4].v, "on_exit", exits, evals, &v);
+	if (f[F_ON_EXIT].v) {
+		rc = ENUM(x, f[F_ON_EXIT].v, "on_exit", exits, evals, &v);
 		if (rc)
 			return rc;
 		x->c->on_exit_detach = v;
 	}
-	if (f[5].v) {
-		rc = ENUM(x, f[5].v, "log_level", levels, lvals, &v);
+	if (f[F_LOG_LEVEL].v) {
+		rc = ENUM(x, f[F_LOG_LEVEL].v, "log_level", levels, lvals, &v);
 		if (rc)
 			return rc;
 		x->c->log_level = v;
 	}
-	if (f[6].v) {
-		rc = parse_http(x, f[6].v);
+	if (f[F_HTTP].v) {
+		rc = parse_http(x, f[F_HTTP].v);
 		if (rc)
 			return rc;
 	}

@@ -338,11 +338,121 @@ static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 	return 0;
 }
 
+/* Load-time knobs into the skeleton, between open and load. */
+static void set_rodata(struct xrl_handle *h, const struct xrl_open_opts *o)
+{
+	h->tick_ns = coarse_tick_ns();
+	h->fine_clock = o->fine_clock;
+	h->skel->rodata->xrl_tick_ns = h->tick_ns;
+	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
+	if (o->buckets_max)
+		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
+	if (o->refused_max) {
+		__u32 n = 1;
+
+		while (n < o->refused_max && n < (1u << 24))
+			n <<= 1;
+		bpf_map__set_max_entries(h->skel->maps.xrl_refused, n);
+		h->skel->rodata->xrl_refused_mask = n - 1;
+	}
+}
+
+/* Pin the maps under PIN_ROOT/IFNAME (reusing what is pinned there). */
+static int set_pins(struct xrl_handle *h, const char *pin_root, const char *ifname)
+{
+	char path[PATH_MAX + 64];
+	struct stat st;
+	int err;
+
+	if (snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", pin_root, ifname) >=
+	    (int)sizeof(h->pin_dir))
+		return -ENAMETOOLONG;
+	err = mkdir_p(h->pin_dir);
+	if (err) {
+		log_warnx("couldn't create pin directory %s: %s (is bpffs mounted?)", h->pin_dir,
+			  strerror(-err));
+		return err;
+	}
+	snprintf(path, sizeof(path), "%s/%s", h->pin_dir, XRL_MAP_BUCKETS);
+	h->info.reused_pins = stat(path, &st) == 0;
+	for (size_t i = 0; i < N_PINNED; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]);
+
+		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
+		if (!m || bpf_map__set_pin_path(m, path))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Keep the program already attached to ifindex if it is ours, else attach. */
+static int attach_or_reuse(struct xrl_handle *h, int ifindex, const struct xrl_open_opts *o)
+{
+	enum xdp_attach_mode mode;
+	bool foreign, multi = false;
+	__u32 id = find_attached(ifindex, &foreign, &multi, &mode);
+	int err;
+
+	if (id && prog_uses_our_maps(h, id)) {
+		h->info.attached = true;
+		h->info.reused_prog = true;
+		h->info.prog_id = id;
+		record_prog_id(h, id);
+		h->info.multiprog = multi;
+		h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
+	} else if (id || foreign) {
+		log_warnx("%s already has an XDP program (%s) that is not this xrl instance's; "
+			  "detach it first", o->ifname, id ? "xrl with other maps" : "foreign");
+		return -EBUSY;
+	} else {
+		err = attach(h, ifindex, o->mode);
+		if (err)
+			return err;
+	}
+	log_info("%s: %s program %u in %s mode%s%s", o->ifname,
+		 h->info.reused_prog ? "kept attached" : "attached", h->info.prog_id,
+		 h->info.mode == XRL_MODE_SKB ? "skb" : "native",
+		 h->info.multiprog ? " via the libxdp dispatcher" : " as a single program",
+		 h->info.reused_pins ? ", pinned state reused" : "");
+	return 0;
+}
+
+/* Open the skeleton, configure, pin and load it. */
+static int load(struct xrl_handle *h, const struct xrl_open_opts *o)
+{
+	int err;
+
+	h->skel = xrl__open();
+	if (!h->skel) {
+		err = -errno;
+		log_warnx("couldn't open the BPF object: %s", strerror(-err));
+		return err;
+	}
+	set_rodata(h, o);
+	if (o->pin_root && o->ifname && (err = set_pins(h, o->pin_root, o->ifname)))
+		return err;
+	err = xrl__load(h->skel);
+	if (err) {
+		log_warnx("couldn't load the XDP program: %s%s", strerror(-err),
+			  h->info.reused_pins ? " (pinned maps from an incompatible version? "
+						"detach to remove them)" : "");
+		return err;
+	}
+	for (size_t i = 0; i < N_PINNED; i++)
+		h->fds[i] = bpf_map__fd(bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]));
+	if (!h->info.reused_pins) {
+		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC,
+					  .event_interval_j = (__u32)(XRL_NSEC_PER_SEC / h->tick_ns) };
+		__u32 zero = 0;
+
+		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
+	}
+	return 0;
+}
+
 int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 {
 	struct xrl_handle *h;
-	char path[PATH_MAX + 64];
-	struct stat st;
 	int err, ifindex = 0;
 
 	*out = NULL;
@@ -361,107 +471,18 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 		h->fds[i] = -1;
 	h->info.ifindex = ifindex;
 	h->ncpus = libbpf_num_possible_cpus();
-	if (h->ncpus < 1) {
+	if (h->ncpus < 1)
 		err = h->ncpus < 0 ? h->ncpus : -EINVAL;
-		goto fail;
-	}
-
-	h->skel = xrl__open();
-	if (!h->skel) {
-		err = -errno;
-		log_warnx("couldn't open the BPF object: %s", strerror(-err));
-		goto fail;
-	}
-	h->tick_ns = coarse_tick_ns();
-	h->fine_clock = o->fine_clock;
-	h->skel->rodata->xrl_tick_ns = h->tick_ns;
-	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
-	if (o->buckets_max)
-		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
-	if (o->refused_max) {
-		__u32 n = 1;
-
-		while (n < o->refused_max && n < (1u << 24))
-			n <<= 1;
-		bpf_map__set_max_entries(h->skel->maps.xrl_refused, n);
-		h->skel->rodata->xrl_refused_mask = n - 1;
-	}
-
-	if (o->pin_root && o->ifname) {
-		if (snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", o->pin_root, o->ifname) >=
-		    (int)sizeof(h->pin_dir)) {
-			err = -ENAMETOOLONG;
-			goto fail;
-		}
-		err = mkdir_p(h->pin_dir);
-		if (err) {
-			log_warnx("couldn't create pin directory %s: %s (is bpffs mounted?)",
-				  h->pin_dir, strerror(-err));
-			goto fail;
-		}
-		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, XRL_MAP_BUCKETS);
-		h->info.reused_pins = stat(path, &st) == 0;
-		for (size_t i = 0; i < N_PINNED; i++) {
-			struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]);
-
-			snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
-			if (!m || bpf_map__set_pin_path(m, path)) {
-				err = -EINVAL;
-				goto fail;
-			}
-		}
-	}
-
-	err = xrl__load(h->skel);
+	else
+		err = load(h, o);
+	if (!err && ifindex)
+		err = attach_or_reuse(h, ifindex, o);
 	if (err) {
-		log_warnx("couldn't load the XDP program: %s%s", strerror(-err),
-			  h->info.reused_pins ? " (pinned maps from an incompatible version? "
-						"detach to remove them)" : "");
-		goto fail;
-	}
-	for (size_t i = 0; i < N_PINNED; i++)
-		h->fds[i] = bpf_map__fd(bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]));
-	if (!h->info.reused_pins) {
-		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC,
-					  .event_interval_j = (__u32)(XRL_NSEC_PER_SEC / h->tick_ns) };
-		__u32 zero = 0;
-
-		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
-	}
-
-	if (ifindex) {
-		enum xdp_attach_mode mode;
-		bool foreign, multi = false;
-		__u32 id = find_attached(ifindex, &foreign, &multi, &mode);
-
-		if (id && prog_uses_our_maps(h, id)) {
-			h->info.attached = true;
-			h->info.reused_prog = true;
-			h->info.prog_id = id;
-			record_prog_id(h, id);
-			h->info.multiprog = multi;
-			h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
-		} else if (id || foreign) {
-			log_warnx("%s already has an XDP program (%s) that is not this xrl instance's; "
-				  "detach it first", o->ifname, id ? "xrl with other maps" : "foreign");
-			err = -EBUSY;
-			goto fail;
-		} else {
-			err = attach(h, ifindex, o->mode);
-			if (err)
-				goto fail;
-		}
-		log_info("%s: %s program %u in %s mode%s%s", o->ifname,
-			 h->info.reused_prog ? "kept attached" : "attached", h->info.prog_id,
-			 h->info.mode == XRL_MODE_SKB ? "skb" : "native",
-			 h->info.multiprog ? " via the libxdp dispatcher" : " as a single program",
-			 h->info.reused_pins ? ", pinned state reused" : "");
+		xrl_close(h);
+		return err;
 	}
 	*out = h;
 	return 0;
-fail:
-	xrl_close(h);
-	return err;
 }
 
 void xrl_close(struct xrl_handle *h)
@@ -890,56 +911,15 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out)
 			  sizeof(out->global) / 8);
 }
 
-/*
- * Apply a policy atomically: the rules go into the ruleset slot not in
- * force, their counters are carried over by rule name, the allowlist is made
- * equal to the policy's, then one update of xrl_config flips the slot.
- */
-int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen)
+/* The ABI form of p's rules, with the clock and lease each needs on h. */
+static void compile_rules(struct xrl_handle *h, const struct xrl_policy *p, struct xrl_ruleset *rs,
+			  struct xrl_ruleset_meta *meta)
 {
-	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS), mfd = xrl_map_fd(h, XRL_MAP_META);
-	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS), cfd = xrl_map_fd(h, XRL_MAP_CONFIG);
-	struct xrl_ruleset_meta *old_meta = NULL, *meta = NULL;
-	struct xrl_ruleset *old = NULL, *rs = NULL;
-	size_t ctr_sz = sizeof(struct xrl_rule_ctr);
-	void *ctrs = NULL, *zeros = NULL;
-	struct xrl_config cfg;
-	__u32 zero = 0, next;
-	int rc;
-
-	if (err && errlen)
-		err[0] = '\0';
-	rc = xrl_policy_validate(p, err, errlen);
-	if (rc)
-		return rc;
-	rc = read_config(h, &cfg);
-	if (rc)
-		goto out_err;
-	next = cfg.active_ruleset ^ 1;
-
-	rs = calloc(1, sizeof(*rs));
-	old = calloc(1, sizeof(*old));
-	meta = calloc(1, sizeof(*meta));
-	old_meta = calloc(1, sizeof(*old_meta));
-	ctrs = calloc((size_t)h->ncpus, ctr_sz);
-	zeros = calloc((size_t)h->ncpus, ctr_sz);
-	if (!rs || !old || !meta || !old_meta || !ctrs || !zeros) {
-		rc = -ENOMEM;
-		goto out_err;
-	}
-	if (bpf_map_lookup_elem(rfd, &cfg.active_ruleset, old) ||
-	    bpf_map_lookup_elem(mfd, &cfg.active_ruleset, old_meta)) {
-		rc = -errno;
-		goto out_err;
-	}
-
 	rs->n_rules = p->n_rules;
-	rs->generation = old->generation + 1;
 	for (__u32 i = 0; i < p->n_rules; i++) {
-		__u32 lm;
-
 		struct xrl_rule *r = &rs->rules[i];
 		__u64 per_tick;
+		__u32 lm;
 
 		xrl_rule_compile(&p->rules[i], r, NULL, 0);
 		/* a bucket that cannot hold two ticks of tokens needs a finer
@@ -954,105 +934,173 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 		r->lease_max = lm > 31 ? 31 : lm;
 		snprintf(meta->names[i], sizeof(meta->names[i]), "%s", p->rules[i].name);
 	}
+}
 
-	/* counters: a rule keeps its totals across reloads when its name does */
-	for (__u32 i = 0; i < XRL_MAX_RULES; i++) {
+/*
+ * The counters of slot `next`: a rule keeps its totals across reloads when
+ * its name does (copied from the active slot), the others start at zero.
+ */
+static int carry_counters(struct xrl_handle *h, __u32 active, __u32 next, const struct xrl_ruleset *rs,
+			  const struct xrl_ruleset_meta *meta, const struct xrl_ruleset *old,
+			  const struct xrl_ruleset_meta *old_meta)
+{
+	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS), rc = 0;
+	size_t ctr_sz = sizeof(struct xrl_rule_ctr);
+	void *ctrs = calloc((size_t)h->ncpus, ctr_sz), *zeros = calloc((size_t)h->ncpus, ctr_sz);
+
+	for (__u32 i = 0; ctrs && zeros && !rc && i < XRL_MAX_RULES; i++) {
 		__u32 dst = next * XRL_MAX_RULES + i, src = UINT32_MAX;
 
 		for (__u32 j = 0; i < rs->n_rules && j < old->n_rules && j < XRL_MAX_RULES; j++)
 			if (!strncmp(meta->names[i], old_meta->names[j], XRL_RULE_NAME_LEN))
-				src = cfg.active_ruleset * XRL_MAX_RULES + j;
+				src = active * XRL_MAX_RULES + j;
 		if (src != UINT32_MAX && !bpf_map_lookup_elem(sfd, &src, ctrs))
 			rc = bpf_map_update_elem(sfd, &dst, ctrs, BPF_ANY);
 		else
 			rc = bpf_map_update_elem(sfd, &dst, zeros, BPF_ANY);
-		if (rc) {
+		if (rc)
 			rc = -errno;
-			goto out_err;
-		}
 	}
+	if (!ctrs || !zeros)
+		rc = -ENOMEM;
+	free(ctrs);
+	free(zeros);
+	return rc;
+}
 
-	if (bpf_map_update_elem(rfd, &next, rs, BPF_ANY) ||
-	    bpf_map_update_elem(mfd, &next, meta, BPF_ANY)) {
-		rc = -errno;
-		goto out_err;
+/* Is key (an LPM key of family fam) one of p's allowlist entries? */
+static bool policy_allows(const struct xrl_policy *p, int fam, const void *key, size_t ksz)
+{
+	__u8 want_family = fam ? XRL_AF_INET6 : XRL_AF_INET;
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+
+	for (__u32 i = 0; i < p->n_allow; i++) {
+		if (p->allow[i].family != want_family)
+			continue;
+		lpm_key(&p->allow[i], &k4, &k6);
+		if (!memcmp(key, fam ? (void *)&k6 : (void *)&k4, ksz))
+			return true;
 	}
+	return false;
+}
 
-	/*
-	 * allowlist: add the policy's entries, then remove entries that came
-	 * from an earlier policy and are no longer in this one. Entries an
-	 * operator added at runtime are left alone.
-	 */
-	for (int fam = 0; fam < 2; fam++) {
-		int fd = xrl_map_fd(h, fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
-		size_t ksz = fam ? sizeof(struct xrl_lpm_v6) : sizeof(struct xrl_lpm_v4);
-		__u8 want_family = fam ? XRL_AF_INET6 : XRL_AF_INET;
-		char key[sizeof(struct xrl_lpm_v6)], nk[sizeof(struct xrl_lpm_v6)];
-		char stale[256][sizeof(struct xrl_lpm_v6)];
-		struct xrl_allow_val v = { .added_ns = xrl_now_ns() }, cur;
-		struct xrl_lpm_v4 k4;
-		struct xrl_lpm_v6 k6;
+/*
+ * One family's allowlist made equal to p's: add the policy's entries, then
+ * remove entries that came from an earlier policy and are no longer in this
+ * one. Entries an operator added at runtime are left alone. Deleting while
+ * walking may restart the walk, so stale keys are gathered 256 at a time.
+ */
+static int sync_allowlist(struct xrl_handle *h, const struct xrl_policy *p, int fam)
+{
+	int fd = xrl_map_fd(h, fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
+	size_t ksz = fam ? sizeof(struct xrl_lpm_v6) : sizeof(struct xrl_lpm_v4);
+	__u8 want_family = fam ? XRL_AF_INET6 : XRL_AF_INET;
+	char key[sizeof(struct xrl_lpm_v6)], nk[sizeof(struct xrl_lpm_v6)];
+	char stale[256][sizeof(struct xrl_lpm_v6)];
+	struct xrl_allow_val v = { .added_ns = xrl_now_ns() }, cur;
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	int n_stale;
+
+	for (__u32 i = 0; i < p->n_allow; i++) {
+		if (p->allow[i].family != want_family)
+			continue;
+		lpm_key(&p->allow[i], &k4, &k6);
+		if (bpf_map_update_elem(fd, fam ? (void *)&k6 : (void *)&k4, &v, BPF_NOEXIST) &&
+		    errno != EEXIST)
+			return -errno;
+	}
+	do {
 		void *prev = NULL;
-		int n_stale = 0;
 
-		for (__u32 i = 0; i < p->n_allow; i++) {
-			if (p->allow[i].family != want_family)
+		n_stale = 0;
+		while (!bpf_map_get_next_key(fd, prev, nk)) {
+			memcpy(key, nk, ksz);
+			prev = key;
+			if (!bpf_map_lookup_elem(fd, key, &cur) && cur.origin != XRL_ORIGIN_POLICY)
 				continue;
-			lpm_key(&p->allow[i], &k4, &k6);
-			if (bpf_map_update_elem(fd, fam ? (void *)&k6 : (void *)&k4, &v, BPF_NOEXIST) &&
-			    errno != EEXIST) {
-				rc = -errno;
-				goto out_err;
-			}
+			if (!policy_allows(p, fam, key, ksz) && n_stale < 256)
+				memcpy(stale[n_stale++], key, ksz);
 		}
-		do {
-			n_stale = 0;
-			prev = NULL;
-			while (!bpf_map_get_next_key(fd, prev, nk)) {
-				bool keep = false;
+		for (int i = 0; i < n_stale; i++)
+			bpf_map_delete_elem(fd, stale[i]);
+	} while (n_stale == 256);
+	return 0;
+}
 
-				memcpy(key, nk, ksz);
-				prev = key;
-				if (!bpf_map_lookup_elem(fd, key, &cur) && cur.origin != XRL_ORIGIN_POLICY)
-					continue;
-				for (__u32 i = 0; i < p->n_allow && !keep; i++) {
-					if (p->allow[i].family != want_family)
-						continue;
-					lpm_key(&p->allow[i], &k4, &k6);
-					keep = !memcmp(key, fam ? (void *)&k6 : (void *)&k4, ksz);
-				}
-				if (!keep && n_stale < 256)
-					memcpy(stale[n_stale++], key, ksz);
-			}
-			for (int i = 0; i < n_stale; i++)
-				bpf_map_delete_elem(fd, stale[i]);
-		} while (n_stale == 256);
-	}
+/* Make slot `next` the one in force: one update of xrl_config. */
+static int flip_ruleset(struct xrl_handle *h, __u32 next)
+{
+	struct xrl_config cfg;
+	__u32 zero = 0;
+	int rc = read_config(h, &cfg);
 
-	rc = sync_list_counts(h);
 	if (rc)
-		goto out_err;
-	rc = read_config(h, &cfg);
-	if (rc)
-		goto out_err;
+		return rc;
 	cfg.active_ruleset = next;
 	cfg.epoch++; /* refusals decided under the old rules no longer stand */
-	if (bpf_map_update_elem(cfd, &zero, &cfg, BPF_ANY)) {
+	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* The ruleset slot not in force, with p's rules and carried counters. */
+static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 active)
+{
+	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS), mfd = xrl_map_fd(h, XRL_MAP_META);
+	struct xrl_ruleset_meta *old_meta = calloc(1, sizeof(*old_meta));
+	struct xrl_ruleset_meta *meta = calloc(1, sizeof(*meta));
+	struct xrl_ruleset *old = calloc(1, sizeof(*old)), *rs = calloc(1, sizeof(*rs));
+	__u32 next = active ^ 1;
+	int rc = -ENOMEM;
+
+	if (!rs || !old || !meta || !old_meta)
+		goto out;
+	if (bpf_map_lookup_elem(rfd, &active, old) || bpf_map_lookup_elem(mfd, &active, old_meta)) {
 		rc = -errno;
-		goto out_err;
+		goto out;
 	}
-	rc = 0;
-	goto out;
-out_err:
-	if (err && errlen && !err[0])
-		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
+	compile_rules(h, p, rs, meta);
+	rs->generation = old->generation + 1;
+	rc = carry_counters(h, active, next, rs, meta, old, old_meta);
+	if (!rc && (bpf_map_update_elem(rfd, &next, rs, BPF_ANY) ||
+		    bpf_map_update_elem(mfd, &next, meta, BPF_ANY)))
+		rc = -errno;
 out:
 	free(rs);
 	free(old);
 	free(meta);
 	free(old_meta);
-	free(ctrs);
-	free(zeros);
+	return rc;
+}
+
+/*
+ * Apply a policy atomically: the rules go into the ruleset slot not in
+ * force, their counters are carried over by rule name, the allowlist is made
+ * equal to the policy's, then one update of xrl_config flips the slot.
+ */
+int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen)
+{
+	struct xrl_config cfg;
+	int rc;
+
+	if (err && errlen)
+		err[0] = '\0';
+	rc = xrl_policy_validate(p, err, errlen);
+	if (rc)
+		return rc;
+	rc = read_config(h, &cfg);
+	if (!rc)
+		rc = write_next(h, p, cfg.active_ruleset);
+	for (int fam = 0; !rc && fam < 2; fam++)
+		rc = sync_allowlist(h, p, fam);
+	if (!rc)
+		rc = sync_list_counts(h);
+	if (!rc)
+		rc = flip_ruleset(h, cfg.active_ruleset ^ 1);
+	if (rc && err && errlen && !err[0])
+		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
 	return rc;
 }
 

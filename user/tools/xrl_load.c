@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 
 #include "log.h"
+#include "report.h"
 #include "xrl.h"
 
 static void usage(FILE *f)
@@ -134,37 +135,74 @@ static void print_stats(struct xrl_handle *h)
 {
 	struct xrl_ruleset_meta meta;
 	static struct xrl_stats st;
-	static const char *vn[XRL_V_MAX] = { "passed", "dropped", "shadow_dropped" };
-	struct xrl_config cfg;
-	__u32 zero = 0;
 
 	if (xrl_read_stats(h, &st)) {
 		log_warn("couldn't read the counters");
 		return;
 	}
-	memset(&meta, 0, sizeof(meta));
-	if (!bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg))
-		bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_META), &cfg.active_ruleset, &meta);
+	xrl_read_rule_names(h, &meta); /* names stay empty when it fails: "?" */
 	for (int i = 0; i < XRL_G_MAX; i++)
 		printf("global.%s %llu\n", xrl_global_name(i), (unsigned long long)st.global.c[i]);
 	for (__u32 r = 0; r < st.n_rules; r++)
 		for (int v = 0; v < XRL_V_MAX; v++)
-			printf("rule.%s.%s %llu %llu\n", meta.names[r][0] ? meta.names[r] : "?", vn[v],
+			printf("rule.%s.%s %llu %llu\n", meta.names[r][0] ? meta.names[r] : "?", xrl_verdict_name(v),
 			       (unsigned long long)st.rules[r].pkts[v],
 			       (unsigned long long)st.rules[r].bytes[v]);
 	printf("buckets %ld\n", xrl_bucket_count(h));
 }
 
-int main(int argc, char **argv)
+/* What the command line asks for. */
+struct args {
+	struct xrl_policy pol;
+	struct xrl_open_opts o;
+	const char *cmd, *cidr;
+	bool have_policy;
+	int verbose;
+	__u64 ttl_ns;
+};
+
+/* One option into a; 0, or the exit code. */
+static int take_option(struct args *a, int c, const char **ttl)
 {
-	static struct xrl_policy pol;
-	struct xrl_open_opts o = { .pin_root = XRL_PIN_ROOT_DEFAULT, .mode = XRL_MODE_AUTO };
-	const char *cmd, *ttl = NULL, *cidr;
 	char err[XRL_ERRLEN] = "";
-	struct xrl_handle *h;
-	bool have_policy = false;
-	int rc, verbose = 0;
-	__u64 ttl_ns = 0;
+
+	switch (c) {
+	case 'p': a->o.pin_root = optarg; return 0;
+	case 'm':
+		if (!strcmp(optarg, "native")) a->o.mode = XRL_MODE_NATIVE;
+		else if (!strcmp(optarg, "skb")) a->o.mode = XRL_MODE_SKB;
+		else if (!strcmp(optarg, "auto")) a->o.mode = XRL_MODE_AUTO;
+		else { fprintf(stderr, "xrl-load: --mode '%s': want native, skb or auto\n", optarg); return 2; }
+		return 0;
+	case 'r':
+		if (a->pol.n_rules >= XRL_MAX_RULES ||
+		    parse_rule(optarg, &a->pol.rules[a->pol.n_rules], err, sizeof(err))) {
+			fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg, err[0] ? err : "too many rules");
+			return 2;
+		}
+		a->pol.n_rules++;
+		a->have_policy = true;
+		return 0;
+	case 'a':
+		if (a->pol.n_allow >= XRL_POLICY_MAX_ALLOW ||
+		    xrl_prefix_parse(optarg, &a->pol.allow[a->pol.n_allow], err, sizeof(err))) {
+			fprintf(stderr, "xrl-load: --allow: %s\n", err[0] ? err : "too many entries");
+			return 2;
+		}
+		a->pol.n_allow++;
+		a->have_policy = true;
+		return 0;
+	case 't': *ttl = optarg; return 0;
+	case 'f': a->o.fine_clock = true; return 0;
+	case 'v': a->verbose++; return 0;
+	case 'h': usage(stdout); return -1;
+	default: usage(stderr); return 2;
+	}
+}
+
+/* The command line into a: 0, or the exit code (-1: exit 0). */
+static int parse_args(struct args *a, int argc, char **argv)
+{
 	static const struct option lo[] = {
 		{ "pin-dir", required_argument, NULL, 'p' },
 		{ "mode", required_argument, NULL, 'm' },
@@ -176,119 +214,111 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	int c;
+	const char *ttl = NULL;
+	char err[XRL_ERRLEN] = "";
+	int c, rc;
 
 	/* GNU getopt permutes: options may come before or after the words */
-	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fvh", lo, NULL)) != -1) {
-		switch (c) {
-		case 'p': o.pin_root = optarg; break;
-		case 'm':
-			if (!strcmp(optarg, "native")) o.mode = XRL_MODE_NATIVE;
-			else if (!strcmp(optarg, "skb")) o.mode = XRL_MODE_SKB;
-			else if (!strcmp(optarg, "auto")) o.mode = XRL_MODE_AUTO;
-			else { fprintf(stderr, "xrl-load: --mode '%s': want native, skb or auto\n", optarg); return 2; }
-			break;
-		case 'r':
-			if (pol.n_rules >= XRL_MAX_RULES ||
-			    parse_rule(optarg, &pol.rules[pol.n_rules], err, sizeof(err))) {
-				fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg,
-					err[0] ? err : "too many rules");
-				return 2;
-			}
-			pol.n_rules++;
-			have_policy = true;
-			break;
-		case 'a':
-			if (pol.n_allow >= XRL_POLICY_MAX_ALLOW ||
-			    xrl_prefix_parse(optarg, &pol.allow[pol.n_allow], err, sizeof(err))) {
-				fprintf(stderr, "xrl-load: --allow: %s\n", err[0] ? err : "too many entries");
-				return 2;
-			}
-			pol.n_allow++;
-			have_policy = true;
-			break;
-		case 't': ttl = optarg; break;
-		case 'f': o.fine_clock = true; break;
-		case 'v': verbose++; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
+	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fvh", lo, NULL)) != -1)
+		if ((rc = take_option(a, c, &ttl)))
+			return rc;
 	if (argc - optind < 2 || argc - optind > 3) {
 		usage(stderr);
 		return 2;
 	}
-	cmd = argv[optind];
-	o.ifname = argv[optind + 1];
-	cidr = argc - optind == 3 ? argv[optind + 2] : NULL;
-
-	log_init("xrl-load", verbose > 1 ? XRL_LOG_DEBUG : verbose ? XRL_LOG_INFO : XRL_LOG_WARN, 0);
-	log_hook_libs();
-
-	if (ttl && xrl_duration_parse(ttl, &ttl_ns, err, sizeof(err))) {
+	a->cmd = argv[optind];
+	a->o.ifname = argv[optind + 1];
+	a->cidr = argc - optind == 3 ? argv[optind + 2] : NULL;
+	if (ttl && xrl_duration_parse(ttl, &a->ttl_ns, err, sizeof(err))) {
 		fprintf(stderr, "xrl-load: --ttl: %s\n", err);
 		return 2;
 	}
-	if ((!strcmp(cmd, "deny") || !strcmp(cmd, "allow")) && !cidr) {
-		fprintf(stderr, "xrl-load: %s needs a CIDR\n", cmd);
+	if ((!strcmp(a->cmd, "deny") || !strcmp(a->cmd, "allow")) && !a->cidr) {
+		fprintf(stderr, "xrl-load: %s needs a CIDR\n", a->cmd);
 		return 2;
 	}
-	if (have_policy && (rc = xrl_policy_validate(&pol, err, sizeof(err)))) {
+	if (a->have_policy && xrl_policy_validate(&a->pol, err, sizeof(err))) {
 		fprintf(stderr, "xrl-load: invalid policy: %s\n", err);
 		return 2;
 	}
-	if (strcmp(cmd, "attach") && strcmp(cmd, "policy") && strcmp(cmd, "stats") &&
-	    strcmp(cmd, "deny") && strcmp(cmd, "allow") && strcmp(cmd, "detach")) {
-		fprintf(stderr, "xrl-load: unknown command '%s'\n", cmd);
+	if (strcmp(a->cmd, "attach") && strcmp(a->cmd, "policy") && strcmp(a->cmd, "stats") &&
+	    strcmp(a->cmd, "deny") && strcmp(a->cmd, "allow") && strcmp(a->cmd, "detach")) {
+		fprintf(stderr, "xrl-load: unknown command '%s'\n", a->cmd);
 		usage(stderr);
 		return 2;
 	}
+	return 0;
+}
 
-	/* only attach loads and attaches; every other verb works on the pins */
-	rc = !strcmp(cmd, "attach") ? xrl_open(&o, &h) : xrl_open_pinned(o.pin_root, o.ifname, &h);
-	if (rc) {
-		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s%s\n", o.ifname, strerror(-rc),
-			rc == -ENOENT && strcmp(cmd, "attach") ? " (not attached: run attach first)" : "");
+/* attach and policy: the policy given, then where the program stands. */
+static int do_policy(struct args *a, struct xrl_handle *h)
+{
+	const struct xrl_attach_info *in = xrl_info(h);
+	char err[XRL_ERRLEN] = "";
+
+	if (a->have_policy && xrl_apply_policy(h, &a->pol, err, sizeof(err))) {
+		fprintf(stderr, "xrl-load: %s\n", err);
 		return 1;
 	}
-	if (!strcmp(cmd, "attach") || !strcmp(cmd, "policy")) {
-		const struct xrl_attach_info *in = xrl_info(h);
+	printf("%s: prog %u %s, mode %s, %s, pins %s\n", a->o.ifname, in->prog_id,
+	       in->reused_prog ? "kept" : "attached", in->mode == XRL_MODE_SKB ? "skb" : "native",
+	       in->multiprog ? "libxdp dispatcher" : "single program",
+	       in->reused_pins ? "reused" : "new");
+	return 0;
+}
 
-		if (have_policy && (rc = xrl_apply_policy(h, &pol, err, sizeof(err)))) {
-			fprintf(stderr, "xrl-load: %s\n", err);
-			xrl_close(h);
-			return 1;
-		}
-		printf("%s: prog %u %s, mode %s, %s, pins %s\n", o.ifname, in->prog_id,
-		       in->reused_prog ? "kept" : "attached",
-		       in->mode == XRL_MODE_SKB ? "skb" : "native",
-		       in->multiprog ? "libxdp dispatcher" : "single program",
-		       in->reused_pins ? "reused" : "new");
-	} else if (!strcmp(cmd, "stats")) {
-		print_stats(h);
-	} else if (!strcmp(cmd, "deny") || !strcmp(cmd, "allow")) {
-		struct xrl_prefix p;
+static int do_list_add(struct args *a, struct xrl_handle *h)
+{
+	char err[XRL_ERRLEN] = "";
+	struct xrl_prefix p;
+	int rc;
 
-		if (xrl_prefix_parse(cidr, &p, err, sizeof(err))) {
-			fprintf(stderr, "xrl-load: %s\n", err);
-			xrl_close(h);
-			return 2;
-		}
-		rc = !strcmp(cmd, "deny") ? xrl_deny_add(h, &p, ttl_ns, 0) : xrl_allow_add(h, &p);
-		if (rc) {
-			fprintf(stderr, "xrl-load: couldn't add %s: %s\n", cidr, strerror(-rc));
-			xrl_close(h);
-			return 1;
-		}
-	} else if (!strcmp(cmd, "detach")) {
+	if (xrl_prefix_parse(a->cidr, &p, err, sizeof(err))) {
+		fprintf(stderr, "xrl-load: %s\n", err);
+		return 2;
+	}
+	rc = !strcmp(a->cmd, "deny") ? xrl_deny_add(h, &p, a->ttl_ns, 0) : xrl_allow_add(h, &p);
+	if (rc) {
+		fprintf(stderr, "xrl-load: couldn't add %s: %s\n", a->cidr, strerror(-rc));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct args a = { .o = { .pin_root = XRL_PIN_ROOT_DEFAULT, .mode = XRL_MODE_AUTO } };
+	struct xrl_handle *h;
+	int rc;
+
+	rc = parse_args(&a, argc, argv);
+	if (rc)
+		return rc < 0 ? 0 : rc;
+	log_init("xrl-load", a.verbose > 1 ? XRL_LOG_DEBUG : a.verbose ? XRL_LOG_INFO : XRL_LOG_WARN, 0);
+	log_hook_libs();
+
+	/* only attach loads and attaches; every other verb works on the pins */
+	rc = !strcmp(a.cmd, "attach") ? xrl_open(&a.o, &h) : xrl_open_pinned(a.o.pin_root, a.o.ifname, &h);
+	if (rc) {
+		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s%s\n", a.o.ifname, strerror(-rc),
+			rc == -ENOENT && strcmp(a.cmd, "attach") ? " (not attached: run attach first)" : "");
+		return 1;
+	}
+	if (!strcmp(a.cmd, "detach")) {
 		rc = xrl_detach(h);
 		if (rc) {
-			fprintf(stderr, "xrl-load: couldn't detach from %s: %s\n", o.ifname, strerror(-rc));
+			fprintf(stderr, "xrl-load: couldn't detach from %s: %s\n", a.o.ifname, strerror(-rc));
 			return 1;
 		}
-		printf("%s: detached, pins removed\n", o.ifname);
+		printf("%s: detached, pins removed\n", a.o.ifname);
 		return 0;
 	}
+	if (!strcmp(a.cmd, "attach") || !strcmp(a.cmd, "policy"))
+		rc = do_policy(&a, h);
+	else if (!strcmp(a.cmd, "stats"))
+		print_stats(h);
+	else
+		rc = do_list_add(&a, h);
 	xrl_close(h);
-	return 0;
+	return rc;
 }
