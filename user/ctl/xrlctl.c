@@ -288,23 +288,22 @@ static int cmd_stats(const struct xrl_verb_call *c)
 
 static int cmd_policy_check(const char *path)
 {
-	struct xrld_config *c = calloc(1, sizeof(*c));
-	char *sum = malloc(XRL_SUMMARY_MAX);
-	char err[XRL_ERRLEN];
-	int rc = 1;
+	struct xrld_config *c;
+	char err[XRL_ERRLEN], *sum;
 
-	if (!c || !sum)
-		rc = fail(1, "couldn't check %s: %s", path, strerror(ENOMEM));
-	else if (xrl_config_load(path, c, err, sizeof(err)))
-		rc = json ? fail(1, "%s", err) : (fprintf(stderr, "%s\n", err), 1);
-	else if (json)
-		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy",
-				   xrl_config_json(c))), rc = 0;
+	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
+		if (json)
+			return fail(1, "%s", err);
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (json)
+		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy", xrl_config_json(c)));
 	else
-		xrl_config_summary(c, sum, XRL_SUMMARY_MAX), printf("%s: ok\n%s", path, sum), rc = 0;
-	free(c);
+		printf("%s: ok\n%s", path, sum);
 	free(sum);
-	return rc;
+	free(c);
+	return 0;
 }
 
 static int cmd_policy_apply(const char *path)
@@ -403,11 +402,8 @@ static int verb_help(const struct xrl_verb_call *c, const char *word)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "pin-dir", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
+		XRL_CTL_LONGOPTS,
 		{}
 	};
 	char err[XRL_ERRLEN + 256], *args[XRL_CTL_MAXARGS];

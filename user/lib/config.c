@@ -224,6 +224,21 @@ static int enum_val(struct cx *x, const yaml_node_t *n, const char *path,
 #define ENUM(x, n, path, words, vals, out) \
 	enum_val(x, n, path, words, vals, sizeof(words) / sizeof(words[0]), out)
 
+/* An optional field of a mapping: path + sub names it; *out stays when n is NULL. */
+static int opt_enum_val(struct cx *x, yaml_node_t *n, const char *path, const char *sub,
+			const char *const *words, const int *vals, size_t nw, int *out)
+{
+	char p2[PATHLEN];
+
+	if (!n)
+		return 0;
+	subpath(p2, path, sub);
+	return enum_val(x, n, p2, words, vals, nw, out);
+}
+
+#define OPT_ENUM(x, n, path, sub, words, vals, out) \
+	opt_enum_val(x, n, path, sub, words, vals, sizeof(words) / sizeof(words[0]), out)
+
 /* A duration above zero: "60s", "500ms", "1h". */
 static int dur_val(struct cx *x, const yaml_node_t *n, const char *path, __u64 *out)
 {
@@ -578,13 +593,10 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 	rc = mapping(x, n, path, "match", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (f[F_PROTO].v) {
-		subpath(p2, path, ".proto");
-		rc = ENUM(x, f[F_PROTO].v, p2, protos, pvals, &v);
-		if (rc)
-			return rc;
-		r->proto = (__u8)v;
-	}
+	v = (int)r->proto;
+	if ((rc = OPT_ENUM(x, f[F_PROTO].v, path, ".proto", protos, pvals, &v)))
+		return rc;
+	r->proto = (__u8)v;
 	if (f[F_TCP_FLAGS].v) {
 		subpath(p2, path, ".tcp_flags");
 		rc = ENUM(x, f[F_TCP_FLAGS].v, p2, flags, fvals, &v);
@@ -752,20 +764,14 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		return rc;
 	r->burst = (__u32)v;
 
-	if (f[F_ACTION].v) {
-		subpath(p2, path, ".action");
-		rc = ENUM(x, f[F_ACTION].v, p2, acts, avals, &a);
-		if (rc)
-			return rc;
-		r->action = (__u8)a;
-	}
-	if (f[F_PENALTY].v) {
-		subpath(p2, path, ".penalty");
-		rc = ENUM(x, f[F_PENALTY].v, p2, pens, pvals, &a);
-		if (rc)
-			return rc;
-		r->penalty = (__u8)a;
-	}
+	a = (int)r->action;
+	if ((rc = OPT_ENUM(x, f[F_ACTION].v, path, ".action", acts, avals, &a)))
+		return rc;
+	r->action = (__u8)a;
+	a = (int)r->penalty;
+	if ((rc = OPT_ENUM(x, f[F_PENALTY].v, path, ".penalty", pens, pvals, &a)))
+		return rc;
+	r->penalty = (__u8)a;
 
 	/* rate and burst within what the arithmetic can hold, here with a line */
 	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))
@@ -1051,18 +1057,14 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			return rc;
 		r->cost = (__u32)v;
 	}
-	if (f[F_ON_BACKEND_ERROR].v) {
-		subpath(p2, path, ".on_backend_error");
-		if ((rc = ENUM(x, f[F_ON_BACKEND_ERROR].v, p2, be, bev, &e)))
-			return rc;
-		r->on_backend_error = (enum xrl_backend_err)e;
-	}
-	if (f[F_ON_MISSING_KEY].v) {
-		subpath(p2, path, ".on_missing_key");
-		if ((rc = ENUM(x, f[F_ON_MISSING_KEY].v, p2, mk, mkv, &e)))
-			return rc;
-		r->on_missing_key = (enum xrl_missing_key)e;
-	}
+	e = (int)r->on_backend_error;
+	if ((rc = OPT_ENUM(x, f[F_ON_BACKEND_ERROR].v, path, ".on_backend_error", be, bev, &e)))
+		return rc;
+	r->on_backend_error = (enum xrl_backend_err)e;
+	e = (int)r->on_missing_key;
+	if ((rc = OPT_ENUM(x, f[F_ON_MISSING_KEY].v, path, ".on_missing_key", mk, mkv, &e)))
+		return rc;
+	r->on_missing_key = (enum xrl_missing_key)e;
 	if (f[F_SHADOW].v) {
 		subpath(p2, path, ".shadow");
 		if ((rc = bool_val(x, f[F_SHADOW].v, p2, &r->shadow)))
@@ -1903,4 +1905,25 @@ json_t *xrl_config_json(const struct xrld_config *c)
 			 c->metrics[0] ? c->metrics : NULL, "on_exit",
 			 c->on_exit_detach ? "detach" : "keep", "http",
 			 c->has_http ? http_json(&c->http) : json_null());
+}
+
+int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,
+		     size_t errlen)
+{
+	struct xrld_config *c = calloc(1, sizeof(*c));
+	char *sum = malloc(XRL_SUMMARY_MAX);
+	int rc = -ENOMEM;
+
+	if (!c || !sum)
+		snprintf(err, errlen, "couldn't check %s: %s", path, strerror(ENOMEM));
+	else if (!(rc = xrl_config_load(path, c, err, errlen)))
+		xrl_config_summary(c, sum, XRL_SUMMARY_MAX);
+	if (rc) {
+		free(c);
+		free(sum);
+		return rc;
+	}
+	*cfg = c;
+	*summary = sum;
+	return 0;
 }

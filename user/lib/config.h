@@ -63,5 +63,9 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
  * {"interfaces":[{"name","mode"}],"xdp":{"rules":[...],"allow":[...]}|null,
  *  "penalty":{...}|null,"metrics":..,"http":{...}|null} */
 json_t *xrl_config_json(const struct xrld_config *c);
+/* --check and `policy check`: load path into a new *cfg and its summary
+ * into a new *summary (free both), or fail with err saying why. */
+int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,
+		     size_t errlen);
 
 #endif /* XRL_CONFIG_H */

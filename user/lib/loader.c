@@ -164,6 +164,19 @@ int xrl_prog_fd(const struct xrl_handle *h)
 	return h->skel ? bpf_program__fd(h->skel->progs.xrl_xdp) : -ENOENT;
 }
 
+/* A handle with no map open yet. */
+static struct xrl_handle *handle_new(void)
+{
+	struct xrl_handle *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < N_PINNED; i++)
+		h->fds[i] = -1;
+	h->ncpus = libbpf_num_possible_cpus();
+	return h;
+}
+
 int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle **out)
 {
 	struct xrl_handle *h;
@@ -171,12 +184,9 @@ int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle 
 	int err;
 
 	*out = NULL;
-	h = calloc(1, sizeof(*h));
+	h = handle_new();
 	if (!h)
 		return -ENOMEM;
-	for (size_t i = 0; i < N_PINNED; i++)
-		h->fds[i] = -1;
-	h->ncpus = libbpf_num_possible_cpus();
 	h->tick_ns = coarse_tick_ns();
 	snprintf(h->pin_dir, sizeof(h->pin_dir), "%s/%s", pin_root, ifname);
 	for (size_t i = 0; i < N_PINNED; i++) {
@@ -464,13 +474,10 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 			return err;
 		}
 	}
-	h = calloc(1, sizeof(*h));
+	h = handle_new();
 	if (!h)
 		return -ENOMEM;
-	for (size_t i = 0; i < N_PINNED; i++)
-		h->fds[i] = -1;
 	h->info.ifindex = ifindex;
-	h->ncpus = libbpf_num_possible_cpus();
 	if (h->ncpus < 1)
 		err = h->ncpus < 0 ? h->ncpus : -EINVAL;
 	else
@@ -597,35 +604,30 @@ static int sync_list_counts(struct xrl_handle *h)
 	struct xrl_lpm_v4 k4, n4;
 	struct xrl_lpm_v6 k6, n6;
 	struct xrl_config cfg;
-	void *prev = NULL;
+	int err;
 	__u32 zero = 0;
 
-	while (!bpf_map_get_next_key(a4, prev, &n4)) {
-		k4 = n4;
-		prev = &k4;
-		if (sm.n4 < XRL_ALLOW_SMALL) {
-			__u32 m[4];
+	XRL_FOR_EACH_MAP_KEY(err, a4, n4, k4) {
+		__u32 m[4];
 
-			xrl_prefix_mask(XRL_AF_INET, (__u8)k4.prefixlen, m);
-			sm.v4[sm.n4].mask = m[0];
-			sm.v4[sm.n4].addr = k4.addr & m[0];
-			sm.n4++;
-		}
+		if (sm.n4 >= XRL_ALLOW_SMALL)
+			break;
+		xrl_prefix_mask(XRL_AF_INET, (__u8)n4.prefixlen, m);
+		sm.v4[sm.n4].mask = m[0];
+		sm.v4[sm.n4].addr = n4.addr & m[0];
+		sm.n4++;
 	}
-	prev = NULL;
-	while (!bpf_map_get_next_key(a6, prev, &n6)) {
-		k6 = n6;
-		prev = &k6;
-		if (sm.n6 < XRL_ALLOW_SMALL) {
-			__u32 m[4];
+	XRL_FOR_EACH_MAP_KEY(err, a6, n6, k6) {
+		__u32 m[4];
 
-			xrl_prefix_mask(XRL_AF_INET6, (__u8)k6.prefixlen, m);
-			for (int w = 0; w < 4; w++) {
-				sm.v6[sm.n6].mask[w] = m[w];
-				sm.v6[sm.n6].addr[w] = k6.addr[w] & m[w];
-			}
-			sm.n6++;
+		if (sm.n6 >= XRL_ALLOW_SMALL)
+			break;
+		xrl_prefix_mask(XRL_AF_INET6, (__u8)n6.prefixlen, m);
+		for (int w = 0; w < 4; w++) {
+			sm.v6[sm.n6].mask[w] = m[w];
+			sm.v6[sm.n6].addr[w] = n6.addr[w] & m[w];
 		}
+		sm.n6++;
 	}
 	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_ALLOW_SMALL), &zero, &sm, BPF_ANY))
 		return -errno;

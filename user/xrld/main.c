@@ -170,23 +170,17 @@ static int drop_privileges(struct xrld *d)
 /* --check FILE: parse, summarise, exit. */
 static int check_only(const char *path)
 {
-	struct xrld_config *c = calloc(1, sizeof(*c));
-	char *sum = malloc(XRL_SUMMARY_MAX);
-	char err[XRL_ERRLEN];
-	int rc = 1;
+	struct xrld_config *c;
+	char err[XRL_ERRLEN], *sum;
 
-	if (!c || !sum) {
-		fprintf(stderr, "xrld: couldn't check %s: %s\n", path, strerror(ENOMEM));
-	} else if (xrl_config_load(path, c, err, sizeof(err))) {
+	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
-	} else {
-		if (!xrl_config_summary(c, sum, XRL_SUMMARY_MAX))
-			printf("%s: ok\n%s", path, sum);
-		rc = 0;
+		return 1;
 	}
+	printf("%s: ok\n%s", path, sum);
 	free(sum);
 	free(c);
-	return rc;
+	return 0;
 }
 
 /* Options into d; returns -1 to go on, or the exit code. */
@@ -196,11 +190,8 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", required_argument, NULL, 'n' },
 		{ "foreground", no_argument, NULL, 'f' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "pin-dir", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
+		XRL_CTL_LONGOPTS,
 		{}
 	};
 	int c;

@@ -14,36 +14,45 @@
 #include "http/http.h"
 #include "xrld.h"
 
-static void metrics_text(struct xrld *d, struct xrl_buf *b)
+/* A metric's HELP and TYPE lines: every family is written through here. */
+static void family(struct xrl_buf *b, const char *name, const char *type, const char *help)
+{
+	xrl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One unlabelled counter of xrld's own. */
+static void own_counter(struct xrl_buf *b, const char *name, const char *help, __u64 v)
+{
+	family(b, name, "counter", help);
+	xrl_buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
+}
+
+/* Per interface, rule and verdict: packets, or bytes. */
+static void rule_series(struct xrld *d, struct xrl_buf *b, bool bytes)
 {
 	static struct xrl_stats st;
 	struct xrl_ruleset_meta meta;
+	const char *name = bytes ? "xrl_rule_bytes_total" : "xrl_rule_packets_total";
 
-	xrl_buf_printf(b, "# HELP xrl_rule_packets_total Packets per rule and verdict.\n"
-		       "# TYPE xrl_rule_packets_total counter\n");
-	pthread_mutex_lock(&d->lock);
+	family(b, name, "counter", bytes ? "Bytes per rule and verdict." : "Packets per rule and verdict.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
 			continue;
 		for (__u32 r = 0; r < st.n_rules; r++)
 			for (int v = 0; v < XRL_V_MAX; v++)
-				xrl_buf_printf(b, "xrl_rule_packets_total{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
+				xrl_buf_printf(b, "%s{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n", name,
 					       d->ifs[i].name, meta.names[r], xrl_verdict_name(v),
-					       (unsigned long long)st.rules[r].pkts[v]);
+					       (unsigned long long)(bytes ? st.rules[r].bytes[v]
+									  : st.rules[r].pkts[v]));
 	}
-	xrl_buf_printf(b, "# HELP xrl_rule_bytes_total Bytes per rule and verdict.\n"
-		       "# TYPE xrl_rule_bytes_total counter\n");
-	for (int i = 0; i < d->n_ifs; i++) {
-		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
-			continue;
-		for (__u32 r = 0; r < st.n_rules; r++)
-			for (int v = 0; v < XRL_V_MAX; v++)
-				xrl_buf_printf(b, "xrl_rule_bytes_total{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
-					       d->ifs[i].name, meta.names[r], xrl_verdict_name(v),
-					       (unsigned long long)st.rules[r].bytes[v]);
-	}
-	xrl_buf_printf(b, "# HELP xrl_packets_total Global packet counters of the XDP program.\n"
-		       "# TYPE xrl_packets_total counter\n");
+}
+
+/* The program's global counters, bucket table and lists, per interface. */
+static void global_series(struct xrld *d, struct xrl_buf *b)
+{
+	static struct xrl_stats st;
+
+	family(b, "xrl_packets_total", "counter", "Global packet counters of the XDP program.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		if (xrl_read_stats(d->ifs[i].h, &st))
 			continue;
@@ -51,22 +60,22 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 			xrl_buf_printf(b, "xrl_packets_total{interface=\"%s\",counter=\"%s\"} %llu\n",
 				       d->ifs[i].name, xrl_global_name(g), (unsigned long long)st.global.c[g]);
 	}
-	xrl_buf_printf(b, "# HELP xrl_buckets Source buckets in the shared table.\n# TYPE xrl_buckets gauge\n");
+	family(b, "xrl_buckets", "gauge", "Source buckets in the shared table.");
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_buf_printf(b, "xrl_buckets{interface=\"%s\"} %ld\n", d->ifs[i].name,
 			       xrl_bucket_count(d->ifs[i].h));
-	xrl_buf_printf(b, "# HELP xrl_bucket_evictions_total Buckets evicted from the full LRU table (new - in use).\n"
-		       "# TYPE xrl_bucket_evictions_total counter\n");
+	family(b, "xrl_bucket_evictions_total", "counter",
+	       "Buckets evicted from the full LRU table (new - in use).");
 	for (int i = 0; i < d->n_ifs; i++) {
-		long n = xrl_bucket_count(d->ifs[i].h);
+		long long n = xrl_bucket_count(d->ifs[i].h), made;
 
 		if (xrl_read_stats(d->ifs[i].h, &st))
 			continue;
+		made = (long long)st.global.c[XRL_G_BUCKET_NEW];
 		xrl_buf_printf(b, "xrl_bucket_evictions_total{interface=\"%s\"} %lld\n", d->ifs[i].name,
-			       (long long)st.global.c[XRL_G_BUCKET_NEW] > n
-				       ? (long long)st.global.c[XRL_G_BUCKET_NEW] - n : 0LL);
+			       made > n ? made - n : 0LL);
 	}
-	xrl_buf_printf(b, "# HELP xrl_denylist_entries Entries on the denylist.\n# TYPE xrl_denylist_entries gauge\n");
+	family(b, "xrl_denylist_entries", "gauge", "Entries on the denylist.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_config c;
 		__u32 zero = 0;
@@ -75,23 +84,27 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 			xrl_buf_printf(b, "xrl_denylist_entries{interface=\"%s\"} %u\n", d->ifs[i].name,
 				       c.deny_v4_n + c.deny_v6_n);
 	}
-	xrl_buf_printf(b, "# HELP xrl_events_lost_total Refusal samples lost (ring buffer full).\n"
-		       "# TYPE xrl_events_lost_total counter\n");
+	family(b, "xrl_events_lost_total", "counter", "Refusal samples lost (ring buffer full).");
 	for (int i = 0; i < d->n_ifs; i++)
 		if (!xrl_read_stats(d->ifs[i].h, &st))
 			xrl_buf_printf(b, "xrl_events_lost_total{interface=\"%s\"} %llu\n", d->ifs[i].name,
 				       (unsigned long long)st.global.c[XRL_G_EVENTS_LOST]);
-	xrl_buf_printf(b, "# TYPE xrld_events_total counter\nxrld_events_total %llu\n"
-		       "# TYPE xrld_penalties_total counter\nxrld_penalties_total %llu\n"
-		       "# TYPE xrld_reloads_total counter\nxrld_reloads_total %llu\n"
-		       "# TYPE xrld_reload_failures_total counter\nxrld_reload_failures_total %llu\n"
-		       "# TYPE xrld_top_dropped_total counter\nxrld_top_dropped_total %llu\n",
-		       (unsigned long long)d->events_seen, (unsigned long long)d->penalties,
-		       (unsigned long long)d->reloads, (unsigned long long)d->reload_failures,
-		       (unsigned long long)d->top_dropped);
-	xrl_buf_printf(b, "# HELP xrld_penalties_skipped_total Refusal samples that earned no strike, "
-		       "and due penalties not made, by reason.\n"
-		       "# TYPE xrld_penalties_skipped_total counter\n");
+}
+
+static void metrics_text(struct xrld *d, struct xrl_buf *b)
+{
+	pthread_mutex_lock(&d->lock);
+	rule_series(d, b, false);
+	rule_series(d, b, true);
+	global_series(d, b);
+	own_counter(b, "xrld_events_total", "Refusal samples read.", d->events_seen);
+	own_counter(b, "xrld_penalties_total", "Penalties put on the denylist.", d->penalties);
+	own_counter(b, "xrld_reloads_total", "Policies installed by reload or apply.", d->reloads);
+	own_counter(b, "xrld_reload_failures_total", "Policies refused.", d->reload_failures);
+	own_counter(b, "xrld_top_dropped_total", "Samples the top table had no room for.",
+		    d->top_dropped);
+	family(b, "xrld_penalties_skipped_total", "counter",
+	       "Refusal samples that earned no strike, and due penalties not made, by reason.");
 	for (int i = 0; i < PEN_SKIP_MAX; i++)
 		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n", pen_skip_name[i],
 			       (unsigned long long)d->pen_skipped[i]);

@@ -24,36 +24,42 @@ struct reply {
 
 typedef int (*verb_fn)(struct xrld *d, const struct xrl_verb_call *c, struct reply *r);
 
-static int fail(struct reply *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(struct reply *r, int code, const char *fmt, ...)
+/* A message to the client: text, or {"error":msg} / {"ok":true,"message":msg}. */
+static int say(struct reply *r, int code, const char *fmt, va_list ap)
 {
 	char msg[XRL_ERRLEN + 128];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (r->json)
+	if (!r->json)
+		xrl_buf_printf(r->b, "%s\n", msg);
+	else if (code)
 		xrl_buf_json_error(r->b, msg);
 	else
-		xrl_buf_printf(r->b, "%s\n", msg);
+		xrl_buf_json(r->b, json_pack("{s:b,s:s}", "ok", 1, "message", msg));
 	return code;
 }
 
-/* A success message: a line of text, or {"ok":true,"message":...}. */
-static int done(struct reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int done(struct reply *r, const char *fmt, ...)
+/* An error with its exit code. */
+static int fail(struct reply *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct reply *r, int code, const char *fmt, ...)
 {
-	char msg[XRL_ERRLEN + 128];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	code = say(r, code, fmt, ap);
 	va_end(ap);
-	if (r->json)
-		xrl_buf_json(r->b, json_pack("{s:b,s:s}", "ok", 1, "message", msg));
-	else
-		xrl_buf_printf(r->b, "%s\n", msg);
+	return code;
+}
+
+/* A success message. */
+static int done(struct reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int done(struct reply *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(r, 0, fmt, ap);
+	va_end(ap);
 	return 0;
 }
 
