@@ -73,17 +73,13 @@ LOG_FN(log_debug, XRL_LOG_DEBUG, 0)
  */
 static int lib_print(enum libbpf_print_level level __attribute__((unused)), const char *fmt, va_list ap)
 {
-	int ours = XRL_LOG_DEBUG;
-
-	vlog(ours, NULL, fmt, ap);
+	vlog(XRL_LOG_DEBUG, NULL, fmt, ap);
 	return 0;
 }
 
 static int xdp_print(enum libxdp_print_level level __attribute__((unused)), const char *fmt, va_list ap)
 {
-	int ours = XRL_LOG_DEBUG;
-
-	vlog(ours, NULL, fmt, ap);
+	vlog(XRL_LOG_DEBUG, NULL, fmt, ap);
 	return 0;
 }
 
