@@ -140,7 +140,9 @@ $(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a 
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
-$(BUILD)/tests/test_limiter: $(BUILD)/tests/unit/test_limiter.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+LIMITER_TEST_SRCS := tests/unit/test_limiter.c tests/unit/test_limiter_memory.c \
+                     tests/unit/test_limiter_redis.c tests/unit/limiter_test.c
+$(BUILD)/tests/test_limiter: $(LIMITER_TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
@@ -289,7 +291,7 @@ clean:
 TSAN_DIR    := $(BUILD)/tsan
 TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
                -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser/lib -Iuser
-TSAN_SRCS   := tests/unit/test_limiter.c $(HTTP_SRCS) $(LIB_SRCS)
+TSAN_SRCS   := $(LIMITER_TEST_SRCS) $(HTTP_SRCS) $(LIB_SRCS)
 .PHONY: test-tsan
 $(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
 	$(call msg,TSAN,$@)

@@ -23,8 +23,13 @@
 
 typedef unsigned long long ull;
 
-/* What the current check is about, printed with any failure. */
+/* What the current check is about, printed with any failure. A test of
+ * several files defines XRL_CHECK_SHARED_CTX and one `char ctx[256]`. */
+#ifdef XRL_CHECK_SHARED_CTX
+extern char ctx[256];
+#else
 static char ctx[256];
+#endif
 #define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
 
 #define EQ(got, want) do {						\

@@ -232,7 +232,7 @@ static int opt_enum_val(struct cx *x, yaml_node_t *n, const char *path, const ch
 
 	if (!n)
 		return 0;
-	subpath(p2, path, sub);
+	subpath(p2, path, "%s", sub);
 	return enum_val(x, n, p2, words, vals, nw, out);
 }
 
