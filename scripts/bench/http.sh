@@ -65,9 +65,9 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# stop_pids, as the tests stop what they start
-# shellcheck source=tests/e2e/lib.sh
-. "$ROOT/tests/e2e/lib.sh"
+# stop_pids and free_port, as the tests use them
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
 HERE=$ROOT/scripts/bench/http
 XRLD_BIN=${XRLD:-}
 XRLD=${XRLD:-$ROOT/build/xrld}
@@ -110,6 +110,7 @@ cleanup() {
 	[ -z "$CHILD" ] || kill -TERM "$CHILD" 2>/dev/null || true
 	# (in a || list, set -e does not stop stop_pids at a pid already gone)
 	[ ${#PIDS[@]} -eq 0 ] || stop_pids "${PIDS[@]}" || true
+	free_ports_done
 	for d in "$PINS-mem" "$PINS-redis"; do
 		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || true
 	done
@@ -135,26 +136,6 @@ run() {
 	return "$rc"
 }
 
-# free_port VAR: a TCP port no socket uses and not yet given out here, below
-# the kernel's ephemeral range (so that no client connection of this run,
-# wrk's or redis-benchmark's, can hold it when a server binds it).
-USED_PORTS=" "
-EPH_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$EPH_LOW" -gt 12000 ] 2>/dev/null || EPH_LOW=32768
-free_port() {
-	local p
-	for _ in $(seq 200); do
-		p=$((10000 + RANDOM % (EPH_LOW - 10000)))
-		case $USED_PORTS in *" $p "*) continue ;; esac
-		if ! ss -Htan "sport = :$p" | grep -q .; then
-			USED_PORTS="$USED_PORTS$p "
-			printf -v "$1" '%s' "$p"
-			return
-		fi
-	done
-	die "no free port found"
-}
-
 # wait_http URL: up to 5 s for an answer.
 wait_http() {
 	for _ in $(seq 50); do
@@ -175,10 +156,10 @@ fi
 [ -x "$XRLD" ] || die "$XRLD is missing"
 
 P_MEM='' P_RED='' P_NGX='' P_REDIS=''
-free_port P_MEM
-free_port P_RED
-free_port P_NGX
-free_port P_REDIS
+free_port P_MEM || die "no free port found"
+free_port P_RED || die "no free port found"
+free_port P_NGX || die "no free port found"
+free_port P_REDIS || die "no free port found"
 
 # Redis: no persistence, nothing but this run's keys.
 taskset -c "$REDIS_CPU" redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' \

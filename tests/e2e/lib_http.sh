@@ -21,7 +21,6 @@ XRLD=${XRLD:-$XRL_ROOT/build/xrld}
 
 HT_TMP=
 HT_PIDS=()          # every process started, stopped at cleanup
-HT_PORTS=()         # ports handed out by free_port in this test
 HT_PINS=()          # pin directories given to xrld
 declare -A HT_PID   # NAME -> pid of a named process (xrld, redis, nginx)
 declare -A HT_PORT  # NAME -> its port
@@ -51,6 +50,7 @@ http_cleanup() {
 	local rc=$? name p
 	trap - EXIT INT TERM
 	stop_pids "${HT_PIDS[@]}"
+	free_ports_done
 	if [ "$rc" -ne 0 ]; then
 		for name in "${!HT_LOG[@]}"; do
 			[ -s "${HT_LOG[$name]}" ] || continue
@@ -63,21 +63,6 @@ http_cleanup() {
 	done
 	[ -n "$HT_TMP" ] && rm -rf "$HT_TMP"
 	exit "$rc"
-}
-
-# free_port: a TCP port free on 127.0.0.1 now (the kernel's pick), never one
-# already handed out in this test.
-free_port() {
-	local p
-	for _ in $(seq 20); do
-		p=$("$XRL_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-		if [[ " ${HT_PORTS[*]} " != *" $p "* ]]; then
-			HT_PORTS+=("$p")
-			echo "$p"
-			return 0
-		fi
-	done
-	fatal "no free port"
 }
 
 # port_listens PORT: something listens on 127.0.0.1:PORT.
@@ -186,20 +171,6 @@ count() {
 	shift
 	for x in "$@"; do [ "$x" = "$w" ] && n=$((n + 1)); done
 	echo "$n"
-}
-
-# jget EXPR: a python expression over the JSON on stdin (bound to d); prints
-# the result (true/false/null for those), or "ERR: ..." when it can't.
-jget() {
-	"$XRL_PY" -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-    v = eval(sys.argv[1])
-except Exception as e:
-    print("ERR: %s" % e)
-    sys.exit(0)
-print("true" if v is True else "false" if v is False else "null" if v is None else v)' "$1"
 }
 
 # ---- checks --------------------------------------------------------------------

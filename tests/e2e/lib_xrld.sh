@@ -129,27 +129,6 @@ xrld_kill() {
 
 # ---- JSON and counters -------------------------------------------------------
 
-# jq_py EXPR: evaluate a python expression over the JSON on stdin (bound to
-# d); prints the result (lists space separated), or nothing on any error.
-jq_py() {
-	"$XRL_PY" -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-    v = eval(sys.argv[1])
-except Exception as e:
-    sys.stderr.write("jq_py: %s\n" % e)
-    sys.exit(1)
-if isinstance(v, (list, tuple)):
-    print(" ".join(str(x) for x in v))
-elif isinstance(v, bool):
-    print("true" if v else "false")
-elif v is None:
-    print("null")
-else:
-    print(v)' "$1"
-}
-
 # rule_counts [RULE]: "passed dropped shadow_dropped" of RULE (syn) on the
 # lab interface, from `xrlctl --json stats` (read from the pins).
 rule_counts() {

@@ -3,12 +3,19 @@
  * check.h - what every cmocka test here shares: time units, a context
  * string printed with any failure, and asserts that name what they compare
  * and print it in decimal (cmocka 1.1's assert_int_equal prints hex).
- * Include after <cmocka.h>.
+ * It includes cmocka and what cmocka needs before it.
  */
 #ifndef XRL_TEST_CHECK_H
 #define XRL_TEST_CHECK_H
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
 
 #include "xrl_gcra.h"
 
@@ -29,6 +36,21 @@ typedef unsigned long long ull;
 extern char ctx[256];
 #else
 static char ctx[256];
+#define STR_EQ(got, want) do {						\
+	const char *g_ = (got), *w_ = (want);				\
+	if (strcmp(g_, w_))						\
+		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
+	assert_string_equal(g_, w_);					\
+} while (0)
+
+/* text contains want. */
+#define HAS(text, want) do {						\
+	const char *t_ = (text), *w_ = (want);				\
+	if (!strstr(t_, w_))						\
+		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
+	assert_non_null(strstr(t_, w_));				\
+} while (0)
+
 #endif
 #define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
 
@@ -55,6 +77,21 @@ static char ctx[256];
 		print_error("[%s] %s = %llu, want >= %s = %llu\n",	\
 			    ctx, #got, g_, #min, m_);			\
 	assert_true(g_ >= m_);						\
+} while (0)
+
+#define STR_EQ(got, want) do {						\
+	const char *g_ = (got), *w_ = (want);				\
+	if (strcmp(g_, w_))						\
+		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
+	assert_string_equal(g_, w_);					\
+} while (0)
+
+/* text contains want. */
+#define HAS(text, want) do {						\
+	const char *t_ = (text), *w_ = (want);				\
+	if (!strstr(t_, w_))						\
+		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
+	assert_non_null(strstr(t_, w_));				\
 } while (0)
 
 #endif

@@ -11,12 +11,6 @@
 #define XRL_LIMITER_TEST_H
 
 #define XRL_CHECK_SHARED_CTX /* one ctx for the suites and the helpers */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <cmocka.h>
 
 #include "check.h"
 

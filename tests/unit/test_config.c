@@ -7,16 +7,8 @@
  * docs/examples/ (so run it from the repository root). No root, no BPF.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
 
 #include "check.h"
 
@@ -24,20 +16,6 @@
 #include "http_cfg.h"
 #include "log.h"
 #include "xrl.h"
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
-#define HAS(text, want) do {						\
-	const char *t_ = (text), *w_ = (want);				\
-	if (!strstr(t_, w_))						\
-		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
-	assert_non_null(strstr(t_, w_));				\
-} while (0)
 
 /* One parse with the file name "t.yaml"; the result in *cfg, text in err. */
 static struct xrld_config *cfg;

@@ -7,15 +7,9 @@
  * is a SIGSEGV here (issue 11, finding 13a: strtol read past len).
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include <cmocka.h>
 
 #include "check.h"
 

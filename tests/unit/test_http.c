@@ -9,35 +9,13 @@
  * policy parser, and the reload check of start-time fields. No root.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "config.h"
 #include "http/http.h"
 #include "xrl.h"
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
-#define HAS(text, want) do {						\
-	const char *t_ = (text), *w_ = (want);				\
-	if (!strstr(t_, w_))						\
-		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
-	assert_non_null(strstr(t_, w_));				\
-} while (0)
 
 /* ---- path normalisation ---------------------------------------------------------- */
 

@@ -4,12 +4,7 @@
  * suite without a Redis, and the Redis suite with the group's
  * redis-server. No root, no network beyond the loopback.
  */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
 #include <stdlib.h>
-#include <cmocka.h>
 
 #include "limiter_test.h"
 #include "log.h"

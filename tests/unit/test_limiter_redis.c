@@ -16,20 +16,11 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <cmocka.h>
-#include <cmocka.h>
 #include <hiredis/hiredis.h>
 
 #include "limiter_test.h"

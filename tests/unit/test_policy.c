@@ -6,26 +6,11 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "xrl.h"
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
 
 /* An error was reported, with a sentence. */
 #define ERR_SET(err) do {						\
