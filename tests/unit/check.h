@@ -54,44 +54,29 @@ static char ctx[256];
 #endif
 #define CTX(...) snprintf(ctx, sizeof(ctx), __VA_ARGS__)
 
+/* Fail with the context and what was compared unless cond holds. */
+#define CHECK_(cond, ...) do {						\
+	if (!(cond)) {							\
+		print_error("[%s] ", ctx);				\
+		print_error(__VA_ARGS__);				\
+	}								\
+	assert_true(cond);						\
+} while (0)
+
 #define EQ(got, want) do {						\
 	ull g_ = (ull)(got), w_ = (ull)(want);				\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %llu (%lld, %#llx), want %s = %llu (%lld, %#llx)\n", \
-			    ctx, #got, g_, (long long)g_, g_, #want, w_, \
-			    (long long)w_, w_);				\
-	assert_int_equal(g_, w_);					\
+	CHECK_(g_ == w_, "%s = %llu (%lld, %#llx), want %s = %llu (%lld, %#llx)\n", #got, g_, \
+	       (long long)g_, g_, #want, w_, (long long)w_, w_);	\
 } while (0)
 
 #define LE(got, max) do {						\
 	ull g_ = (ull)(got), m_ = (ull)(max);				\
-	if (g_ > m_)							\
-		print_error("[%s] %s = %llu, want <= %s = %llu\n",	\
-			    ctx, #got, g_, #max, m_);			\
-	assert_true(g_ <= m_);						\
+	CHECK_(g_ <= m_, "%s = %llu, want <= %s = %llu\n", #got, g_, #max, m_); \
 } while (0)
 
 #define GE(got, min) do {						\
 	ull g_ = (ull)(got), m_ = (ull)(min);				\
-	if (g_ < m_)							\
-		print_error("[%s] %s = %llu, want >= %s = %llu\n",	\
-			    ctx, #got, g_, #min, m_);			\
-	assert_true(g_ >= m_);						\
-} while (0)
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
-/* text contains want. */
-#define HAS(text, want) do {						\
-	const char *t_ = (text), *w_ = (want);				\
-	if (!strstr(t_, w_))						\
-		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
-	assert_non_null(strstr(t_, w_));				\
+	CHECK_(g_ >= m_, "%s = %llu, want >= %s = %llu\n", #got, g_, #min, m_); \
 } while (0)
 
 #endif

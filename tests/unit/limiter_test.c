@@ -43,6 +43,33 @@ void sleep_ns(__u64 ns)
 }
 
 /* A fresh configuration (heap: it is ~40 KiB) with memory_max_keys 65536. */
+/*
+ * What a test made, freed by xrl_lim_fx_teardown after it, passed or not:
+ * a test frees early only what it replaces (lim_free, cfg_free).
+ */
+#define MADE_MAX 16
+static void *made[2][MADE_MAX];          /* [0] configurations, [1] limiters */
+
+static void made_add(int kind, void *p)
+{
+	for (int i = 0; i < MADE_MAX; i++)
+		if (!made[kind][i]) {
+			made[kind][i] = p;
+			return;
+		}
+	fail_msg("more than %d %s in one test", MADE_MAX, kind ? "limiters" : "configurations");
+}
+
+static bool made_del(int kind, void *p)
+{
+	for (int i = 0; p && i < MADE_MAX; i++)
+		if (made[kind][i] == p) {
+			made[kind][i] = NULL;
+			return true;
+		}
+	return false;
+}
+
 struct xrl_http_cfg *cfg_new(void)
 {
 	struct xrl_http_cfg *c = malloc(sizeof(*c));
@@ -50,7 +77,33 @@ struct xrl_http_cfg *cfg_new(void)
 	assert_non_null(c);
 	xrl_http_cfg_init(c);
 	c->memory_max_keys = 65536;
+	made_add(0, c);
 	return c;
+}
+
+void cfg_free(struct xrl_http_cfg *c)
+{
+	made_del(0, c);
+	free(c);
+}
+
+void lim_free(struct xrl_limiter *l)
+{
+	made_del(1, l);
+	xrl_limiter_free(l);
+}
+
+int xrl_lim_fx_teardown(void **state)
+{
+	for (int i = 0; i < MADE_MAX; i++) {
+		xrl_limiter_free(made[1][i]);   /* the limiters copy their configuration */
+		made[1][i] = NULL;
+	}
+	for (int i = 0; i < MADE_MAX; i++) {
+		free(made[0][i]);
+		made[0][i] = NULL;
+	}
+	return 0;
 }
 
 /* Add a rule keyed by a header; returns its index (pointers are taken after
@@ -97,6 +150,7 @@ struct xrl_limiter *lim_new(const struct xrl_http_cfg *c)
 		print_error("[%s] xrl_limiter_new = %d\n", ctx, rc);
 	assert_int_equal(rc, 0);
 	assert_non_null(l);
+	made_add(1, l);
 	return l;
 }
 

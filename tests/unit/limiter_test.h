@@ -68,6 +68,11 @@ __u32 rule_add(struct xrl_http_cfg *c, const char *name, const char *rate, __u32
 void cfg_done(struct xrl_http_cfg *c);
 
 struct xrl_limiter *lim_new(const struct xrl_http_cfg *c);
+/* Free early what a test replaces; the rest goes after the test. */
+void lim_free(struct xrl_limiter *l);
+void cfg_free(struct xrl_http_cfg *c);
+/* Per test: frees every configuration and limiter the test made. */
+int xrl_lim_fx_teardown(void **state);
 
 /* One request matched by one rule, the rule's own cost. */
 struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r,

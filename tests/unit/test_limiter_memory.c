@@ -258,8 +258,8 @@ static void test_exact_burst_then_refused(void **state)
 		EQ(s.shadow_refused, 0);
 		EQ(s.keys, 1);
 		EQ(s.evictions_idle + s.evictions_active, 0);
-		xrl_limiter_free(l);
-		free(c);
+		lim_free(l);
+		cfg_free(c);
 	}
 }
 
@@ -295,8 +295,6 @@ static void test_retry_after_truth(void **state)
 	CTX("2/s burst 1: Retry-After (1 s) after the refusal");
 	d = dec1(l, r, "k");
 	EQ(d.allowed, true);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* ---- independent keys and rules ---------------------------------------------- */
@@ -333,8 +331,6 @@ static void test_independent_keys(void **state)
 	EQ(drain(l, r1, long_b, 10), 2);
 	CTX("stats");
 	EQ(stats(l).keys, 2 * 7 + 2);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* ---- check all, then take from all ----------------------------------------- */
@@ -393,8 +389,6 @@ static void test_two_rules_refusal_spends_nothing(void **state)
 
 	CTX("stats");
 	EQ(stats(l).decisions, 1 + 5 + 1 + 10 + 6 + 6 + 5 + 2);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* A refusal by the rule with the longer wait is the one reported. */
@@ -416,8 +410,6 @@ static void test_refusal_reports_longest_wait(void **state)
 	EQ(d.allowed, false);
 	RULE_IS(d.rule, slow);
 	EQ(d.retry_after_s, 3600);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* ---- shadow rules ------------------------------------------------------------ */
@@ -461,8 +453,6 @@ static void test_shadow_refusals_allow_and_count(void **state)
 	EQ(s.allowed, 9);
 	EQ(s.refused, 0);
 	EQ(s.shadow_refused, 3 + 3);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -491,8 +481,6 @@ static void test_shadow_rule_not_reported(void **state)
 	RULE_IS(d.rule, enf);
 	EQ(d.limit, 100);
 	EQ(d.remaining, 98);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* ---- costs ------------------------------------------------------------------- */
@@ -543,8 +531,6 @@ static void test_cost_above_burst(void **state)
 	EQ(d.allowed, false);
 	/* all 5 tokens must come back: 5 emission intervals after the first */
 	EQ(d.retry_after_s, 5 * 3600);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_cost_zero_and_rule_cost(void **state)
@@ -587,8 +573,6 @@ static void test_cost_zero_and_rule_cost(void **state)
 	d = dec1(l, heavy, "k");
 	EQ(d.allowed, false);
 	EQ(d.remaining, 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* ---- missing keys -------------------------------------------------------------- */
@@ -635,8 +619,6 @@ static void test_missing_key_refused(void **state)
 	EQ(s.decisions, 6 + 4);
 	EQ(s.refused, 6 + 1);
 	EQ(s.allowed, 3);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* A shadow rule's missing-key refusal is a shadow refusal: counted, not enforced. */
@@ -658,8 +640,6 @@ static void test_missing_key_shadow_rule(void **state)
 	s = stats(l);
 	EQ(s.refused, 0);
 	EQ(s.shadow_refused, 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -754,8 +734,6 @@ static void test_flood_bounded_slow_rate(void **state)
 	EQ(s.keys + s.evictions_idle + s.evictions_active, FLOOD + 3 + quick_ins);
 	LE(s.keys, TABLE);
 	EQ(s.decisions, 2 + FLOOD + 2 * checks + 1 + 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -786,8 +764,6 @@ static void test_flood_evicts_idle_first(void **state)
 	EQ(s.keys + s.evictions_idle + s.evictions_active, FLOOD);
 	EQ(s.evictions_active, 0);
 	GE(s.evictions_idle, FLOOD - TABLE);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_penalty_two_windows(void **state)
@@ -848,8 +824,6 @@ static void test_penalty_two_windows(void **state)
 	for (int i = 0; i < 3; i++)
 		EQ(dec1(l, sh, "eve").allowed, true);
 	EQ(stats(l).penalties, 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* Refused in `strikes` windows: a penalty of base, then 2 x base (at most max). */
@@ -887,8 +861,6 @@ static void test_penalty_escalates(void **state)
 	d = dec1(l, r, "k");
 	EQ(d.penalized, true);
 	EQ(d.retry_after_s, 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* As in the packet tier: more than 2 x max without an offence forgives. */
@@ -919,8 +891,6 @@ static void test_penalty_forgiven_after_quiet(void **state)
 	sleep_ns(300 * MS);
 	CTX("300 ms into a penalty that should be base (250 ms) again");
 	EQ(dec1(l, r, "k").penalized, false);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_concurrent_same_key(void **state)
@@ -954,8 +924,6 @@ static void test_concurrent_same_key(void **state)
 	EQ(s.decisions, 10000);
 	EQ(s.allowed, 1000);
 	EQ(s.refused, 9000);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -1011,8 +979,6 @@ static void test_concurrent_multi_rule(void **state)
 		CTX("key k%d afterwards: rule c (burst 1000) was charged 30", k);
 		EQ(drain(l, &c->rules[2], key, 2000), 970);
 	}
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* The bucket identities' digest: SipHash-2-4-128's published vector for the
@@ -1087,9 +1053,6 @@ static void test_concurrent_reload_penalty(void **state)
 		pthread_join(t[i], NULL);
 	EQ(a.errors, 0);
 	GE(stats(a.l).penalties, 1);
-	xrl_limiter_free(a.l);
-	free(c);
-	free(c2);
 }
 
 static void test_model_memory(void **state)
@@ -1101,8 +1064,6 @@ static void test_model_memory(void **state)
 	m.l = lim_new(c);
 	m.r = &c->rules[0];
 	model_run(&m, 4000);
-	xrl_limiter_free(m.l);
-	free(c);
 }
 
 /* Redis down (port 1 refuses): every decision by the local fallback. */
@@ -1115,33 +1076,31 @@ static void test_model_local(void **state)
 	m.l = lim_new(c);
 	m.r = &c->rules[0];
 	model_run(&m, 4000);
-	xrl_limiter_free(m.l);
-	free(c);
 }
 
 const struct CMUnitTest xrl_lim_memory_tests[] = {
-	cmocka_unit_test(test_exact_burst_then_refused),
-	cmocka_unit_test(test_retry_after_truth),
-	cmocka_unit_test(test_independent_keys),
-	cmocka_unit_test(test_two_rules_refusal_spends_nothing),
-	cmocka_unit_test(test_refusal_reports_longest_wait),
-	cmocka_unit_test(test_shadow_refusals_allow_and_count),
-	cmocka_unit_test(test_shadow_rule_not_reported),
-	cmocka_unit_test(test_cost_above_burst),
-	cmocka_unit_test(test_cost_zero_and_rule_cost),
-	cmocka_unit_test(test_missing_key_refused),
-	cmocka_unit_test(test_missing_key_shadow_rule),
-	cmocka_unit_test(test_flood_bounded_slow_rate),
-	cmocka_unit_test(test_flood_evicts_idle_first),
-	cmocka_unit_test(test_penalty_two_windows),
-	cmocka_unit_test(test_penalty_escalates),
-	cmocka_unit_test(test_penalty_forgiven_after_quiet),
-	cmocka_unit_test(test_concurrent_same_key),
-	cmocka_unit_test(test_concurrent_multi_rule),
-	cmocka_unit_test(test_siphash128_vectors),
-	cmocka_unit_test(test_reader_guard),
-	cmocka_unit_test(test_concurrent_reload_penalty),
-	cmocka_unit_test(test_model_memory),
-	cmocka_unit_test(test_model_local),
+	cmocka_unit_test_teardown(test_exact_burst_then_refused, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_retry_after_truth, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_independent_keys, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_two_rules_refusal_spends_nothing, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_refusal_reports_longest_wait, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_shadow_refusals_allow_and_count, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_shadow_rule_not_reported, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_cost_above_burst, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_cost_zero_and_rule_cost, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_missing_key_refused, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_missing_key_shadow_rule, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_flood_bounded_slow_rate, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_flood_evicts_idle_first, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_penalty_two_windows, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_penalty_escalates, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_penalty_forgiven_after_quiet, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_concurrent_same_key, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_concurrent_multi_rule, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_siphash128_vectors, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_reader_guard, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_concurrent_reload_penalty, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_model_memory, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_model_local, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_memory_n = sizeof(xrl_lim_memory_tests) / sizeof(xrl_lim_memory_tests[0]);

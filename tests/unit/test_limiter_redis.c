@@ -376,8 +376,6 @@ static void test_redis_down_open(void **state)
 	EQ(s.fallback_open, 10);
 	EQ(s.breaker_open_skips, 9);
 	EQ(s.fallback_closed + s.fallback_local + s.shed, 0);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_redis_down_closed(void **state)
@@ -408,8 +406,6 @@ static void test_redis_down_closed(void **state)
 	EQ(s.backend_errors, 3);
 	EQ(s.allowed, 0);
 	EQ(s.fallback_open + s.fallback_local, 0);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_redis_down_local(void **state)
@@ -445,8 +441,6 @@ static void test_redis_down_local(void **state)
 	EQ(s.allowed, 6);
 	EQ(s.refused, 2);
 	EQ(s.keys, 2);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* One request matched by an open rule and a local one: the local one decides. */
@@ -484,8 +478,6 @@ static void test_redis_down_mixed(void **state)
 	EQ(d.allowed, false);
 	EQ(d.shed, true);
 	RULE_IS(d.rule, closed);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* After the cooldown one probe goes to Redis; it fails and the breaker re-opens. */
@@ -518,8 +510,6 @@ static void test_redis_breaker_probe(void **state)
 	CTX("right after the failed probe: open again, skipped");
 	d = dec1(l, &c->rules[0], "k");
 	EQ(stats(l).breaker_open_skips, s0.breaker_open_skips + 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -564,8 +554,8 @@ static void test_redis_silent_timeout(void **state)
 		EQ(d.backend_error, true);
 		EQ(d.allowed, i < 2);
 	}
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 	close(fd);
 }
 
@@ -615,8 +605,8 @@ static void test_redis_reconnect_never_blocks(void **state)
 	GE(ns, 250 * MS);
 	LE(ns, 600 * MS);
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 	close(fd);
 }
 
@@ -664,6 +654,7 @@ int xrl_lim_live_teardown(void **state)
  */
 static int xrl_lim_live_reset(void **state)
 {
+	xrl_lim_fx_teardown(state);
 	if (!*state)
 		return 0;
 	for (int i = 0; i < 4; i++)
@@ -742,8 +733,6 @@ static void test_redis_batches(void **state)
 	EQ(d[0].allowed, false);
 	EQ(stats(l).redis_round_trips, 3);
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -780,8 +769,6 @@ static void test_redis_fast_rule_precision(void **state)
 		EQ(d[i].allowed, i <= 50);
 	}
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* SCRIPT FLUSH: the next decision reloads the script, no backend error. */
@@ -811,8 +798,6 @@ static void test_redis_noscript(void **state)
 	CTX("the third and fourth");
 	EQ(dec1(l, &c->rules[0], "k").allowed, true);
 	EQ(dec1(l, &c->rules[0], "k").allowed, false);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* Two rules in Redis: a refusal by one charges neither (one script call). */
@@ -832,8 +817,6 @@ static void test_redis_two_rules_atomic(void **state)
 	EQ(n, 2);
 	CTX("b alone afterwards: charged 2 of 5");
 	EQ(drain(l, b, "k", 10), 3);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -881,8 +864,6 @@ static void test_redis_call_mixed(void **state)
 	CTX("b for k1 afterwards: charged 2 of 5");
 	EQ(drain(l, ab[1], "k1", 10), 3);
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -924,8 +905,8 @@ static void test_redis_wrongtype_isolated(void **state)
 	CTX("good1 and good2 charged once each: 2 of 3 left");
 	EQ(drain(l, &c->rules[0], "good1", 10), 2);
 	EQ(drain(l, &c->rules[0], "good2", 10), 2);
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 	redis_type_is(rs, "xrl:{api:bad}", "hash");
 }
 
@@ -1003,15 +984,15 @@ static void test_redis_call_full(void **state)
 	assert_non_null(mget);
 	EQ(strncmp(mget, "cmdstat_mget:calls=1,", 21), 0);
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
+	lim_free(l);
 	/* a new limiter: no over-limit cache, so what Redis holds answers */
 	l = lim_new(c);
 	CTX("u5 by rule r1 afterwards: never charged, 2 of 2 left");
 	EQ(drain(l, rules[1], "u5", 10), 2);
 	CTX("u6 by rule r7 afterwards: 0 left");
 	EQ(drain(l, rules[R - 1], "u6", 10), 0);
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 	redis_type_is(rs, "xrl:{r3:u5}", "hash");
 }
 
@@ -1054,11 +1035,11 @@ static void test_redis_auth(void **state)
 		CTX("reloaded as user nomget: its open connection is not reused");
 		xrl_limiter_set_cfg(l, other);
 		EQ(dec2(l, &c->rules[0], &c->rules[1], "k6").backend_error, true);
-		xrl_limiter_free(l2);
-		free(other);
+		lim_free(l2);
+		cfg_free(other);
 	}
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 
 	l = auth_lim(rs, ":wrong", &c);
 	d = dec1(l, &c->rules[0], "k");
@@ -1074,11 +1055,11 @@ static void test_redis_auth(void **state)
 		d = dec1(l, &c->rules[0], "k9");
 		EQ(d.backend_error, false);
 		EQ(d.allowed, true);
-		xrl_limiter_free(l2);
-		free(right);
+		lim_free(l2);
+		cfg_free(right);
 	}
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 
 	l = auth_lim(rs, "xrl:pw2", &c);
 	CTX("user xrl: k has 0 of 3 left, k3 all 3");
@@ -1087,8 +1068,8 @@ static void test_redis_auth(void **state)
 	d = dec2(l, &c->rules[0], &c->rules[1], "k3");
 	EQ(d.backend_error, false);
 	EQ(d.allowed, true);
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 
 	l = auth_lim(rs, "nomget:pw3", &c);
 	d = dec1(l, &c->rules[0], "k4");
@@ -1097,8 +1078,8 @@ static void test_redis_auth(void **state)
 	d = dec2(l, &c->rules[0], &c->rules[1], "k5");
 	EQ(d.backend_error, true);
 	EQ(d.allowed, true); /* open */
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 	redis_down(rs);
 }
 
@@ -1168,8 +1149,6 @@ static void test_redis_outage_and_restart(void **state)
 	EQ(d[0].remaining, 1000 - 1);
 	EQ(stats(l).backend_errors, N + 1);
 	xrl_limiter_pipe_free(p);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_redis_two_instances_exact(void **state)
@@ -1196,9 +1175,6 @@ static void test_redis_two_instances_exact(void **state)
 	}
 	EQ(errors, 0);
 	EQ(allowed, 500);
-	xrl_limiter_free(l[0]);
-	xrl_limiter_free(l[1]);
-	free(c);
 }
 
 static void test_overlimit_cache_per_cost(void **state)
@@ -1211,16 +1187,14 @@ static void test_overlimit_cache_per_cost(void **state)
 	cfg_done(c);
 	l = lim_new(c);
 	overlimit_per_cost(l, &c->rules[0], "memory");
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 
 	c = cfg_live(rs, "10/min", 10, 2 * SEC);
 	l = lim_new(c);
 	overlimit_per_cost(l, &c->rules[0], "redis");
 	CTX("redis: the refusals of 10 and 1 came from the cache");
 	GE(stats(l).overlimit_cache_hits, 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_long_keys_distinct(void **state)
@@ -1234,16 +1208,14 @@ static void test_long_keys_distinct(void **state)
 	cfg_done(c);
 	l = lim_new(c);
 	long_keys_apart(l, &c->rules[0], "memory");
-	xrl_limiter_free(l);
-	free(c);
+	lim_free(l);
+	cfg_free(c);
 
 	c = cfg_live(rs, "1/h", 2, 2 * SEC);
 	l = lim_new(c);
 	long_keys_apart(l, &c->rules[0], "redis");
 	CTX("redis: 4 keys, none longer than xrl:{api:} and 128 bytes");
 	LE(redis_keys_maxlen(rs), 9 + 128);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /*
@@ -1276,8 +1248,6 @@ static void test_redis_key_ttl_minimal(void **state)
 	EQ(d.allowed, 0);
 	LE(redis_pttl(rs, "xrl:{api:t}"), 928573);
 	GE(redis_pttl(rs, "xrl:{api:t}"), 928573 - 1000);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 static void test_redis_maxmemory_bounds(void **state)
@@ -1300,8 +1270,6 @@ static void test_redis_maxmemory_bounds(void **state)
 	CTX("noeviction, 3 MB: the next 20,000 unique keys");
 	redis_cmd(rs, "CONFIG SET maxmemory-policy noeviction");
 	GE(flood_unique(l, &c->rules[0], 20000, "b"), 1);
-	xrl_limiter_free(l);
-	free(c);
 }
 
 /* Redis: the script, the over-limit cache, the key names. Its clock only
@@ -1319,18 +1287,16 @@ static void test_model_redis(void **state)
 	model_run(&m, 3000);
 	CTX("redis: the over-limit cache answered some");
 	GE(stats(m.l).overlimit_cache_hits, 1);
-	xrl_limiter_free(m.l);
-	free(c);
 }
 
 const struct CMUnitTest xrl_lim_absent_tests[] = {
-	cmocka_unit_test(test_redis_down_open),
-	cmocka_unit_test(test_redis_down_closed),
-	cmocka_unit_test(test_redis_down_local),
-	cmocka_unit_test(test_redis_down_mixed),
-	cmocka_unit_test(test_redis_breaker_probe),
-	cmocka_unit_test(test_redis_silent_timeout),
-	cmocka_unit_test(test_redis_reconnect_never_blocks),
+	cmocka_unit_test_teardown(test_redis_down_open, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_down_closed, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_down_local, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_down_mixed, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_breaker_probe, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_silent_timeout, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_redis_reconnect_never_blocks, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_absent_n = sizeof(xrl_lim_absent_tests) / sizeof(xrl_lim_absent_tests[0]);
 
