@@ -331,7 +331,7 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 }
 
 /* The loop of the thread running (a handler runs in its loop's thread). */
-enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct srv_cfg *sc,
+enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				   struct MHD_Connection *conn, bool nginx,
 				   const struct xrl_http_rule *const *rules, int n,
 				   const struct xrl_decision *d)
@@ -363,7 +363,7 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct srv_
 
 /* The forwarded headers of the configured kind: their values, and whether
  * one came twice (a client's copy beside the proxy's). */
-enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct srv_cfg *sc,
+enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, const struct xrl_http_rule *r,
 				    struct xrl_decision *d)
 {

@@ -110,7 +110,7 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
 
 /* The identity of rule r's bucket for key: the rule's name, not its 32-bit
  * id, so two rules never share buckets either. */
-static struct kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
 			    const char *key)
 {
 	struct sip s;
@@ -122,12 +122,12 @@ static struct kd key_digest(const struct xrl_limiter *l, const struct xrl_http_r
 	sip_end(&s, o);
 	if (!TAG(o[1]))
 		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
-	return (struct kd){ o[0], o[1] };
+	return (struct xrl_kd){ o[0], o[1] };
 }
 
 /* Fill the answer from the items: refusing rule with the longest wait, or
  * the admitting rule with the fewest tokens left. */
-static void conclude(struct item *it, int n, __u64 now, struct xrl_decision *d)
+static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decision *d)
 {
 	__u64 best_wait = 0, best_rem = UINT64_MAX;
 	int pick = -1;
@@ -185,7 +185,7 @@ static void conclude(struct item *it, int n, __u64 now, struct xrl_decision *d)
  * instances can only have moved the TAT later, so a refusal by the cache is
  * one Redis would give too (cfg_mu held).
  */
-static void overlimit_note(struct xrl_limiter *l, struct item *it, int m, __u64 now)
+static void overlimit_note(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now)
 {
 	for (int i = 0; i < m; i++) {
 		if (it[i].r->shadow)
@@ -199,7 +199,7 @@ static void overlimit_note(struct xrl_limiter *l, struct item *it, int m, __u64 
 
 /* The end of every decision (cfg_mu held): the answer from the items, the
  * counters, the over-limit cache and penalties of a refusal. */
-static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			   struct xrl_decision *d)
 {
 	conclude(it, m, now, d);
@@ -223,10 +223,10 @@ static void conclude_count(struct xrl_limiter *l, struct item *it, int m, __u64 
  * it failed; J_BADKEY, a key of it is not a string): each rule per its
  * on_backend_error. Or one it did (J_OK).
  */
-void xrl_lim_finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 now,
+void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
 		   struct xrl_decision *d)
 {
-	struct item loc[XRL_HTTP_MAX_MATCH];
+	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
 	int k = 0;
 
 	if (st == J_OK) {
@@ -268,7 +268,7 @@ void xrl_lim_finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64
  * refuses for its cached TAT at this request's cost; the rule of the
  * longest wait, as Redis would have named.
  */
-static bool overlimit_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			      struct xrl_decision *d)
 {
 	__u64 tat = 0, best = 0, wait;
@@ -301,7 +301,7 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct item *it, int m, __u
 /* A key under penalty is refused until its block ends (cfg_mu held). */
 static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		 const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		 struct item *it, int *pm)
+		 struct xrl_lim_item *it, int *pm)
 {
 	int m = 0;
 
@@ -326,7 +326,7 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			continue;
 		if (cost > r->burst)
 			return -E2BIG;
-		it[m] = (struct item){ .r = r, .k = key_digest(l, r, keys[i]),
+		it[m] = (struct xrl_lim_item){ .r = r, .k = key_digest(l, r, keys[i]),
 				       .inc = (__u64)cost * r->g.emit_ns, .key = keys[i] };
 		m++;
 	}
@@ -342,7 +342,7 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
  */
 static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct item *it, int *pm)
+		   struct xrl_lim_item *it, int *pm)
 {
 	__u64 now = lim_now(l);
 	int m = 0, rc;
@@ -478,7 +478,7 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const __u32 *costs, int n, struct xrl_decision *d,
 			     const struct xrl_limiter_wait *w)
 {
-	struct item it[XRL_HTTP_MAX_MATCH];
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m = 0, rc;
 
 	rc = prepare(l, rules, keys, costs, n, d, it, &m);

@@ -26,7 +26,7 @@
  * bits of `b`: 118 bits tell keys of one shard apart, so two keys share a
  * bucket only with odds of about n^2 / 2^119 (1e-23 for a million keys).
  */
-struct kd {
+struct xrl_kd {
 	__u64 a, b;
 };
 
@@ -35,7 +35,7 @@ struct kd {
  * it was last used, mod 2^16, so that eviction can spare the keys in use);
  * and the bucket's TAT (or "until") in `v`. 24 bytes.
  */
-struct slot {
+struct xrl_slot {
 	__u64 a;      /* kd.a */
 	__u64 h;      /* kd.b >> 16 << 16 | last-use second; 0 = empty */
 	__u64 v;      /* TAT or "until", CLOCK_MONOTONIC ns */
@@ -43,15 +43,15 @@ struct slot {
 
 #define TAG(h)  ((h) >> 16)
 
-struct shard {
+struct xrl_shard {
 	pthread_mutex_t mu;
-	struct slot *slots;
+	struct xrl_slot *slots;
 	__u32 mask;
 	char pad[64 - sizeof(pthread_mutex_t) % 64];
 } __attribute__((aligned(64)));
 
-struct store {
-	struct shard sh[SHARDS];
+struct xrl_store {
+	struct xrl_shard sh[SHARDS];
 	_Atomic __u64 keys, ev_idle, ev_active;
 };
 
@@ -60,10 +60,10 @@ enum { BRK_CLOSED = 0, BRK_OPEN = 1, BRK_HALF = 2 };
 struct xrl_limiter {
 	struct xrl_http_cfg cfg;           /* copy; swapped under cfg_mu */
 	pthread_rwlock_t cfg_mu;
-	struct store *mem;                 /* memory backend, or local fallback */
-	struct store *overlimit;           /* redis: key -> TAT it was refused against */
-	struct store *pen_block;           /* key -> blocked until */
-	struct store *pen_state;           /* key -> packed strikes */
+	struct xrl_store *mem;                 /* memory backend, or local fallback */
+	struct xrl_store *overlimit;           /* redis: key -> TAT it was refused against */
+	struct xrl_store *pen_block;           /* key -> blocked until */
+	struct xrl_store *pen_state;           /* key -> packed strikes */
 	__u64 sip[2];                      /* SipHash key of bucket identities */
 	const _Atomic __u64 *clock;        /* tests: the time; NULL: the clocks */
 	_Atomic int brk_state;
@@ -87,9 +87,9 @@ static inline __u64 lim_now(const struct xrl_limiter *l)
 
 #define STAT_ADD(l, f, n) __atomic_fetch_add(&(l)->st.f, (n), __ATOMIC_RELAXED)
 
-struct item {
+struct xrl_lim_item {
 	const struct xrl_http_rule *r;
-	struct kd k;      /* the bucket's identity */
+	struct xrl_kd k;      /* the bucket's identity */
 	__u64 inc;        /* cost * emit, ns */
 	__u64 tat;        /* before */
 	__u64 new_tat;    /* after an admit */
@@ -130,11 +130,11 @@ enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
  * EVALSHA already in the wire format (its keys, and its tau and inc per
  * key), where the answer goes.
  */
-struct job {
-	struct job *next;
+struct xrl_redis_job {
+	struct xrl_redis_job *next;
 	struct xrl_limiter_wait w;
 	struct xrl_decision *d;
-	struct item it[XRL_HTTP_MAX_MATCH];
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m;
 	int st;                  /* J_* */
 	int call_n;              /* first job of a call: the call's decisions */
@@ -146,23 +146,23 @@ struct job {
 
 
 /* ---- store.c --------------------------------------------------------------- */
-struct store *xrl_store_new(__u32 max_keys);
-void xrl_store_free(struct store *s);
-struct shard *xrl_store_shard(struct store *s, struct kd k);
-struct slot *xrl_store_slot(struct store *s, struct shard *sh, struct kd k, __u64 now, __u64 cheap);
-__u64 xrl_store_peek(struct store *s, struct kd k);
-void xrl_store_put(struct store *s, struct kd k, __u64 v, __u64 now);
-void xrl_store_update(struct store *s, struct kd k, __u64 v);
+struct xrl_store *xrl_store_new(__u32 max_keys);
+void xrl_store_free(struct xrl_store *s);
+struct xrl_shard *xrl_store_shard(struct xrl_store *s, struct xrl_kd k);
+struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k, __u64 now, __u64 cheap);
+__u64 xrl_store_peek(struct xrl_store *s, struct xrl_kd k);
+void xrl_store_put(struct xrl_store *s, struct xrl_kd k, __u64 v, __u64 now);
+void xrl_store_update(struct xrl_store *s, struct xrl_kd k, __u64 v);
 /* Check all items against one store, then take from all or from none. */
-void xrl_store_decide(struct store *s, struct item *it, int n, __u64 now);
+void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now);
 
 /* ---- penalty.c ------------------------------------------------------------- */
-void xrl_lim_penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now);
-bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
+bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			     struct xrl_decision *d);
 
 /* ---- limiter.c ------------------------------------------------------------- */
-void xrl_lim_finish(struct xrl_limiter *l, struct item *it, int m, int st, __u64 now,
+void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
 		    struct xrl_decision *d);
 
 /* ---- redis_script.c -------------------------------------------------------- */
@@ -173,11 +173,11 @@ __u64 xrl_redis_now_ns(void);
 char *xrl_redis_put_us(char *p, __u64 ns);
 char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
 __u64 xrl_redis_parse_us(const char *s);
-void xrl_redis_job_format(struct job *j, const char *const *keys);
+void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
 
 /* ---- redis_pipe.c ---------------------------------------------------------- */
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
-int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct item *it, int m, struct xrl_decision *d,
+int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w);
 
 #endif /* XRL_LIMITER_INT_H */

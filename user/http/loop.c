@@ -34,11 +34,11 @@
 #include "server_int.h"
 
 
-__thread struct loop *xrl_srv_tl_loop;
+__thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
 /* The pipe's fd in the loop's epoll, as it is now (a new connection is a
  * new fd; a closed one left the epoll set when it was closed). */
-static void loop_pipe_reg(struct loop *lp, int fd, short ev, __u32 gen)
+static void loop_pipe_reg(struct xrl_srv_loop *lp, int fd, short ev, __u32 gen)
 {
 	struct epoll_event e = { .events = (ev & POLLIN ? EPOLLIN : 0u) | (ev & POLLOUT ? EPOLLOUT : 0u),
 				 .data.u32 = EV_PIPE };
@@ -58,7 +58,7 @@ static void loop_pipe_reg(struct loop *lp, int fd, short ev, __u32 gen)
 
 void *xrl_srv_loop_main(void *arg)
 {
-	struct loop *lp = arg;
+	struct xrl_srv_loop *lp = arg;
 	struct epoll_event ev[8];
 	bool run_mhd = true;
 	sigset_t all;
@@ -142,7 +142,7 @@ void xrl_srv_loops_stop(struct xrl_http_server *s)
 			pthread_join(s->loops[i].thr, NULL);
 	/* the others share the first one's listening socket: only it closes it */
 	for (unsigned i = s->n_loops; i-- > 0;) {
-		struct loop *lp = &s->loops[i];
+		struct xrl_srv_loop *lp = &s->loops[i];
 
 		if (lp->d) {
 			if (i > 0)
@@ -161,7 +161,7 @@ void xrl_srv_loops_stop(struct xrl_http_server *s)
 }
 
 /* The loop's epoll set: its daemon's epoll fd, its stop eventfd; its pipe. */
-int xrl_srv_loop_init(struct loop *lp)
+int xrl_srv_loop_init(struct xrl_srv_loop *lp)
 {
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_EPOLL_FD);
 	struct epoll_event e = { .events = EPOLLIN };

@@ -14,12 +14,12 @@
 #include "log.h"
 
 /* Packed state: [63..24] window index, [23..16] strikes, [15..8] offenses. */
-void xrl_lim_penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
+void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now)
 {
 	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
-	struct shard *sh = xrl_store_shard(l->pen_state, x->k);
+	struct xrl_shard *sh = xrl_store_shard(l->pen_state, x->k);
 	__u32 strikes, offenses;
-	struct slot *s;
+	struct xrl_slot *s;
 
 	pthread_mutex_lock(&sh->mu);
 	s = xrl_store_slot(l->pen_state, sh, x->k, 0, ~0ULL);
@@ -58,7 +58,7 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct item *x, __u64 now)
 	}
 }
 
-bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct item *it, int m, __u64 now,
+bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			    struct xrl_decision *d)
 {
 	if (!l->cfg.penalty.enabled)

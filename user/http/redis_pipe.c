@@ -83,9 +83,9 @@ struct xrl_redis_pipe {
 	char host[128];               /* where c is connected */
 	int port, db;
 	__u64 auth;                   /* the limiter's auth when c was opened */
-	struct job *q, *q_tail;       /* queued */
-	struct job *b;                /* the batch in flight; NULL: free */
-	struct job *cur;              /* the next reply is this one's */
+	struct xrl_redis_job *q, *q_tail;       /* queued */
+	struct xrl_redis_job *b;                /* the batch in flight; NULL: free */
+	struct xrl_redis_job *cur;              /* the next reply is this one's */
 	__u8  hs[4];                  /* answers due before the batch's (HS_*) */
 	int   hs_n, hs_i;             /* how many; how many are in */
 	bool  fresh;                  /* c is new: the handshake goes first */
@@ -97,7 +97,7 @@ struct xrl_redis_pipe {
 	bool aborting;                /* pipe_abort: not Redis's failure */
 	char *wb;                     /* the batch's bytes; wb[woff..wlen) unwritten */
 	size_t wlen, woff, wcap;
-	struct job *free;             /* spare jobs */
+	struct xrl_redis_job *free;             /* spare jobs */
 	__u32 nfree;
 	__u32 handed;                 /* decisions handed back (pipe_run's count) */
 	const char *why;              /* what failed, for the log */
@@ -338,13 +338,13 @@ static int wb_num(struct xrl_redis_pipe *p, __u64 v)
  * records n (its reply is the call's); each job records the monotonic now
  * its TATs are relative to.
  */
-static int wb_call(struct xrl_redis_pipe *p, struct job *j, int n, const char *now,
+static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, const char *now,
 		   __u64 mnow)
 {
 	struct xrl_limiter *l = p->l;
 	char hdr[64], *h = hdr;
 	int keys = 0;
-	struct job *x;
+	struct xrl_redis_job *x;
 	int i;
 
 	for (x = j, i = 0; i < n; x = x->next)
@@ -395,7 +395,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	struct xrl_limiter *l = p->l;
 	__u64 rnow, mnow, calls = 0, decisions = 0;
 	char now[48], us[32]; /* the batch's now as a RESP bulk string, "$N\r\nUS.NNN\r\n" */
-	struct job *first = NULL;
+	struct xrl_redis_job *first = NULL;
 	int n = 0;
 
 	if (pipe_connect(p))
@@ -413,7 +413,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 			goto oom;
 		p->hs[p->hs_n++] = HS_SKIP;
 	}
-	for (struct job *j = p->b; j; j = j->next) {
+	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
 		if (j->st != J_PENDING)
 			continue;
 		decisions++;
@@ -447,11 +447,11 @@ oom:
  * The reply r to the call of the n pending jobs from j on: each job's
  * share of it (an error is every job's). Returns the job after the call.
  */
-static struct job *call_reply(struct job *j, int n, redisReply *r)
+static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisReply *r)
 {
 	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
 	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
-	struct job *x;
+	struct xrl_redis_job *x;
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING)
@@ -495,11 +495,11 @@ static struct job *call_reply(struct job *j, int n, redisReply *r)
 static void pipe_end(struct xrl_redis_pipe *p)
 {
 	struct xrl_limiter *l = p->l;
-	struct job *b = p->b, *next;
+	struct xrl_redis_job *b = p->b, *next;
 	bool ok = true, skipped = false;
 	__u64 now;
 
-	for (struct job *j = b; j; j = j->next) {
+	for (struct xrl_redis_job *j = b; j; j = j->next) {
 		ok &= j->st == J_OK || j->st == J_BADKEY;
 		skipped |= j->st == J_SKIP;
 	}
@@ -509,12 +509,12 @@ static void pipe_end(struct xrl_redis_pipe *p)
 	else if (p->probe)
 		atomic_store(&l->brk_probe, 0); /* the probe is given up */
 	now = lim_now(l);
-	for (struct job *j = b; j; j = j->next)
+	for (struct xrl_redis_job *j = b; j; j = j->next)
 		xrl_lim_finish(l, j->it, j->m, j->st, now, j->d);
 	pthread_rwlock_unlock(&l->cfg_mu);
 	p->b = NULL;
 	p->probe = false;
-	for (struct job *j = b; j; j = next) {
+	for (struct xrl_redis_job *j = b; j; j = next) {
 		next = j->next;
 		j->w.decided(j->w.arg); /* d is the caller's again */
 		p->handed++;
@@ -550,7 +550,7 @@ static void pipe_fail(struct xrl_redis_pipe *p, bool closed, const char *why)
 			return;
 		pipe_drop(p);
 	}
-	for (struct job *j = p->b; j; j = j->next)
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
 		if (j->st == J_PENDING || j->st == J_NOSCRIPT)
 			j->st = J_FAIL;
 	pipe_end(p);
@@ -563,7 +563,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 
 	p->b = p->q;
 	p->q = p->q_tail = NULL;
-	for (struct job *j = p->b; j; j = j->next)
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
 		j->st = J_PENDING;
 	p->t0 = lim_now(l);
 	p->retried = p->reloaded = p->answered = false;
@@ -571,7 +571,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 	pthread_rwlock_rdlock(&l->cfg_mu);
 	if (!brk_allow(l, p->t0, &p->probe)) {
 		pthread_rwlock_unlock(&l->cfg_mu);
-		for (struct job *j = p->b; j; j = j->next)
+		for (struct xrl_redis_job *j = p->b; j; j = j->next)
 			j->st = J_SKIP;
 		pipe_end(p);
 		return;
@@ -630,7 +630,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		p->cur = p->cur->next;
 	if (p->cur || p->hs_i < p->hs_n)
 		return; /* more to come */
-	for (struct job *j = p->b; j; j = j->next) {
+	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
 		noscript |= j->st == J_NOSCRIPT;
 		bad |= j->st == J_FAIL;
 	}
@@ -639,7 +639,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		int rc;
 
 		p->reloaded = true;
-		for (struct job *j = p->b; j; j = j->next)
+		for (struct xrl_redis_job *j = p->b; j; j = j->next)
 			if (j->st == J_NOSCRIPT)
 				j->st = J_PENDING;
 		pthread_rwlock_rdlock(&p->l->cfg_mu);
@@ -649,7 +649,7 @@ static void pipe_read(struct xrl_redis_pipe *p)
 			pipe_fail(p, false, rc == -EPIPE ? "write" : NULL);
 		return;
 	}
-	for (struct job *j = p->b; j; j = j->next)
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
 		if (j->st == J_NOSCRIPT)
 			j->st = J_FAIL;
 	if (noscript || bad) {
@@ -670,7 +670,7 @@ struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
 
 void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 {
-	struct job **tail = &p->b;
+	struct xrl_redis_job **tail = &p->b;
 
 	/* the batch in flight and the queue, as one failed batch; not a
 	 * failure of Redis: the breaker is left as it is */
@@ -681,7 +681,7 @@ void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 	pipe_drop(p);
 	if (!p->b)
 		return;
-	for (struct job *j = p->b; j; j = j->next)
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
 		if (j->st != J_OK)
 			j->st = J_FAIL;
 	p->aborting = true;
@@ -691,12 +691,12 @@ void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 
 void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
 {
-	struct job *next;
+	struct xrl_redis_job *next;
 
 	if (!p)
 		return;
 	xrl_limiter_pipe_abort(p);
-	for (struct job *j = p->free; j; j = next) {
+	for (struct xrl_redis_job *j = p->free; j; j = next) {
 		next = j->next;
 		free(j);
 	}
@@ -758,12 +758,12 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
-int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct item *it, int m, struct xrl_decision *d,
+int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w)
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
-	struct job *j;
+	struct xrl_redis_job *j;
 
 	j = p->free;
 	if (j) {

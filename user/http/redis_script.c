@@ -136,7 +136,7 @@ static size_t redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
 }
 
 /* j's keys and arguments, keys from the caller. */
-void xrl_redis_job_format(struct job *j, const char *const *keys)
+void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 {
 	char *p = j->kb, num[32], *e, kn[XRL_REDIS_KEY_LITERAL];
 	int m = j->m;

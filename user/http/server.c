@@ -67,7 +67,7 @@
 /* Waiting for Redis: called before the decision is queued. */
 static void rq_wait(void *arg)
 {
-	struct req *rq = arg;
+	struct xrl_srv_req *rq = arg;
 
 	atomic_fetch_add(&rq->cfg->held, 1);
 	rq->phase = RQ_WAITING;
@@ -77,7 +77,7 @@ static void rq_wait(void *arg)
 /* From the loop's pipe: rq->d is the decision; the next pass answers it. */
 static void rq_decided(void *arg)
 {
-	struct req *rq = arg;
+	struct xrl_srv_req *rq = arg;
 
 	rq->phase = RQ_DECIDED;
 	if (rq->orphan) {
@@ -87,7 +87,7 @@ static void rq_decided(void *arg)
 	}
 }
 
-static void rq_release(struct req *rq)
+static void rq_release(struct xrl_srv_req *rq)
 {
 	if (rq->cfg && rq->phase != RQ_NEW)
 		atomic_fetch_sub(&rq->cfg->held, 1);
@@ -99,7 +99,7 @@ static void rq_release(struct req *rq)
  * Decide into rq->d: 0 decided (or -E2BIG), 1 when it waits for Redis
  * (answered on a later call). The rules are of sc (s->mu held).
  */
-static int decide(struct xrl_http_server *s, struct srv_cfg *sc, struct req *rq,
+static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_srv_req *rq,
 		  const struct xrl_http_rule *const *rules, const char *const *keys,
 		  const __u32 *costs, int n)
 {
@@ -118,8 +118,8 @@ static int decide(struct xrl_http_server *s, struct srv_cfg *sc, struct req *rq,
 }
 
 /* The answer to /v1/auth and /v1/auth/nginx once decided. */
-static enum MHD_Result do_auth(struct xrl_http_server *s, struct srv_cfg *sc,
-			       struct MHD_Connection *conn, struct req *rq, const char *method,
+static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
+			       struct MHD_Connection *conn, struct xrl_srv_req *rq, const char *method,
 			       const char *url, bool nginx)
 {
 	const struct xrl_http_cfg *c = &sc->c;
@@ -171,8 +171,8 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct srv_cfg *sc,
 }
 
 /* The answer to /v1/check once decided. */
-static enum MHD_Result do_check(struct xrl_http_server *s, struct srv_cfg *sc,
-				struct MHD_Connection *conn, struct req *rq)
+static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
+				struct MHD_Connection *conn, struct xrl_srv_req *rq)
 {
 	const struct xrl_http_cfg *c = &sc->c;
 	const struct xrl_http_rule *r = NULL;
@@ -249,7 +249,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				  size_t *upload_size, void **con_cls)
 {
 	struct xrl_http_server *s = cls;
-	struct req *rq = *con_cls;
+	struct xrl_srv_req *rq = *con_cls;
 	enum MHD_Result ret;
 	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
 
@@ -325,7 +325,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 		    enum MHD_RequestTerminationCode toe)
 {
-	struct req *rq = *con_cls;
+	struct xrl_srv_req *rq = *con_cls;
 
 	(void)cls;
 	(void)conn;
@@ -466,7 +466,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		return rc;
 	}
 	for (unsigned i = 0; i < n; i++) {
-		struct loop *lp = &s->loops[i];
+		struct xrl_srv_loop *lp = &s->loops[i];
 
 		lp->s = s;
 		lp->ep = lp->stop_fd = lp->pipe_fd = -1;
@@ -513,7 +513,7 @@ fail:
 
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 {
-	struct srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	struct xrl_srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
 	char changed[160];
 
 	if (!n)
@@ -556,7 +556,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 
 void xrl_http_stop(struct xrl_http_server *s)
 {
-	struct srv_cfg *x;
+	struct xrl_srv_cfg *x;
 
 	if (!s)
 		return;

@@ -25,14 +25,14 @@ enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_414, ST_429, S
  * A configuration with the count of requests waiting for Redis with rules
  * of it: a retired one is freed once none does.
  */
-struct srv_cfg {
+struct xrl_srv_cfg {
 	struct xrl_http_cfg c;
 	_Atomic __u32 held;
-	struct srv_cfg *next;         /* retired */
+	struct xrl_srv_cfg *next;         /* retired */
 };
 
 /* One server thread: its daemon, its Redis pipe, what its epoll holds. */
-struct loop {
+struct xrl_srv_loop {
 	struct xrl_http_server *s;
 	struct MHD_Daemon *d;
 	struct xrl_redis_pipe *pipe;
@@ -47,12 +47,12 @@ struct loop {
 };
 
 struct xrl_http_server {
-	struct loop *loops;
+	struct xrl_srv_loop *loops;
 	unsigned n_loops;
 	struct xrl_limiter *lim;
 	pthread_rwlock_t mu;          /* cfg pointer vs reload */
-	struct srv_cfg *cfg;
-	struct srv_cfg *retired;      /* still held by a waiting request */
+	struct xrl_srv_cfg *cfg;
+	struct xrl_srv_cfg *retired;      /* still held by a waiting request */
 	_Atomic __u64 shed_tat;       /* global capacity bucket (GCRA, CAS) */
 	_Atomic __u32 gen;            /* bumped by each reload (refusal cache) */
 	_Atomic bool warned_untrusted; /* forwarded headers from an untrusted peer, logged once */
@@ -71,14 +71,14 @@ struct xrl_http_server {
 enum { RQ_NEW = 0, RQ_WAITING, RQ_DECIDED };
 enum { K_AUTH, K_NGINX, K_CHECK };
 
-struct req {
+struct xrl_srv_req {
 	char  *body;
 	size_t len;
 	bool   too_big;
 	int    phase;                 /* RQ_* */
 	bool   orphan;                /* closed while waiting: freed once decided */
 	int    kind;                  /* K_*: how to answer */
-	struct srv_cfg *cfg;          /* held while waiting: rules point into it */
+	struct xrl_srv_cfg *cfg;          /* held while waiting: rules point into it */
 	int    n;
 	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
 	__u32  cost;
@@ -89,7 +89,7 @@ struct req {
 /* What woke a loop: epoll data.u32 of its three fds. */
 enum { EV_MHD = 0, EV_STOP, EV_PIPE };
 
-extern __thread struct loop *xrl_srv_tl_loop;
+extern __thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
 void xrl_srv_client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
 		      size_t len);
@@ -100,7 +100,7 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
 			       const char *detail);
 bool xrl_srv_shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait);
-enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct srv_cfg *sc,
+enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				   struct MHD_Connection *conn, bool nginx,
 				   const struct xrl_http_rule *const *rules, int n,
 				   const struct xrl_decision *d);
@@ -110,12 +110,12 @@ int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 const char *xrl_srv_rule_key(const struct xrl_http_cfg *c, struct MHD_Connection *conn,
 			    const struct xrl_http_rule *r, char *kb, size_t kblen, char *ip,
 			    size_t iplen);
-enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct srv_cfg *sc,
+enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, const struct xrl_http_rule *r,
 				    struct xrl_decision *d);
 void *xrl_srv_loop_main(void *arg);
 void xrl_srv_loops_stop(struct xrl_http_server *s);
 void xrl_srv_refusal_drop(void);
-int xrl_srv_loop_init(struct loop *lp);
+int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 
 #endif /* XRL_SERVER_INT_H */

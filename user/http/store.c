@@ -13,9 +13,9 @@
 
 #include "limiter_int.h"
 
-struct store *xrl_store_new(__u32 max_keys)
+struct xrl_store *xrl_store_new(__u32 max_keys)
 {
-	struct store *s = aligned_alloc(64, sizeof(*s));
+	struct xrl_store *s = aligned_alloc(64, sizeof(*s));
 	__u32 per = 16;
 
 	if (!s)
@@ -26,14 +26,14 @@ struct store *xrl_store_new(__u32 max_keys)
 	for (int i = 0; i < SHARDS; i++) {
 		pthread_mutex_init(&s->sh[i].mu, NULL);
 		s->sh[i].mask = per - 1;
-		s->sh[i].slots = calloc(per, sizeof(struct slot));
+		s->sh[i].slots = calloc(per, sizeof(struct xrl_slot));
 		if (!s->sh[i].slots)
 			return NULL; /* leaks on OOM at start-up; the daemon exits */
 	}
 	return s;
 }
 
-void xrl_store_free(struct store *s)
+void xrl_store_free(struct xrl_store *s)
 {
 	if (!s)
 		return;
@@ -42,12 +42,12 @@ void xrl_store_free(struct store *s)
 	free(s);
 }
 
-struct shard *xrl_store_shard(struct store *s, struct kd k)
+struct xrl_shard *xrl_store_shard(struct xrl_store *s, struct xrl_kd k)
 {
 	return &s->sh[k.a & (SHARDS - 1)];
 }
 
-static bool slot_is(const struct slot *x, struct kd k)
+static bool slot_is(const struct xrl_slot *x, struct xrl_kd k)
 {
 	return x->h && x->a == k.a && TAG(x->h) == TAG(k.b);
 }
@@ -62,14 +62,14 @@ static bool slot_is(const struct slot *x, struct kd k)
  * closest to full. So a drained key that waits out its Retry-After is not
  * handed a fresh burst by a flood of one-request keys.
  */
-struct slot *xrl_store_slot(struct store *s, struct shard *sh, struct kd k, __u64 now, __u64 cheap)
+struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k, __u64 now, __u64 cheap)
 {
 	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
-	struct slot *free_s = NULL, *idle = NULL, *victim = NULL, *dear = NULL;
+	struct xrl_slot *free_s = NULL, *idle = NULL, *victim = NULL, *dear = NULL;
 
 	for (int n = 0; n < PROBE; n++, i = (i + 1) & sh->mask) {
-		struct slot *x = &sh->slots[i];
+		struct xrl_slot *x = &sh->slots[i];
 
 		if (slot_is(x, k)) {
 			x->h = TAG(k.b) << 16 | sec;
@@ -110,7 +110,7 @@ struct slot *xrl_store_slot(struct store *s, struct shard *sh, struct kd k, __u6
 }
 
 /* The (locked) slot of k, or NULL. */
-static struct slot *slot_find(struct shard *sh, struct kd k)
+static struct xrl_slot *slot_find(struct xrl_shard *sh, struct xrl_kd k)
 {
 	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 
@@ -124,10 +124,10 @@ static struct slot *slot_find(struct shard *sh, struct kd k)
 }
 
 /* Peek without inserting: the value, or 0. */
-__u64 xrl_store_peek(struct store *s, struct kd k)
+__u64 xrl_store_peek(struct xrl_store *s, struct xrl_kd k)
 {
-	struct shard *sh = xrl_store_shard(s, k);
-	struct slot *x;
+	struct xrl_shard *sh = xrl_store_shard(s, k);
+	struct xrl_slot *x;
 	__u64 v;
 
 	pthread_mutex_lock(&sh->mu);
@@ -137,9 +137,9 @@ __u64 xrl_store_peek(struct store *s, struct kd k)
 	return v;
 }
 
-void xrl_store_put(struct store *s, struct kd k, __u64 v, __u64 now)
+void xrl_store_put(struct xrl_store *s, struct xrl_kd k, __u64 v, __u64 now)
 {
-	struct shard *sh = xrl_store_shard(s, k);
+	struct xrl_shard *sh = xrl_store_shard(s, k);
 
 	pthread_mutex_lock(&sh->mu);
 	xrl_store_slot(s, sh, k, now, ~0ULL)->v = v;
@@ -147,10 +147,10 @@ void xrl_store_put(struct store *s, struct kd k, __u64 v, __u64 now)
 }
 
 /* Set k's value if k is there already (no insert, no eviction). */
-void xrl_store_update(struct store *s, struct kd k, __u64 v)
+void xrl_store_update(struct xrl_store *s, struct xrl_kd k, __u64 v)
 {
-	struct shard *sh = xrl_store_shard(s, k);
-	struct slot *x;
+	struct xrl_shard *sh = xrl_store_shard(s, k);
+	struct xrl_slot *x;
 
 	pthread_mutex_lock(&sh->mu);
 	x = slot_find(sh, k);
@@ -167,7 +167,7 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /* Check all items against one store, then take from all or from none. */
-void xrl_store_decide(struct store *s, struct item *it, int n, __u64 now)
+void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now)
 {
 	__u32 idx[XRL_HTTP_MAX_MATCH];
 	int m = 0;
@@ -181,7 +181,7 @@ void xrl_store_decide(struct store *s, struct item *it, int n, __u64 now)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_lock(&s->sh[idx[i]].mu);
 	for (int i = 0; i < n; i++) {
-		struct slot *x = xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc);
+		struct xrl_slot *x = xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc);
 
 		it[i].tat = x->v;
 		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);

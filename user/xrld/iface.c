@@ -16,7 +16,7 @@
 #include "log.h"
 #include "xrld.h"
 
-struct iface *xrld_iface(struct xrld *d, const char *name)
+struct xrld_iface *xrld_iface(struct xrld *d, const char *name)
 {
 	for (int i = 0; i < d->n_ifs; i++)
 		if (!strcmp(d->ifs[i].name, name))
@@ -28,14 +28,14 @@ struct iface *xrld_iface(struct xrld *d, const char *name)
  * removal emptied in the same round of events is skipped. */
 static void samples_ready(struct xrld *d, struct xrld_io *io, unsigned events)
 {
-	struct iface *f = io->arg;
+	struct xrld_iface *f = io->arg;
 
 	if (f - d->ifs < d->n_ifs && f->rb)
 		ring_buffer__consume(f->rb);
 }
 
 /* Read f's refusal samples from the loop: its ring buffer, registered. */
-static int samples_open(struct xrld *d, struct iface *f)
+static int samples_open(struct xrld *d, struct xrld_iface *f)
 {
 	f->d = d;
 	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), xrld_on_event, f, NULL);
@@ -45,7 +45,7 @@ static int samples_open(struct xrld *d, struct iface *f)
 	return xrld_io_add(d, &f->io, EPOLLIN);
 }
 
-static void samples_close(struct xrld *d, struct iface *f)
+static void samples_close(struct xrld *d, struct xrld_iface *f)
 {
 	if (!f->rb)
 		return;
@@ -69,7 +69,7 @@ int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mod
 {
 	struct xrl_open_opts o = { .ifname = name, .pin_root = d->pin_root, .mode = mode };
 	static struct xrl_policy pol;
-	struct iface *f;
+	struct xrld_iface *f;
 	int rc;
 
 	if (xrld_iface(d, name)) {
@@ -110,7 +110,7 @@ int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mod
 
 void xrld_iface_remove(struct xrld *d, int i, bool detach)
 {
-	struct iface *f = &d->ifs[i];
+	struct xrld_iface *f = &d->ifs[i];
 
 	pthread_mutex_lock(&d->lock);
 	samples_close(d, f);

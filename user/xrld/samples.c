@@ -53,7 +53,7 @@ static void top_note(struct xrld *d, int ifidx, const struct xrl_event *e)
 	slot = (__u32)xrl_fnv1a64(&k, sizeof(k)) & (TOP_SLOTS - 1);
 	/* linear probing, at most 16 steps; a full neighbourhood drops the sample */
 	for (int i = 0; i < 16; i++, slot = (slot + 1) & (TOP_SLOTS - 1)) {
-		struct top_ent *t = &d->top[slot];
+		struct xrld_top_ent *t = &d->top[slot];
 
 		if (t->used && (t->iface != k.i || t->family != k.f || t->plen != k.p ||
 				t->rule_id != k.r || memcmp(t->addr, k.a, 16))) {
@@ -123,7 +123,7 @@ static int strike_ok(struct xrld *d, const struct xrl_event *e)
  * entry (one LPM lookup) or covering one (a walk over the allowlist, only
  * when a penalty is due, which the strike rules make rare)?
  */
-static bool allow_overlaps(struct iface *f, const struct xrl_prefix *p)
+static bool allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
 {
 	bool v4 = p->family == XRL_AF_INET;
 	int fd = xrl_map_fd(f->h, v4 ? XRL_MAP_ALLOW_V4 : XRL_MAP_ALLOW_V6);
@@ -155,7 +155,7 @@ static bool allow_overlaps(struct iface *f, const struct xrl_prefix *p)
  * address or fill the list: penalties may use three quarters of it, so an
  * operator's `deny add` always finds room. Returns 0 when denied.
  */
-static int penalty_deny(struct xrld *d, struct iface *f, const struct xrl_prefix *p, __u64 ttl)
+static int penalty_deny(struct xrld *d, struct xrld_iface *f, const struct xrl_prefix *p, __u64 ttl)
 {
 	__u32 used, cap;
 	char buf[64];
@@ -181,12 +181,12 @@ static int penalty_deny(struct xrld *d, struct iface *f, const struct xrl_prefix
 	return err;
 }
 
-static void penalty_note(struct xrld *d, int ifidx, struct iface *f, const struct xrl_event *e)
+static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
 	struct { __u8 i, f, p, pad; __u32 a[4]; } k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen };
 	__u64 now = xrl_now_ns(), ts;
-	struct pen_ent *pe = NULL;
+	struct xrld_pen_ent *pe = NULL;
 	__u32 slot;
 
 	int ok = strike_ok(d, e);
@@ -198,7 +198,7 @@ static void penalty_note(struct xrld *d, int ifidx, struct iface *f, const struc
 	memcpy(k.a, e->addr, 16);
 	slot = (__u32)xrl_fnv1a64(&k, sizeof(k)) & (PEN_SLOTS - 1);
 	for (int i = 0; i < 16 && !pe; i++, slot = (slot + 1) & (PEN_SLOTS - 1)) {
-		struct pen_ent *t = &d->pen[slot];
+		struct xrld_pen_ent *t = &d->pen[slot];
 
 		if (t->used && t->iface == k.i && t->family == k.f && t->plen == k.p &&
 		    !memcmp(t->addr, k.a, 16)) {
@@ -259,7 +259,7 @@ static void penalty_note(struct xrld *d, int ifidx, struct iface *f, const struc
 
 int xrld_on_event(void *ctx, void *data, size_t size)
 {
-	struct iface *f = ctx;
+	struct xrld_iface *f = ctx;
 	struct xrld *d = f->d;
 	int ifidx = (int)(f - d->ifs);
 	const struct xrl_event *e = data;

@@ -70,7 +70,7 @@ static const char *mode_name(enum xrl_attach_mode m)
 
 /* What is attached now: xrl_info() is what attach saw, and the program may
  * have been removed since (ip link set dev X xdp off, another loader). */
-static struct xrl_attach_info attach_now(struct xrld *d, struct iface *f)
+static struct xrl_attach_info attach_now(struct xrld *d, struct xrld_iface *f)
 {
 	struct xrl_attach_info now = *xrl_info(f->h);
 	struct xrl_handle *ph;
@@ -137,7 +137,7 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 	if (c->opt[1])
 		return json_decref(ifs), fail(r, 2, "--watch is xrlctl's: it polls the pinned maps");
 	for (int i = 0; i < d->n_ifs; i++) {
-		struct iface *f = &d->ifs[i];
+		struct xrld_iface *f = &d->ifs[i];
 
 		if (c->opt[0] && strcmp(c->opt[0], f->name))
 			continue;
@@ -158,7 +158,7 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 
 static int top_cmp(const void *a, const void *b)
 {
-	const struct top_ent *x = *(const struct top_ent *const *)a, *y = *(const struct top_ent *const *)b;
+	const struct xrld_top_ent *x = *(const struct xrld_top_ent *const *)a, *y = *(const struct xrld_top_ent *const *)b;
 
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
@@ -177,7 +177,7 @@ static bool rule_id(struct xrld *d, const char *name, __u32 *id)
 	return false;
 }
 
-static void top_row(struct xrld *d, struct reply *r, json_t *a, const struct top_ent *t)
+static void top_row(struct xrld *d, struct reply *r, json_t *a, const struct xrld_top_ent *t)
 {
 	struct xrl_prefix p = { .family = t->family, .plen = t->plen };
 	const char *iname = t->iface < d->n_ifs ? d->ifs[t->iface].name : "?";
@@ -200,7 +200,7 @@ static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *
 {
 	const char *rule = c->opt[0];
 	long n = c->opt[1] ? strtol(c->opt[1], NULL, 10) : 20;
-	struct top_ent **v;
+	struct xrld_top_ent **v;
 	__u32 want_id = 0;
 	json_t *a = NULL;
 	size_t m = 0;

@@ -42,7 +42,7 @@ int  xrld_io_add(struct xrld *d, struct xrld_io *io, unsigned events);
 int  xrld_io_mod(struct xrld *d, struct xrld_io *io, unsigned events);
 void xrld_io_del(struct xrld *d, struct xrld_io *io);
 
-struct iface {
+struct xrld_iface {
 	char name[IF_NAMESIZE];
 	enum xrl_attach_mode mode;
 	struct xrl_handle *h;
@@ -53,7 +53,7 @@ struct iface {
 };
 
 /* One refused source prefix of one rule on one interface, for `top`. */
-struct top_ent {
+struct xrld_top_ent {
 	bool   used;
 	__u8   iface;
 	__u8   family;
@@ -65,7 +65,7 @@ struct top_ent {
 };
 
 /* Why a refusal sample earned no strike, or a due penalty was not made. */
-enum pen_skip {
+enum xrld_pen_skip {
 	PEN_SKIP_RULE_OFF,
 	PEN_SKIP_UNVERIFIED,
 	PEN_SKIP_FLOOR,
@@ -77,7 +77,7 @@ enum pen_skip {
 extern const char *const pen_skip_name[PEN_SKIP_MAX];
 
 /* Penalty state of one source prefix on one interface. */
-struct pen_ent {
+struct xrld_pen_ent {
 	bool   used;
 	__u8   iface;
 	__u8   family;
@@ -95,15 +95,15 @@ struct xrld {
 	const char *pin_root;
 	bool foreground;
 	struct xrld_config *cfg;
-	struct iface ifs[MAX_IFACES];
+	struct xrld_iface ifs[MAX_IFACES];
 	int n_ifs;
 	char shadow_override[XRL_MAX_RULES][XRL_RULE_NAME_LEN]; /* "name" */
 	int shadow_val[XRL_MAX_RULES];
 	int n_override;
 	int epfd;
 	struct xrld_io lio, sio, tio;     /* control listener, signalfd, timerfd */
-	struct top_ent *top;
-	struct pen_ent *pen;
+	struct xrld_top_ent *top;
+	struct xrld_pen_ent *pen;
 	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
 	__u64 pen_skipped[PEN_SKIP_MAX];  /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
@@ -113,12 +113,12 @@ struct xrld {
 };
 
 /* ---- samples.c: refusal samples, `top` and penalty escalation ---------- */
-/* The ring buffer callback; ctx is the struct iface. */
+/* The ring buffer callback; ctx is the struct xrld_iface. */
 int xrld_on_event(void *ctx, void *data, size_t size);
 const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len);
 
 /* ---- iface.c: interfaces and policy ------------------------------------- */
-struct iface *xrld_iface(struct xrld *d, const char *name);
+struct xrld_iface *xrld_iface(struct xrld *d, const char *name);
 int  xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode,
 		       bool from_config, char *err, size_t errlen);
 void xrld_iface_remove(struct xrld *d, int i, bool detach);
