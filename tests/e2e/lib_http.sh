@@ -173,6 +173,62 @@ count() {
 	echo "$n"
 }
 
+# ---- nginx -----------------------------------------------------------------
+
+# nginx_render SNIPPET NGINX-PORT XRLD-PORT UPSTREAM-PORT OUT: the example
+# snippet with this test's ports; each placeholder must be there (the
+# snippet must not drift from the tests).
+nginx_render() {
+	local ph
+	for ph in 'listen 127.0.0.1:8080;' 'http://127.0.0.1:9090/v1/auth/nginx' 'http://127.0.0.1:8000;'; do
+		grep -qF -- "$ph" "$1" || fatal "the snippet no longer has '$ph'"
+	done
+	sed -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$2;|" \
+		-e "s|http://127.0.0.1:9090/|http://127.0.0.1:$3/|" \
+		-e "s|http://127.0.0.1:8000;|http://127.0.0.1:$4;|" "$1" >"$5"
+}
+
+# nginx_start DIR UPSTREAM-PORT WAIT-PORT LOCATIONS CONF...: nginx ($NGINX)
+# in DIR with an application on UPSTREAM-PORT (LOCATIONS first, then 200
+# for everything else) and the CONF snippets included; waits until
+# WAIT-PORT listens.
+nginx_start() {
+	local T=$1 up=$2 wait_port=$3 locations=$4 out inc= c
+	shift 4
+	for c in "$@"; do inc="$inc    include $c;"$'\n'; done
+	cat >"$T/nginx.conf" <<NGINX_CONF
+daemon off;
+user root;
+worker_processes 1;
+pid $T/nginx.pid;
+error_log $T/nginx-error.log info;
+events { worker_connections 256; }
+http {
+    access_log $T/nginx-access.log;
+    client_body_temp_path $T/body;
+    proxy_temp_path $T/proxy;
+    fastcgi_temp_path $T/fastcgi;
+    uwsgi_temp_path $T/uwsgi;
+    scgi_temp_path $T/scgi;
+    default_type text/plain;
+    # the application
+    server {
+        listen 127.0.0.1:$up;
+        access_log $T/upstream-access.log;
+$locations
+        location / { return 200 "upstream ok \$request_method \$request_uri\n"; }
+    }
+$inc}
+NGINX_CONF
+	out=$("$NGINX" -p "$T" -c "$T/nginx.conf" -t 2>&1) || fatal "nginx -t: $out"
+	HT_LOG[nginx]=$T/nginx-error.log
+	"$NGINX" -p "$T" -c "$T/nginx.conf" >"$T/nginx.out" 2>&1 &
+	HT_PID[nginx]=$!
+	HT_PIDS+=("$!")
+	wait_for 10 port_listens "$wait_port" ||
+		fatal "nginx did not start: $(cat "$T/nginx.out" "$T/nginx-error.log")"
+}
+
 # ---- checks --------------------------------------------------------------------
 
 
