@@ -344,12 +344,18 @@ flood() {
 	local out
 	out=$(in_atk "$XRL_FLOOD" --dev "$LAB_ATK_IF" --dst-mac "$LAB_PROT_MAC" "$@") ||
 		fatal "xrl-synflood failed: $out"
-	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$out")
-	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$out")
+	flood_result "$out"
+}
+
+# flood_result LINE: FLOOD_SENT, FLOOD_MS and FLOOD_PPS from the
+# generator's result line.
+flood_result() {
+	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$1")
+	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$1")
 	# shellcheck disable=SC2034 # read by the callers
-	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$out")
+	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$1")
 	if [ -z "$FLOOD_SENT" ] || [ -z "$FLOOD_MS" ]; then
-		fatal "unexpected xrl-synflood output: $out"
+		fatal "unexpected xrl-synflood output: $1"
 	fi
 }
 
