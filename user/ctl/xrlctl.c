@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' },
 		XRL_CTL_LONGOPTS,
-		{}
+		{},
 	};
 	char err[XRL_ERRLEN + 256], *args[XRL_CTL_MAXARGS];
 	struct xrl_verb_call c;

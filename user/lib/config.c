@@ -455,7 +455,7 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 	for (size_t i = 0; i < count; i++) {
 		enum { F_NAME, F_MODE, F_COUNT };
 		struct field f[F_COUNT] = {
-			[F_NAME] = { .key = "name" }, [F_MODE] = { .key = "mode" }
+			[F_NAME] = { .key = "name" }, [F_MODE] = { .key = "mode" },
 		};
 		yaml_node_t *it = item(x, items, i);
 		struct xrl_iface_cfg *ic;
@@ -584,7 +584,7 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 	enum { F_PROTO, F_TCP_FLAGS, F_DST_PORTS, F_DST, F_COUNT };
 	struct field f[F_COUNT] = {
 		[F_PROTO] = { .key = "proto" }, [F_TCP_FLAGS] = { .key = "tcp_flags" },
-		[F_DST_PORTS] = { .key = "dst_ports" }, [F_DST] = { .key = "dst" }
+		[F_DST_PORTS] = { .key = "dst_ports" }, [F_DST] = { .key = "dst" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
 	int rc, v;
@@ -647,7 +647,7 @@ static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl
 {
 	enum { F_IPV4_PREFIX, F_IPV6_PREFIX, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_IPV4_PREFIX] = { .key = "ipv4_prefix" }, [F_IPV6_PREFIX] = { .key = "ipv6_prefix" }
+		[F_IPV4_PREFIX] = { .key = "ipv4_prefix" }, [F_IPV6_PREFIX] = { .key = "ipv6_prefix" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
@@ -699,7 +699,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	struct field f[F_COUNT] = {
 		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
 		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" },
-		[F_ACTION] = { .key = "action" }, [F_PENALTY] = { .key = "penalty" }
+		[F_ACTION] = { .key = "action" }, [F_PENALTY] = { .key = "penalty" },
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -806,7 +806,7 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
 	enum { F_ALLOW, F_RULES, F_BUCKETS, F_EVENT_INTERVAL, F_COUNT };
 	struct field f[F_COUNT] = {
 		[F_ALLOW] = { .key = "allow" }, [F_RULES] = { .key = "rules" },
-		[F_BUCKETS] = { .key = "buckets" }, [F_EVENT_INTERVAL] = { .key = "event_interval" }
+		[F_BUCKETS] = { .key = "buckets" }, [F_EVENT_INTERVAL] = { .key = "event_interval" },
 	};
 	__u64 v;
 	int rc;
@@ -842,7 +842,7 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 	struct field f[F_COUNT] = {
 		[F_STRIKES] = { .key = "strikes" }, [F_WINDOW] = { .key = "window" },
 		[F_BASE] = { .key = "base" }, [F_MAX] = { .key = "max" },
-		[F_FLOOR_V4] = { .key = "floor_v4" }, [F_FLOOR_V6] = { .key = "floor_v6" }
+		[F_FLOOR_V4] = { .key = "floor_v4" }, [F_FLOOR_V6] = { .key = "floor_v6" },
 	};
 	static const char *const why[] = {
 		"refusal windows before a source is denied, e.g. 3",
@@ -940,7 +940,7 @@ static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, stru
 {
 	enum { M_METHOD, M_PATH_PREFIX, M_COUNT };
 	struct field m[M_COUNT] = {
-		[M_METHOD] = { .key = "method" }, [M_PATH_PREFIX] = { .key = "path_prefix" }
+		[M_METHOD] = { .key = "method" }, [M_PATH_PREFIX] = { .key = "path_prefix" },
 	};
 	char p2[PATHLEN], d[64];
 	const char *s;
@@ -1011,7 +1011,7 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
 		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" }, [F_COST] = { .key = "cost" },
 		[F_ON_BACKEND_ERROR] = { .key = "on_backend_error" },
-		[F_ON_MISSING_KEY] = { .key = "on_missing_key" }, [F_SHADOW] = { .key = "shadow" }
+		[F_ON_MISSING_KEY] = { .key = "on_missing_key" }, [F_SHADOW] = { .key = "shadow" },
 	};
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
 	char path[PATHLEN], p2[PATHLEN], d[64];
@@ -1171,7 +1171,7 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 {
 	enum { SF_RATE, SF_BURST, SF_COUNT };
 	struct field sf[SF_COUNT] = {
-		[SF_RATE] = { .key = "rate" }, [SF_BURST] = { .key = "burst" }
+		[SF_RATE] = { .key = "rate" }, [SF_BURST] = { .key = "burst" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
@@ -1206,6 +1206,44 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 	return 0;
 }
 
+/* http.headers: which quota headers the answers carry. */
+static int parse_http_headers(struct cx *x, yaml_node_t *n)
+{
+	enum { HF_IETF, HF_X_RATELIMIT, HF_COUNT };
+	struct field hf[HF_COUNT] = {
+		[HF_IETF] = { .key = "ietf" }, [HF_X_RATELIMIT] = { .key = "x_ratelimit" },
+	};
+	struct xrl_http_cfg *h = &x->c->http;
+	int rc;
+
+	if ((rc = mapping(x, n, "http.headers", "headers", hf, HF_COUNT)))
+		return rc;
+	if (hf[HF_IETF].v && (rc = bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
+		return rc;
+	if (hf[HF_X_RATELIMIT].v && (rc = bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
+		return rc;
+	return 0;
+}
+
+/* http.rules: the list, each through parse_http_rule. */
+static int parse_http_rules(struct cx *x, yaml_node_t *n)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	if ((rc = sequence(x, n, "http.rules", "rules (- name: ...)", &items, &count)))
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		if (i >= XRL_HTTP_MAX_RULES)
+			return at(x, item(x, items, i), "http.rules[%zu]: at most %d rules", i,
+				  XRL_HTTP_MAX_RULES);
+		if ((rc = parse_http_rule(x, item(x, items, i), i)))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
 	enum {
@@ -1225,16 +1263,10 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		[F_THREADS] = { .key = "threads" }, [F_SHED] = { .key = "shed" },
 		[F_PENALTY] = { .key = "penalty" }, [F_RULES] = { .key = "rules" },
 		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
-		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" }
-	};
-	enum { HF_IETF, HF_X_RATELIMIT, HF_COUNT };
-	struct field hf[HF_COUNT] = {
-		[HF_IETF] = { .key = "ietf" }, [HF_X_RATELIMIT] = { .key = "x_ratelimit" }
+		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
 	char msg[XRL_ERRLEN], d[64];
-	yaml_node_item_t *items;
-	size_t count;
 	const char *s;
 	int rc;
 
@@ -1264,30 +1296,15 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[F_IGNORE_PATH_CASE].v && (rc = bool_val(x, f[F_IGNORE_PATH_CASE].v, "http.ignore_path_case", &h->ignore_path_case)))
 		return rc;
-	if (f[F_HEADERS].v) {
-		if ((rc = mapping(x, f[F_HEADERS].v, "http.headers", "headers", hf, HF_COUNT)))
-			return rc;
-		if (hf[HF_IETF].v && (rc = bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
-			return rc;
-		if (hf[HF_X_RATELIMIT].v && (rc = bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
-			return rc;
-	}
+	if (f[F_HEADERS].v && (rc = parse_http_headers(x, f[F_HEADERS].v)))
+		return rc;
 	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v, f[F_MAX_HEADER_BYTES].v,
 				     f[F_MAX_KEYS].v, f[F_THREADS].v)))
 		return rc;
 	if ((rc = parse_http_shed_penalty(x, f[F_SHED].v, f[F_PENALTY].v)))
 		return rc;
-	if (f[F_RULES].v) {
-		if ((rc = sequence(x, f[F_RULES].v, "http.rules", "rules (- name: ...)", &items, &count)))
-			return rc;
-		for (size_t i = 0; i < count; i++) {
-			if (i >= XRL_HTTP_MAX_RULES)
-				return at(x, item(x, items, i), "http.rules[%zu]: at most %d rules", i,
-					  XRL_HTTP_MAX_RULES);
-			if ((rc = parse_http_rule(x, item(x, items, i), i)))
-				return rc;
-		}
-	}
+	if (f[F_RULES].v && (rc = parse_http_rules(x, f[F_RULES].v)))
+		return rc;
 	if ((rc = xrl_http_cfg_finish(h, msg, sizeof(msg))))
 		return at(x, n, "http: %s", msg);
 	return 0;
@@ -1306,7 +1323,7 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		[F_INTERFACES] = { .key = "interfaces" }, [F_XDP] = { .key = "xdp" },
 		[F_PENALTY] = { .key = "penalty" }, [F_METRICS] = { .key = "metrics" },
 		[F_ON_EXIT] = { .key = "on_exit" }, [F_LOG_LEVEL] = { .key = "log_level" },
-		[F_HTTP] = { .key = "http" }
+		[F_HTTP] = { .key = "http" },
 	};
 	const char *s;
 	char d[64];

@@ -14,6 +14,8 @@
 #define POS(n, t)       { .name = (n), .type = (t) }
 #define OPT(n, t, m)    { .name = (n), .type = (t), .meta = (m) }
 
+/* One row a verb; kept as a table by the formatter. */
+/* clang-format off */
 const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 	[XRL_VERB_STATUS] = { XRL_VERB_STATUS, "status", NULL, {}, {}, 0,
 		"daemon and interfaces (from the pins if xrld is down)" },
@@ -53,6 +55,7 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		{ POS("RULE", XRL_ARG_NAME), POS("on|off", XRL_ARG_ONOFF) }, {}, 0,
 		"count a rule's refusals without dropping (until xrld restarts)" },
 };
+/* clang-format on */
 
 void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len)
 {

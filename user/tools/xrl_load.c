@@ -212,7 +212,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "fine-clock", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
-		{}
+		{},
 	};
 	const char *ttl = NULL;
 	char err[XRL_ERRLEN] = "";

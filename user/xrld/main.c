@@ -192,7 +192,7 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		XRL_CTL_LONGOPTS,
-		{}
+		{},
 	};
 	int c;
 
