@@ -48,7 +48,7 @@ void sleep_ns(__u64 ns)
  * a test frees early only what it replaces (lim_free, cfg_free).
  */
 #define MADE_MAX 16
-static void *made[2][MADE_MAX];          /* [0] configurations, [1] limiters */
+static void *made[2][MADE_MAX]; /* [0] configurations, [1] limiters */
 
 static void made_add(int kind, void *p)
 {
@@ -96,7 +96,7 @@ void lim_free(struct xrl_limiter *l)
 int xrl_lim_fx_teardown(void **state)
 {
 	for (int i = 0; i < MADE_MAX; i++) {
-		xrl_limiter_free(made[1][i]);   /* the limiters copy their configuration */
+		xrl_limiter_free(made[1][i]); /* the limiters copy their configuration */
 		made[1][i] = NULL;
 	}
 	for (int i = 0; i < MADE_MAX; i++) {
@@ -155,8 +155,7 @@ struct xrl_limiter *lim_new(const struct xrl_http_cfg *c)
 }
 
 /* One request matched by one rule, the rule's own cost. */
-struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r,
-				const char *key)
+struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key)
 {
 	struct xrl_decision d;
 	int rc = xrl_limiter_decide(l, &r, &key, NULL, 1, &d);
@@ -170,7 +169,7 @@ struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r,
 
 /* One request matched by two rules, the same key for both. */
 struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
-				const struct xrl_http_rule *b, const char *key)
+			 const struct xrl_http_rule *b, const char *key)
 {
 	const struct xrl_http_rule *rs[2] = { a, b };
 	const char *ks[2] = { key, key };
@@ -178,15 +177,14 @@ struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
 	int rc = xrl_limiter_decide(l, rs, ks, NULL, 2, &d);
 
 	if (rc)
-		print_error("[%s] xrl_limiter_decide(%s+%s, \"%s\") = %d\n", ctx, a->name,
-			    b->name, key, rc);
+		print_error("[%s] xrl_limiter_decide(%s+%s, \"%s\") = %d\n", ctx, a->name, b->name,
+			    key, rc);
 	assert_int_equal(rc, 0);
 	return d;
 }
 
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
-__u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		   __u64 cap)
+__u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u64 cap)
 {
 	__u64 n = 0;
 
@@ -205,7 +203,7 @@ struct xrl_limiter_stats stats(struct xrl_limiter *l)
 
 /* Time one decision (ns). */
 __u64 timed(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		   struct xrl_decision *d)
+	    struct xrl_decision *d)
 {
 	__u64 t0 = mono();
 
@@ -225,7 +223,7 @@ void fl_decided(void *arg)
 
 /* Queue one decision (rule r, key) on p; xrl_limiter_decide_async's result. */
 int dec_async(struct xrl_limiter *l, struct xrl_redis_pipe *p, const struct xrl_http_rule *r,
-		     const char *key, struct flight *f, struct xrl_decision *d)
+	      const char *key, struct flight *f, struct xrl_decision *d)
 {
 	struct xrl_limiter_wait w = { .queued = fl_queued, .decided = fl_decided, .arg = f };
 
@@ -256,8 +254,8 @@ __u64 drive(struct xrl_redis_pipe *p, struct flight *f, int n)
 /* ---- issue 11: cost, key identity, TTLs, reload race, the model ------------- */
 
 /* One request of `cost` tokens for rule r and key. */
-int decc(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		__u32 cost, struct xrl_decision *d)
+int decc(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u32 cost,
+	 struct xrl_decision *d)
 {
 	return xrl_limiter_decide(l, &r, &key, &cost, 1, d);
 }
@@ -290,12 +288,24 @@ void model_tick(struct model *m, __u64 *real_last)
 	__u64 now = atomic_load(m->clk), step;
 
 	switch (rnd(&m->seed) % 6) {
-	case 0: step = 0; break;
-	case 1: step = rnd(&m->seed) % (g->emit_ns / 100); break;
-	case 2: step = rnd(&m->seed) % (2 * g->emit_ns); break;
-	case 3: step = rnd(&m->seed) % (2 * g->tau_ns); break;
-	case 4: step = rnd(&m->seed) % 4 ? 0 : rnd(&m->seed) % (30 * DAY); break;
-	default: step = g->emit_ns * (rnd(&m->seed) % 3); break;
+	case 0:
+		step = 0;
+		break;
+	case 1:
+		step = rnd(&m->seed) % (g->emit_ns / 100);
+		break;
+	case 2:
+		step = rnd(&m->seed) % (2 * g->emit_ns);
+		break;
+	case 3:
+		step = rnd(&m->seed) % (2 * g->tau_ns);
+		break;
+	case 4:
+		step = rnd(&m->seed) % 4 ? 0 : rnd(&m->seed) % (30 * DAY);
+		break;
+	default:
+		step = g->emit_ns * (rnd(&m->seed) % 3);
+		break;
 	}
 	if (m->back && rnd(&m->seed) % 8 == 0) {
 		__u64 b = rnd(&m->seed) % (2 * g->tau_ns);
@@ -326,8 +336,8 @@ void model_step(struct model *m, int i)
 	struct xrl_decision d;
 	int rc = decc(m->l, m->r, m->keys[k], cost, &d);
 
-	CTX("%s, XRL_MODEL_SEED=%u, step %d: key %d, cost %u, now %llu, model TAT %llu (%+lld ns)", m->what,
-	    m->seed0, i, k, cost, (ull)now, (ull)m->tat[k], (long long)(m->tat[k] - now));
+	CTX("%s, XRL_MODEL_SEED=%u, step %d: key %d, cost %u, now %llu, model TAT %llu (%+lld ns)",
+	    m->what, m->seed0, i, k, cost, (ull)now, (ull)m->tat[k], (long long)(m->tat[k] - now));
 	if (cost > g->burst) {
 		EQ(rc, -E2BIG);
 		return;

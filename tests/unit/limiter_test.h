@@ -17,14 +17,14 @@
 #include "http/http.h"
 
 /* Which rule a decision names: compared by pointer, printed by name. */
-#define RULE_IS(got, want) do {						\
-	const struct xrl_http_rule *g_ = (got), *w_ = (want);		\
-	if (g_ != w_)							\
-		print_error("[%s] %s = %s, want %s = %s\n", ctx, #got,	\
-			    g_ ? g_->name : "(none)", #want,		\
-			    w_ ? w_->name : "(none)");			\
-	assert_ptr_equal(g_, w_);					\
-} while (0)
+#define RULE_IS(got, want) \
+	do { \
+		const struct xrl_http_rule *g_ = (got), *w_ = (want); \
+		if (g_ != w_) \
+			print_error("[%s] %s = %s, want %s = %s\n", ctx, #got, \
+				    g_ ? g_->name : "(none)", #want, w_ ? w_->name : "(none)"); \
+		assert_ptr_equal(g_, w_); \
+	} while (0)
 
 /* Decisions queued on a pipe: how many were queued and decided. */
 struct flight {
@@ -46,8 +46,8 @@ struct model {
 	struct xrl_limiter *l;
 	const struct xrl_http_rule *r;
 	_Atomic __u64 *clk;
-	bool back;           /* the clock may step backwards */
-	bool real_pace;      /* Redis: the clock never runs slower than real time */
+	bool back;	/* the clock may step backwards */
+	bool real_pace; /* Redis: the clock never runs slower than real time */
 	__u64 tat[MODEL_KEYS];
 	const char *keys[MODEL_KEYS];
 	unsigned seed, seed0;
@@ -75,22 +75,20 @@ void cfg_free(struct xrl_http_cfg *c);
 int xrl_lim_fx_teardown(void **state);
 
 /* One request matched by one rule, the rule's own cost. */
-struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r,
-				const char *key);
+struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key);
 
 /* One request matched by two rules, the same key for both. */
 struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
-				const struct xrl_http_rule *b, const char *key);
+			 const struct xrl_http_rule *b, const char *key);
 
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
-__u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		   __u64 cap);
+__u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u64 cap);
 
 struct xrl_limiter_stats stats(struct xrl_limiter *l);
 
 /* Time one decision (ns). */
 __u64 timed(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		   struct xrl_decision *d);
+	    struct xrl_decision *d);
 
 void fl_queued(void *arg);
 
@@ -98,15 +96,15 @@ void fl_decided(void *arg);
 
 /* Queue one decision (rule r, key) on p; xrl_limiter_decide_async's result. */
 int dec_async(struct xrl_limiter *l, struct xrl_redis_pipe *p, const struct xrl_http_rule *r,
-		     const char *key, struct flight *f, struct xrl_decision *d);
+	      const char *key, struct flight *f, struct xrl_decision *d);
 
 /* Run the pipe as an event loop would until `n` decisions are decided;
  * the time it took (ns). */
 __u64 drive(struct xrl_redis_pipe *p, struct flight *f, int n);
 
 /* One request of `cost` tokens for rule r and key. */
-int decc(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
-		__u32 cost, struct xrl_decision *d);
+int decc(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u32 cost,
+	 struct xrl_decision *d);
 
 extern char long_a[4097], long_b[4097], hash_like[70];
 

@@ -15,7 +15,7 @@
 
 #include "ctl.h"
 
-static char *guard;     /* two pages: read-write, then PROT_NONE */
+static char *guard; /* two pages: read-write, then PROT_NONE */
 static size_t page;
 
 static int setup(void **state)

@@ -57,7 +57,7 @@ static __u64 rss_bytes(void)
 
 #define FLOOD 1000000U
 
-#define TABLE 65536U    /* memory_max_keys 65536: 64 shards x 1024 slots */
+#define TABLE 65536U /* memory_max_keys 65536: 64 shards x 1024 slots */
 
 /* Every insert into the table is a new key, an idle eviction or an active one. */
 static __u64 inserts(struct xrl_limiter *l)
@@ -69,8 +69,7 @@ static __u64 inserts(struct xrl_limiter *l)
 
 /* ---- penalties ------------------------------------------------------------- */
 
-static void penalty_cfg(struct xrl_http_cfg *c, __u32 strikes, __u64 window, __u64 base,
-			__u64 max)
+static void penalty_cfg(struct xrl_http_cfg *c, __u32 strikes, __u64 window, __u64 base, __u64 max)
 {
 	c->penalty.enabled = true;
 	c->penalty.strikes = strikes;
@@ -85,7 +84,7 @@ struct worker {
 	struct xrl_limiter *l;
 	const struct xrl_http_rule *rules[3];
 	int n_rules;
-	int n;             /* decisions */
+	int n; /* decisions */
 	int id;
 	pthread_barrier_t *go;
 	__u64 allowed;
@@ -195,12 +194,13 @@ static int guarded_read(const char *resp, size_t len)
 
 static void test_exact_burst_then_refused(void **state)
 {
-	static const struct { const char *rate; __u32 burst; __u64 emit_s; } t[] = {
-		{ "1/6s",   5, 6 },
-		{ "10/min", 10, 6 },
-		{ "1/h",    3, 3600 },
-		{ "1/h",    1, 3600 },
-		{ "20/h",   40, 180 },
+	static const struct {
+		const char *rate;
+		__u32 burst;
+		__u64 emit_s;
+	} t[] = {
+		{ "1/6s", 5, 6 },   { "10/min", 10, 6 }, { "1/h", 3, 3600 },
+		{ "1/h", 1, 3600 }, { "20/h", 40, 180 },
 	};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
@@ -235,7 +235,8 @@ static void test_exact_burst_then_refused(void **state)
 		for (int k = 1; k <= 3; k++) {
 			struct xrl_decision d = dec1(l, r, "alice");
 
-			CTX("rate %s burst %u: refusal %d after the burst", t[i].rate, t[i].burst, k);
+			CTX("rate %s burst %u: refusal %d after the burst", t[i].rate, t[i].burst,
+			    k);
 			EQ(d.allowed, false);
 			RULE_IS(d.rule, r);
 			EQ(d.limit, t[i].burst);
@@ -704,7 +705,8 @@ static void test_flood_bounded_slow_rate(void **state)
 	s = stats(l);
 	print_message("  flood: %u keys in %.2f s, RSS %+lld KiB; keys %llu, evictions "
 		      "idle %llu active %llu; quick key re-inserted %llu times, %llu of %llu "
-		      "checks admitted\n", FLOOD, (double)(mono() - t0) / SEC,
+		      "checks admitted\n",
+		      FLOOD, (double)(mono() - t0) / SEC,
 		      ((long long)rss1 - (long long)rss0) / 1024, (ull)s.keys,
 		      (ull)s.evictions_idle, (ull)s.evictions_active, (ull)quick_ins - 1,
 		      (ull)quick_allowed, (ull)checks);
@@ -909,8 +911,12 @@ static void test_concurrent_same_key(void **state)
 	l = lim_new(c);
 	pthread_barrier_init(&go, NULL, 4);
 	for (int i = 0; i < 4; i++) {
-		w[i] = (struct worker){ .l = l, .rules = { &c->rules[0] }, .n_rules = 1,
-					.n = 2500, .id = i, .go = &go };
+		w[i] = (struct worker){ .l = l,
+					.rules = { &c->rules[0] },
+					.n_rules = 1,
+					.n = 2500,
+					.id = i,
+					.go = &go };
 		assert_int_equal(pthread_create(&th[i], NULL, worker_same_key, &w[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {
@@ -952,7 +958,10 @@ static void test_concurrent_multi_rule(void **state)
 	for (int i = 0; i < 4; i++) {
 		w[i] = (struct worker){ .l = l,
 					.rules = { &c->rules[0], &c->rules[1], &c->rules[2] },
-					.n_rules = 3, .n = 20000, .id = i, .go = &go };
+					.n_rules = 3,
+					.n = 20000,
+					.id = i,
+					.go = &go };
 		assert_int_equal(pthread_create(&th[i], NULL, worker_multi, &w[i]), 0);
 	}
 	for (int i = 0; i < 4; i++) {

@@ -64,7 +64,8 @@ static struct rsrv *live_rs[4];
 
 static int free_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
 
@@ -249,7 +250,7 @@ static void overlimit_per_cost(struct xrl_limiter *l, const struct xrl_http_rule
 	CTX("%s: cost 10 with 5 left", what);
 	EQ(decc(l, r, "k", 10, &d), 0);
 	EQ(d.allowed, 0);
-	EQ(d.retry_after_s, 30);                /* 5 tokens of 6 s */
+	EQ(d.retry_after_s, 30); /* 5 tokens of 6 s */
 	CTX("%s: cost 1 after the refusal of 10", what);
 	EQ(decc(l, r, "k", 1, &d), 0);
 	EQ(d.allowed, 1);
@@ -257,7 +258,7 @@ static void overlimit_per_cost(struct xrl_limiter *l, const struct xrl_http_rule
 	CTX("%s: cost 10 again: 6 tokens short", what);
 	EQ(decc(l, r, "k", 10, &d), 0);
 	EQ(d.allowed, 0);
-	GE(d.retry_after_s, 35);                /* 36 s, less the time the test took */
+	GE(d.retry_after_s, 35); /* 36 s, less the time the test took */
 	LE(d.retry_after_s, 36);
 	EQ(d.remaining, 4);
 	CTX("%s: cost 4 takes the last 4", what);
@@ -305,8 +306,7 @@ static long long redis_keys_maxlen(const struct rsrv *r)
 }
 
 /* Finding 13c: keys sharing a 4000-byte prefix (JWTs) never share a bucket. */
-static void long_keys_apart(struct xrl_limiter *l, const struct xrl_http_rule *r,
-			    const char *what)
+static void long_keys_apart(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *what)
 {
 	CTX("%s: drain a 4 KiB key", what);
 	EQ(drain(l, r, long_a, 10), 2);
@@ -520,7 +520,8 @@ static void test_redis_breaker_probe(void **state)
  */
 static void test_redis_silent_timeout(void **state)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
@@ -568,7 +569,8 @@ static void test_redis_silent_timeout(void **state)
  */
 static void test_redis_reconnect_never_blocks(void **state)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
@@ -595,7 +597,8 @@ static void test_redis_reconnect_never_blocks(void **state)
 	t0 = mono();
 	xrl_limiter_pipe_run(p, 0);
 	ns = mono() - t0;
-	print_message("  silent redis: connect + handshake + batch sent in %.3f ms\n", (double)ns / MS);
+	print_message("  silent redis: connect + handshake + batch sent in %.3f ms\n",
+		      (double)ns / MS);
 	LE(ns, 20 * MS);
 	EQ(f.decided, 0);
 	ns = drive(p, &f, 1);
@@ -1017,9 +1020,9 @@ static void test_redis_auth(void **state)
 	own = (struct rsrv){};
 	redis_up(rs);
 	redis_cmd(rs, "ACL SETUSER xrl on >pw2 ~xrl:* -@all +select +script|load +evalsha "
-		       "+get +mget +exists +type +set +pexpire");
+		      "+get +mget +exists +type +set +pexpire");
 	redis_cmd(rs, "ACL SETUSER nomget on >pw3 ~xrl:* -@all +select +script|load +evalsha "
-		       "+get +exists +type +set +pexpire");
+		      "+get +exists +type +set +pexpire");
 	redis_cmd(rs, "CONFIG SET requirepass s3cret");
 
 	l = auth_lim(rs, ":s3cret", &c);

@@ -135,11 +135,13 @@ static int status_from_pins(void)
 	json_t *ifs = json_array();
 
 	if (n < 0)
-		return json_decref(ifs), fail(1, "xrld is not running and %s holds no pinned state: %s",
-					      pin_root, strerror(-n));
+		return json_decref(ifs),
+		       fail(1, "xrld is not running and %s holds no pinned state: %s", pin_root,
+			    strerror(-n));
 	if (!json)
 		printf("xrld: not running (%s); the data plane, read from %s:\n"
-		       "%-16s %-8s %-8s %-10s\n", sock_path, pin_root, "INTERFACE", "PROG", "MODE", "ATTACHED");
+		       "%-16s %-8s %-8s %-10s\n",
+		       sock_path, pin_root, "INTERFACE", "PROG", "MODE", "ATTACHED");
 	for (int i = 0; i < n; i++) {
 		const char *mode;
 		struct xrl_handle *h;
@@ -150,12 +152,13 @@ static int status_from_pins(void)
 		in = xrl_info(h);
 		mode = in->mode == XRL_MODE_SKB ? "skb" : "native";
 		if (json)
-			json_array_append_new(ifs, json_pack("{s:s,s:I,s:s,s:b}", "name", names[i], "prog_id",
-							     (json_int_t)in->prog_id, "mode", mode,
-							     "attached", in->attached));
+			json_array_append_new(ifs,
+					      json_pack("{s:s,s:I,s:s,s:b}", "name", names[i],
+							"prog_id", (json_int_t)in->prog_id, "mode",
+							mode, "attached", in->attached));
 		else
-			printf("%-16s %-8u %-8s %-10s\n", names[i], in->prog_id, in->attached ? mode : "-",
-			       in->attached ? "yes (enforcing)" : "NO");
+			printf("%-16s %-8u %-8s %-10s\n", names[i], in->prog_id,
+			       in->attached ? mode : "-", in->attached ? "yes (enforcing)" : "NO");
 		xrl_close(h);
 	}
 	if (json)
@@ -210,7 +213,7 @@ static json_t *snaps_json(struct snap *s, int n, struct snap *prev, double dt)
 		json_t *r;
 
 		/* the rules of every interface, each naming its interface */
-		json_array_foreach(json_object_get(one, "rules"), k, r) {
+		json_array_foreach (json_object_get(one, "rules"), k, r) {
 			json_object_set_new(r, "interface", json_string(s[i].name));
 			json_array_append(rules, r);
 		}
@@ -239,7 +242,11 @@ static void print_snaps(struct snap *s, int n, struct snap *prev, double dt)
 }
 
 static volatile sig_atomic_t stop_watch;
-static void on_int(int sig) { (void)sig; stop_watch = 1; }
+static void on_int(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
 
 static int cmd_stats(const struct xrl_verb_call *c)
 {
@@ -280,7 +287,8 @@ static int cmd_stats(const struct xrl_verb_call *c)
 			printf("\n--- %s\n", tb);
 		}
 		print_snaps(cur, n, n == pn ? prev : NULL,
-			    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+			    (double)(t1.tv_sec - t0.tv_sec) +
+				    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 		t0 = t1;
 	}
 	return 0;
@@ -298,7 +306,8 @@ static int cmd_policy_check(const char *path)
 		return 1;
 	}
 	if (json)
-		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy", xrl_config_json(c)));
+		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy",
+				   xrl_config_json(c)));
 	else
 		printf("%s: ok\n%s", path, sum);
 	free(sum);
@@ -348,7 +357,8 @@ static int list_from_pins(bool deny)
 	struct xrl_handle *h;
 
 	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h))
-		return fail(1, "xrld is not running and there is no pinned state under %s", pin_root);
+		return fail(1, "xrld is not running and there is no pinned state under %s",
+			    pin_root);
 	if (json)
 		xrl_buf_json(&b, xrl_report_list_json(h, deny));
 	else
@@ -372,7 +382,8 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 		return daemon_up() ? call(argc, args) : detach_from_pins(c->pos[0]);
 	case XRL_VERB_ALLOW_LIST:
 	case XRL_VERB_DENY_LIST:
-		return daemon_up() ? call(argc, args) : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+		return daemon_up() ? call(argc, args)
+				   : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
 	case XRL_VERB_POLICY_CHECK:
 		return cmd_policy_check(c->pos[0]);
 	case XRL_VERB_POLICY_APPLY:
@@ -395,7 +406,8 @@ static int verb_help(const struct xrl_verb_call *c, const char *word)
 		return 0;
 	}
 	xrl_verb_synopsis(c->v, syn, sizeof(syn));
-	printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s\n  %s\n", syn, c->v->help);
+	printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s\n  %s\n", syn,
+	       c->v->help);
 	return 0;
 }
 
@@ -414,12 +426,24 @@ int main(int argc, char **argv)
 	/* global options come before the verb; --json may also follow it */
 	while ((o = getopt_long(argc, argv, "+s:p:jh", lo, NULL)) != -1) {
 		switch (o) {
-		case 's': sock_path = optarg; break;
-		case 'p': pin_root = optarg; break;
-		case 'j': json = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("xrlctl %s\n", XRL_VERSION); return 0;
-		default: usage(stderr); return 2;
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'p':
+			pin_root = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("xrlctl %s\n", XRL_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	for (int i = optind; i < argc && n < XRL_CTL_MAXARGS; i++) {

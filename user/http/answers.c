@@ -33,7 +33,6 @@
 #include "report.h"
 #include "server_int.h"
 
-
 /*
  * A JSON string into b. The refusal path writes its problem+json body with
  * this rather than jansson: a 429 costs no tree of allocations. Runs of
@@ -62,10 +61,12 @@ static void buf_json_str(struct xrl_buf *b, const char *s)
 	xrl_buf_add(b, "\"", 1);
 }
 
-
 static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
 {
-	static const struct { __u64 ns; const char *one, *many; } u[] = {
+	static const struct {
+		__u64 ns;
+		const char *one, *many;
+	} u[] = {
 		{ 86400 * XRL_NSEC_PER_SEC, "day", "days" },
 		{ 3600 * XRL_NSEC_PER_SEC, "hour", "hours" },
 		{ 60 * XRL_NSEC_PER_SEC, "minute", "minutes" },
@@ -140,7 +141,8 @@ static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response 
 }
 
 static struct MHD_Response *make_response(const char *ctype, struct xrl_buf *b,
-					  const struct xrl_http_cfg *c, const struct xrl_decision *d)
+					  const struct xrl_http_cfg *c,
+					  const struct xrl_decision *d)
 {
 	struct MHD_Response *resp;
 	char v[32];
@@ -165,8 +167,8 @@ static struct MHD_Response *make_response(const char *ctype, struct xrl_buf *b,
 }
 
 enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
-				struct xrl_buf *b, const struct xrl_http_cfg *c,
-				const struct xrl_decision *d)
+				 struct xrl_buf *b, const struct xrl_http_cfg *c,
+				 const struct xrl_decision *d)
 {
 	struct MHD_Response *resp = make_response(ctype, b, c, d);
 	enum MHD_Result ret;
@@ -179,7 +181,7 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 }
 
 enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
-			       const char *detail)
+				const char *detail)
 {
 	struct xrl_buf b = {};
 	enum MHD_Result r;
@@ -205,7 +207,8 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	if (d->shed && d->backend_error)
 		snprintf(detail, sizeof(detail),
 			 "The rate-limit store for \"%s\" is unavailable and this limit fails closed; "
-			 "try again in %llu second%s.", rn, (unsigned long long)d->retry_after_s,
+			 "try again in %llu second%s.",
+			 rn, (unsigned long long)d->retry_after_s,
 			 d->retry_after_s == 1 ? "" : "s");
 	else if (d->shed)
 		snprintf(detail, sizeof(detail),
@@ -214,16 +217,19 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	else if (d->missing_key)
 		snprintf(detail, sizeof(detail),
 			 "Requests to this route are limited per caller (rule \"%s\") and this request "
-			 "did not say who the caller is.", rn);
+			 "did not say who the caller is.",
+			 rn);
 	else if (d->penalized)
 		snprintf(detail, sizeof(detail),
 			 "You went over the limit \"%s\" (%s, bursts of %llu) repeatedly and are blocked "
-			 "for %llu more second%s.", rn, rate, (unsigned long long)d->limit,
+			 "for %llu more second%s.",
+			 rn, rate, (unsigned long long)d->limit,
 			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
 	else
 		snprintf(detail, sizeof(detail),
 			 "You have used up the limit \"%s\": %s, in bursts of up to %llu. "
-			 "Try again in %llu second%s.", rn, rate, (unsigned long long)d->limit,
+			 "Try again in %llu second%s.",
+			 rn, rate, (unsigned long long)d->limit,
 			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
 	xrl_buf_printf(b, "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%u,\"detail\":",
 		       status == 503 ? "Service Unavailable" : "Too Many Requests", status);
@@ -283,11 +289,18 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 			return MHD_NO;
 		if (rc->resp)
 			MHD_destroy_response(rc->resp);
-		*rc = (struct refusal_cache){ .srv = s, .gen = gen, .rule = d->rule, .limit = d->limit,
-					      .remaining = d->remaining, .reset_s = d->reset_s,
-					      .retry_after_s = d->retry_after_s, .now_s = now_s,
-					      .status = status, .missing = d->missing_key,
-					      .penalized = d->penalized, .resp = resp };
+		*rc = (struct refusal_cache){ .srv = s,
+					      .gen = gen,
+					      .rule = d->rule,
+					      .limit = d->limit,
+					      .remaining = d->remaining,
+					      .reset_s = d->reset_s,
+					      .retry_after_s = d->retry_after_s,
+					      .now_s = now_s,
+					      .status = status,
+					      .missing = d->missing_key,
+					      .penalized = d->penalized,
+					      .resp = resp };
 	}
 	return MHD_queue_response(conn, status, rc->resp);
 }
@@ -332,9 +345,9 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 
 /* The loop of the thread running (a handler runs in its loop's thread). */
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
-				   struct MHD_Connection *conn, bool nginx,
-				   const struct xrl_http_rule *const *rules, int n,
-				   const struct xrl_decision *d)
+				    struct MHD_Connection *conn, bool nginx,
+				    const struct xrl_http_rule *const *rules, int n,
+				    const struct xrl_decision *d)
 {
 	const struct xrl_http_cfg *c = &sc->c;
 	struct xrl_buf b = {};
@@ -356,7 +369,8 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_
 		atomic_fetch_add(&s->status[nginx ? ST_403 : ST_429], 1);
 		return send_refusal(s, c, conn, status, d);
 	}
-	ret = xrl_srv_send_buf(conn, status, d->allowed ? "text/plain" : "application/problem+json", &b, c, d);
+	ret = xrl_srv_send_buf(conn, status, d->allowed ? "text/plain" : "application/problem+json",
+			       &b, c, d);
 	xrl_buf_free(&b);
 	return ret;
 }
@@ -364,8 +378,8 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_
 /* The forwarded headers of the configured kind: their values, and whether
  * one came twice (a client's copy beside the proxy's). */
 enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
-				    struct MHD_Connection *conn, const struct xrl_http_rule *r,
-				    struct xrl_decision *d)
+				     struct MHD_Connection *conn, const struct xrl_http_rule *r,
+				     struct xrl_decision *d)
 {
 	const struct xrl_http_cfg *c = &sc->c;
 	struct xrl_buf b = {};
@@ -385,7 +399,8 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 	buf_json_str(&b, r->name);
 	xrl_buf_printf(&b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu,\"reset\":%llu",
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
-		       (unsigned long long)(d->allowed ? 0 : d->retry_after_s), (unsigned long long)d->reset_s);
+		       (unsigned long long)(d->allowed ? 0 : d->retry_after_s),
+		       (unsigned long long)d->reset_s);
 	if (!d->allowed) {
 		struct xrl_buf t = {};
 
@@ -403,4 +418,3 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 	xrl_buf_free(&b);
 	return ret;
 }
-

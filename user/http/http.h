@@ -60,8 +60,8 @@ void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const ch
  * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
  */
 int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *method,
-		      const char *url, const char *fm, const char *fu, bool dup,
-		      const char **om, char *path, size_t pathlen, const char **why);
+		      const char *url, const char *fm, const char *fu, bool dup, const char **om,
+		      char *path, size_t pathlen, const char **why);
 
 /* r matches the (already normalised) method and path: methods compare
  * case-sensitively (RFC 9110 9.1), path prefixes byte for byte unless
@@ -75,18 +75,18 @@ struct xrl_limiter;
 
 /* What one decision concluded, for the headers and the body. */
 struct xrl_decision {
-	bool  allowed;
-	bool  shed;                    /* 503: closed on backend error or shedding */
-	bool  backend_error;           /* the backend failed; a fallback decided */
-	bool  missing_key;             /* refused for a missing identity */
-	bool  penalized;               /* refused by a key penalty */
+	bool allowed;
+	bool shed;			  /* 503: closed on backend error or shedding */
+	bool backend_error;		  /* the backend failed; a fallback decided */
+	bool missing_key;		  /* refused for a missing identity */
+	bool penalized;			  /* refused by a key penalty */
 	const struct xrl_http_rule *rule; /* the rule that refused, or the one
 					   * with the fewest tokens left */
-	__u64 limit;                   /* burst of that rule */
-	__u64 remaining;               /* whole tokens left */
-	__u64 reset_s;                 /* seconds until its bucket is full */
-	__u64 retry_after_s;           /* refusals: whole seconds, >= 1 */
-	__u32 n_rules;                 /* rules checked */
+	__u64 limit;			  /* burst of that rule */
+	__u64 remaining;		  /* whole tokens left */
+	__u64 reset_s;			  /* seconds until its bucket is full */
+	__u64 retry_after_s;		  /* refusals: whole seconds, >= 1 */
+	__u32 n_rules;			  /* rules checked */
 };
 
 struct xrl_limiter_stats {
@@ -94,12 +94,12 @@ struct xrl_limiter_stats {
 	__u64 backend_errors, breaker_open_skips, overlimit_cache_hits;
 	__u64 fallback_open, fallback_closed, fallback_local;
 	__u64 keys, evictions_idle, evictions_active, penalties;
-	__u64 redis_round_trips;       /* writes of a batch of EVALSHA */
-	__u64 redis_calls;             /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
-	__u64 redis_decisions;         /* decisions sent in them */
+	__u64 redis_round_trips; /* writes of a batch of EVALSHA */
+	__u64 redis_calls;	 /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
+	__u64 redis_decisions;	 /* decisions sent in them */
 };
 
-int  xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
+int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
 void xrl_limiter_free(struct xrl_limiter *l);
 /* Swap the rule set (on reload); buckets of rules kept by name survive. */
 void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
@@ -111,8 +111,7 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
  * others (check all, then take from all).
  */
 int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
-		       const char *const *keys, const __u32 *costs, int n,
-		       struct xrl_decision *d);
+		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d);
 
 /*
  * A Redis pipe: one connection, driven by one thread's event loop. The
@@ -143,19 +142,18 @@ static inline char *xrl_put_u64(char *p, __u64 v)
 struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l);
 /* Every decision still queued or in flight falls back now (w->decided); then free. */
 void xrl_limiter_pipe_free(struct xrl_redis_pipe *p);
-void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p);   /* the same, the pipe stays */
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p); /* the same, the pipe stays */
 /*
  * What the loop waits for: returns the fd (-1: none) with the poll events
  * wanted and the time until the batch in flight times out (UINT64_MAX:
  * none); *gen changes with every new connection (a new fd to register).
  */
-int  xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns,
-			   __u32 *gen);
+int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen);
 /* After the fd was ready (revents), the timeout passed, or decisions were
  * queued (revents 0): write, read, time out, hand back the decisions of a
  * batch that is over, and send the next batch when the pipe is free.
  * Returns the number of decisions handed back (w->decided called). */
-int  xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents);
+int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents);
 bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p);
 
 /*
@@ -195,8 +193,8 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
  */
 enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
 struct xrl_script_key {
-	bool  ok;                      /* admitted, or would be */
-	__u64 rel_ns;                  /* its TAT after, relative to the call's now; 0: past */
+	bool ok;      /* admitted, or would be */
+	__u64 rel_ns; /* its TAT after, relative to the call's now; 0: past */
 };
 struct redisReply;
 struct redisReader;
@@ -215,10 +213,10 @@ void xrl_reader_guard_reset(struct xrl_reader_guard *g);
 
 struct xrl_http_server;
 
-int  xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out,
-		    char *err, size_t errlen);
+int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
+		   size_t errlen);
 /* Reload: new rules and limits; the listener stays. */
-int  xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
+int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
 /* Prometheus lines for the tier (appended to xrld's /metrics). */
 struct xrl_buf;

@@ -15,8 +15,6 @@
 
 #include "http.h"
 
-
-
 /* A port after an address: 1 to 5 digits, at most 65535. */
 static bool port_ok(const char *s, const char *end)
 {
@@ -166,8 +164,8 @@ void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const ch
 }
 
 int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *method,
-		      const char *url, const char *fm, const char *fu, bool dup,
-		      const char **om, char *path, size_t pathlen, const char **why)
+		      const char *url, const char *fm, const char *fu, bool dup, const char **om,
+		      char *path, size_t pathlen, const char **why)
 {
 	const char *mh, *uh, *target = url;
 	int rc;

@@ -33,19 +33,20 @@
 #include "report.h"
 #include "server_int.h"
 
-
-
 /* The direct peer's address as text ("unknown" when there is none). */
 static void peer_text(struct MHD_Connection *conn, char *out, size_t len)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
 
 	snprintf(out, len, "unknown");
 	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)len);
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out,
+			  (socklen_t)len);
 	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)len);
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+			  (socklen_t)len);
 }
 
 static bool peer_trusted(const struct xrl_http_cfg *c, const char *peer)
@@ -71,7 +72,7 @@ static enum MHD_Result xff_join(void *cls, enum MHD_ValueKind kind, const char *
 /* The client address (xrl_http_client_addr): X-Forwarded-For is read only
  * when the peer is a trusted proxy. */
 void xrl_srv_client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
-		      size_t len)
+		       size_t len)
 {
 	char peer[INET6_ADDRSTRLEN];
 	struct xrl_buf xb = {};
@@ -150,8 +151,8 @@ static enum MHD_Result fwd_scan_one(void *cls, enum MHD_ValueKind kind, const ch
  * -errno once a 400 or 414 is queued (*ret its result).
  */
 int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-		       struct MHD_Connection *conn, const char *method, const char *url,
-		       const char **om, char *path, size_t pathlen, enum MHD_Result *ret)
+			struct MHD_Connection *conn, const char *method, const char *url,
+			const char **om, char *path, size_t pathlen, enum MHD_Result *ret)
 {
 	struct fwd_scan f = {};
 	char peer[INET6_ADDRSTRLEN];
@@ -168,7 +169,8 @@ int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 		else if (MHD_lookup_connection_value(conn, MHD_HEADER_KIND, f.uh) &&
 			 !atomic_exchange(&s->warned_untrusted, true))
 			log_warnx("http: %s from %s is ignored, as %s is not in http.trusted_proxies: "
-				  "rules see the request's own line (said once)", f.uh, peer, peer);
+				  "rules see the request's own line (said once)",
+				  f.uh, peer, peer);
 	}
 	rc = xrl_http_original(c, trusted, method, url, f.m, f.u, f.dup, om, path, pathlen, &why);
 	if (!rc)
@@ -186,8 +188,8 @@ int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 /* The key of rule r for this request into kb (NULL: the request has none,
  * before on_missing_key); ip is the client address, found once. */
 const char *xrl_srv_rule_key(const struct xrl_http_cfg *c, struct MHD_Connection *conn,
-			    const struct xrl_http_rule *r, char *kb, size_t kblen, char *ip,
-			    size_t iplen)
+			     const struct xrl_http_rule *r, char *kb, size_t kblen, char *ip,
+			     size_t iplen)
 {
 	const char *v = NULL;
 

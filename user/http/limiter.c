@@ -44,17 +44,27 @@
 
 struct sip {
 	__u64 v0, v1, v2, v3;
-	__u64 tail;      /* bytes not yet a whole word, little-endian */
-	size_t len;      /* bytes absorbed */
+	__u64 tail; /* bytes not yet a whole word, little-endian */
+	size_t len; /* bytes absorbed */
 };
 
 static void sip_round(struct sip *s, int n)
 {
 	while (n--) {
-		s->v0 += s->v1; s->v1 = ROTL(s->v1, 13); s->v1 ^= s->v0; s->v0 = ROTL(s->v0, 32);
-		s->v2 += s->v3; s->v3 = ROTL(s->v3, 16); s->v3 ^= s->v2;
-		s->v0 += s->v3; s->v3 = ROTL(s->v3, 21); s->v3 ^= s->v0;
-		s->v2 += s->v1; s->v1 = ROTL(s->v1, 17); s->v1 ^= s->v2; s->v2 = ROTL(s->v2, 32);
+		s->v0 += s->v1;
+		s->v1 = ROTL(s->v1, 13);
+		s->v1 ^= s->v0;
+		s->v0 = ROTL(s->v0, 32);
+		s->v2 += s->v3;
+		s->v3 = ROTL(s->v3, 16);
+		s->v3 ^= s->v2;
+		s->v0 += s->v3;
+		s->v3 = ROTL(s->v3, 21);
+		s->v3 ^= s->v0;
+		s->v2 += s->v1;
+		s->v1 = ROTL(s->v1, 17);
+		s->v1 ^= s->v2;
+		s->v2 = ROTL(s->v2, 32);
 	}
 }
 
@@ -111,7 +121,7 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
 /* The identity of rule r's bucket for key: the rule's name, not its 32-bit
  * id, so two rules never share buckets either. */
 static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
-			    const char *key)
+				const char *key)
 {
 	struct sip s;
 	__u64 o[2];
@@ -147,7 +157,8 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	if (d->allowed) {
 		for (int i = 0; i < n; i++) {
 			__u64 t = it[i].ok ? it[i].new_tat : it[i].tat;
-			__u64 rem = xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
+			__u64 rem =
+				xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
 
 			if (it[i].r->shadow)
 				continue; /* invisible to clients: no headers from it */
@@ -163,7 +174,8 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	d->limit = it[pick].r->burst;
 	if (d->allowed) {
 		d->remaining = best_rem;
-		d->reset_s = ceil_s(xrl_gcra_reset(it[pick].ok ? it[pick].new_tat : it[pick].tat, now));
+		d->reset_s =
+			ceil_s(xrl_gcra_reset(it[pick].ok ? it[pick].new_tat : it[pick].tat, now));
 	} else {
 		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].r->g.emit_ns,
 						  it[pick].r->g.tau_ns);
@@ -224,7 +236,7 @@ static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m
  * on_backend_error. Or one it did (J_OK).
  */
 void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
-		   struct xrl_decision *d)
+		    struct xrl_decision *d)
 {
 	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
 	int k = 0;
@@ -309,7 +321,7 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 		const struct xrl_http_rule *r = rules[i];
 		__u32 cost = costs ? costs[i] : r->cost;
 
-		if (!keys[i]) { /* on_missing_key: refuse, decided by the caller */
+		if (!keys[i]) {		 /* on_missing_key: refuse, decided by the caller */
 			if (r->shadow) { /* a shadow refusal: counted, not enforced */
 				STAT_ADD(l, shadow_refused, 1);
 				continue;
@@ -326,8 +338,10 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			continue;
 		if (cost > r->burst)
 			return -E2BIG;
-		it[m] = (struct xrl_lim_item){ .r = r, .k = key_digest(l, r, keys[i]),
-				       .inc = (__u64)cost * r->g.emit_ns, .key = keys[i] };
+		it[m] = (struct xrl_lim_item){ .r = r,
+					       .k = key_digest(l, r, keys[i]),
+					       .inc = (__u64)cost * r->g.emit_ns,
+					       .key = keys[i] };
 		m++;
 	}
 	*pm = m;
@@ -407,7 +421,8 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
-	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
+	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20) {
 		free(l);
 		return -EINVAL;
 	}

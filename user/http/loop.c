@@ -33,14 +33,14 @@
 #include "report.h"
 #include "server_int.h"
 
-
 __thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
 /* The pipe's fd in the loop's epoll, as it is now (a new connection is a
  * new fd; a closed one left the epoll set when it was closed). */
 static void loop_pipe_reg(struct xrl_srv_loop *lp, int fd, short ev, __u32 gen)
 {
-	struct epoll_event e = { .events = (ev & POLLIN ? EPOLLIN : 0u) | (ev & POLLOUT ? EPOLLOUT : 0u),
+	struct epoll_event e = { .events = (ev & POLLIN ? EPOLLIN : 0u) |
+					   (ev & POLLOUT ? EPOLLOUT : 0u),
 				 .data.u32 = EV_PIPE };
 
 	if (fd == lp->pipe_fd && gen == lp->pipe_gen && ev == lp->pipe_ev)
@@ -70,7 +70,8 @@ void *xrl_srv_loop_main(void *arg)
 	/* this thread parses what clients send: no capability, no bpf() */
 	prctl(PR_SET_NAME, "xrld-http", 0, 0, 0);
 	if (xrl_thread_confine())
-		log_warnx("couldn't confine an identity-tier thread (seccomp): it runs with xrld's privileges");
+		log_warnx(
+			"couldn't confine an identity-tier thread (seccomp): it runs with xrld's privileges");
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG mto;
 		__u64 pto;
@@ -134,7 +135,8 @@ void xrl_srv_loops_stop(struct xrl_http_server *s)
 	for (unsigned i = 0; i < s->n_loops; i++) {
 		__u64 one = 1;
 
-		if (s->loops[i].started && write(s->loops[i].stop_fd, &one, sizeof(one)) != sizeof(one))
+		if (s->loops[i].started &&
+		    write(s->loops[i].stop_fd, &one, sizeof(one)) != sizeof(one))
 			log_warnx("http: couldn't stop server thread %u", i);
 	}
 	for (unsigned i = 0; i < s->n_loops; i++)

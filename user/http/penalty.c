@@ -34,7 +34,8 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 		strikes = 0;
 	/* as in the packet tier: more than 2 x max without an offence forgives
 	 * (measured from the last strike, which is never before the last offence) */
-	if (st && offenses && win - (st >> 24) > 2 * l->cfg.penalty.max_ns / l->cfg.penalty.window_ns)
+	if (st && offenses &&
+	    win - (st >> 24) > 2 * l->cfg.penalty.max_ns / l->cfg.penalty.window_ns)
 		offenses = 0;
 	strikes++;
 	ttl = 0;
@@ -54,12 +55,13 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 		xrl_store_put(l->pen_block, x->k, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
 		log_info("identity tier: a key of rule %s refused in %u windows: blocked for %llus",
-			 x->r->name, l->cfg.penalty.strikes, (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
+			 x->r->name, l->cfg.penalty.strikes,
+			 (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
 	}
 }
 
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
-			    struct xrl_decision *d)
+			     struct xrl_decision *d)
 {
 	if (!l->cfg.penalty.enabled)
 		return false;

@@ -77,30 +77,30 @@ static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, co
  */
 struct xrl_redis_pipe {
 	struct xrl_limiter *l;
-	redisContext *c;              /* connected and non-blocking, or NULL */
+	redisContext *c;		/* connected and non-blocking, or NULL */
 	struct xrl_reader_guard *guard; /* of c's reader */
-	__u32 gen;                    /* bumped with every new connection */
-	char host[128];               /* where c is connected */
+	__u32 gen;			/* bumped with every new connection */
+	char host[128];			/* where c is connected */
 	int port, db;
-	__u64 auth;                   /* the limiter's auth when c was opened */
-	struct xrl_redis_job *q, *q_tail;       /* queued */
-	struct xrl_redis_job *b;                /* the batch in flight; NULL: free */
-	struct xrl_redis_job *cur;              /* the next reply is this one's */
-	__u8  hs[4];                  /* answers due before the batch's (HS_*) */
-	int   hs_n, hs_i;             /* how many; how many are in */
-	bool  fresh;                  /* c is new: the handshake goes first */
-	__u64 t0, deadline;           /* the batch's start; it fails at deadline */
-	bool probe;                   /* the batch is the breaker's probe */
-	bool reused;                  /* c was open before the batch */
-	bool retried, reloaded;       /* sent once more: on a new connection; after NOSCRIPT */
-	bool answered;                /* a reply of the batch came in */
-	bool aborting;                /* pipe_abort: not Redis's failure */
-	char *wb;                     /* the batch's bytes; wb[woff..wlen) unwritten */
+	__u64 auth;			  /* the limiter's auth when c was opened */
+	struct xrl_redis_job *q, *q_tail; /* queued */
+	struct xrl_redis_job *b;	  /* the batch in flight; NULL: free */
+	struct xrl_redis_job *cur;	  /* the next reply is this one's */
+	__u8 hs[4];			  /* answers due before the batch's (HS_*) */
+	int hs_n, hs_i;			  /* how many; how many are in */
+	bool fresh;			  /* c is new: the handshake goes first */
+	__u64 t0, deadline;		  /* the batch's start; it fails at deadline */
+	bool probe;			  /* the batch is the breaker's probe */
+	bool reused;			  /* c was open before the batch */
+	bool retried, reloaded;		  /* sent once more: on a new connection; after NOSCRIPT */
+	bool answered;			  /* a reply of the batch came in */
+	bool aborting;			  /* pipe_abort: not Redis's failure */
+	char *wb;			  /* the batch's bytes; wb[woff..wlen) unwritten */
 	size_t wlen, woff, wcap;
-	struct xrl_redis_job *free;             /* spare jobs */
+	struct xrl_redis_job *free; /* spare jobs */
 	__u32 nfree;
-	__u32 handed;                 /* decisions handed back (pipe_run's count) */
-	const char *why;              /* what failed, for the log */
+	__u32 handed;	 /* decisions handed back (pipe_run's count) */
+	const char *why; /* what failed, for the log */
 	char why_buf[160];
 };
 
@@ -116,9 +116,9 @@ struct xrl_redis_pipe {
 #define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
 
 struct xrl_reader_guard {
-	redisReplyObjectFunctions fn;            /* hiredis's, createArray wrapped */
+	redisReplyObjectFunctions fn; /* hiredis's, createArray wrapped */
 	const redisReplyObjectFunctions *orig;
-	long left;                               /* elements this reply may still have */
+	long left; /* elements this reply may still have */
 };
 
 static void *guard_array(const redisReadTask *t, int n)
@@ -192,8 +192,8 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	const struct xrl_http_cfg *c = &p->l->cfg;
 
 	p->reused = p->fresh = false;
-	if (p->c && p->port == c->redis_port && p->db == c->redis_db && !strcmp(p->host, c->redis_host) &&
-	    p->auth == p->l->auth) {
+	if (p->c && p->port == c->redis_port && p->db == c->redis_db &&
+	    !strcmp(p->host, c->redis_host) && p->auth == p->l->auth) {
 		p->reused = true;
 		return 0;
 	}
@@ -264,8 +264,9 @@ static int pipe_handshake(struct xrl_redis_pipe *p)
 	int rc = 0;
 
 	if (c->redis_pass[0])
-		rc = c->redis_user[0] ? wb_cmd(p, HS_AUTH, "AUTH %s %s", c->redis_user, c->redis_pass)
-				      : wb_cmd(p, HS_AUTH, "AUTH %s", c->redis_pass);
+		rc = c->redis_user[0]
+			     ? wb_cmd(p, HS_AUTH, "AUTH %s %s", c->redis_user, c->redis_pass)
+			     : wb_cmd(p, HS_AUTH, "AUTH %s", c->redis_pass);
 	if (!rc && c->redis_db)
 		rc = wb_cmd(p, HS_SELECT, "SELECT %d", c->redis_db);
 	if (!rc)
@@ -474,7 +475,8 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 			x->st = st;
 		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
 			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
-				  "falls back", x->it[0].r->name);
+				  "falls back",
+				  x->it[0].r->name);
 			x->st = J_BADKEY;
 			k += x->m;
 		} else {
@@ -591,8 +593,10 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		int err = errno;
 
 		snprintf(p->why_buf, sizeof(p->why_buf), "read: %.100s", p->c->errstr);
-		pipe_fail(p, p->c->err == REDIS_ERR_EOF ||
-			     (p->c->err == REDIS_ERR_IO && err != EAGAIN && err != EINTR), p->why_buf);
+		pipe_fail(p,
+			  p->c->err == REDIS_ERR_EOF ||
+				  (p->c->err == REDIS_ERR_IO && err != EAGAIN && err != EINTR),
+			  p->why_buf);
 		return;
 	}
 	for (;;) {
@@ -758,8 +762,8 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
-int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m, struct xrl_decision *d,
-			 const struct xrl_limiter_wait *w)
+int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			 struct xrl_decision *d, const struct xrl_limiter_wait *w)
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
@@ -846,4 +850,3 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 	pthread_mutex_unlock(&l->sync_mu);
 	return rc;
 }
-

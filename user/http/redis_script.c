@@ -200,14 +200,15 @@ int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *s
 		const redisReply *s0 = r->element[off++];
 
 		st[d] = s0->type == REDIS_REPLY_INTEGER && s0->integer == 2 ? XRL_SCRIPT_BADKEY
-									     : XRL_SCRIPT_OK;
+									    : XRL_SCRIPT_OK;
 		for (int i = 0; i < nkeys[d]; i++, k++) {
 			const redisReply *f = r->element[off++], *t = r->element[off++];
 			bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
 
 			/* 'A' admitted, 'a' would admit (another rule refused), 'R' */
 			keys[k].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
-			keys[k].rel_ns = t->type == REDIS_REPLY_STRING ? xrl_redis_parse_us(t->str) : 0;
+			keys[k].rel_ns = t->type == REDIS_REPLY_STRING ? xrl_redis_parse_us(t->str)
+								       : 0;
 		}
 	}
 	return 0;

@@ -62,8 +62,6 @@
 #include "report.h"
 #include "server_int.h"
 
-
-
 /* Waiting for Redis: called before the decision is queued. */
 static void rq_wait(void *arg)
 {
@@ -111,7 +109,8 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	rq->cfg = sc;
 	rq->n = n;
 	memcpy(rq->rules, rules, sizeof(rules[0]) * (size_t)n);
-	rc = xrl_limiter_decide_async(s->lim, xrl_srv_tl_loop->pipe, rules, keys, costs, n, &rq->d, &w);
+	rc = xrl_limiter_decide_async(s->lim, xrl_srv_tl_loop->pipe, rules, keys, costs, n, &rq->d,
+				      &w);
 	if (rc != 1)
 		rq->cfg = NULL;
 	return rc;
@@ -119,8 +118,8 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 
 /* The answer to /v1/auth and /v1/auth/nginx once decided. */
 static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
-			       struct MHD_Connection *conn, struct xrl_srv_req *rq, const char *method,
-			       const char *url, bool nginx)
+			       struct MHD_Connection *conn, struct xrl_srv_req *rq,
+			       const char *method, const char *url, bool nginx)
 {
 	const struct xrl_http_cfg *c = &sc->c;
 	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
@@ -183,12 +182,14 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *s
 	int rc;
 
 	if (rq->too_big)
-		return xrl_srv_problem(conn, 413, "Payload Too Large", "the body of /v1/check is at most 16 KiB");
+		return xrl_srv_problem(conn, 413, "Payload Too Large",
+				       "the body of /v1/check is at most 16 KiB");
 	j = json_loadb(rq->body ? rq->body : "", rq->len, 0, &je);
 	if (!j || !json_is_object(j)) {
 		char msg[300];
 
-		snprintf(msg, sizeof(msg), "expected a JSON object {\"rule\":...,\"key\":...,\"cost\":...}: %s",
+		snprintf(msg, sizeof(msg),
+			 "expected a JSON object {\"rule\":...,\"key\":...,\"cost\":...}: %s",
 			 j ? "not an object" : je.text);
 		json_decref(j);
 		atomic_fetch_add(&s->status[ST_400], 1);
@@ -197,12 +198,14 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *s
 	rule = json_string_value(json_object_get(j, "rule"));
 	key = json_string_value(json_object_get(j, "key"));
 	jc = json_object_get(j, "cost");
-	if (!rule || !key || !*key || (jc && (!json_is_integer(jc) || json_integer_value(jc) < 0 ||
-					       json_integer_value(jc) > 100000000))) {
+	if (!rule || !key || !*key ||
+	    (jc && (!json_is_integer(jc) || json_integer_value(jc) < 0 ||
+		    json_integer_value(jc) > 100000000))) {
 		json_decref(j);
 		atomic_fetch_add(&s->status[ST_400], 1);
-		return xrl_srv_problem(conn, 400, "Bad Request",
-			       "\"rule\" and \"key\" must be non-empty strings and \"cost\", if given, a whole number >= 0");
+		return xrl_srv_problem(
+			conn, 400, "Bad Request",
+			"\"rule\" and \"key\" must be non-empty strings and \"cost\", if given, a whole number >= 0");
 	}
 	for (__u32 i = 0; i < c->n_rules; i++)
 		if (!strcmp(c->rules[i].name, rule))
@@ -229,7 +232,8 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *s
 	if (rc == -E2BIG) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "cost %u is above the burst %u of rule \"%s\" and could never be allowed",
+		snprintf(msg, sizeof(msg),
+			 "cost %u is above the burst %u of rule \"%s\" and could never be allowed",
 			 cost, r->burst, r->name);
 		atomic_fetch_add(&s->status[ST_400], 1);
 		return xrl_srv_problem(conn, 400, "Bad Request", msg);
@@ -273,7 +277,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (rq->kind == K_CHECK)
 			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
 		else
-			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules, rq->n, &rq->d);
+			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules,
+						  rq->n, &rq->d);
 		rq_release(rq);
 		pthread_rwlock_unlock(&s->mu);
 		return ret;
@@ -302,7 +307,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	else if (!strcmp(url, "/v1/check")) {
 		if (!post) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed", "/v1/check takes POST");
+			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
+					      "/v1/check takes POST");
 		} else {
 			ret = do_check(s, s->cfg, conn, rq);
 		}
@@ -310,13 +316,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		struct xrl_buf b = {};
 		int bs = xrl_limiter_breaker_state(s->lim);
 
-		xrl_buf_printf(&b, "ok%s\n", !s->cfg->c.redis ? "" : bs == 0 ? " (redis: up)"
-				     : " (redis: down, rules on their fallback)");
+		xrl_buf_printf(&b, "ok%s\n",
+			       !s->cfg->c.redis ? ""
+			       : bs == 0	? " (redis: up)"
+						: " (redis: down, rules on their fallback)");
 		ret = xrl_srv_send_buf(conn, 200, "text/plain", &b, NULL, NULL);
 		xrl_buf_free(&b);
 	} else {
 		atomic_fetch_add(&s->status[ST_404], 1);
-		ret = xrl_srv_problem(conn, 404, "Not Found", "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
+		ret = xrl_srv_problem(conn, 404, "Not Found",
+				      "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
 	}
 	pthread_rwlock_unlock(&s->mu);
 	return ret;
@@ -409,20 +418,20 @@ static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct x
 
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
 				i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-				i ? (void *)(intptr_t)lfd : (void *)ss,
-				MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
+				i ? (void *)(intptr_t)lfd : (void *)ss, MHD_OPTION_CONNECTION_LIMIT,
+				limit ? limit : 1,
 				/* whole seconds, rounded up: 0 would mean none
 				 * (the parser takes 1 s to 1 day) */
 				MHD_OPTION_CONNECTION_TIMEOUT,
-				(unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC),
+				(unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) /
+					   XRL_NSEC_PER_SEC),
 				MHD_OPTION_UNESCAPE_CALLBACK, url_as_is, NULL,
 				/* request line + headers live in this pool: its size is the
 				 * header bound, beyond which libmicrohttpd answers 431 */
-				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)c->max_header_bytes + 4096,
-				MHD_OPTION_NOTIFY_COMPLETED, on_done, s,
-				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
-				MHD_OPTION_END);
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)c->max_header_bytes + 4096, MHD_OPTION_NOTIFY_COMPLETED,
+				on_done, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_END);
 }
 
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
@@ -440,7 +449,8 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	if (!s)
 		return -ENOMEM;
 	if (parse_listen(c->listen, &ss, &sl)) {
-		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'", c->listen);
+		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
+			 c->listen);
 		free(s);
 		return -EINVAL;
 	}
@@ -473,7 +483,8 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
 		if (!lp->d) {
 			if (!i)
-				snprintf(err, errlen, "couldn't listen on %s (in use, or not an address of this host?)",
+				snprintf(err, errlen,
+					 "couldn't listen on %s (in use, or not an address of this host?)",
 					 c->listen);
 			else
 				snprintf(err, errlen, "couldn't start http server thread %u", i);
@@ -481,7 +492,8 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 			goto fail;
 		}
 		if (!i) {
-			const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_LISTEN_FD);
+			const union MHD_DaemonInfo *di =
+				MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_LISTEN_FD);
 
 			lfd = di ? di->listen_fd : MHD_INVALID_SOCKET;
 		}
@@ -550,7 +562,8 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	pthread_rwlock_unlock(&s->mu);
 	if (changed[0])
 		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
-			  "(restart xrld for the change)", changed);
+			  "(restart xrld for the change)",
+			  changed);
 	return 0;
 }
 
@@ -572,52 +585,57 @@ void xrl_http_stop(struct xrl_http_server *s)
 
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 {
-	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405", "413", "414", "429", "503" };
+	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404",
+					  "405", "413", "414", "429", "503" };
 	struct xrl_limiter_stats st;
 
 	xrl_limiter_get_stats(s->lim, &st);
 	xrl_buf_printf(b, "# HELP xrl_http_responses_total Identity-tier answers by status.\n"
-		       "# TYPE xrl_http_responses_total counter\n");
+			  "# TYPE xrl_http_responses_total counter\n");
 	for (int i = 0; i < ST_MAX; i++)
 		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
 			       (unsigned long long)atomic_load(&s->status[i]));
 	xrl_buf_printf(b, "# HELP xrl_http_rule_decisions_total Identity-tier decisions per rule.\n"
-		       "# TYPE xrl_http_rule_decisions_total counter\n");
+			  "# TYPE xrl_http_rule_decisions_total counter\n");
 	pthread_rwlock_rdlock(&s->mu);
 	for (__u32 i = 0; i < s->cfg->c.n_rules; i++) {
-		xrl_buf_printf(b, "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"allowed\"} %llu\n",
-			       s->cfg->c.rules[i].name, (unsigned long long)atomic_load(&s->rule_allowed[i]));
-		xrl_buf_printf(b, "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"refused\"} %llu\n",
-			       s->cfg->c.rules[i].name, (unsigned long long)atomic_load(&s->rule_refused[i]));
+		xrl_buf_printf(b,
+			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"allowed\"} %llu\n",
+			       s->cfg->c.rules[i].name,
+			       (unsigned long long)atomic_load(&s->rule_allowed[i]));
+		xrl_buf_printf(b,
+			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"refused\"} %llu\n",
+			       s->cfg->c.rules[i].name,
+			       (unsigned long long)atomic_load(&s->rule_refused[i]));
 	}
 	pthread_rwlock_unlock(&s->mu);
-	xrl_buf_printf(b,
-		       "# TYPE xrl_http_decisions_total counter\nxrl_http_decisions_total %llu\n"
-		       "# TYPE xrl_http_shadow_refusals_total counter\nxrl_http_shadow_refusals_total %llu\n"
-		       "# TYPE xrl_http_backend_errors_total counter\nxrl_http_backend_errors_total %llu\n"
-		       "# TYPE xrl_http_breaker_skips_total counter\nxrl_http_breaker_skips_total %llu\n"
-		       "# TYPE xrl_http_overlimit_cache_hits_total counter\nxrl_http_overlimit_cache_hits_total %llu\n"
-		       "# TYPE xrl_http_fallback_total counter\n"
-		       "xrl_http_fallback_total{mode=\"open\"} %llu\nxrl_http_fallback_total{mode=\"closed\"} %llu\n"
-		       "xrl_http_fallback_total{mode=\"local\"} %llu\n"
-		       "# TYPE xrl_http_keys gauge\nxrl_http_keys %llu\n"
-		       "# TYPE xrl_http_key_evictions_total counter\n"
-		       "xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
-		       "# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
-		       "# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
-		       "# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
-		       "# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
-		       "# HELP xrl_http_redis_calls_total Script calls sent to Redis.\n"
-		       "# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n"
-		       "# HELP xrl_http_redis_decisions_total Decisions sent to Redis in those calls.\n"
-		       "# TYPE xrl_http_redis_decisions_total counter\nxrl_http_redis_decisions_total %llu\n",
-		       (unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
-		       (unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
-		       (unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
-		       (unsigned long long)st.fallback_closed, (unsigned long long)st.fallback_local,
-		       (unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
-		       (unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
-		       xrl_limiter_breaker_state(s->lim) != 0, (unsigned long long)st.redis_round_trips,
-		       (unsigned long long)st.redis_calls, (unsigned long long)st.redis_decisions);
+	xrl_buf_printf(
+		b,
+		"# TYPE xrl_http_decisions_total counter\nxrl_http_decisions_total %llu\n"
+		"# TYPE xrl_http_shadow_refusals_total counter\nxrl_http_shadow_refusals_total %llu\n"
+		"# TYPE xrl_http_backend_errors_total counter\nxrl_http_backend_errors_total %llu\n"
+		"# TYPE xrl_http_breaker_skips_total counter\nxrl_http_breaker_skips_total %llu\n"
+		"# TYPE xrl_http_overlimit_cache_hits_total counter\nxrl_http_overlimit_cache_hits_total %llu\n"
+		"# TYPE xrl_http_fallback_total counter\n"
+		"xrl_http_fallback_total{mode=\"open\"} %llu\nxrl_http_fallback_total{mode=\"closed\"} %llu\n"
+		"xrl_http_fallback_total{mode=\"local\"} %llu\n"
+		"# TYPE xrl_http_keys gauge\nxrl_http_keys %llu\n"
+		"# TYPE xrl_http_key_evictions_total counter\n"
+		"xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
+		"# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
+		"# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
+		"# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
+		"# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
+		"# HELP xrl_http_redis_calls_total Script calls sent to Redis.\n"
+		"# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n"
+		"# HELP xrl_http_redis_decisions_total Decisions sent to Redis in those calls.\n"
+		"# TYPE xrl_http_redis_decisions_total counter\nxrl_http_redis_decisions_total %llu\n",
+		(unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
+		(unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
+		(unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
+		(unsigned long long)st.fallback_closed, (unsigned long long)st.fallback_local,
+		(unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
+		(unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
+		xrl_limiter_breaker_state(s->lim) != 0, (unsigned long long)st.redis_round_trips,
+		(unsigned long long)st.redis_calls, (unsigned long long)st.redis_decisions);
 }
-

@@ -62,7 +62,8 @@ static bool slot_is(const struct xrl_slot *x, struct xrl_kd k)
  * closest to full. So a drained key that waits out its Retry-After is not
  * handed a fresh burst by a flood of one-request keys.
  */
-struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k, __u64 now, __u64 cheap)
+struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k,
+				__u64 now, __u64 cheap)
 {
 	__u32 i = (__u32)(k.a >> 6) & sh->mask;
 	__u64 sec = (now / XRL_NSEC_PER_SEC) & 0xffff, age, vage = 0;
@@ -181,7 +182,8 @@ void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_lock(&s->sh[idx[i]].mu);
 	for (int i = 0; i < n; i++) {
-		struct xrl_slot *x = xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc);
+		struct xrl_slot *x =
+			xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc);
 
 		it[i].tat = x->v;
 		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);
@@ -191,9 +193,10 @@ void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64
 	if (all_ok)
 		for (int i = 0; i < n; i++)
 			if (it[i].ok)
-				xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc)->v = it[i].new_tat;
+				xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now,
+					       it[i].inc)
+					->v = it[i].new_tat;
 	for (int i = m - 1; i >= 0; i--)
 		if (!i || idx[i] != idx[i - 1])
 			pthread_mutex_unlock(&s->sh[idx[i]].mu);
 }
-

@@ -25,9 +25,9 @@
 #include "config.h"
 #include "log.h"
 
-#define CFG_FILE_MAX (1 << 20)  /* a policy larger than 1 MiB is a mistake */
-#define PATHLEN 96
-#define DETAIL  160
+#define CFG_FILE_MAX (1 << 20) /* a policy larger than 1 MiB is a mistake */
+#define PATHLEN	     96
+#define DETAIL	     160
 
 /* Parse state: the file name for messages, the tree, the result. */
 struct cx {
@@ -36,7 +36,7 @@ struct cx {
 	char *err;
 	size_t errlen;
 	struct xrld_config *c;
-	int rule_line[XRL_MAX_RULES];   /* where each rule's name was given */
+	int rule_line[XRL_MAX_RULES]; /* where each rule's name was given */
 	int iface_line[XRL_CFG_MAX_IFACES];
 };
 
@@ -51,8 +51,8 @@ static int at(struct cx *x, const yaml_node_t *n, const char *fmt, ...)
 
 	if (!x->err || !x->errlen)
 		return -EINVAL;
-	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->name,
-		       n->start_mark.line + 1, n->start_mark.column + 1);
+	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->name, n->start_mark.line + 1,
+		       n->start_mark.column + 1);
 	if (off < 0 || (size_t)off >= x->errlen)
 		return -EINVAL;
 	va_start(ap, fmt);
@@ -156,23 +156,23 @@ static void subpath(char *out, const char *base, const char *fmt, ...)
 /* ---- typed values ------------------------------------------------------ */
 
 /* A scalar that is not null and has no NUL inside; else an error. */
-static int scalar(struct cx *x, const yaml_node_t *n, const char *path,
-		  const char *what, const char **out)
+static int scalar(struct cx *x, const yaml_node_t *n, const char *path, const char *what,
+		  const char **out)
 {
 	char d[64];
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
 	if (strlen(sval(n)) != n->data.scalar.length)
-		return at(x, n, "%s: expected %s, got a value with a NUL character in it",
-			  path, what);
+		return at(x, n, "%s: expected %s, got a value with a NUL character in it", path,
+			  what);
 	*out = sval(n);
 	return 0;
 }
 
 /* A decimal whole number in [min, max]; digits only. */
-static int uint_val(struct cx *x, const yaml_node_t *n, const char *path,
-		    const char *what, __u64 min, __u64 max, __u64 *out)
+static int uint_val(struct cx *x, const yaml_node_t *n, const char *path, const char *what,
+		    __u64 min, __u64 max, __u64 *out)
 {
 	const char *s;
 	__u64 v = 0;
@@ -198,8 +198,8 @@ bad:
 }
 
 /* One of a few words. */
-static int enum_val(struct cx *x, const yaml_node_t *n, const char *path,
-		    const char *const *words, const int *vals, size_t nw, int *out)
+static int enum_val(struct cx *x, const yaml_node_t *n, const char *path, const char *const *words,
+		    const int *vals, size_t nw, int *out)
 {
 	char what[128] = "one of ", d[64];
 	const char *s = NULL;
@@ -294,8 +294,7 @@ static int parse_rate(const char *s, void *out, char *err, size_t errlen)
 }
 
 /* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
-static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
-		      struct xrl_prefix *out)
+static int prefix_val(struct cx *x, const yaml_node_t *n, const char *path, struct xrl_prefix *out)
 {
 	return parsed_val(x, n, path, "an address prefix such as 10.0.0.0/8 or 2001:db8::/48",
 			  parse_prefix, out);
@@ -359,14 +358,14 @@ static int mapping(struct cx *x, yaml_node_t *n, const char *path, const char *w
 		return 0;
 	list[0] = '\0';
 	for (size_t i = 0; i < nf; i++)
-		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
-					i ? ", " : "", f[i].key);
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+					f[i].key);
 	if (n->type != YAML_MAPPING_NODE)
 		return at(x, n, "%s%sexpected a mapping (%s), got %s", path, sep, list,
 			  desc(n, d, sizeof(d)));
 
-	for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
-	     p < n->data.mapping.pairs.top; p++) {
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	     p++) {
 		yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
 		const char *best = NULL;
@@ -395,10 +394,11 @@ static int mapping(struct cx *x, yaml_node_t *n, const char *path, const char *w
 			}
 		}
 		if (best && strlen(sval(k)) > 2)
-			return at(x, k, "%s%sunknown key %s in %s; expected one of %s (did you mean '%s'?)",
+			return at(x, k,
+				  "%s%sunknown key %s in %s; expected one of %s (did you mean '%s'?)",
 				  path, sep, desc(k, d, sizeof(d)), what, list, best);
-		return at(x, k, "%s%sunknown key %s in %s; expected one of %s",
-			  path, sep, desc(k, d, sizeof(d)), what, list);
+		return at(x, k, "%s%sunknown key %s in %s; expected one of %s", path, sep,
+			  desc(k, d, sizeof(d)), what, list);
 	}
 	return 0;
 }
@@ -455,7 +455,8 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 	for (size_t i = 0; i < count; i++) {
 		enum { F_NAME, F_MODE, F_COUNT };
 		struct field f[F_COUNT] = {
-			[F_NAME] = { .key = "name" }, [F_MODE] = { .key = "mode" },
+			[F_NAME] = { .key = "name" },
+			[F_MODE] = { .key = "mode" },
 		};
 		yaml_node_t *it = item(x, items, i);
 		struct xrl_iface_cfg *ic;
@@ -470,7 +471,8 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 		if (rc)
 			return rc;
 		if (!f[F_NAME].v)
-			return at(x, it, "%s: missing 'name' (the interface to attach to, e.g. eth0)",
+			return at(x, it,
+				  "%s: missing 'name' (the interface to attach to, e.g. eth0)",
 				  path);
 		subpath(p2, path, ".name");
 		rc = scalar(x, f[F_NAME].v, p2, "an interface name such as eth0", &s);
@@ -485,7 +487,8 @@ static int parse_ifaces(struct cx *x, yaml_node_t *n)
 		}
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(x->c->ifaces[j].name, s))
-				return at(x, f[F_NAME].v, "%s: interface '%s' is listed twice (first at line %d)",
+				return at(x, f[F_NAME].v,
+					  "%s: interface '%s' is listed twice (first at line %d)",
 					  p2, s, x->iface_line[j]);
 		ic = &x->c->ifaces[i];
 		snprintf(ic->name, sizeof(ic->name), "%s", s);
@@ -574,8 +577,7 @@ bad:
 	return at(x, n, "%s: expected %s, got %s", path, what, desc(n, d, sizeof(d)));
 }
 
-static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
-		       struct xrl_rule_spec *r)
+static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl_rule_spec *r)
 {
 	static const char *const protos[] = { "tcp", "udp", "any" };
 	static const int pvals[] = { XRL_PROTO_TCP, XRL_PROTO_UDP, XRL_PROTO_ANY };
@@ -583,8 +585,10 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 	static const int fvals[] = { XRL_TCP_SYN, XRL_TCP_ANY };
 	enum { F_PROTO, F_TCP_FLAGS, F_DST_PORTS, F_DST, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_PROTO] = { .key = "proto" }, [F_TCP_FLAGS] = { .key = "tcp_flags" },
-		[F_DST_PORTS] = { .key = "dst_ports" }, [F_DST] = { .key = "dst" },
+		[F_PROTO] = { .key = "proto" },
+		[F_TCP_FLAGS] = { .key = "tcp_flags" },
+		[F_DST_PORTS] = { .key = "dst_ports" },
+		[F_DST] = { .key = "dst" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
 	int rc, v;
@@ -604,8 +608,8 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 			return rc;
 		r->tcp_class = (__u8)v;
 		if (v == XRL_TCP_SYN && r->proto == XRL_PROTO_UDP)
-			return at(x, f[F_TCP_FLAGS].v, "%s: tcp_flags syn matches TCP only, but proto is udp",
-				  p2);
+			return at(x, f[F_TCP_FLAGS].v,
+				  "%s: tcp_flags syn matches TCP only, but proto is udp", p2);
 	}
 	if (f[F_DST_PORTS].v) {
 		yaml_node_item_t *items;
@@ -617,7 +621,8 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 		if (rc)
 			return rc;
 		if (!count)
-			return at(x, f[F_DST_PORTS].v, "%s: expected at least one port; leave dst_ports out to match any port",
+			return at(x, f[F_DST_PORTS].v,
+				  "%s: expected at least one port; leave dst_ports out to match any port",
 				  p2);
 		for (size_t i = 0; i < count; i++) {
 			yaml_node_t *it = item(x, items, i);
@@ -625,8 +630,8 @@ static int parse_match(struct cx *x, yaml_node_t *n, const char *rpath,
 
 			subpath(p3, p2, "[%zu]", i);
 			if (i >= XRL_MAX_PORT_RANGES)
-				return at(x, it, "%s: at most %d ports or port ranges per rule",
-					  p3, XRL_MAX_PORT_RANGES);
+				return at(x, it, "%s: at most %d ports or port ranges per rule", p3,
+					  XRL_MAX_PORT_RANGES);
 			rc = port_val(x, it, p3, &r->ports[i]);
 			if (rc)
 				return rc;
@@ -647,7 +652,8 @@ static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl
 {
 	enum { F_IPV4_PREFIX, F_IPV6_PREFIX, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_IPV4_PREFIX] = { .key = "ipv4_prefix" }, [F_IPV6_PREFIX] = { .key = "ipv6_prefix" },
+		[F_IPV4_PREFIX] = { .key = "ipv4_prefix" },
+		[F_IPV6_PREFIX] = { .key = "ipv6_prefix" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
@@ -659,16 +665,16 @@ static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl
 		return rc;
 	if (f[F_IPV4_PREFIX].v) {
 		subpath(p2, path, ".ipv4_prefix");
-		rc = uint_val(x, f[F_IPV4_PREFIX].v, p2, "a prefix length 0-32 (32: each address its own bucket)",
-			      0, 32, &v);
+		rc = uint_val(x, f[F_IPV4_PREFIX].v, p2,
+			      "a prefix length 0-32 (32: each address its own bucket)", 0, 32, &v);
 		if (rc)
 			return rc;
 		r->key_plen4 = (__u8)v;
 	}
 	if (f[F_IPV6_PREFIX].v) {
 		subpath(p2, path, ".ipv6_prefix");
-		rc = uint_val(x, f[F_IPV6_PREFIX].v, p2, "a prefix length 0-128 (64: one bucket per /64)",
-			      0, 128, &v);
+		rc = uint_val(x, f[F_IPV6_PREFIX].v, p2,
+			      "a prefix length 0-128 (64: one bucket per /64)", 0, 128, &v);
 		if (rc)
 			return rc;
 		r->key_plen6 = (__u8)v;
@@ -697,9 +703,10 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
 	enum { F_NAME, F_MATCH, F_KEY, F_RATE, F_BURST, F_ACTION, F_PENALTY, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
-		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" },
-		[F_ACTION] = { .key = "action" }, [F_PENALTY] = { .key = "penalty" },
+		[F_NAME] = { .key = "name" },	    [F_MATCH] = { .key = "match" },
+		[F_KEY] = { .key = "key" },	    [F_RATE] = { .key = "rate" },
+		[F_BURST] = { .key = "burst" },	    [F_ACTION] = { .key = "action" },
+		[F_PENALTY] = { .key = "penalty" },
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -714,14 +721,16 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	if (rc)
 		return rc;
 	if (is_null(n))
-		return at(x, n, "%s: expected a rule (a mapping with name, rate and burst), got nothing",
+		return at(x, n,
+			  "%s: expected a rule (a mapping with name, rate and burst), got nothing",
 			  path);
 	if (!f[F_NAME].v)
 		return at(x, n, "%s: missing 'name' (a rule needs a name, e.g. name: syn)", path);
 	if (!f[F_RATE].v)
 		return at(x, n, "%s: missing 'rate' (%s)", path, rate_what);
 	if (!f[F_BURST].v)
-		return at(x, n, "%s: missing 'burst' (how many packets may come at once, e.g. burst: 50)",
+		return at(x, n,
+			  "%s: missing 'burst' (how many packets may come at once, e.g. burst: 50)",
 			  path);
 
 	subpath(p2, path, ".name");
@@ -729,12 +738,14 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	if (rc)
 		return rc;
 	if (!rule_name_ok(s))
-		return at(x, f[F_NAME].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+		return at(x, f[F_NAME].v,
+			  "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
 			  p2, XRL_RULE_NAME_LEN - 1, desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(pol->rules[j].name, s))
-			return at(x, f[F_NAME].v, "%s: rule name '%s' is used twice (first at line %d)",
-				  p2, s, x->rule_line[j]);
+			return at(x, f[F_NAME].v,
+				  "%s: rule name '%s' is used twice (first at line %d)", p2, s,
+				  x->rule_line[j]);
 	xrl_rule_spec_init(r, s);
 	x->rule_line[idx] = (int)f[F_NAME].v->start_mark.line + 1;
 
@@ -758,8 +769,8 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			  desc(f[F_RATE].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
 
 	subpath(p2, path, ".burst");
-	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of packets from 1 to 100000000",
-		      1, XRL_GCRA_BURST_MAX, &v);
+	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of packets from 1 to 100000000", 1,
+		      XRL_GCRA_BURST_MAX, &v);
 	if (rc)
 		return rc;
 	r->burst = (__u32)v;
@@ -805,8 +816,10 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
 {
 	enum { F_ALLOW, F_RULES, F_BUCKETS, F_EVENT_INTERVAL, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_ALLOW] = { .key = "allow" }, [F_RULES] = { .key = "rules" },
-		[F_BUCKETS] = { .key = "buckets" }, [F_EVENT_INTERVAL] = { .key = "event_interval" },
+		[F_ALLOW] = { .key = "allow" },
+		[F_RULES] = { .key = "rules" },
+		[F_BUCKETS] = { .key = "buckets" },
+		[F_EVENT_INTERVAL] = { .key = "event_interval" },
 	};
 	__u64 v;
 	int rc;
@@ -821,12 +834,14 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[F_BUCKETS].v) {
 		rc = uint_val(x, f[F_BUCKETS].v, "xdp.buckets",
-			      "a bucket table size from 1024 to 268435456 entries", 1024, 1u << 28, &v);
+			      "a bucket table size from 1024 to 268435456 entries", 1024, 1u << 28,
+			      &v);
 		if (rc)
 			return rc;
 		x->c->buckets_max = (__u32)v;
 	}
-	if (f[F_EVENT_INTERVAL].v && (rc = dur_val(x, f[F_EVENT_INTERVAL].v, "xdp.event_interval", &x->c->event_interval_ns)))
+	if (f[F_EVENT_INTERVAL].v && (rc = dur_val(x, f[F_EVENT_INTERVAL].v, "xdp.event_interval",
+						   &x->c->event_interval_ns)))
 		return rc;
 	return 0;
 }
@@ -840,8 +855,8 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 {
 	enum { F_STRIKES, F_WINDOW, F_BASE, F_MAX, F_FLOOR_V4, F_FLOOR_V6, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_STRIKES] = { .key = "strikes" }, [F_WINDOW] = { .key = "window" },
-		[F_BASE] = { .key = "base" }, [F_MAX] = { .key = "max" },
+		[F_STRIKES] = { .key = "strikes" },   [F_WINDOW] = { .key = "window" },
+		[F_BASE] = { .key = "base" },	      [F_MAX] = { .key = "max" },
 		[F_FLOOR_V4] = { .key = "floor_v4" }, [F_FLOOR_V6] = { .key = "floor_v6" },
 	};
 	static const char *const why[] = {
@@ -859,7 +874,8 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 		return rc;
 	for (size_t i = 0; i < 4; i++)
 		if (!f[i].v)
-			return at(x, n, "penalty: missing '%s' (%s); a penalty section needs strikes, window, base and max",
+			return at(x, n,
+				  "penalty: missing '%s' (%s); a penalty section needs strikes, window, base and max",
 				  f[i].key, why[i]);
 	rc = uint_val(x, f[F_STRIKES].v, "penalty.strikes", "a whole number of strikes, 1 or more",
 		      1, UINT32_MAX, &v);
@@ -871,19 +887,20 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 	    (rc = dur_val(x, f[F_MAX].v, "penalty.max", &p->max_ns)))
 		return rc;
 	if (p->base_ns > p->max_ns)
-		return at(x, f[F_BASE].v, "penalty.base: expected base <= max, got base %s and max %s",
+		return at(x, f[F_BASE].v,
+			  "penalty.base: expected base <= max, got base %s and max %s",
 			  sval(f[F_BASE].v), sval(f[F_MAX].v));
 	p->floor4 = 24;
 	p->floor6 = 48;
 	if (f[F_FLOOR_V4].v) {
-		if ((rc = uint_val(x, f[F_FLOOR_V4].v, "penalty.floor_v4", "a prefix length from 8 to 32",
-				   8, 32, &v)))
+		if ((rc = uint_val(x, f[F_FLOOR_V4].v, "penalty.floor_v4",
+				   "a prefix length from 8 to 32", 8, 32, &v)))
 			return rc;
 		p->floor4 = (__u8)v;
 	}
 	if (f[F_FLOOR_V6].v) {
-		if ((rc = uint_val(x, f[F_FLOOR_V6].v, "penalty.floor_v6", "a prefix length from 16 to 128",
-				   16, 128, &v)))
+		if ((rc = uint_val(x, f[F_FLOOR_V6].v, "penalty.floor_v6",
+				   "a prefix length from 16 to 128", 16, 128, &v)))
 			return rc;
 		p->floor6 = (__u8)v;
 	}
@@ -926,11 +943,14 @@ static int path_prefix_val(struct cx *x, const yaml_node_t *n, const char *path,
 	int rc = xrl_http_path_norm(s, strlen(s), norm, sizeof(norm));
 
 	if (rc < 0)
-		return at(x, n, "%s: expected a path (no query, no bad %%XX escape, no %%00), got '%s'",
+		return at(x, n,
+			  "%s: expected a path (no query, no bad %%XX escape, no %%00), got '%s'",
 			  path, s);
 	if (strcmp(norm, s))
-		return at(x, n, "%s: '%s' is not how requests are matched (dot segments removed, '//' "
-			  "merged, %%XX decoded, ;params cut): write '%s'", path, s, norm);
+		return at(x, n,
+			  "%s: '%s' is not how requests are matched (dot segments removed, '//' "
+			  "merged, %%XX decoded, ;params cut): write '%s'",
+			  path, s, norm);
 	snprintf(out, outlen, "%s", norm);
 	return 0;
 }
@@ -940,7 +960,8 @@ static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, stru
 {
 	enum { M_METHOD, M_PATH_PREFIX, M_COUNT };
 	struct field m[M_COUNT] = {
-		[M_METHOD] = { .key = "method" }, [M_PATH_PREFIX] = { .key = "path_prefix" },
+		[M_METHOD] = { .key = "method" },
+		[M_PATH_PREFIX] = { .key = "path_prefix" },
 	};
 	char p2[PATHLEN], d[64];
 	const char *s;
@@ -953,8 +974,10 @@ static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, stru
 		subpath(p2, path, ".match.method");
 		if ((rc = scalar(x, m[M_METHOD].v, p2, "an HTTP method such as POST", &s)))
 			return rc;
-		if (!*s || strlen(s) >= sizeof(r->method) || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
-			return at(x, m[M_METHOD].v, "%s: expected an HTTP method in capitals such as POST, got %s",
+		if (!*s || strlen(s) >= sizeof(r->method) ||
+		    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(s))
+			return at(x, m[M_METHOD].v,
+				  "%s: expected an HTTP method in capitals such as POST, got %s",
 				  p2, desc(m[M_METHOD].v, d, sizeof(d)));
 		snprintf(r->method, sizeof(r->method), "%s", s);
 	}
@@ -963,9 +986,11 @@ static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, stru
 		if ((rc = scalar(x, m[M_PATH_PREFIX].v, p2, "a path starting with /", &s)))
 			return rc;
 		if (s[0] != '/' || strlen(s) >= sizeof(r->path_prefix))
-			return at(x, m[M_PATH_PREFIX].v, "%s: expected a path starting with /, got %s", p2,
+			return at(x, m[M_PATH_PREFIX].v,
+				  "%s: expected a path starting with /, got %s", p2,
 				  desc(m[M_PATH_PREFIX].v, d, sizeof(d)));
-		if ((rc = path_prefix_val(x, m[M_PATH_PREFIX].v, p2, s, r->path_prefix, sizeof(r->path_prefix))))
+		if ((rc = path_prefix_val(x, m[M_PATH_PREFIX].v, p2, s, r->path_prefix,
+					  sizeof(r->path_prefix))))
 			return rc;
 	}
 	return 0;
@@ -987,7 +1012,8 @@ static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct
 	} else if (!strcmp(s, "client_ip")) {
 		r->key_kind = XRL_KEY_CLIENT_IP;
 	} else if (!strncmp(s, "header:", 7) && s[7] && strlen(s + 7) < sizeof(r->header) &&
-		   strspn(s + 7, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
+		   strspn(s + 7,
+			  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
 			   strlen(s + 7)) {
 		r->key_kind = XRL_KEY_HEADER;
 		snprintf(r->header, sizeof(r->header), "%s", s + 7);
@@ -1004,14 +1030,27 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	static const char *const mk[] = { "skip", "refuse", "client_ip" };
 	static const int mkv[] = { XRL_MISSING_SKIP, XRL_MISSING_REFUSE, XRL_MISSING_CLIENT_IP };
 	enum {
-		F_NAME, F_MATCH, F_KEY, F_RATE, F_BURST, F_COST, F_ON_BACKEND_ERROR,
-		F_ON_MISSING_KEY, F_SHADOW, F_COUNT
+		F_NAME,
+		F_MATCH,
+		F_KEY,
+		F_RATE,
+		F_BURST,
+		F_COST,
+		F_ON_BACKEND_ERROR,
+		F_ON_MISSING_KEY,
+		F_SHADOW,
+		F_COUNT
 	};
 	struct field f[F_COUNT] = {
-		[F_NAME] = { .key = "name" }, [F_MATCH] = { .key = "match" }, [F_KEY] = { .key = "key" },
-		[F_RATE] = { .key = "rate" }, [F_BURST] = { .key = "burst" }, [F_COST] = { .key = "cost" },
+		[F_NAME] = { .key = "name" },
+		[F_MATCH] = { .key = "match" },
+		[F_KEY] = { .key = "key" },
+		[F_RATE] = { .key = "rate" },
+		[F_BURST] = { .key = "burst" },
+		[F_COST] = { .key = "cost" },
 		[F_ON_BACKEND_ERROR] = { .key = "on_backend_error" },
-		[F_ON_MISSING_KEY] = { .key = "on_missing_key" }, [F_SHADOW] = { .key = "shadow" },
+		[F_ON_MISSING_KEY] = { .key = "on_missing_key" },
+		[F_SHADOW] = { .key = "shadow" },
 	};
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
 	char path[PATHLEN], p2[PATHLEN], d[64];
@@ -1030,7 +1069,8 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	if ((rc = scalar(x, f[F_NAME].v, p2, "a rule name", &s)))
 		return rc;
 	if (!rule_name_ok(s))
-		return at(x, f[F_NAME].v, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+		return at(x, f[F_NAME].v,
+			  "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
 			  p2, XRL_RULE_NAME_LEN - 1, desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(x->c->http.rules[j].name, s))
@@ -1047,13 +1087,15 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	if ((rc = rate_val(x, f[F_RATE].v, p2, &r->rate)))
 		return rc;
 	subpath(p2, path, ".burst");
-	if ((rc = uint_val(x, f[F_BURST].v, p2, "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX, &v)))
+	if ((rc = uint_val(x, f[F_BURST].v, p2, "a whole number from 1 to 100000000", 1,
+			   XRL_GCRA_BURST_MAX, &v)))
 		return rc;
 	r->burst = (__u32)v;
 	if (f[F_COST].v) {
 		subpath(p2, path, ".cost");
-		if ((rc = uint_val(x, f[F_COST].v, p2, "a whole number of tokens, 1 or more, at most the burst",
-				   1, r->burst, &v)))
+		if ((rc = uint_val(x, f[F_COST].v, p2,
+				   "a whole number of tokens, 1 or more, at most the burst", 1,
+				   r->burst, &v)))
 			return rc;
 		r->cost = (__u32)v;
 	}
@@ -1071,7 +1113,8 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			return rc;
 	}
 	if (xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
-		return at(x, f[F_RATE].v, "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
+		return at(x, f[F_RATE].v,
+			  "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
 	x->c->http.n_rules = (__u32)idx + 1;
 	return 0;
 }
@@ -1088,13 +1131,15 @@ static int parse_http_trust(struct cx *x, yaml_node_t *tp, yaml_node_t *ff)
 	int rc, e;
 
 	if (tp) {
-		if ((rc = sequence(x, tp, "http.trusted_proxies", "address prefixes", &items, &count)))
+		if ((rc = sequence(x, tp, "http.trusted_proxies", "address prefixes", &items,
+				   &count)))
 			return rc;
 		for (size_t i = 0; i < count; i++) {
 			char p2[PATHLEN];
 
 			if (i >= XRL_HTTP_MAX_TRUSTED)
-				return at(x, item(x, items, i), "http.trusted_proxies: at most %d entries",
+				return at(x, item(x, items, i),
+					  "http.trusted_proxies: at most %d entries",
 					  XRL_HTTP_MAX_TRUSTED);
 			snprintf(p2, sizeof(p2), "http.trusted_proxies[%zu]", i);
 			if ((rc = prefix_val(x, item(x, items, i), p2, &h->trusted[i])))
@@ -1125,8 +1170,10 @@ static int parse_http_idle(struct cx *x, yaml_node_t *n)
 	if ((rc = dur_val(x, n, "http.idle_timeout", &v)))
 		return rc;
 	if (v < XRL_NSEC_PER_SEC || v > 86400 * XRL_NSEC_PER_SEC)
-		return at(x, n, "http.idle_timeout: expected 1s to 1d (whole seconds; a fraction is "
-			  "rounded up), got %s", desc(n, d, sizeof(d)));
+		return at(x, n,
+			  "http.idle_timeout: expected 1s to 1d (whole seconds; a fraction is "
+			  "rounded up), got %s",
+			  desc(n, d, sizeof(d)));
 	h->idle_timeout_ns = (v + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC * XRL_NSEC_PER_SEC;
 	return 0;
 }
@@ -1140,15 +1187,16 @@ static int parse_http_bounds(struct cx *x, yaml_node_t *max_conn, yaml_node_t *i
 	int rc;
 
 	if (max_conn) {
-		if ((rc = uint_val(x, max_conn, "http.max_connections", "a number from 1 to 65536", 1, 65536, &v)))
+		if ((rc = uint_val(x, max_conn, "http.max_connections", "a number from 1 to 65536",
+				   1, 65536, &v)))
 			return rc;
 		h->max_connections = (__u32)v;
 	}
 	if (idle && (rc = parse_http_idle(x, idle)))
 		return rc;
 	if (max_hdr) {
-		if ((rc = uint_val(x, max_hdr, "http.max_header_bytes", "a number from 1024 to 1048576",
-				   1024, 1 << 20, &v)))
+		if ((rc = uint_val(x, max_hdr, "http.max_header_bytes",
+				   "a number from 1024 to 1048576", 1024, 1 << 20, &v)))
 			return rc;
 		h->max_header_bytes = (__u32)v;
 	}
@@ -1171,7 +1219,8 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 {
 	enum { SF_RATE, SF_BURST, SF_COUNT };
 	struct field sf[SF_COUNT] = {
-		[SF_RATE] = { .key = "rate" }, [SF_BURST] = { .key = "burst" },
+		[SF_RATE] = { .key = "rate" },
+		[SF_BURST] = { .key = "burst" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
@@ -1181,11 +1230,13 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 		if ((rc = mapping(x, shed, "http.shed", "shed", sf, SF_COUNT)))
 			return rc;
 		if (!sf[SF_RATE].v || !sf[SF_BURST].v)
-			return at(x, shed, "http.shed: needs rate and burst (the capacity of the whole service)");
+			return at(x, shed,
+				  "http.shed: needs rate and burst (the capacity of the whole service)");
 		if ((rc = rate_val(x, sf[SF_RATE].v, "http.shed.rate", &h->shed_rate)))
 			return rc;
-		if ((rc = uint_val(x, sf[SF_BURST].v, "http.shed.burst", "a whole number from 1 to 100000000",
-				   1, XRL_GCRA_BURST_MAX, &v)))
+		if ((rc = uint_val(x, sf[SF_BURST].v, "http.shed.burst",
+				   "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX,
+				   &v)))
 			return rc;
 		h->shed_burst = (__u32)v;
 		h->shed_enabled = true;
@@ -1211,16 +1262,20 @@ static int parse_http_headers(struct cx *x, yaml_node_t *n)
 {
 	enum { HF_IETF, HF_X_RATELIMIT, HF_COUNT };
 	struct field hf[HF_COUNT] = {
-		[HF_IETF] = { .key = "ietf" }, [HF_X_RATELIMIT] = { .key = "x_ratelimit" },
+		[HF_IETF] = { .key = "ietf" },
+		[HF_X_RATELIMIT] = { .key = "x_ratelimit" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
 	int rc;
 
 	if ((rc = mapping(x, n, "http.headers", "headers", hf, HF_COUNT)))
 		return rc;
-	if (hf[HF_IETF].v && (rc = bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
+	if (hf[HF_IETF].v &&
+	    (rc = bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
 		return rc;
-	if (hf[HF_X_RATELIMIT].v && (rc = bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit", &h->x_ratelimit_headers)))
+	if (hf[HF_X_RATELIMIT].v &&
+	    (rc = bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit",
+			   &h->x_ratelimit_headers)))
 		return rc;
 	return 0;
 }
@@ -1247,21 +1302,39 @@ static int parse_http_rules(struct cx *x, yaml_node_t *n)
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
 	enum {
-		F_LISTEN, F_BACKEND, F_REDIS_TIMEOUT, F_BREAKER_COOLDOWN, F_TRUSTED_PROXIES,
-		F_HEADERS, F_MAX_CONNECTIONS, F_IDLE_TIMEOUT, F_MAX_HEADER_BYTES, F_MAX_KEYS,
-		F_THREADS, F_SHED, F_PENALTY, F_RULES, F_FORWARDED_FROM, F_IGNORE_PATH_CASE,
+		F_LISTEN,
+		F_BACKEND,
+		F_REDIS_TIMEOUT,
+		F_BREAKER_COOLDOWN,
+		F_TRUSTED_PROXIES,
+		F_HEADERS,
+		F_MAX_CONNECTIONS,
+		F_IDLE_TIMEOUT,
+		F_MAX_HEADER_BYTES,
+		F_MAX_KEYS,
+		F_THREADS,
+		F_SHED,
+		F_PENALTY,
+		F_RULES,
+		F_FORWARDED_FROM,
+		F_IGNORE_PATH_CASE,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
-		[F_LISTEN] = { .key = "listen" }, [F_BACKEND] = { .key = "backend" },
+		[F_LISTEN] = { .key = "listen" },
+		[F_BACKEND] = { .key = "backend" },
 		[F_REDIS_TIMEOUT] = { .key = "redis_timeout" },
 		[F_BREAKER_COOLDOWN] = { .key = "breaker_cooldown" },
-		[F_TRUSTED_PROXIES] = { .key = "trusted_proxies" }, [F_HEADERS] = { .key = "headers" },
+		[F_TRUSTED_PROXIES] = { .key = "trusted_proxies" },
+		[F_HEADERS] = { .key = "headers" },
 		[F_MAX_CONNECTIONS] = { .key = "max_connections" },
 		[F_IDLE_TIMEOUT] = { .key = "idle_timeout" },
-		[F_MAX_HEADER_BYTES] = { .key = "max_header_bytes" }, [F_MAX_KEYS] = { .key = "max_keys" },
-		[F_THREADS] = { .key = "threads" }, [F_SHED] = { .key = "shed" },
-		[F_PENALTY] = { .key = "penalty" }, [F_RULES] = { .key = "rules" },
+		[F_MAX_HEADER_BYTES] = { .key = "max_header_bytes" },
+		[F_MAX_KEYS] = { .key = "max_keys" },
+		[F_THREADS] = { .key = "threads" },
+		[F_SHED] = { .key = "shed" },
+		[F_PENALTY] = { .key = "penalty" },
+		[F_RULES] = { .key = "rules" },
 		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
 		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" },
 	};
@@ -1275,31 +1348,39 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 	if ((rc = mapping(x, n, "http", "http", f, F_COUNT)))
 		return rc;
 	if (f[F_LISTEN].v) {
-		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen", "HOST:PORT such as 127.0.0.1:9090", &s)))
+		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen",
+				 "HOST:PORT such as 127.0.0.1:9090", &s)))
 			return rc;
 		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
-			return at(x, f[F_LISTEN].v, "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
+			return at(x, f[F_LISTEN].v,
+				  "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
 				  desc(f[F_LISTEN].v, d, sizeof(d)));
 		snprintf(h->listen, sizeof(h->listen), "%s", s);
 	}
 	if (f[F_BACKEND].v) {
-		if ((rc = scalar(x, f[F_BACKEND].v, "http.backend", "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
+		if ((rc = scalar(x, f[F_BACKEND].v, "http.backend",
+				 "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
 			return rc;
 		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
 			return at(x, f[F_BACKEND].v, "http.%s", msg);
 	}
-	if (f[F_REDIS_TIMEOUT].v && (rc = dur_val(x, f[F_REDIS_TIMEOUT].v, "http.redis_timeout", &h->redis_timeout_ns)))
+	if (f[F_REDIS_TIMEOUT].v &&
+	    (rc = dur_val(x, f[F_REDIS_TIMEOUT].v, "http.redis_timeout", &h->redis_timeout_ns)))
 		return rc;
-	if (f[F_BREAKER_COOLDOWN].v && (rc = dur_val(x, f[F_BREAKER_COOLDOWN].v, "http.breaker_cooldown", &h->breaker_cooldown_ns)))
+	if (f[F_BREAKER_COOLDOWN].v &&
+	    (rc = dur_val(x, f[F_BREAKER_COOLDOWN].v, "http.breaker_cooldown",
+			  &h->breaker_cooldown_ns)))
 		return rc;
 	if ((rc = parse_http_trust(x, f[F_TRUSTED_PROXIES].v, f[F_FORWARDED_FROM].v)))
 		return rc;
-	if (f[F_IGNORE_PATH_CASE].v && (rc = bool_val(x, f[F_IGNORE_PATH_CASE].v, "http.ignore_path_case", &h->ignore_path_case)))
+	if (f[F_IGNORE_PATH_CASE].v &&
+	    (rc = bool_val(x, f[F_IGNORE_PATH_CASE].v, "http.ignore_path_case",
+			   &h->ignore_path_case)))
 		return rc;
 	if (f[F_HEADERS].v && (rc = parse_http_headers(x, f[F_HEADERS].v)))
 		return rc;
-	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v, f[F_MAX_HEADER_BYTES].v,
-				     f[F_MAX_KEYS].v, f[F_THREADS].v)))
+	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v,
+				    f[F_MAX_HEADER_BYTES].v, f[F_MAX_KEYS].v, f[F_THREADS].v)))
 		return rc;
 	if ((rc = parse_http_shed_penalty(x, f[F_SHED].v, f[F_PENALTY].v)))
 		return rc;
@@ -1320,9 +1401,12 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		"HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535";
 	enum { F_INTERFACES, F_XDP, F_PENALTY, F_METRICS, F_ON_EXIT, F_LOG_LEVEL, F_HTTP, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_INTERFACES] = { .key = "interfaces" }, [F_XDP] = { .key = "xdp" },
-		[F_PENALTY] = { .key = "penalty" }, [F_METRICS] = { .key = "metrics" },
-		[F_ON_EXIT] = { .key = "on_exit" }, [F_LOG_LEVEL] = { .key = "log_level" },
+		[F_INTERFACES] = { .key = "interfaces" },
+		[F_XDP] = { .key = "xdp" },
+		[F_PENALTY] = { .key = "penalty" },
+		[F_METRICS] = { .key = "metrics" },
+		[F_ON_EXIT] = { .key = "on_exit" },
+		[F_LOG_LEVEL] = { .key = "log_level" },
 		[F_HTTP] = { .key = "http" },
 	};
 	const char *s;
@@ -1397,17 +1481,18 @@ static int yaml_fail(struct cx *x, const yaml_parser_t *ps, const char *buf, siz
 			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML error: %s (byte 0x%02x)",
 				 x->name, line, col, problem, (unsigned)ps->problem_value & 0xff);
 		else
-			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML error: %s",
-				 x->name, line, col, problem);
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML error: %s", x->name, line,
+				 col, problem);
 		return -EINVAL;
 	default:
 		if (ps->context)
-			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s (%s at line %zu column %zu)",
+			snprintf(x->err, x->errlen,
+				 "%s:%zu:%zu: YAML syntax error: %s (%s at line %zu column %zu)",
 				 x->name, line, col, problem, ps->context,
 				 ps->context_mark.line + 1, ps->context_mark.column + 1);
 		else
-			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s",
-				 x->name, line, col, problem);
+			snprintf(x->err, x->errlen, "%s:%zu:%zu: YAML syntax error: %s", x->name,
+				 line, col, problem);
 		return -EINVAL;
 	}
 }
@@ -1420,8 +1505,8 @@ static int yaml_fail(struct cx *x, const yaml_parser_t *ps, const char *buf, siz
  * anchor with every earlier one. A policy nests 6 deep and uses a handful
  * of anchors; 1,024 allow entries and 128 rules come to about 10,000 nodes.
  */
-#define CFG_MAX_DEPTH   32
-#define CFG_MAX_NODES   (1 << 16)
+#define CFG_MAX_DEPTH	32
+#define CFG_MAX_NODES	(1 << 16)
 #define CFG_MAX_ANCHORS 256
 #define CFG_MAX_ALIASES 1024
 
@@ -1434,8 +1519,8 @@ static int bound(struct cx *x, const yaml_event_t *ev, const char *fmt, ...)
 	va_list ap;
 	int off;
 
-	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: too much YAML for a policy: ",
-		       x->name, ev->start_mark.line + 1, ev->start_mark.column + 1);
+	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: too much YAML for a policy: ", x->name,
+		       ev->start_mark.line + 1, ev->start_mark.column + 1);
 	if (off >= 0 && (size_t)off < x->errlen) {
 		va_start(ap, fmt);
 		vsnprintf(x->err + off, x->errlen - (size_t)off, fmt, ap);
@@ -1490,8 +1575,9 @@ static int yaml_bounds(struct cx *x, const char *buf, size_t len)
 			if (++depth > CFG_MAX_DEPTH)
 				rc = bound(x, &ev, "nested deeper than %d levels", CFG_MAX_DEPTH);
 		}
-		if (!rc && (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_ALIAS_EVENT ||
-			    ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) &&
+		if (!rc &&
+		    (ev.type == YAML_SCALAR_EVENT || ev.type == YAML_ALIAS_EVENT ||
+		     ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) &&
 		    ++nodes > CFG_MAX_NODES)
 			rc = bound(x, &ev, "more than %d nodes", CFG_MAX_NODES);
 		if (!rc && anchor_of(&ev) && ++anchors > CFG_MAX_ANCHORS)
@@ -1504,8 +1590,8 @@ static int yaml_bounds(struct cx *x, const char *buf, size_t len)
 	return rc;
 }
 
-int xrl_config_parse(const char *buf, size_t len, const char *name,
-		     struct xrld_config *out, char *err, size_t errlen)
+int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_config *out,
+		     char *err, size_t errlen)
 {
 	char scratch[XRL_ERRLEN], msg[XRL_ERRLEN];
 	struct cx x = { .name = name ? name : "<config>" };
@@ -1682,9 +1768,13 @@ static const struct {
 	const char *name;
 	__u64 ns;
 } units[] = {
-	{ "d", 86400ULL * XRL_NSEC_PER_SEC }, { "h", 3600ULL * XRL_NSEC_PER_SEC },
-	{ "min", 60ULL * XRL_NSEC_PER_SEC }, { "s", XRL_NSEC_PER_SEC },
-	{ "ms", 1000000ULL }, { "us", 1000ULL }, { "ns", 1ULL },
+	{ "d", 86400ULL * XRL_NSEC_PER_SEC },
+	{ "h", 3600ULL * XRL_NSEC_PER_SEC },
+	{ "min", 60ULL * XRL_NSEC_PER_SEC },
+	{ "s", XRL_NSEC_PER_SEC },
+	{ "ms", 1000000ULL },
+	{ "us", 1000ULL },
+	{ "ns", 1ULL },
 };
 
 /* ns as the largest unit that divides it: 60e9 -> "1min", 90e9 -> "90s". */
@@ -1807,12 +1897,18 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 			const struct xrl_rule_spec *s = &p->rules[i];
 
 			put(&b, "  %s: %s%s", s->name,
-			    s->proto == XRL_PROTO_TCP ? "tcp" : s->proto == XRL_PROTO_UDP ? "udp" : "any proto",
+			    s->proto == XRL_PROTO_TCP	? "tcp"
+			    : s->proto == XRL_PROTO_UDP ? "udp"
+							: "any proto",
 			    s->tcp_class == XRL_TCP_SYN ? " syn" : "");
 			if (s->has_dst)
 				put(&b, " to %s", xrl_prefix_str(&s->dst, a, sizeof(a)));
 			for (__u32 j = 0; j < s->n_ports; j++) {
-				put(&b, "%s%u", j ? "," : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi ? " ports " : " port ", s->ports[j].lo);
+				put(&b, "%s%u",
+				    j							 ? ","
+				    : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi ? " ports "
+											 : " port ",
+				    s->ports[j].lo);
 				if (s->ports[j].hi != s->ports[j].lo)
 					put(&b, "-%u", s->ports[j].hi);
 			}
@@ -1824,18 +1920,20 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 		put(&b, "buckets: %u%s, event interval %s%s\n",
 		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
 		    c->buckets_max ? "" : " (default)",
-		    dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC,
-			    d1, sizeof(d1)),
+		    dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC, d1,
+			    sizeof(d1)),
 		    c->event_interval_ns ? "" : " (default)");
 	}
 
 	if (c->penalty.enabled)
-		put(&b, "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
+		put(&b,
+		    "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
 		    "never shorter than /%u (IPv4) /%u (IPv6)\n",
 		    c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
 		    dur_str(c->penalty.window_ns, d1, sizeof(d1)),
 		    dur_str(c->penalty.base_ns, d2, sizeof(d2)),
-		    dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4, c->penalty.floor6);
+		    dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4,
+		    c->penalty.floor6);
 	else
 		put(&b, "penalty: off\n");
 	put(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");
@@ -1859,13 +1957,17 @@ static json_t *rule_spec_json(const struct xrld_config *c, const struct xrl_rule
 		json_array_append_new(ports, json_pack("{s:i,s:i}", "lo", s->ports[j].lo, "hi",
 						       s->ports[j].hi));
 	return json_pack("{s:s,s:s,s:b,s:o,s:o,s:{s:i,s:i},s:s,s:I,s:s,s:s}", "name", s->name,
-			 "proto", s->proto == XRL_PROTO_TCP ? "tcp" : s->proto == XRL_PROTO_UDP ? "udp" : "any",
-			 "syn", s->tcp_class == XRL_TCP_SYN,
-			 "dst", s->has_dst ? json_string(xrl_prefix_str(&s->dst, a, sizeof(a))) : json_null(),
-			 "ports", ports, "key", "ipv4", s->key_plen4, "ipv6", s->key_plen6,
-			 "rate", rate_str(&s->rate, r, sizeof(r)), "burst", (json_int_t)s->burst,
-			 "action", s->action == XRL_ACT_SHADOW ? "shadow" : "drop",
-			 "penalty", c->penalty.enabled && s->penalty <= XRL_PEN_OFF ? pen[s->penalty] : "off");
+			 "proto",
+			 s->proto == XRL_PROTO_TCP   ? "tcp"
+			 : s->proto == XRL_PROTO_UDP ? "udp"
+						     : "any",
+			 "syn", s->tcp_class == XRL_TCP_SYN, "dst",
+			 s->has_dst ? json_string(xrl_prefix_str(&s->dst, a, sizeof(a)))
+				    : json_null(),
+			 "ports", ports, "key", "ipv4", s->key_plen4, "ipv6", s->key_plen6, "rate",
+			 rate_str(&s->rate, r, sizeof(r)), "burst", (json_int_t)s->burst, "action",
+			 s->action == XRL_ACT_SHADOW ? "shadow" : "drop", "penalty",
+			 c->penalty.enabled && s->penalty <= XRL_PEN_OFF ? pen[s->penalty] : "off");
 }
 
 static json_t *xdp_json(const struct xrld_config *c)
@@ -1877,11 +1979,13 @@ static json_t *xdp_json(const struct xrld_config *c)
 	for (__u32 i = 0; i < p->n_rules; i++)
 		json_array_append_new(rules, rule_spec_json(c, &p->rules[i]));
 	for (__u32 i = 0; i < p->n_allow; i++)
-		json_array_append_new(allow, json_string(xrl_prefix_str(&p->allow[i], a, sizeof(a))));
+		json_array_append_new(allow,
+				      json_string(xrl_prefix_str(&p->allow[i], a, sizeof(a))));
 	return json_pack("{s:o,s:o,s:I,s:s}", "rules", rules, "allow", allow, "buckets",
 			 (json_int_t)(c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT),
-			 "event_interval", dur_str(c->event_interval_ns ? c->event_interval_ns
-								 : XRL_NSEC_PER_SEC, d1, sizeof(d1)));
+			 "event_interval",
+			 dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC, d1,
+				 sizeof(d1)));
 }
 
 static json_t *http_json(const struct xrl_http_cfg *h)
@@ -1892,15 +1996,16 @@ static json_t *http_json(const struct xrl_http_cfg *h)
 	for (__u32 i = 0; i < h->n_rules; i++) {
 		const struct xrl_http_rule *x = &h->rules[i];
 
-		json_array_append_new(rules, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "name", x->name,
-						       "method", x->method, "path_prefix", x->path_prefix,
-						       "rate", rate_str(&x->rate, r, sizeof(r)), "burst",
-						       (json_int_t)x->burst, "cost", (json_int_t)x->cost,
-						       "shadow", x->shadow));
+		json_array_append_new(rules,
+				      json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "name", x->name,
+						"method", x->method, "path_prefix", x->path_prefix,
+						"rate", rate_str(&x->rate, r, sizeof(r)), "burst",
+						(json_int_t)x->burst, "cost", (json_int_t)x->cost,
+						"shadow", x->shadow));
 	}
 	/* the Redis password is never shown */
-	return json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend", h->redis ? "redis" : "memory",
-			 "rules", rules);
+	return json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend",
+			 h->redis ? "redis" : "memory", "rules", rules);
 }
 
 json_t *xrl_config_json(const struct xrld_config *c)
@@ -1912,11 +2017,12 @@ json_t *xrl_config_json(const struct xrld_config *c)
 		json_array_append_new(ifs, json_pack("{s:s,s:s}", "name", c->ifaces[i].name, "mode",
 						     mode_str(c->ifaces[i].mode)));
 	if (c->penalty.enabled)
-		pen = json_pack("{s:I,s:s,s:s,s:s,s:i,s:i}", "strikes", (json_int_t)c->penalty.strikes,
-				"window", dur_str(c->penalty.window_ns, d1, sizeof(d1)), "base",
+		pen = json_pack("{s:I,s:s,s:s,s:s,s:i,s:i}", "strikes",
+				(json_int_t)c->penalty.strikes, "window",
+				dur_str(c->penalty.window_ns, d1, sizeof(d1)), "base",
 				dur_str(c->penalty.base_ns, d2, sizeof(d2)), "max",
-				dur_str(c->penalty.max_ns, d3, sizeof(d3)), "floor4", c->penalty.floor4,
-				"floor6", c->penalty.floor6);
+				dur_str(c->penalty.max_ns, d3, sizeof(d3)), "floor4",
+				c->penalty.floor4, "floor6", c->penalty.floor6);
 	return json_pack("{s:o,s:o,s:o,s:s?,s:s,s:o}", "interfaces", ifs, "xdp",
 			 c->has_xdp ? xdp_json(c) : json_null(), "penalty", pen, "metrics",
 			 c->metrics[0] ? c->metrics : NULL, "on_exit",

@@ -20,39 +20,39 @@
 
 struct xrl_iface_cfg {
 	char name[IF_NAMESIZE];
-	enum xrl_attach_mode mode;      /* native (default) | skb | auto */
+	enum xrl_attach_mode mode; /* native (default) | skb | auto */
 };
 
 /* A source refused in `strikes` separate windows is denied for `base`,
  * doubling on each repeat up to `max`. */
 struct xrl_penalty_cfg {
-	bool  enabled;                  /* false when the section is absent */
+	bool enabled; /* false when the section is absent */
 	__u32 strikes;
 	__u64 window_ns;
 	__u64 base_ns;
 	__u64 max_ns;
-	__u8  floor4;                   /* shortest prefix a penalty denies: /24 */
-	__u8  floor6;                   /* and for IPv6: /48 */
+	__u8 floor4; /* shortest prefix a penalty denies: /24 */
+	__u8 floor6; /* and for IPv6: /48 */
 };
 
 struct xrld_config {
 	__u32 n_ifaces;
 	struct xrl_iface_cfg ifaces[XRL_CFG_MAX_IFACES];
-	bool  has_xdp;                  /* an xdp: section was present */
-	struct xrl_policy policy;       /* xdp.rules and xdp.allow */
-	__u32 buckets_max;              /* xdp.buckets: 0 = default */
-	__u64 event_interval_ns;        /* xdp.event_interval: 0 = default 1s */
+	bool has_xdp;		  /* an xdp: section was present */
+	struct xrl_policy policy; /* xdp.rules and xdp.allow */
+	__u32 buckets_max;	  /* xdp.buckets: 0 = default */
+	__u64 event_interval_ns;  /* xdp.event_interval: 0 = default 1s */
 	struct xrl_penalty_cfg penalty;
-	char  metrics[64];              /* "127.0.0.1:9100"; "" = off */
-	bool  on_exit_detach;           /* on_exit: detach | keep (default) */
-	int   log_level;                /* log_level: error|warning|info|debug; -1 unset */
-	bool  has_http;                 /* an http: section (the identity tier) */
-	struct xrl_http_cfg http;       /* valid when has_http */
+	char metrics[64];	  /* "127.0.0.1:9100"; "" = off */
+	bool on_exit_detach;	  /* on_exit: detach | keep (default) */
+	int log_level;		  /* log_level: error|warning|info|debug; -1 unset */
+	bool has_http;		  /* an http: section (the identity tier) */
+	struct xrl_http_cfg http; /* valid when has_http */
 };
 
 /* Parse a YAML policy from a buffer; `name` is used in error messages. */
-int xrl_config_parse(const char *buf, size_t len, const char *name,
-		     struct xrld_config *out, char *err, size_t errlen);
+int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_config *out,
+		     char *err, size_t errlen);
 /* Read and parse a file. */
 int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen);
 /* A human summary (for --check and `policy show`), into buf: XRL_SUMMARY_MAX

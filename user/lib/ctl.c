@@ -156,7 +156,7 @@ int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **pay
 		}
 		r = read(fd, resp + len, cap - len - 1);
 		if (r < 0 && len && errno == ECONNRESET)
-			break;  /* xrld closed with our request unread, after its answer */
+			break; /* xrld closed with our request unread, after its answer */
 		if (r < 0) {
 			err = werr ? werr : -errno;
 			goto out;

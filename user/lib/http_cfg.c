@@ -131,8 +131,10 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
 		return 0;
 	}
 	if (strncmp(s, "redis://", 8)) {
-		snprintf(err, errlen, "backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB], "
-			 "got '%.40s'", strchr(s, '@') ? "(a URL with a password, not shown)" : s);
+		snprintf(err, errlen,
+			 "backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB], "
+			 "got '%.40s'",
+			 strchr(s, '@') ? "(a URL with a password, not shown)" : s);
 		return -EINVAL;
 	}
 	p = s + 8;
@@ -141,43 +143,56 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
 		const char *ui_colon = memchr(p, ':', (size_t)(at - p));
 
 		if (!ui_colon) {
-			snprintf(err, errlen, "backend: redis://USER@...: a user needs a password "
+			snprintf(err, errlen,
+				 "backend: redis://USER@...: a user needs a password "
 				 "(redis://USER:PASSWORD@HOST:PORT, or redis://:PASSWORD@HOST:PORT)");
 			return -EINVAL;
 		}
 		if (url_decode(p, (size_t)(ui_colon - p), user, sizeof(user))) {
-			snprintf(err, errlen, "backend: the user in the redis:// URL is longer than %zu bytes "
-				 "or has a bad %%XX escape", sizeof(user) - 1);
+			snprintf(err, errlen,
+				 "backend: the user in the redis:// URL is longer than %zu bytes "
+				 "or has a bad %%XX escape",
+				 sizeof(user) - 1);
 			return -EINVAL;
 		}
-		if (url_decode(ui_colon + 1, (size_t)(at - ui_colon - 1), pass, sizeof(pass)) || !pass[0]) {
-			snprintf(err, errlen, "backend: the password in the redis:// URL is empty, longer than "
-				 "%zu bytes or has a bad %%XX escape (not shown)", sizeof(pass) - 1);
+		if (url_decode(ui_colon + 1, (size_t)(at - ui_colon - 1), pass, sizeof(pass)) ||
+		    !pass[0]) {
+			snprintf(err, errlen,
+				 "backend: the password in the redis:// URL is empty, longer than "
+				 "%zu bytes or has a bad %%XX escape (not shown)",
+				 sizeof(pass) - 1);
 			return -EINVAL;
 		}
 		p = at + 1;
 	}
 	slash = strchr(p, '/');
 	end = slash ? slash : p + strlen(p);
-	switch (xrl_hostport_parse(p, (size_t)(end - p), c->redis_host, sizeof(c->redis_host), &port)) {
+	switch (xrl_hostport_parse(p, (size_t)(end - p), c->redis_host, sizeof(c->redis_host),
+				   &port)) {
 	case 0:
 		break;
 	case -ERANGE: {
 		const char *colon = memrchr(p, ':', (size_t)(end - p));
 
-		snprintf(err, errlen, "backend: the port in the redis:// URL must be a number from 1 to "
-			 "65535, got '%.*s'", (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
+		snprintf(err, errlen,
+			 "backend: the port in the redis:// URL must be a number from 1 to "
+			 "65535, got '%.*s'",
+			 (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
 		return -EINVAL;
 	}
 	default:
-		snprintf(err, errlen, "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
-			 "(an IPv6 HOST in brackets), got '%s%.*s'", at ? "redis://(not shown)@" : "redis://",
+		snprintf(err, errlen,
+			 "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
+			 "(an IPv6 HOST in brackets), got '%s%.*s'",
+			 at ? "redis://(not shown)@" : "redis://",
 			 (int)(strlen(p) > 100 ? 100 : strlen(p)), p);
 		return -EINVAL;
 	}
 	if (slash && !whole(slash + 1, slash + strlen(slash), 0, 1000, &db)) {
-		snprintf(err, errlen, "backend: the database in the redis:// URL must be a number from 0 "
-			 "to 1000, got '%.20s'", slash + 1);
+		snprintf(err, errlen,
+			 "backend: the database in the redis:// URL must be a number from 0 "
+			 "to 1000, got '%.20s'",
+			 slash + 1);
 		return -EINVAL;
 	}
 	c->redis_port = port;
@@ -207,24 +222,25 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 			return rc;
 		}
 		if (r->cost > r->burst) {
-			snprintf(err, errlen, "http rule %s: cost %u above burst %u could never be allowed",
+			snprintf(err, errlen,
+				 "http rule %s: cost %u above burst %u could never be allowed",
 				 r->name, r->cost, r->burst);
 			return -EINVAL;
 		}
 		if (r->key_kind == XRL_KEY_HEADER && !r->header[0]) {
-			snprintf(err, errlen, "http rule %s: key header: needs a header name", r->name);
+			snprintf(err, errlen, "http rule %s: key header: needs a header name",
+				 r->name);
 			return -EINVAL;
 		}
 		r->id = xrl_rule_id(r->name);
 	}
-	if (c->shed_enabled && xrl_gcra_init(c->shed_rate.tokens, c->shed_rate.period_ns,
-					     c->shed_burst, &c->shed_g)) {
+	if (c->shed_enabled &&
+	    xrl_gcra_init(c->shed_rate.tokens, c->shed_rate.period_ns, c->shed_burst, &c->shed_g)) {
 		snprintf(err, errlen, "http shed: rate and burst out of range");
 		return -ERANGE;
 	}
 	return 0;
 }
-
 
 int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
 			      char *out, size_t outlen)
@@ -249,7 +265,8 @@ int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_h
 		if (!f[i].differs)
 			continue;
 		if (o < outlen)
-			o += (size_t)snprintf(out + o, outlen - o, "%s%s", n ? ", " : "", f[i].name);
+			o += (size_t)snprintf(out + o, outlen - o, "%s%s", n ? ", " : "",
+					      f[i].name);
 		n++;
 	}
 	return n;

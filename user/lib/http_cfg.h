@@ -13,28 +13,29 @@
 
 #include "xrl.h"
 
-#define XRL_HTTP_MAX_RULES    64
-#define XRL_HTTP_MAX_TRUSTED  64
-#define XRL_HTTP_MAX_MATCH    8      /* rules one request is checked against */
-#define XRL_HTTP_KEY_MAX      256    /* a derived key (address, bearer digest); header keys are used whole */
-#define XRL_HTTP_PATH_MAX     8192   /* bytes of a request path (query cut); beyond: 414 */
+#define XRL_HTTP_MAX_RULES   64
+#define XRL_HTTP_MAX_TRUSTED 64
+#define XRL_HTTP_MAX_MATCH   8 /* rules one request is checked against */
+#define XRL_HTTP_KEY_MAX \
+	256 /* a derived key (address, bearer digest); header keys are used whole */
+#define XRL_HTTP_PATH_MAX 8192 /* bytes of a request path (query cut); beyond: 414 */
 
 enum xrl_key_kind {
-	XRL_KEY_HEADER = 0,   /* header:NAME */
-	XRL_KEY_BEARER,       /* Authorization: Bearer <token>, hashed */
-	XRL_KEY_CLIENT_IP,    /* the client address (trusted proxies walked) */
+	XRL_KEY_HEADER = 0, /* header:NAME */
+	XRL_KEY_BEARER,	    /* Authorization: Bearer <token>, hashed */
+	XRL_KEY_CLIENT_IP,  /* the client address (trusted proxies walked) */
 };
 
 enum xrl_backend_err {
-	XRL_BE_OPEN = 0,      /* allow (fail open: fairness limits) */
-	XRL_BE_CLOSED,        /* 503 (fail closed: capacity limits) */
-	XRL_BE_LOCAL,         /* an in-process bucket */
+	XRL_BE_OPEN = 0, /* allow (fail open: fairness limits) */
+	XRL_BE_CLOSED,	 /* 503 (fail closed: capacity limits) */
+	XRL_BE_LOCAL,	 /* an in-process bucket */
 };
 
 enum xrl_missing_key {
-	XRL_MISSING_SKIP = 0, /* the rule does not apply to this request */
-	XRL_MISSING_REFUSE,   /* refuse: 429 naming the missing identity */
-	XRL_MISSING_CLIENT_IP,/* fall back to the client address */
+	XRL_MISSING_SKIP = 0,  /* the rule does not apply to this request */
+	XRL_MISSING_REFUSE,    /* refuse: 429 naming the missing identity */
+	XRL_MISSING_CLIENT_IP, /* fall back to the client address */
 };
 
 /*
@@ -43,62 +44,62 @@ enum xrl_missing_key {
  * those of any other kind are never read.
  */
 enum xrl_fwd_from {
-	XRL_FWD_NGINX = 0,    /* X-Original-Method, X-Original-URI (default) */
-	XRL_FWD_TRAEFIK,      /* X-Forwarded-Method, X-Forwarded-Uri */
-	XRL_FWD_CADDY,        /* the same headers as Traefik */
-	XRL_FWD_ENVOY,        /* ext_authz: the request's own method, its path after /v1/auth */
-	XRL_FWD_NONE,         /* the same as envoy: no header is read */
+	XRL_FWD_NGINX = 0, /* X-Original-Method, X-Original-URI (default) */
+	XRL_FWD_TRAEFIK,   /* X-Forwarded-Method, X-Forwarded-Uri */
+	XRL_FWD_CADDY,	   /* the same headers as Traefik */
+	XRL_FWD_ENVOY,	   /* ext_authz: the request's own method, its path after /v1/auth */
+	XRL_FWD_NONE,	   /* the same as envoy: no header is read */
 };
 
 struct xrl_http_rule {
-	char  name[XRL_RULE_NAME_LEN];
-	char  method[16];              /* "" = any */
-	char  path_prefix[256];        /* "" = any */
+	char name[XRL_RULE_NAME_LEN];
+	char method[16];       /* "" = any */
+	char path_prefix[256]; /* "" = any */
 	enum xrl_key_kind key_kind;
-	char  header[64];              /* for XRL_KEY_HEADER */
+	char header[64]; /* for XRL_KEY_HEADER */
 	struct xrl_rate rate;
 	__u32 burst;
-	__u32 cost;                    /* tokens per request, default 1 */
-	struct xrl_gcra_params g;      /* from rate and burst */
+	__u32 cost;		  /* tokens per request, default 1 */
+	struct xrl_gcra_params g; /* from rate and burst */
 	enum xrl_backend_err on_backend_error;
 	enum xrl_missing_key on_missing_key;
-	bool  shadow;
-	__u32 id;                      /* xrl_rule_id(name) */
+	bool shadow;
+	__u32 id; /* xrl_rule_id(name) */
 };
 
 struct xrl_http_cfg {
-	bool  enabled;                 /* an http: section was present */
-	char  listen[64];              /* "127.0.0.1:9090" */
-	bool  redis;                   /* backend: redis://... */
-	char  redis_host[128];
-	int   redis_port;
-	int   redis_db;
-	char  redis_user[64];          /* AUTH user (Redis 6 ACL); "": the default user */
-	char  redis_pass[256];         /* AUTH password; "": no AUTH. Never logged */
-	__u64 redis_timeout_ns;        /* connect and command; default 50 ms */
-	__u64 breaker_cooldown_ns;     /* how long a dead Redis is left alone; 1 s */
+	bool enabled;	 /* an http: section was present */
+	char listen[64]; /* "127.0.0.1:9090" */
+	bool redis;	 /* backend: redis://... */
+	char redis_host[128];
+	int redis_port;
+	int redis_db;
+	char redis_user[64];	   /* AUTH user (Redis 6 ACL); "": the default user */
+	char redis_pass[256];	   /* AUTH password; "": no AUTH. Never logged */
+	__u64 redis_timeout_ns;	   /* connect and command; default 50 ms */
+	__u64 breaker_cooldown_ns; /* how long a dead Redis is left alone; 1 s */
 	__u32 n_trusted;
 	struct xrl_prefix trusted[XRL_HTTP_MAX_TRUSTED];
 	enum xrl_fwd_from forwarded_from; /* default nginx */
-	bool  ignore_path_case;        /* match path_prefix case-insensitively */
+	bool ignore_path_case;		  /* match path_prefix case-insensitively */
 	__u32 n_rules;
 	struct xrl_http_rule rules[XRL_HTTP_MAX_RULES];
-	bool  x_ratelimit_headers;     /* X-RateLimit-*; default on */
-	bool  ietf_headers;            /* RateLimit-Policy / RateLimit; default on */
-	__u32 max_connections;         /* default 1024 */
-	__u64 idle_timeout_ns;         /* default 30 s; whole seconds, 1 s to 1 day */
-	__u32 max_header_bytes;        /* default 8192; beyond: 431 */
-	__u32 memory_max_keys;         /* in-process buckets; default 1,000,000 */
-	__u32 threads;                 /* server threads; default 2 */
-	bool  shed_enabled;            /* shed: global capacity bucket -> 503 */
+	bool x_ratelimit_headers; /* X-RateLimit-*; default on */
+	bool ietf_headers;	  /* RateLimit-Policy / RateLimit; default on */
+	__u32 max_connections;	  /* default 1024 */
+	__u64 idle_timeout_ns;	  /* default 30 s; whole seconds, 1 s to 1 day */
+	__u32 max_header_bytes;	  /* default 8192; beyond: 431 */
+	__u32 memory_max_keys;	  /* in-process buckets; default 1,000,000 */
+	__u32 threads;		  /* server threads; default 2 */
+	bool shed_enabled;	  /* shed: global capacity bucket -> 503 */
 	struct xrl_rate shed_rate;
 	__u32 shed_burst;
 	struct xrl_gcra_params shed_g;
 	struct {
-		bool  enabled;
+		bool enabled;
 		__u32 strikes;
 		__u64 window_ns, base_ns, max_ns;
-	} penalty;                     /* key escalation, as in the packet tier */
+	} penalty; /* key escalation, as in the packet tier */
 };
 
 /* Fill defaults for a new http: section. */

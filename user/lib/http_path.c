@@ -106,7 +106,8 @@ int xrl_http_path_norm(const char *in, size_t n, char *out, size_t outlen)
 		if (b < 0x20 || b == 0x7f)
 			return -EINVAL;
 		if (b == '%') {
-			int hi = end - p > 2 ? hexval(p[1]) : -1, lo = end - p > 2 ? hexval(p[2]) : -1;
+			int hi = end - p > 2 ? hexval(p[1]) : -1,
+			    lo = end - p > 2 ? hexval(p[2]) : -1;
 
 			if (hi < 0 || lo < 0)
 				return -EINVAL;

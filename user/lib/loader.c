@@ -31,9 +31,9 @@
 #define XRL_PROG_NAME "xrl_xdp"
 
 static const char *const pinned_maps[] = {
-	XRL_MAP_CONFIG, XRL_MAP_RULESETS, XRL_MAP_META, XRL_MAP_BUCKETS,
-	XRL_MAP_REFUSED, XRL_MAP_ALLOW_V4, XRL_MAP_ALLOW_V6, XRL_MAP_DENY_V4,
-	XRL_MAP_DENY_V6, XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
+	XRL_MAP_CONFIG,	     XRL_MAP_RULESETS,	 XRL_MAP_META,	       XRL_MAP_BUCKETS,
+	XRL_MAP_REFUSED,     XRL_MAP_ALLOW_V4,	 XRL_MAP_ALLOW_V6,     XRL_MAP_DENY_V4,
+	XRL_MAP_DENY_V6,     XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
 	XRL_MAP_ALLOW_SMALL,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
@@ -48,15 +48,15 @@ struct xrl_gc_cursor {
 #define XRL_GC_BUDGET 4096
 
 struct xrl_handle {
-	struct xrl_gc_cursor gc[2];     /* deny sweep: [0] IPv4, [1] IPv6 */
-	struct xrl *skel;               /* NULL when opened from pins only */
-	int fds[N_PINNED];              /* map fds, in pinned_maps order */
-	struct xdp_program *xdp_prog;   /* ours, when we attached it */
-	char pin_dir[PATH_MAX];         /* "" when not pinned */
+	struct xrl_gc_cursor gc[2];   /* deny sweep: [0] IPv4, [1] IPv6 */
+	struct xrl *skel;	      /* NULL when opened from pins only */
+	int fds[N_PINNED];	      /* map fds, in pinned_maps order */
+	struct xdp_program *xdp_prog; /* ours, when we attached it */
+	char pin_dir[PATH_MAX];	      /* "" when not pinned */
 	struct xrl_attach_info info;
 	int ncpus;
-	__u64 tick_ns;                  /* CLOCK_MONOTONIC_COARSE resolution */
-	bool fine_clock;                /* every rule on bpf_ktime_get_ns */
+	__u64 tick_ns;	 /* CLOCK_MONOTONIC_COARSE resolution */
+	bool fine_clock; /* every rule on bpf_ktime_get_ns */
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -90,8 +90,7 @@ static int mkdir_p(const char *path)
 	return 0;
 }
 
-static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
-			   enum xdp_attach_mode *mode);
+static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog, enum xdp_attach_mode *mode);
 static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id);
 
 /*
@@ -257,8 +256,7 @@ static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id)
  * Find an attached xrl program on ifindex. Returns its id (0 if none), and
  * sets *foreign when some other XDP program is attached.
  */
-static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog,
-			   enum xdp_attach_mode *mode)
+static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog, enum xdp_attach_mode *mode)
 {
 	struct xdp_multiprog *mp;
 	struct xdp_program *p = NULL;
@@ -321,7 +319,8 @@ static int attach(struct xrl_handle *h, int ifindex, enum xrl_attach_mode want)
 	err = attach_mode(h, ifindex, m);
 	if (err && want == XRL_MODE_AUTO) {
 		log_warnx("couldn't attach in native mode (%s); falling back to skb (generic) mode, "
-			  "which costs far more per packet", strerror(-err));
+			  "which costs far more per packet",
+			  strerror(-err));
 		m = XDP_MODE_SKB;
 		err = attach_mode(h, ifindex, m);
 	}
@@ -412,7 +411,8 @@ static int attach_or_reuse(struct xrl_handle *h, int ifindex, const struct xrl_o
 		h->info.mode = mode == XDP_MODE_SKB ? XRL_MODE_SKB : XRL_MODE_NATIVE;
 	} else if (id || foreign) {
 		log_warnx("%s already has an XDP program (%s) that is not this xrl instance's; "
-			  "detach it first", o->ifname, id ? "xrl with other maps" : "foreign");
+			  "detach it first",
+			  o->ifname, id ? "xrl with other maps" : "foreign");
 		return -EBUSY;
 	} else {
 		err = attach(h, ifindex, o->mode);
@@ -445,14 +445,16 @@ static int load(struct xrl_handle *h, const struct xrl_open_opts *o)
 	if (err) {
 		log_warnx("couldn't load the XDP program: %s%s", strerror(-err),
 			  h->info.reused_pins ? " (pinned maps from an incompatible version? "
-						"detach to remove them)" : "");
+						"detach to remove them)"
+					      : "");
 		return err;
 	}
 	for (size_t i = 0; i < N_PINNED; i++)
 		h->fds[i] = bpf_map__fd(bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]));
 	if (!h->info.reused_pins) {
 		struct xrl_config cfg = { .event_interval_ns = XRL_NSEC_PER_SEC,
-					  .event_interval_j = (__u32)(XRL_NSEC_PER_SEC / h->tick_ns) };
+					  .event_interval_j =
+						  (__u32)(XRL_NSEC_PER_SEC / h->tick_ns) };
 		__u32 zero = 0;
 
 		bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg, BPF_ANY);
@@ -497,7 +499,7 @@ void xrl_close(struct xrl_handle *h)
 	if (!h)
 		return;
 	if (h->xdp_prog)
-		xdp_program__close(h->xdp_prog);  /* closes the fd, not the attachment */
+		xdp_program__close(h->xdp_prog); /* closes the fd, not the attachment */
 	if (h->skel)
 		xrl__destroy(h->skel);
 	else
@@ -516,8 +518,8 @@ static int detach_plain(struct xrl_handle *h)
 
 	if (id != h->info.prog_id)
 		return id ? -EBUSY : 0;
-	if (bpf_xdp_detach(h->info.ifindex, mode == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE
-								   : XDP_FLAGS_DRV_MODE, NULL))
+	if (bpf_xdp_detach(h->info.ifindex,
+			   mode == XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE, NULL))
 		return -errno;
 	return 0;
 }
@@ -555,7 +557,8 @@ int xrl_detach(struct xrl_handle *h)
 			xdp_multiprog__close(mp);
 		}
 		if (err)
-			log_warnx("couldn't detach program %u: %s", h->info.prog_id, strerror(-err));
+			log_warnx("couldn't detach program %u: %s", h->info.prog_id,
+				  strerror(-err));
 	}
 	if (!err && h->pin_dir[0]) {
 		char path[PATH_MAX + 64];
@@ -607,7 +610,7 @@ static int sync_list_counts(struct xrl_handle *h)
 	int err;
 	__u32 zero = 0;
 
-	XRL_FOR_EACH_MAP_KEY(err, a4, n4, k4) {
+	XRL_FOR_EACH_MAP_KEY (err, a4, n4, k4) {
 		__u32 m[4];
 
 		if (sm.n4 >= XRL_ALLOW_SMALL)
@@ -617,7 +620,7 @@ static int sync_list_counts(struct xrl_handle *h)
 		sm.v4[sm.n4].addr = n4.addr & m[0];
 		sm.n4++;
 	}
-	XRL_FOR_EACH_MAP_KEY(err, a6, n6, k6) {
+	XRL_FOR_EACH_MAP_KEY (err, a6, n6, k6) {
 		__u32 m[4];
 
 		if (sm.n6 >= XRL_ALLOW_SMALL)
@@ -735,7 +738,8 @@ static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl
  */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
-	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0, .origin = origin };
+	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0,
+				  .origin = origin };
 	struct xrl_deny_val old;
 	struct xrl_lpm_v4 k4;
 	struct xrl_lpm_v6 k6;
@@ -942,9 +946,9 @@ static void compile_rules(struct xrl_handle *h, const struct xrl_policy *p, stru
  * The counters of slot `next`: a rule keeps its totals across reloads when
  * its name does (copied from the active slot), the others start at zero.
  */
-static int carry_counters(struct xrl_handle *h, __u32 active, __u32 next, const struct xrl_ruleset *rs,
-			  const struct xrl_ruleset_meta *meta, const struct xrl_ruleset *old,
-			  const struct xrl_ruleset_meta *old_meta)
+static int carry_counters(struct xrl_handle *h, __u32 active, __u32 next,
+			  const struct xrl_ruleset *rs, const struct xrl_ruleset_meta *meta,
+			  const struct xrl_ruleset *old, const struct xrl_ruleset_meta *old_meta)
 {
 	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS), rc = 0;
 	size_t ctr_sz = sizeof(struct xrl_rule_ctr);
@@ -1118,7 +1122,10 @@ long xrl_bucket_count(struct xrl_handle *h)
 {
 	int fd = xrl_map_fd(h, XRL_MAP_BUCKETS);
 	struct xrl_bucket_key key, next, *keys;
-	union { __u32 pos; struct xrl_bucket_key k; } in, out; /* the kernel's cursor */
+	union {
+		__u32 pos;
+		struct xrl_bucket_key k;
+	} in, out; /* the kernel's cursor */
 	void *prev = NULL;
 	__u64 *vals;
 	long n = 0;
@@ -1133,7 +1140,8 @@ long xrl_bucket_count(struct xrl_handle *h)
 		for (;;) {
 			__u32 cnt = BUCKET_BATCH;
 
-			err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &cnt, &o);
+			err = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, keys, vals, &cnt,
+						   &o);
 			if (err && errno != ENOENT)
 				break;
 			n += cnt;

@@ -24,8 +24,14 @@ void log_init(const char *ident, int level, int use_syslog)
 		openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 }
 
-void log_set_level(int level) { cur_level = level; }
-int log_get_level(void) { return cur_level; }
+void log_set_level(int level)
+{
+	cur_level = level;
+}
+int log_get_level(void)
+{
+	return cur_level;
+}
 
 static void vlog(int level, const char *suffix, const char *fmt, va_list ap)
 {
@@ -44,19 +50,19 @@ static void vlog(int level, const char *suffix, const char *fmt, va_list ap)
 		syslog(prio[level], "%s%s%s", buf, suffix ? ": " : "", suffix ? suffix : "");
 		return;
 	}
-	fprintf(stderr, "%s: %s: %s%s%s\n", log_ident, tag[level], buf,
-		suffix ? ": " : "", suffix ? suffix : "");
+	fprintf(stderr, "%s: %s: %s%s%s\n", log_ident, tag[level], buf, suffix ? ": " : "",
+		suffix ? suffix : "");
 }
 
-#define LOG_FN(fn, lvl, with_errno)                                     \
-	void fn(const char *fmt, ...)                                   \
-	{                                                               \
-		int saved = errno;                                      \
-		va_list ap;                                             \
-		va_start(ap, fmt);                                      \
-		vlog(lvl, with_errno ? strerror(saved) : NULL, fmt, ap);\
-		va_end(ap);                                             \
-		errno = saved;                                          \
+#define LOG_FN(fn, lvl, with_errno) \
+	void fn(const char *fmt, ...) \
+	{ \
+		int saved = errno; \
+		va_list ap; \
+		va_start(ap, fmt); \
+		vlog(lvl, with_errno ? strerror(saved) : NULL, fmt, ap); \
+		va_end(ap); \
+		errno = saved; \
 	}
 
 LOG_FN(log_err, XRL_LOG_ERR, 0)
@@ -71,13 +77,15 @@ LOG_FN(log_debug, XRL_LOG_DEBUG, 0)
  * expected here (see docs/design.md); our own messages state every outcome
  * with its reason. -vv shows the libraries' words, verifier logs included.
  */
-static int lib_print(enum libbpf_print_level level __attribute__((unused)), const char *fmt, va_list ap)
+static int lib_print(enum libbpf_print_level level __attribute__((unused)), const char *fmt,
+		     va_list ap)
 {
 	vlog(XRL_LOG_DEBUG, NULL, fmt, ap);
 	return 0;
 }
 
-static int xdp_print(enum libxdp_print_level level __attribute__((unused)), const char *fmt, va_list ap)
+static int xdp_print(enum libxdp_print_level level __attribute__((unused)), const char *fmt,
+		     va_list ap)
 {
 	vlog(XRL_LOG_DEBUG, NULL, fmt, ap);
 	return 0;

@@ -17,7 +17,7 @@ enum xrl_log_level {
 
 void log_init(const char *ident, int level, int use_syslog);
 void log_set_level(int level);
-int  log_get_level(void);
+int log_get_level(void);
 /* Route libbpf and libxdp messages through log_*, all at debug (see log.c). */
 void log_hook_libs(void);
 

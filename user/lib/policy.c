@@ -71,7 +71,8 @@ int xrl_prefix_parse(const char *s, struct xrl_prefix *out, char *err, size_t er
 		maxlen = 128;
 	} else {
 		return fail(err, errlen, -EINVAL,
-			    "'%s' is not an IPv4 or IPv6 address prefix (want e.g. 10.0.0.0/8 or 2001:db8::/48)", s);
+			    "'%s' is not an IPv4 or IPv6 address prefix (want e.g. 10.0.0.0/8 or 2001:db8::/48)",
+			    s);
 	}
 
 	plen = maxlen;
@@ -79,8 +80,8 @@ int xrl_prefix_parse(const char *s, struct xrl_prefix *out, char *err, size_t er
 		errno = 0;
 		plen = strtol(slash + 1, &end, 10);
 		if (!isdigit((unsigned char)slash[1]) || *end || errno || plen < 0 || plen > maxlen)
-			return fail(err, errlen, -EINVAL,
-				    "'%s': prefix length must be 0..%d", s, maxlen);
+			return fail(err, errlen, -EINVAL, "'%s': prefix length must be 0..%d", s,
+				    maxlen);
 	}
 	p.plen = (__u8)plen;
 	xrl_prefix_mask(p.family, p.plen, mask);
@@ -107,15 +108,23 @@ const char *xrl_prefix_str(const struct xrl_prefix *p, char *buf, size_t len)
 /* A unit word to ns; 0 if unknown. */
 static __u64 unit_ns(const char *u)
 {
-	static const struct { const char *name; __u64 ns; } units[] = {
+	static const struct {
+		const char *name;
+		__u64 ns;
+	} units[] = {
 		{ "ns", 1ULL },
 		{ "us", 1000ULL },
 		{ "ms", 1000000ULL },
-		{ "s", XRL_NSEC_PER_SEC }, { "sec", XRL_NSEC_PER_SEC }, { "second", XRL_NSEC_PER_SEC },
-		{ "m", 60 * XRL_NSEC_PER_SEC }, { "min", 60 * XRL_NSEC_PER_SEC },
+		{ "s", XRL_NSEC_PER_SEC },
+		{ "sec", XRL_NSEC_PER_SEC },
+		{ "second", XRL_NSEC_PER_SEC },
+		{ "m", 60 * XRL_NSEC_PER_SEC },
+		{ "min", 60 * XRL_NSEC_PER_SEC },
 		{ "minute", 60 * XRL_NSEC_PER_SEC },
-		{ "h", 3600 * XRL_NSEC_PER_SEC }, { "hour", 3600 * XRL_NSEC_PER_SEC },
-		{ "d", 86400 * XRL_NSEC_PER_SEC }, { "day", 86400 * XRL_NSEC_PER_SEC },
+		{ "h", 3600 * XRL_NSEC_PER_SEC },
+		{ "hour", 3600 * XRL_NSEC_PER_SEC },
+		{ "d", 86400 * XRL_NSEC_PER_SEC },
+		{ "day", 86400 * XRL_NSEC_PER_SEC },
 	};
 
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
@@ -167,10 +176,12 @@ int xrl_duration_parse(const char *s, __u64 *ns, char *err, size_t errlen)
 		return fail(err, errlen, -EINVAL, "empty duration");
 	n = parse_decimal(s, &m, &sc);
 	if (!n)
-		return fail(err, errlen, -EINVAL, "'%s' is not a duration (want e.g. 2s, 500ms, 10m, 1h, 1d)", s);
+		return fail(err, errlen, -EINVAL,
+			    "'%s' is not a duration (want e.g. 2s, 500ms, 10m, 1h, 1d)", s);
 	u = unit_ns(s + n);
 	if (!u)
-		return fail(err, errlen, -EINVAL, "'%s': unknown or missing unit (ms, s, m, h, d)", s);
+		return fail(err, errlen, -EINVAL, "'%s': unknown or missing unit (ms, s, m, h, d)",
+			    s);
 	if (m && u > UINT64_MAX / m)
 		return fail(err, errlen, -ERANGE, "'%s' is too long", s);
 	*ns = m * u / sc;
@@ -193,7 +204,8 @@ int xrl_rate_parse(const char *s, struct xrl_rate *out, char *err, size_t errlen
 	if (!n || s + n != slash)
 		return fail(err, errlen, -EINVAL, "'%s': the count before '/' must be a number", s);
 	if (!m)
-		return fail(err, errlen, -EINVAL, "'%s': a rate of zero refuses everything; use a deny entry instead", s);
+		return fail(err, errlen, -EINVAL,
+			    "'%s': a rate of zero refuses everything; use a deny entry instead", s);
 	unit = slash + 1;
 	if (isdigit((unsigned char)*unit) || *unit == '.') {
 		n = parse_decimal(unit, &pm, &psc);
@@ -205,7 +217,8 @@ int xrl_rate_parse(const char *s, struct xrl_rate *out, char *err, size_t errlen
 	}
 	u = unit_ns(unit);
 	if (!u)
-		return fail(err, errlen, -EINVAL, "'%s': unknown period unit '%s' (ms, s, min, h, d)", s, unit);
+		return fail(err, errlen, -EINVAL,
+			    "'%s': unknown period unit '%s' (ms, s, min, h, d)", s, unit);
 	/* m/sc tokens per pm/psc units: tokens = m*psc, period = pm*u*sc */
 	if (pm > UINT64_MAX / u || pm * u > UINT64_MAX / sc || m > UINT64_MAX / psc)
 		return fail(err, errlen, -ERANGE, "'%s' is out of range", s);
@@ -237,8 +250,7 @@ __u32 xrl_rule_id(const char *name)
 	return h ? h : 1;
 }
 
-int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
-		     char *err, size_t errlen)
+int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err, size_t errlen)
 {
 	struct xrl_gcra_params g;
 	const char *nm = in->name[0] ? in->name : "(unnamed)";
@@ -255,22 +267,26 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
 	if (in->tcp_class > XRL_TCP_SYN)
 		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags must be syn or any", nm);
 	if (in->tcp_class == XRL_TCP_SYN && in->proto == XRL_PROTO_UDP)
-		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags syn cannot match proto udp", nm);
+		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags syn cannot match proto udp",
+			    nm);
 	if (in->action > XRL_ACT_SHADOW)
 		return fail(err, errlen, -EINVAL, "rule %s: action must be drop or shadow", nm);
 	if (in->n_ports > XRL_MAX_PORT_RANGES)
-		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm, XRL_MAX_PORT_RANGES);
+		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm,
+			    XRL_MAX_PORT_RANGES);
 	for (int i = 0; i < in->n_ports; i++)
 		if (in->ports[i].lo > in->ports[i].hi)
-			return fail(err, errlen, -EINVAL, "rule %s: port range %u-%u is backwards", nm,
-				    in->ports[i].lo, in->ports[i].hi);
+			return fail(err, errlen, -EINVAL, "rule %s: port range %u-%u is backwards",
+				    nm, in->ports[i].lo, in->ports[i].hi);
 	if (in->key_plen4 > 32 || in->key_plen6 > 128)
-		return fail(err, errlen, -EINVAL, "rule %s: key prefix must be 0..32 (IPv4) and 0..128 (IPv6)", nm);
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: key prefix must be 0..32 (IPv4) and 0..128 (IPv6)", nm);
 	if (in->has_dst && in->dst.family != XRL_AF_INET && in->dst.family != XRL_AF_INET6)
 		return fail(err, errlen, -EINVAL, "rule %s: bad destination family", nm);
 	if (in->has_dst && in->dst.plen > (in->dst.family == XRL_AF_INET ? 32 : 128))
-		return fail(err, errlen, -EINVAL, "rule %s: destination prefix /%u is longer than the address",
-			    nm, in->dst.plen);
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: destination prefix /%u is longer than the address", nm,
+			    in->dst.plen);
 
 	rc = xrl_gcra_init(in->rate.tokens, in->rate.period_ns, in->burst, &g);
 	if (rc == -EINVAL)
@@ -311,26 +327,29 @@ int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
 	if (p->n_rules > XRL_MAX_RULES)
 		return fail(err, errlen, -E2BIG, "%u rules; at most %d", p->n_rules, XRL_MAX_RULES);
 	if (p->n_allow > XRL_POLICY_MAX_ALLOW)
-		return fail(err, errlen, -E2BIG, "%u allowlist entries; at most %d",
-			    p->n_allow, XRL_POLICY_MAX_ALLOW);
+		return fail(err, errlen, -E2BIG, "%u allowlist entries; at most %d", p->n_allow,
+			    XRL_POLICY_MAX_ALLOW);
 	for (__u32 i = 0; i < p->n_rules; i++) {
 		rc = xrl_rule_compile(&p->rules[i], &r, err, errlen);
 		if (rc)
 			return rc;
 		for (__u32 j = 0; j < i; j++) {
 			if (!strcmp(p->rules[i].name, p->rules[j].name))
-				return fail(err, errlen, -EINVAL, "rule name '%s' is used twice", p->rules[i].name);
+				return fail(err, errlen, -EINVAL, "rule name '%s' is used twice",
+					    p->rules[i].name);
 			struct xrl_rule o;
 
 			xrl_rule_compile(&p->rules[j], &o, NULL, 0);
 			if (o.id == r.id)
-				return fail(err, errlen, -EINVAL, "rules '%s' and '%s' have the same id %u",
+				return fail(err, errlen, -EINVAL,
+					    "rules '%s' and '%s' have the same id %u",
 					    p->rules[j].name, p->rules[i].name, r.id);
 		}
 	}
 	for (__u32 i = 0; i < p->n_allow; i++) {
 		if (p->allow[i].family != XRL_AF_INET && p->allow[i].family != XRL_AF_INET6)
-			return fail(err, errlen, -EINVAL, "allowlist entry %u has no address family", i);
+			return fail(err, errlen, -EINVAL,
+				    "allowlist entry %u has no address family", i);
 	}
 	return 0;
 }

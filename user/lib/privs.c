@@ -28,7 +28,7 @@
 #include "privs.h"
 
 #ifndef PR_CAP_AMBIENT
-#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT		 47
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
 
@@ -82,9 +82,10 @@ int xrl_caps_limit(__u64 keep)
 	return capset_mask(keep & prm, keep & prm);
 }
 
-#define LOAD_NR   BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define DENY_NR(n) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
-		   BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+#define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define DENY_NR(n) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
 
 /*
  * The calling thread: no capabilities, and the syscalls that reach BPF

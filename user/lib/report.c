@@ -21,8 +21,8 @@ int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta)
 }
 
 /* One rule's counters: {"name":..,"passed":N,"passed_bytes":N,..[,"passed_per_s":R,..]}. */
-static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c, const struct xrl_rule_ctr *prev,
-			 double dt_s)
+static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c,
+			 const struct xrl_rule_ctr *prev, double dt_s)
 {
 	json_t *o = json_pack("{s:s}", "name", name);
 	char k[40];
@@ -57,8 +57,8 @@ json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
 	for (__u32 r = 0; r < st->n_rules; r++)
 		json_array_append_new(rules, rule_json(meta->names[r], &st->rules[r],
 						       prev ? &prev->rules[r] : NULL, dt_s));
-	return json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules,
-			 "global", xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
+	return json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules, "global",
+			 xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
 }
 
 void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_stats *st,
@@ -80,9 +80,11 @@ void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_st
 		if (rates)
 			xrl_buf_printf(b, " %12.1f %12.1f",
 				       (double)(st->rules[r].pkts[XRL_V_PASSED] -
-						prev->rules[r].pkts[XRL_V_PASSED]) / dt_s,
+						prev->rules[r].pkts[XRL_V_PASSED]) /
+					       dt_s,
 				       (double)(st->rules[r].pkts[XRL_V_DROPPED] -
-						prev->rules[r].pkts[XRL_V_DROPPED]) / dt_s);
+						prev->rules[r].pkts[XRL_V_DROPPED]) /
+					       dt_s);
 		xrl_buf_printf(b, "\n");
 	}
 	xrl_buf_printf(b, "  global:");
@@ -97,7 +99,8 @@ void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_st
 
 /* Walk one allow or deny map; fn sees each entry's prefix, origin and expiry (ns, 0: none). */
 static void list_walk(struct xrl_handle *h, int deny,
-		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp), void *arg)
+		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp),
+		      void *arg)
 {
 	static const char *origin[] = { "policy", "runtime", "penalty" };
 
@@ -111,7 +114,10 @@ static void list_walk(struct xrl_handle *h, int deny,
 
 		while (!bpf_map_get_next_key(fd, prev, next)) {
 			struct xrl_prefix p = { .family = fam ? XRL_AF_INET6 : XRL_AF_INET };
-			union { struct xrl_deny_val d; struct xrl_allow_val a; } v;
+			union {
+				struct xrl_deny_val d;
+				struct xrl_allow_val a;
+			} v;
 			char buf[64];
 			__u32 org;
 
@@ -162,7 +168,8 @@ static void list_json_one(void *arg, const char *prefix, const char *origin, __u
 
 	if (x->deny)
 		json_object_set_new(o, "expires_in_s",
-				    exp ? json_real(exp > x->now ? (double)(exp - x->now) / 1e9 : 0.0)
+				    exp ? json_real(exp > x->now ? (double)(exp - x->now) / 1e9
+								 : 0.0)
 					: json_null());
 	json_array_append_new(x->a, o);
 }

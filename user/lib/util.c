@@ -23,11 +23,11 @@ __u64 xrl_now_ns(void)
 __u64 xrl_fnv1a64(const void *p, size_t n)
 {
 	const unsigned char *b = p;
-	__u64 h = 1469598103934665603ULL;      /* offset basis */
+	__u64 h = 1469598103934665603ULL; /* offset basis */
 
 	for (size_t i = 0; i < n; i++) {
 		h ^= b[i];
-		h *= 1099511628211ULL;              /* FNV prime */
+		h *= 1099511628211ULL; /* FNV prime */
 	}
 	return h;
 }

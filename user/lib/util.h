@@ -33,15 +33,15 @@ int xrl_read_all(const char *path, size_t max, char **out, size_t *len);
  * variables of the map's key type, err an int (-1 with errno ENOENT at the
  * end). A key deleted during the walk may restart it (the kernel's rule).
  */
-#define XRL_FOR_EACH_MAP_KEY(err, fd, key, prev)                                              \
-	for (err = bpf_map_get_next_key(fd, NULL, &(key)); !err;                              \
+#define XRL_FOR_EACH_MAP_KEY(err, fd, key, prev) \
+	for (err = bpf_map_get_next_key(fd, NULL, &(key)); !err; \
 	     prev = key, err = bpf_map_get_next_key(fd, &(prev), &(key)))
 
 /* A growing text buffer: out of memory sets oom, and later writes do nothing. */
 struct xrl_buf {
-	char  *p;
+	char *p;
 	size_t len, cap;
-	int    oom;
+	int oom;
 };
 
 void xrl_buf_printf(struct xrl_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

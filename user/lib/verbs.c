@@ -11,8 +11,14 @@
 #include "verbs.h"
 #include "xrl.h"
 
-#define POS(n, t)       { .name = (n), .type = (t) }
-#define OPT(n, t, m)    { .name = (n), .type = (t), .meta = (m) }
+#define POS(n, t) \
+	{ \
+		.name = (n), .type = (t) \
+	}
+#define OPT(n, t, m) \
+	{ \
+		.name = (n), .type = (t), .meta = (m) \
+	}
 
 /* One row a verb; kept as a table by the formatter. */
 /* clang-format off */
@@ -61,9 +67,11 @@ void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len)
 {
 	size_t o = 0;
 
-#define PUT(...) do { \
+#define PUT(...) \
+	do { \
 		int w_ = snprintf(buf + o, o < len ? len - o : 0, __VA_ARGS__); \
-		if (w_ > 0) o += (size_t)w_; \
+		if (w_ > 0) \
+			o += (size_t)w_; \
 	} while (0)
 	PUT("%s", v->word);
 	if (v->sub)
@@ -136,7 +144,8 @@ static int check_value(const struct xrl_verb_arg *a, const char *s, char *err, s
 
 		if (!*s || *end || !(d > 0))
 			return snprintf(err, errlen, "%s wants a positive number of seconds",
-					a->name), 2;
+					a->name),
+			       2;
 		return 0;
 	}
 	case XRL_ARG_MODE:

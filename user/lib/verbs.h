@@ -35,35 +35,35 @@ enum xrl_verb_id {
 
 /* What a value must be; each is checked by the parser, not by the handlers. */
 enum xrl_arg_type {
-	XRL_ARG_NAME = 0,   /* any word: an interface, a rule */
-	XRL_ARG_FILE,       /* a path, read by xrlctl */
-	XRL_ARG_CIDR,       /* xrl_prefix_parse */
-	XRL_ARG_DURATION,   /* xrl_duration_parse, above zero */
-	XRL_ARG_COUNT,      /* a whole number >= 1 */
-	XRL_ARG_SECONDS,    /* a number > 0 (fractions allowed) */
-	XRL_ARG_MODE,       /* native | skb | auto */
-	XRL_ARG_ONOFF,      /* on | off */
+	XRL_ARG_NAME = 0, /* any word: an interface, a rule */
+	XRL_ARG_FILE,	  /* a path, read by xrlctl */
+	XRL_ARG_CIDR,	  /* xrl_prefix_parse */
+	XRL_ARG_DURATION, /* xrl_duration_parse, above zero */
+	XRL_ARG_COUNT,	  /* a whole number >= 1 */
+	XRL_ARG_SECONDS,  /* a number > 0 (fractions allowed) */
+	XRL_ARG_MODE,	  /* native | skb | auto */
+	XRL_ARG_ONOFF,	  /* on | off */
 };
 
-#define XRL_VERB_POS  2     /* positional arguments of a verb at most */
-#define XRL_VERB_OPTS 2     /* options (--name VALUE) of a verb at most */
+#define XRL_VERB_POS  2 /* positional arguments of a verb at most */
+#define XRL_VERB_OPTS 2 /* options (--name VALUE) of a verb at most */
 
 struct xrl_verb_arg {
-	const char *name;       /* "IFACE" for a positional; "--mode" for an option */
+	const char *name; /* "IFACE" for a positional; "--mode" for an option */
 	enum xrl_arg_type type;
-	const char *meta;       /* an option's value in usage: "native|skb|auto" */
+	const char *meta; /* an option's value in usage: "native|skb|auto" */
 };
 
 enum {
-	XRL_VERB_LOCAL    = 1 << 0, /* xrlctl does it alone; never sent to xrld */
+	XRL_VERB_LOCAL = 1 << 0,      /* xrlctl does it alone; never sent to xrld */
 	XRL_VERB_SENDS_FILE = 1 << 1, /* the FILE's text travels as one more argument */
 };
 
 struct xrl_verb {
 	enum xrl_verb_id id;
-	const char *word;                       /* "deny" */
-	const char *sub;                        /* "add"; NULL: none */
-	struct xrl_verb_arg pos[XRL_VERB_POS];  /* all required, in order */
+	const char *word;			/* "deny" */
+	const char *sub;			/* "add"; NULL: none */
+	struct xrl_verb_arg pos[XRL_VERB_POS];	/* all required, in order */
 	struct xrl_verb_arg opt[XRL_VERB_OPTS]; /* all optional */
 	unsigned flags;
 	const char *help;
@@ -73,10 +73,10 @@ struct xrl_verb {
 struct xrl_verb_call {
 	const struct xrl_verb *v;
 	const char *pos[XRL_VERB_POS];
-	const char *opt[XRL_VERB_OPTS];         /* NULL: not given */
-	const char *text;                       /* XRL_VERB_SENDS_FILE, on the wire */
-	bool json;                              /* --json anywhere */
-	bool help;                              /* --help anywhere */
+	const char *opt[XRL_VERB_OPTS]; /* NULL: not given */
+	const char *text;		/* XRL_VERB_SENDS_FILE, on the wire */
+	bool json;			/* --json anywhere */
+	bool help;			/* --help anywhere */
 };
 
 extern const struct xrl_verb xrl_verbs[XRL_VERB_MAX];

@@ -30,8 +30,13 @@
 
 /* TCP states that only a completed handshake reaches (linux/tcp_states.h). */
 enum {
-	ST_ESTABLISHED = 1, ST_FIN_WAIT1 = 4, ST_FIN_WAIT2 = 5, ST_TIME_WAIT = 6,
-	ST_CLOSE_WAIT = 8, ST_LAST_ACK = 9, ST_CLOSING = 11,
+	ST_ESTABLISHED = 1,
+	ST_FIN_WAIT1 = 4,
+	ST_FIN_WAIT2 = 5,
+	ST_TIME_WAIT = 6,
+	ST_CLOSE_WAIT = 8,
+	ST_LAST_ACK = 9,
+	ST_CLOSING = 11,
 };
 
 static bool proven_state(__u8 st)
@@ -47,10 +52,12 @@ static int diag_ask(int fd, const struct xrl_event *e)
 		struct nlmsghdr nh;
 		struct inet_diag_req_v2 r;
 	} req = {
-		.nh = { .nlmsg_len = sizeof(req), .nlmsg_type = SOCK_DIAG_BY_FAMILY,
+		.nh = { .nlmsg_len = sizeof(req),
+			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
 			.nlmsg_flags = NLM_F_REQUEST },
 		.r = { .sdiag_family = e->family == XRL_AF_INET ? AF_INET : AF_INET6,
-		       .sdiag_protocol = IPPROTO_TCP, .idiag_states = ~0u },
+		       .sdiag_protocol = IPPROTO_TCP,
+		       .idiag_states = ~0u },
 	};
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 

@@ -22,14 +22,14 @@
 
 #define XRL_PIN_ROOT_DEFAULT "/sys/fs/bpf/xrl"
 #define XRL_POLICY_MAX_ALLOW 1024
-#define XRL_ERRLEN 256
+#define XRL_ERRLEN	     256
 
 /* An address prefix; host bits are always zero. */
 struct xrl_prefix {
-	__u8  family;      /* XRL_AF_INET or XRL_AF_INET6 */
-	__u8  plen;
-	__u8  pad[2];
-	__u32 addr[4];     /* network byte order, v4 in [0] */
+	__u8 family; /* XRL_AF_INET or XRL_AF_INET6 */
+	__u8 plen;
+	__u8 pad[2];
+	__u32 addr[4]; /* network byte order, v4 in [0] */
 };
 
 /* "tokens per period": 100/s is {100, 1e9}, 10/min is {10, 60e9}. */
@@ -40,20 +40,20 @@ struct xrl_rate {
 
 /* One rule as an operator writes it; xrl_rule_compile makes the ABI form. */
 struct xrl_rule_spec {
-	char  name[XRL_RULE_NAME_LEN];
-	__u8  proto;       /* enum xrl_proto */
-	__u8  tcp_class;   /* enum xrl_tcp_class */
-	__u8  action;      /* enum xrl_action */
-	__u8  n_ports;
+	char name[XRL_RULE_NAME_LEN];
+	__u8 proto;	/* enum xrl_proto */
+	__u8 tcp_class; /* enum xrl_tcp_class */
+	__u8 action;	/* enum xrl_action */
+	__u8 n_ports;
 	struct xrl_port_range ports[XRL_MAX_PORT_RANGES];
-	bool  has_dst;
+	bool has_dst;
 	struct xrl_prefix dst;
-	__u8  key_plen4;   /* default 32 */
-	__u8  key_plen6;   /* default 64 */
+	__u8 key_plen4; /* default 32 */
+	__u8 key_plen6; /* default 64 */
 	struct xrl_rate rate;
 	__u32 burst;
-	__u32 id;          /* 0: derived from the name (stable across reloads) */
-	__u8  penalty;     /* enum xrl_penalty_mode; userspace only */
+	__u32 id;     /* 0: derived from the name (stable across reloads) */
+	__u8 penalty; /* enum xrl_penalty_mode; userspace only */
 };
 
 /*
@@ -63,9 +63,9 @@ struct xrl_rule_spec {
  * rule's sources cannot be forged (the operator says so per rule).
  */
 enum xrl_penalty_mode {
-	XRL_PEN_VERIFIED   = 0,
+	XRL_PEN_VERIFIED = 0,
 	XRL_PEN_UNVERIFIED = 1,
-	XRL_PEN_OFF        = 2,
+	XRL_PEN_OFF = 2,
 };
 
 struct xrl_policy {
@@ -95,38 +95,38 @@ void xrl_rule_spec_init(struct xrl_rule_spec *r, const char *name);
 /* Stable, non-zero rule id from a name (FNV-1a). */
 __u32 xrl_rule_id(const char *name);
 /* The ABI form of one rule. */
-int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out,
-		     char *err, size_t errlen);
+int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err,
+		     size_t errlen);
 /* Whole-policy checks: counts, unique names and ids, every rule compiles. */
 int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen);
 
 /* ---- the loaded program --------------------------------------------- */
 
 enum xrl_attach_mode {
-	XRL_MODE_AUTO = 0,   /* native, falling back to skb with a warning */
+	XRL_MODE_AUTO = 0, /* native, falling back to skb with a warning */
 	XRL_MODE_NATIVE,
 	XRL_MODE_SKB,
 };
 
 struct xrl_open_opts {
-	const char *ifname;      /* NULL: load only (tests, benchmarks) */
-	const char *pin_root;    /* NULL: no pinning; else <pin_root>/<ifname>/ */
+	const char *ifname;   /* NULL: load only (tests, benchmarks) */
+	const char *pin_root; /* NULL: no pinning; else <pin_root>/<ifname>/ */
 	enum xrl_attach_mode mode;
-	__u32 buckets_max;       /* 0: XRL_BUCKETS_DEFAULT */
-	__u32 refused_max;       /* 0: XRL_REFUSED_DEFAULT */
-	bool  fine_clock;        /* bpf_ktime_get_ns instead of jiffies */
-	bool  no_lease;          /* every admit asks the shared bucket */
-	const char *bpf_obj;     /* unused: the object is embedded (skeleton) */
+	__u32 buckets_max;   /* 0: XRL_BUCKETS_DEFAULT */
+	__u32 refused_max;   /* 0: XRL_REFUSED_DEFAULT */
+	bool fine_clock;     /* bpf_ktime_get_ns instead of jiffies */
+	bool no_lease;	     /* every admit asks the shared bucket */
+	const char *bpf_obj; /* unused: the object is embedded (skeleton) */
 };
 
 /* How the program ended up attached, for status lines. */
 struct xrl_attach_info {
 	bool attached;
-	bool reused_pins;        /* maps came from existing pins: state kept */
-	bool reused_prog;        /* an xrl program was already attached: kept */
-	bool multiprog;          /* libxdp dispatcher (false: single program) */
+	bool reused_pins;	   /* maps came from existing pins: state kept */
+	bool reused_prog;	   /* an xrl program was already attached: kept */
+	bool multiprog;		   /* libxdp dispatcher (false: single program) */
 	enum xrl_attach_mode mode; /* NATIVE or SKB, as attached */
-	int  ifindex;
+	int ifindex;
 	__u32 prog_id;
 };
 
@@ -159,15 +159,13 @@ int xrl_map_fd(const struct xrl_handle *h, const char *name);
  * entries added with xrl_allow_add (runtime origin) are kept; entries of an
  * earlier policy that this one no longer lists are removed.
  */
-int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p,
-		     char *err, size_t errlen);
+int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen);
 
 /* Runtime allowlist entry (origin XRL_ORIGIN_RUNTIME). */
 int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p);
 int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* ttl_ns 0 = no expiry; origin is an enum xrl_origin. */
-int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
-		 __u32 origin);
+int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin);
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* Entries in use and the capacity of one family's denylist. */
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
@@ -180,7 +178,7 @@ int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);
 
 /* Counters summed over CPUs. */
 struct xrl_stats {
-	__u32 n_rules;                         /* of the ruleset in force */
+	__u32 n_rules; /* of the ruleset in force */
 	struct xrl_rule_ctr rules[XRL_MAX_RULES];
 	struct xrl_global_ctr global;
 };

@@ -83,18 +83,34 @@ static int parse_rule(const char *spec, struct xrl_rule_spec *r, char *err, size
 		if (!strcmp(tok, "name")) {
 			snprintf(r->name, sizeof(r->name), "%s", v);
 		} else if (!strcmp(tok, "proto")) {
-			if (!strcmp(v, "tcp")) r->proto = XRL_PROTO_TCP;
-			else if (!strcmp(v, "udp")) r->proto = XRL_PROTO_UDP;
-			else if (!strcmp(v, "any")) r->proto = XRL_PROTO_ANY;
-			else { snprintf(err, errlen, "proto '%s': want tcp, udp or any", v); rc = -EINVAL; }
+			if (!strcmp(v, "tcp"))
+				r->proto = XRL_PROTO_TCP;
+			else if (!strcmp(v, "udp"))
+				r->proto = XRL_PROTO_UDP;
+			else if (!strcmp(v, "any"))
+				r->proto = XRL_PROTO_ANY;
+			else {
+				snprintf(err, errlen, "proto '%s': want tcp, udp or any", v);
+				rc = -EINVAL;
+			}
 		} else if (!strcmp(tok, "flags")) {
-			if (!strcmp(v, "syn")) r->tcp_class = XRL_TCP_SYN;
-			else if (!strcmp(v, "any")) r->tcp_class = XRL_TCP_ANY;
-			else { snprintf(err, errlen, "flags '%s': want syn or any", v); rc = -EINVAL; }
+			if (!strcmp(v, "syn"))
+				r->tcp_class = XRL_TCP_SYN;
+			else if (!strcmp(v, "any"))
+				r->tcp_class = XRL_TCP_ANY;
+			else {
+				snprintf(err, errlen, "flags '%s': want syn or any", v);
+				rc = -EINVAL;
+			}
 		} else if (!strcmp(tok, "action")) {
-			if (!strcmp(v, "drop")) r->action = XRL_ACT_DROP;
-			else if (!strcmp(v, "shadow")) r->action = XRL_ACT_SHADOW;
-			else { snprintf(err, errlen, "action '%s': want drop or shadow", v); rc = -EINVAL; }
+			if (!strcmp(v, "drop"))
+				r->action = XRL_ACT_DROP;
+			else if (!strcmp(v, "shadow"))
+				r->action = XRL_ACT_SHADOW;
+			else {
+				snprintf(err, errlen, "action '%s': want drop or shadow", v);
+				rc = -EINVAL;
+			}
 		} else if (!strcmp(tok, "ports")) {
 			rc = parse_ports(v, r, err, errlen);
 		} else if (!strcmp(tok, "dst")) {
@@ -145,8 +161,8 @@ static void print_stats(struct xrl_handle *h)
 		printf("global.%s %llu\n", xrl_global_name(i), (unsigned long long)st.global.c[i]);
 	for (__u32 r = 0; r < st.n_rules; r++)
 		for (int v = 0; v < XRL_V_MAX; v++)
-			printf("rule.%s.%s %llu %llu\n", meta.names[r][0] ? meta.names[r] : "?", xrl_verdict_name(v),
-			       (unsigned long long)st.rules[r].pkts[v],
+			printf("rule.%s.%s %llu %llu\n", meta.names[r][0] ? meta.names[r] : "?",
+			       xrl_verdict_name(v), (unsigned long long)st.rules[r].pkts[v],
 			       (unsigned long long)st.rules[r].bytes[v]);
 	printf("buckets %ld\n", xrl_bucket_count(h));
 }
@@ -167,17 +183,27 @@ static int take_option(struct args *a, int c, const char **ttl)
 	char err[XRL_ERRLEN] = "";
 
 	switch (c) {
-	case 'p': a->o.pin_root = optarg; return 0;
+	case 'p':
+		a->o.pin_root = optarg;
+		return 0;
 	case 'm':
-		if (!strcmp(optarg, "native")) a->o.mode = XRL_MODE_NATIVE;
-		else if (!strcmp(optarg, "skb")) a->o.mode = XRL_MODE_SKB;
-		else if (!strcmp(optarg, "auto")) a->o.mode = XRL_MODE_AUTO;
-		else { fprintf(stderr, "xrl-load: --mode '%s': want native, skb or auto\n", optarg); return 2; }
+		if (!strcmp(optarg, "native"))
+			a->o.mode = XRL_MODE_NATIVE;
+		else if (!strcmp(optarg, "skb"))
+			a->o.mode = XRL_MODE_SKB;
+		else if (!strcmp(optarg, "auto"))
+			a->o.mode = XRL_MODE_AUTO;
+		else {
+			fprintf(stderr, "xrl-load: --mode '%s': want native, skb or auto\n",
+				optarg);
+			return 2;
+		}
 		return 0;
 	case 'r':
 		if (a->pol.n_rules >= XRL_MAX_RULES ||
 		    parse_rule(optarg, &a->pol.rules[a->pol.n_rules], err, sizeof(err))) {
-			fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg, err[0] ? err : "too many rules");
+			fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg,
+				err[0] ? err : "too many rules");
 			return 2;
 		}
 		a->pol.n_rules++;
@@ -186,17 +212,28 @@ static int take_option(struct args *a, int c, const char **ttl)
 	case 'a':
 		if (a->pol.n_allow >= XRL_POLICY_MAX_ALLOW ||
 		    xrl_prefix_parse(optarg, &a->pol.allow[a->pol.n_allow], err, sizeof(err))) {
-			fprintf(stderr, "xrl-load: --allow: %s\n", err[0] ? err : "too many entries");
+			fprintf(stderr, "xrl-load: --allow: %s\n",
+				err[0] ? err : "too many entries");
 			return 2;
 		}
 		a->pol.n_allow++;
 		a->have_policy = true;
 		return 0;
-	case 't': *ttl = optarg; return 0;
-	case 'f': a->o.fine_clock = true; return 0;
-	case 'v': a->verbose++; return 0;
-	case 'h': usage(stdout); return -1;
-	default: usage(stderr); return 2;
+	case 't':
+		*ttl = optarg;
+		return 0;
+	case 'f':
+		a->o.fine_clock = true;
+		return 0;
+	case 'v':
+		a->verbose++;
+		return 0;
+	case 'h':
+		usage(stdout);
+		return -1;
+	default:
+		usage(stderr);
+		return 2;
 	}
 }
 
@@ -294,20 +331,29 @@ int main(int argc, char **argv)
 	rc = parse_args(&a, argc, argv);
 	if (rc)
 		return rc < 0 ? 0 : rc;
-	log_init("xrl-load", a.verbose > 1 ? XRL_LOG_DEBUG : a.verbose ? XRL_LOG_INFO : XRL_LOG_WARN, 0);
+	log_init("xrl-load",
+		 a.verbose > 1 ? XRL_LOG_DEBUG
+		 : a.verbose   ? XRL_LOG_INFO
+			       : XRL_LOG_WARN,
+		 0);
 	log_hook_libs();
 
 	/* only attach loads and attaches; every other verb works on the pins */
-	rc = !strcmp(a.cmd, "attach") ? xrl_open(&a.o, &h) : xrl_open_pinned(a.o.pin_root, a.o.ifname, &h);
+	rc = !strcmp(a.cmd, "attach") ? xrl_open(&a.o, &h)
+				      : xrl_open_pinned(a.o.pin_root, a.o.ifname, &h);
 	if (rc) {
-		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s%s\n", a.o.ifname, strerror(-rc),
-			rc == -ENOENT && strcmp(a.cmd, "attach") ? " (not attached: run attach first)" : "");
+		fprintf(stderr, "xrl-load: couldn't open xrl on %s: %s%s\n", a.o.ifname,
+			strerror(-rc),
+			rc == -ENOENT && strcmp(a.cmd, "attach")
+				? " (not attached: run attach first)"
+				: "");
 		return 1;
 	}
 	if (!strcmp(a.cmd, "detach")) {
 		rc = xrl_detach(h);
 		if (rc) {
-			fprintf(stderr, "xrl-load: couldn't detach from %s: %s\n", a.o.ifname, strerror(-rc));
+			fprintf(stderr, "xrl-load: couldn't detach from %s: %s\n", a.o.ifname,
+				strerror(-rc));
 			return 1;
 		}
 		printf("%s: detached, pins removed\n", a.o.ifname);

@@ -22,7 +22,7 @@
 
 /* ---- control socket clients -------------------------------------------- */
 
-#define CTL_CLIENTS     16      /* control connections open at once */
+#define CTL_CLIENTS	16		    /* control connections open at once */
 #define CTL_DEADLINE_NS (2 * 1000000000ULL) /* to send the request; to take the answer */
 
 /*
@@ -34,18 +34,18 @@
  * so the slots bound mistakes more than attacks.
  */
 struct ctl_client {
-	struct xrld_io io;      /* the client's socket in the loop */
+	struct xrld_io io; /* the client's socket in the loop */
 	struct xrld *d;
-	bool   used;
-	bool   answering;       /* the request was handled; writing hdr + out */
-	int    fd;
-	char  *buf;             /* the request so far, not NUL-terminated */
+	bool used;
+	bool answering; /* the request was handled; writing hdr + out */
+	int fd;
+	char *buf; /* the request so far, not NUL-terminated */
 	size_t len, cap;
-	char   hdr[16];         /* "<exit code>\n" */
+	char hdr[16]; /* "<exit code>\n" */
 	size_t hdr_len;
-	struct xrl_buf out;     /* the payload */
-	size_t off;             /* bytes of hdr + out written */
-	__u64  deadline;        /* CLOCK_MONOTONIC ns */
+	struct xrl_buf out; /* the payload */
+	size_t off;	    /* bytes of hdr + out written */
+	__u64 deadline;	    /* CLOCK_MONOTONIC ns */
 };
 
 static struct ctl_client ctl_cl[CTL_CLIENTS];
@@ -182,8 +182,9 @@ static void ctl_accept(struct xrld *d, struct xrld_io *io, unsigned events)
 		close(fd);
 		return;
 	}
-	ctl_cl[i] = (struct ctl_client){ .used = true, .fd = fd, .d = d,
-					 .deadline = xrl_now_ns() + CTL_DEADLINE_NS };
+	ctl_cl[i] = (struct ctl_client){
+		.used = true, .fd = fd, .d = d, .deadline = xrl_now_ns() + CTL_DEADLINE_NS
+	};
 	ctl_cl[i].io = (struct xrld_io){ .fd = fd, .fn = ctl_event, .arg = &ctl_cl[i] };
 	if (xrld_io_add(d, &ctl_cl[i].io, EPOLLIN)) {
 		ctl_close(&ctl_cl[i]);
@@ -247,7 +248,6 @@ static int listen_socket(const char *path)
 	}
 	return fd;
 }
-
 
 /* Listen on d->sock_path and serve clients from d's loop. */
 int xrld_ctl_listen(struct xrld *d)

@@ -41,7 +41,9 @@ static int samples_open(struct xrld *d, struct xrld_iface *f)
 	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), xrld_on_event, f, NULL);
 	if (!f->rb)
 		return -errno;
-	f->io = (struct xrld_io){ .fd = ring_buffer__epoll_fd(f->rb), .fn = samples_ready, .arg = f };
+	f->io = (struct xrld_io){ .fd = ring_buffer__epoll_fd(f->rb),
+				  .fn = samples_ready,
+				  .arg = f };
 	return xrld_io_add(d, &f->io, EPOLLIN);
 }
 
@@ -61,11 +63,12 @@ static void effective_policy(struct xrld *d, const struct xrld_config *c, struct
 	for (__u32 i = 0; i < p->n_rules; i++)
 		for (int j = 0; j < d->n_override; j++)
 			if (!strcmp(p->rules[i].name, d->shadow_override[j]))
-				p->rules[i].action = d->shadow_val[j] ? XRL_ACT_SHADOW : XRL_ACT_DROP;
+				p->rules[i].action = d->shadow_val[j] ? XRL_ACT_SHADOW
+								      : XRL_ACT_DROP;
 }
 
-int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode,
-		      bool from_config, char *err, size_t errlen)
+int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
+		      char *err, size_t errlen)
 {
 	struct xrl_open_opts o = { .ifname = name, .pin_root = d->pin_root, .mode = mode };
 	static struct xrl_policy pol;
@@ -185,7 +188,8 @@ static int install_config(struct xrld *d, struct xrld_config *next, char *err, s
 
 		if (xrld_iface(d, next->ifaces[i].name))
 			continue;
-		if (xrld_iface_attach(d, next->ifaces[i].name, next->ifaces[i].mode, true, e2, sizeof(e2)))
+		if (xrld_iface_attach(d, next->ifaces[i].name, next->ifaces[i].mode, true, e2,
+				      sizeof(e2)))
 			log_warnx("%s", e2);
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -195,7 +199,8 @@ static int install_config(struct xrld *d, struct xrld_config *next, char *err, s
 			listed |= !strcmp(next->ifaces[j].name, d->ifs[i].name);
 		if (d->ifs[i].from_config && !listed)
 			log_warnx("%s is no longer in the policy file but stays attached and "
-				  "enforcing; `xrlctl detach %s` removes it", d->ifs[i].name, d->ifs[i].name);
+				  "enforcing; `xrlctl detach %s` removes it",
+				  d->ifs[i].name, d->ifs[i].name);
 	}
 	if (d->cfg->log_level >= 0 && !d->foreground)
 		log_set_level(d->cfg->log_level);
@@ -244,4 +249,3 @@ int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, 
 	d->reloads++;
 	return 0;
 }
-

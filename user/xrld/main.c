@@ -30,8 +30,10 @@
 #include "xrl_version.h"
 #include "xrld.h"
 
-static struct xrld D = { .sock_path = XRL_SOCKET_DEFAULT, .pin_root = XRL_PIN_ROOT_DEFAULT,
-			 .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1 };
+static struct xrld D = { .sock_path = XRL_SOCKET_DEFAULT,
+			 .pin_root = XRL_PIN_ROOT_DEFAULT,
+			 .lock = PTHREAD_MUTEX_INITIALIZER,
+			 .epfd = -1 };
 
 /* ---- the event loop --------------------------------------------------------- */
 
@@ -96,7 +98,8 @@ static int loop_open(struct xrld *d)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	d->sio = (struct xrld_io){ .fd = signalfd(-1, &mask, SFD_CLOEXEC), .fn = on_signal };
-	d->tio = (struct xrld_io){ .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC), .fn = on_tick };
+	d->tio = (struct xrld_io){ .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC),
+				   .fn = on_tick };
 	d->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d->sio.fd < 0 || d->tio.fd < 0 || d->epfd < 0)
 		return -errno;
@@ -137,7 +140,8 @@ static bool low_port(const char *hostport)
 	char host[256];
 	int port;
 
-	return hostport[0] && !xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port) &&
+	return hostport[0] &&
+	       !xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port) &&
 	       port < 1024;
 }
 
@@ -198,15 +202,33 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 
 	while ((c = getopt_long(argc, argv, "c:n:fs:p:vh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'c': d->config_path = optarg; break;
-		case 'n': *check = optarg; break;
-		case 'f': d->foreground = true; break;
-		case 's': d->sock_path = optarg; break;
-		case 'p': d->pin_root = optarg; break;
-		case 'v': (*verbose)++; break;
-		case 'V': printf("xrld %s\n", XRL_VERSION); return 0;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'c':
+			d->config_path = optarg;
+			break;
+		case 'n':
+			*check = optarg;
+			break;
+		case 'f':
+			d->foreground = true;
+			break;
+		case 's':
+			d->sock_path = optarg;
+			break;
+		case 'p':
+			d->pin_root = optarg;
+			break;
+		case 'v':
+			(*verbose)++;
+			break;
+		case 'V':
+			printf("xrld %s\n", XRL_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc || (!*check && !d->config_path)) {
@@ -275,8 +297,9 @@ fail:
 
 static void stop(struct xrld *d)
 {
-	log_info("stopping; %s", d->cfg->on_exit_detach ? "detaching (on_exit: detach)"
-			       : "the program stays attached and enforcing");
+	log_info("stopping; %s", d->cfg->on_exit_detach
+					 ? "detaching (on_exit: detach)"
+					 : "the program stays attached and enforcing");
 	if (d->mhd)
 		MHD_stop_daemon(d->mhd);
 	if (d->http)
@@ -306,7 +329,8 @@ int main(int argc, char **argv)
 		log_warn("couldn't go to the background");
 		return 1;
 	}
-	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path, D.pin_root);
+	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path,
+		 D.pin_root);
 	loop_run(&D);
 	stop(&D);
 	return 0;

@@ -34,14 +34,17 @@ static void rule_series(struct xrld *d, struct xrl_buf *b, bool bytes)
 	struct xrl_ruleset_meta meta;
 	const char *name = bytes ? "xrl_rule_bytes_total" : "xrl_rule_packets_total";
 
-	family(b, name, "counter", bytes ? "Bytes per rule and verdict." : "Packets per rule and verdict.");
+	family(b, name, "counter",
+	       bytes ? "Bytes per rule and verdict." : "Packets per rule and verdict.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
 			continue;
 		for (__u32 r = 0; r < st.n_rules; r++)
 			for (int v = 0; v < XRL_V_MAX; v++)
-				xrl_buf_printf(b, "%s{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n", name,
-					       d->ifs[i].name, meta.names[r], xrl_verdict_name(v),
+				xrl_buf_printf(b,
+					       "%s{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
+					       name, d->ifs[i].name, meta.names[r],
+					       xrl_verdict_name(v),
 					       (unsigned long long)(bytes ? st.rules[r].bytes[v]
 									  : st.rules[r].pkts[v]));
 	}
@@ -57,8 +60,10 @@ static void global_series(struct xrld *d, struct xrl_buf *b)
 		if (xrl_read_stats(d->ifs[i].h, &st))
 			continue;
 		for (int g = 0; g < XRL_G_MAX; g++)
-			xrl_buf_printf(b, "xrl_packets_total{interface=\"%s\",counter=\"%s\"} %llu\n",
-				       d->ifs[i].name, xrl_global_name(g), (unsigned long long)st.global.c[g]);
+			xrl_buf_printf(b,
+				       "xrl_packets_total{interface=\"%s\",counter=\"%s\"} %llu\n",
+				       d->ifs[i].name, xrl_global_name(g),
+				       (unsigned long long)st.global.c[g]);
 	}
 	family(b, "xrl_buckets", "gauge", "Source buckets in the shared table.");
 	for (int i = 0; i < d->n_ifs; i++)
@@ -72,8 +77,8 @@ static void global_series(struct xrld *d, struct xrl_buf *b)
 		if (xrl_read_stats(d->ifs[i].h, &st))
 			continue;
 		made = (long long)st.global.c[XRL_G_BUCKET_NEW];
-		xrl_buf_printf(b, "xrl_bucket_evictions_total{interface=\"%s\"} %lld\n", d->ifs[i].name,
-			       made > n ? made - n : 0LL);
+		xrl_buf_printf(b, "xrl_bucket_evictions_total{interface=\"%s\"} %lld\n",
+			       d->ifs[i].name, made > n ? made - n : 0LL);
 	}
 	family(b, "xrl_denylist_entries", "gauge", "Entries on the denylist.");
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -81,13 +86,14 @@ static void global_series(struct xrld *d, struct xrl_buf *b)
 		__u32 zero = 0;
 
 		if (!bpf_map_lookup_elem(xrl_map_fd(d->ifs[i].h, XRL_MAP_CONFIG), &zero, &c))
-			xrl_buf_printf(b, "xrl_denylist_entries{interface=\"%s\"} %u\n", d->ifs[i].name,
-				       c.deny_v4_n + c.deny_v6_n);
+			xrl_buf_printf(b, "xrl_denylist_entries{interface=\"%s\"} %u\n",
+				       d->ifs[i].name, c.deny_v4_n + c.deny_v6_n);
 	}
 	family(b, "xrl_events_lost_total", "counter", "Refusal samples lost (ring buffer full).");
 	for (int i = 0; i < d->n_ifs; i++)
 		if (!xrl_read_stats(d->ifs[i].h, &st))
-			xrl_buf_printf(b, "xrl_events_lost_total{interface=\"%s\"} %llu\n", d->ifs[i].name,
+			xrl_buf_printf(b, "xrl_events_lost_total{interface=\"%s\"} %llu\n",
+				       d->ifs[i].name,
 				       (unsigned long long)st.global.c[XRL_G_EVENTS_LOST]);
 }
 
@@ -106,8 +112,8 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	family(b, "xrld_penalties_skipped_total", "counter",
 	       "Refusal samples that earned no strike, and due penalties not made, by reason.");
 	for (int i = 0; i < PEN_SKIP_MAX; i++)
-		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n", pen_skip_name[i],
-			       (unsigned long long)d->pen_skipped[i]);
+		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n",
+			       pen_skip_name[i], (unsigned long long)d->pen_skipped[i]);
 	if (d->http)
 		xrl_http_metrics(d->http, b);
 	pthread_mutex_unlock(&d->lock);
@@ -159,11 +165,9 @@ int xrld_metrics_start(struct xrld *d, const char *hostport)
 		return -EINVAL;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, d,
-				 MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-				 MHD_OPTION_CONNECTION_LIMIT, 64U, MHD_OPTION_CONNECTION_TIMEOUT, 10U,
-				 MHD_OPTION_END);
+	d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, d, MHD_OPTION_SOCK_ADDR,
+				  ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 64U,
+				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	return d->mhd ? 0 : -EADDRINUSE;
 }
-

@@ -16,15 +16,14 @@
 #include "verify.h"
 #include "xrld.h"
 
-
 /* Why a refusal sample earned no strike, or a due penalty was not made. */
 const char *const pen_skip_name[PEN_SKIP_MAX] = {
-	[PEN_SKIP_RULE_OFF]   = "rule_off",     /* the rule says penalty: off */
-	[PEN_SKIP_UNVERIFIED] = "unverified",   /* source not proven (e.g. a SYN) */
-	[PEN_SKIP_FLOOR]      = "below_floor",  /* rule keyed shorter than the floor */
-	[PEN_SKIP_ALLOWLIST]  = "allowlisted",  /* prefix overlaps the allowlist */
-	[PEN_SKIP_FULL]       = "denylist_full",/* penalties' share of the list used */
-	[PEN_SKIP_FAILED]     = "deny_failed",  /* the deny write itself failed */
+	[PEN_SKIP_RULE_OFF] = "rule_off",     /* the rule says penalty: off */
+	[PEN_SKIP_UNVERIFIED] = "unverified", /* source not proven (e.g. a SYN) */
+	[PEN_SKIP_FLOOR] = "below_floor",     /* rule keyed shorter than the floor */
+	[PEN_SKIP_ALLOWLIST] = "allowlisted", /* prefix overlaps the allowlist */
+	[PEN_SKIP_FULL] = "denylist_full",    /* penalties' share of the list used */
+	[PEN_SKIP_FAILED] = "deny_failed",    /* the deny write itself failed */
 };
 
 /* The policy is the same on every interface; names come from the config. */
@@ -44,8 +43,11 @@ const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len)
 
 static void top_note(struct xrld *d, int ifidx, const struct xrl_event *e)
 {
-	struct { __u8 i, f, p, pad; __u32 r; __u32 a[4]; } k = {
-		.i = (__u8)ifidx, .f = e->family, .p = e->plen, .r = e->rule_id };
+	struct {
+		__u8 i, f, p, pad;
+		__u32 r;
+		__u32 a[4];
+	} k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen, .r = e->rule_id };
 	__u64 now = xrl_now_ns();
 	__u32 slot;
 
@@ -143,8 +145,9 @@ static bool allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
 		if (ck.prefixlen < p->plen)
 			continue;
 		if ((ck.addr[0] & m[0]) == p->addr[0] &&
-		    (v4 || ((ck.addr[1] & m[1]) == p->addr[1] && (ck.addr[2] & m[2]) == p->addr[2] &&
-			    (ck.addr[3] & m[3]) == p->addr[3])))
+		    (v4 ||
+		     ((ck.addr[1] & m[1]) == p->addr[1] && (ck.addr[2] & m[2]) == p->addr[2] &&
+		      (ck.addr[3] & m[3]) == p->addr[3])))
 			return true;
 	}
 	return false;
@@ -175,8 +178,8 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const struct xrl_p
 	err = xrl_deny_add(f->h, p, ttl, XRL_ORIGIN_PENALTY);
 	if (err) {
 		d->pen_skipped[PEN_SKIP_FAILED]++;
-		log_warnx("couldn't deny %s on %s: %s", xrl_prefix_str(p, buf, sizeof(buf)), f->name,
-			  strerror(-err));
+		log_warnx("couldn't deny %s on %s: %s", xrl_prefix_str(p, buf, sizeof(buf)),
+			  f->name, strerror(-err));
 	}
 	return err;
 }
@@ -184,7 +187,10 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const struct xrl_p
 static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
-	struct { __u8 i, f, p, pad; __u32 a[4]; } k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen };
+	struct {
+		__u8 i, f, p, pad;
+		__u32 a[4];
+	} k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen };
 	__u64 now = xrl_now_ns(), ts;
 	struct xrld_pen_ent *pe = NULL;
 	__u32 slot;
@@ -203,8 +209,9 @@ static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const 
 		if (t->used && t->iface == k.i && t->family == k.f && t->plen == k.p &&
 		    !memcmp(t->addr, k.a, 16)) {
 			pe = t;
-		} else if (!t->used || (t->last_strike_ns + (pc->strikes + 1) * pc->window_ns < ts &&
-					now - t->last_offense_ns > 2 * pc->max_ns)) {
+		} else if (!t->used ||
+			   (t->last_strike_ns + (pc->strikes + 1) * pc->window_ns < ts &&
+			    now - t->last_offense_ns > 2 * pc->max_ns)) {
 			memset(t, 0, sizeof(*t));
 			t->used = true;
 			t->iface = k.i;
@@ -271,4 +278,3 @@ int xrld_on_event(void *ctx, void *data, size_t size)
 	penalty_note(d, ifidx, f, e);
 	return 0;
 }
-

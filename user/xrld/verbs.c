@@ -40,7 +40,8 @@ static int say(struct reply *r, int code, const char *fmt, va_list ap)
 }
 
 /* An error with its exit code. */
-static int fail(struct reply *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct reply *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int fail(struct reply *r, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -88,15 +89,17 @@ static json_t *status_json(struct xrld *d)
 	json_t *skipped = json_object(), *ifs = json_array();
 
 	for (int i = 0; i < PEN_SKIP_MAX; i++)
-		json_object_set_new(skipped, pen_skip_name[i], json_integer((json_int_t)d->pen_skipped[i]));
+		json_object_set_new(skipped, pen_skip_name[i],
+				    json_integer((json_int_t)d->pen_skipped[i]));
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_attach_info in = attach_now(d, &d->ifs[i]);
 
-		json_array_append_new(ifs, json_pack("{s:s,s:I,s:s,s:b,s:b,s:I}", "name", d->ifs[i].name,
-						     "prog_id", (json_int_t)in.prog_id, "mode",
-						     mode_name(in.mode), "attached", in.attached,
-						     "multiprog", in.multiprog, "rules",
-						     (json_int_t)d->cfg->policy.n_rules));
+		json_array_append_new(ifs,
+				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I}", "name", d->ifs[i].name,
+						"prog_id", (json_int_t)in.prog_id, "mode",
+						mode_name(in.mode), "attached", in.attached,
+						"multiprog", in.multiprog, "rules",
+						(json_int_t)d->cfg->policy.n_rules));
 	}
 	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o}", "daemon", "pid", (int)getpid(),
 			 "config", d->config_path ? d->config_path : "", "pin_dir", d->pin_root,
@@ -135,19 +138,23 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 	json_t *ifs = json_array();
 
 	if (c->opt[1])
-		return json_decref(ifs), fail(r, 2, "--watch is xrlctl's: it polls the pinned maps");
+		return json_decref(ifs),
+		       fail(r, 2, "--watch is xrlctl's: it polls the pinned maps");
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrld_iface *f = &d->ifs[i];
 
 		if (c->opt[0] && strcmp(c->opt[0], f->name))
 			continue;
 		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
-			return json_decref(ifs), fail(r, 1, "couldn't read the counters of %s", f->name);
+			return json_decref(ifs),
+			       fail(r, 1, "couldn't read the counters of %s", f->name);
 		if (r->json)
 			json_array_append_new(ifs, xrl_report_stats_json(f->name, &st, &meta,
-									 xrl_bucket_count(f->h), NULL, 0));
+									 xrl_bucket_count(f->h),
+									 NULL, 0));
 		else
-			xrl_report_stats(r->b, f->name, &st, &meta, xrl_bucket_count(f->h), NULL, 0);
+			xrl_report_stats(r->b, f->name, &st, &meta, xrl_bucket_count(f->h), NULL,
+					 0);
 	}
 	if (r->json)
 		xrl_buf_json(r->b, json_pack("{s:o}", "interfaces", ifs));
@@ -158,7 +165,8 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 
 static int top_cmp(const void *a, const void *b)
 {
-	const struct xrld_top_ent *x = *(const struct xrld_top_ent *const *)a, *y = *(const struct xrld_top_ent *const *)b;
+	const struct xrld_top_ent *x = *(const struct xrld_top_ent *const *)a,
+				  *y = *(const struct xrld_top_ent *const *)b;
 
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
 }
@@ -188,9 +196,9 @@ static void top_row(struct xrld *d, struct reply *r, json_t *a, const struct xrl
 	memcpy(p.addr, t->addr, 16);
 	xrl_prefix_str(&p, buf, sizeof(buf));
 	if (a)
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:f}", "source", buf, "interface",
-						   iname, "rule", rn, "refused", (json_int_t)t->count,
-						   "last_seen_s_ago", ago));
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:f}", "source", buf,
+						   "interface", iname, "rule", rn, "refused",
+						   (json_int_t)t->count, "last_seen_s_ago", ago));
 	else
 		xrl_buf_printf(r->b, "%-44s %-12s %-10s %12llu %10.1f\n", buf, iname, rn,
 			       (unsigned long long)t->count, ago);
@@ -233,7 +241,8 @@ static int cmd_list_show(struct xrld *d, const struct xrl_verb_call *c, struct r
 
 	if (r->json) {
 		/* the lists are the same on every interface */
-		xrl_buf_json(r->b, d->n_ifs ? xrl_report_list_json(d->ifs[0].h, deny) : json_array());
+		xrl_buf_json(r->b,
+			     d->n_ifs ? xrl_report_list_json(d->ifs[0].h, deny) : json_array());
 		return 0;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -263,11 +272,13 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		struct xrl_handle *h = d->ifs[i].h;
 
 		if (add)
-			rc = deny ? xrl_deny_add(h, &p, ttl, XRL_ORIGIN_RUNTIME) : xrl_allow_add(h, &p);
+			rc = deny ? xrl_deny_add(h, &p, ttl, XRL_ORIGIN_RUNTIME)
+				  : xrl_allow_add(h, &p);
 		else
 			rc = deny ? xrl_deny_del(h, &p) : xrl_allow_del(h, &p);
 		if (rc == -ENOENT)
-			return fail(r, 1, "%s is not on the %s list", c->pos[0], deny ? "deny" : "allow");
+			return fail(r, 1, "%s is not on the %s list", c->pos[0],
+				    deny ? "deny" : "allow");
 		if (rc)
 			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
 	}
@@ -307,7 +318,8 @@ static int cmd_policy_show(struct xrld *d, const struct xrl_verb_call *c, struct
 		json_t *ov = json_object();
 
 		for (int i = 0; i < d->n_override; i++)
-			json_object_set_new(ov, d->shadow_override[i], json_boolean(d->shadow_val[i]));
+			json_object_set_new(ov, d->shadow_override[i],
+					    json_boolean(d->shadow_val[i]));
 		xrl_buf_json(r->b, json_pack("{s:s,s:o,s:o}", "config",
 					     d->config_path ? d->config_path : "", "policy",
 					     xrl_config_json(d->cfg), "shadow_overrides", ov));
@@ -358,26 +370,28 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	d->shadow_val[k] = on;
 	if (xrld_push_policy(d, err, sizeof(err)))
 		return fail(r, 1, "%s", err);
-	return done(r, "rule %s: shadow %s (until xrld restarts; set `action:` in the policy file "
-		    "to make it permanent)", rule, on ? "on" : "off");
+	return done(r,
+		    "rule %s: shadow %s (until xrld restarts; set `action:` in the policy file "
+		    "to make it permanent)",
+		    rule, on ? "on" : "off");
 }
 
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
 static const verb_fn handlers[XRL_VERB_MAX] = {
-	[XRL_VERB_STATUS]       = cmd_status,
-	[XRL_VERB_ATTACH]       = cmd_attach,
-	[XRL_VERB_DETACH]       = cmd_detach,
+	[XRL_VERB_STATUS] = cmd_status,
+	[XRL_VERB_ATTACH] = cmd_attach,
+	[XRL_VERB_DETACH] = cmd_detach,
 	[XRL_VERB_POLICY_APPLY] = cmd_policy_apply,
-	[XRL_VERB_POLICY_SHOW]  = cmd_policy_show,
-	[XRL_VERB_STATS]        = cmd_stats,
-	[XRL_VERB_TOP]          = cmd_top,
-	[XRL_VERB_ALLOW_ADD]    = cmd_list_change,
-	[XRL_VERB_ALLOW_DEL]    = cmd_list_change,
-	[XRL_VERB_ALLOW_LIST]   = cmd_list_show,
-	[XRL_VERB_DENY_ADD]     = cmd_list_change,
-	[XRL_VERB_DENY_DEL]     = cmd_list_change,
-	[XRL_VERB_DENY_LIST]    = cmd_list_show,
-	[XRL_VERB_SHADOW]       = cmd_shadow,
+	[XRL_VERB_POLICY_SHOW] = cmd_policy_show,
+	[XRL_VERB_STATS] = cmd_stats,
+	[XRL_VERB_TOP] = cmd_top,
+	[XRL_VERB_ALLOW_ADD] = cmd_list_change,
+	[XRL_VERB_ALLOW_DEL] = cmd_list_change,
+	[XRL_VERB_ALLOW_LIST] = cmd_list_show,
+	[XRL_VERB_DENY_ADD] = cmd_list_change,
+	[XRL_VERB_DENY_DEL] = cmd_list_change,
+	[XRL_VERB_DENY_LIST] = cmd_list_show,
+	[XRL_VERB_SHADOW] = cmd_shadow,
 };
 
 int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b)
@@ -395,6 +409,7 @@ int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b)
 	if (c.help || !c.v)
 		return fail(&r, 2, "--help is answered by xrlctl");
 	if (!handlers[c.v->id])
-		return fail(&r, 2, "'%s %s' is xrlctl's alone", c.v->word, c.v->sub ? c.v->sub : "");
+		return fail(&r, 2, "'%s %s' is xrlctl's alone", c.v->word,
+			    c.v->sub ? c.v->sub : "");
 	return handlers[c.v->id](d, &c, &r);
 }
