@@ -175,17 +175,40 @@ count() {
 
 # ---- nginx -----------------------------------------------------------------
 
-# nginx_render SNIPPET NGINX-PORT XRLD-PORT UPSTREAM-PORT OUT: the example
-# snippet with this test's ports; each placeholder must be there (the
-# snippet must not drift from the tests).
-nginx_render() {
-	local ph
-	for ph in 'listen 127.0.0.1:8080;' 'http://127.0.0.1:9090/v1/auth/nginx' 'http://127.0.0.1:8000;'; do
-		grep -qF -- "$ph" "$1" || fatal "the snippet no longer has '$ph'"
+# render_checked WHAT SRC OUT FROM TO [FROM TO...]: SRC with each FROM
+# replaced by its TO, into OUT; every FROM must be in SRC (the file must
+# not drift from the test that relies on it: WHAT names it in the error).
+render_checked() {
+	local what=$1 src=$2 out=$3 sed_args=()
+	shift 3
+	while [ $# -ge 2 ]; do
+		grep -qF -- "$1" "$src" || fatal "the $what no longer has '$1'"
+		sed_args+=(-e "s|$1|$2|")
+		shift 2
 	done
-	sed -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$2;|" \
-		-e "s|http://127.0.0.1:9090/|http://127.0.0.1:$3/|" \
-		-e "s|http://127.0.0.1:8000;|http://127.0.0.1:$4;|" "$1" >"$5"
+	sed "${sed_args[@]}" "$src" >"$out"
+}
+
+# nginx_render SNIPPET NGINX-PORT XRLD-PORT UPSTREAM-PORT OUT: the example
+# snippet with this test's ports.
+nginx_render() {
+	grep -qF -- 'http://127.0.0.1:9090/v1/auth/nginx' "$1" ||
+		fatal "the snippet no longer has 'http://127.0.0.1:9090/v1/auth/nginx'"
+	render_checked snippet "$1" "$5" 'listen 127.0.0.1:8080;' "listen 127.0.0.1:$2;" \
+		'http://127.0.0.1:9090/' "http://127.0.0.1:$3/" \
+		'http://127.0.0.1:8000;' "http://127.0.0.1:$4;"
+}
+
+# require_nginx: NGINX (an nginx with the auth_request module) and SNIPPET
+# (docs/examples/nginx-xrl.conf), or the test is skipped; require_http too.
+require_nginx() {
+	SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
+	NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+	[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
+	require_http
+	"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
+		skip "this nginx has no auth_request module"
+	[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
 }
 
 # nginx_start DIR UPSTREAM-PORT WAIT-PORT LOCATIONS CONF...: nginx ($NGINX)

@@ -28,13 +28,7 @@ XRL_TEST_NAME=test_http_nginx
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
-NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
-[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
-require_http
-"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
-	skip "this nginx has no auth_request module"
-[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
+require_nginx
 http_setup
 
 X1=$(free_port); X2=$(free_port); N1=$(free_port); N2=$(free_port); UP=$(free_port)
