@@ -20,8 +20,8 @@ endif
 
 CFLAGS   ?= -O2 -g
 XCFLAGS  := $(CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-            -Iinclude -I$(BUILD) -Iuser -MMD -MP
-LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml
+            -Iinclude -I$(BUILD) -Iuser/lib -Iuser -MMD -MP
+LDLIBS   := -lxdp -lbpf -lelf -lz -lyaml -ljansson
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror \
               -Ivmlinux/$(ARCH) -Iinclude -MMD -MP
 
@@ -29,10 +29,13 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install uninstall deb deps \
         fuzz fuzz-build asan-build san-targets tsan-build
 
-LIB_SRCS   := user/loader.c user/policy.c user/log.c user/config.c user/report.c user/ctl.c user/http_cfg.c \
-              user/privs.c user/verify.c user/http_req.c user/syncookie.c
+# user/lib: libxrl, the loader library (no server dependencies)
+LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
-HTTP_SRCS  := user/limiter.c user/http_tier.c
+# user/http: the identity tier (libmicrohttpd, hiredis, jansson)
+HTTP_SRCS  := $(wildcard user/http/*.c)
+XRLD_SRCS  := $(wildcard user/xrld/*.c)
+CTL_SRCS   := $(wildcard user/ctl/*.c)
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
 HTTP_LIBS  := -lmicrohttpd -lhiredis -ljansson -lcrypto -lpthread
 TOOL       := $(BUILD)/xrl-load
@@ -68,6 +71,27 @@ $(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
+# The version xrld and xrlctl print: `git describe` of the tree, or the
+# VERSION file outside git. Rewritten only when it changes, so a build that
+# changes nothing relinks nothing.
+XRL_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || cat VERSION)
+$(BUILD)/xrl_version.h: FORCE | $(BUILD)
+	$(Q)v='#define XRL_VERSION "$(XRL_GIT_VERSION)"'; \
+	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
+.PHONY: FORCE
+FORCE:
+
+# The limiter's Redis script, embedded as bytes (xxd -i) with a NUL after
+# them: the C sees exactly the file, whose SHA1 is what EVALSHA names.
+$(BUILD)/gcra.lua.h: user/http/gcra.lua | $(BUILD)
+	$(call msg,GEN,$@)
+	$(Q){ echo '/* generated from $< by the Makefile */'; \
+	      echo 'const char xrl_lua_gcra[] = {'; xxd -i < $<; echo ', 0x00 };'; \
+	      echo "const size_t xrl_lua_gcra_len = sizeof(xrl_lua_gcra) - 1;"; } > $@
+
+$(BUILD)/user/http/redis_script.o $(BUILD)/fuzz/obj/user/http/redis_script.o \
+$(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h
+
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name xrl > $@
@@ -77,28 +101,28 @@ $(BUILD)/bench/%.bpf.o: scripts/bench/%.bpf.c | $(BUILD)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.c $(BUILD)/xrl.skel.h
+$(BUILD)/%.o: %.c $(BUILD)/xrl.skel.h $(BUILD)/xrl_version.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) -c $< -o $@
 
 $(BUILD)/libxrl.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(TOOL): $(BUILD)/user/xrl_load.o $(BUILD)/libxrl.a
+$(TOOL): $(BUILD)/user/tools/xrl_load.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
 $(BUILD)/libxrlhttp.a: $(HTTP_OBJS)
 	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(XRLD): $(BUILD)/user/xrld.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+$(XRLD): $(XRLD_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
 
-$(XRLCTL): $(BUILD)/user/xrlctl.o $(BUILD)/libxrl.a
+$(XRLCTL): $(CTL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 
@@ -114,11 +138,13 @@ $(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
-$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrl.a
+$(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
-$(BUILD)/tests/test_limiter: $(BUILD)/tests/unit/test_limiter.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+LIMITER_TEST_SRCS := tests/unit/test_limiter.c tests/unit/test_limiter_memory.c \
+                     tests/unit/test_limiter_redis.c tests/unit/limiter_test.c
+$(BUILD)/tests/test_limiter: $(LIMITER_TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
@@ -184,7 +210,7 @@ FUZZ_CC     ?= clang
 FUZZ_CFLAGS ?= -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -g -O1
 FUZZ_NOT_LIBFUZZER ?= tests/fuzz/fuzz_xdp.c
 FUZZ_XCFLAGS := $(FUZZ_CFLAGS) -std=gnu11 -Wall -Wextra -Werror -Wno-unused-parameter \
-                -Iinclude -I$(BUILD) -Iuser -MMD -MP
+                -Iinclude -I$(BUILD) -Iuser/lib -Iuser -MMD -MP
 FUZZ_SRCS   := $(filter-out $(FUZZ_NOT_LIBFUZZER),$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS   := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_LIB    := $(BUILD)/fuzz/libxrl-fuzz.a
@@ -196,7 +222,7 @@ $(BUILD)/fuzz/obj/%.o: %.c $(BUILD)/xrl.skel.h
 
 $(FUZZ_LIB): $(LIB_SRCS:%.c=$(BUILD)/fuzz/obj/%.o) $(HTTP_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
 	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 # kept, not deleted as an intermediate: a rebuild then relinks only
 .SECONDARY: $(FUZZ_SRCS:%.c=$(BUILD)/fuzz/obj/%.o)
@@ -296,10 +322,10 @@ clean:
 # (test names with "concurrent", and the two Redis instances sharing a key).
 TSAN_DIR    := $(BUILD)/tsan
 TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -std=gnu11 -Wall -Wextra -Werror \
-               -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser
-TSAN_SRCS   := tests/unit/test_limiter.c $(HTTP_SRCS) $(LIB_SRCS)
+               -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser/lib -Iuser
+TSAN_SRCS   := $(LIMITER_TEST_SRCS) $(HTTP_SRCS) $(LIB_SRCS)
 .PHONY: test-tsan
-$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
+$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
 	$(call msg,TSAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(TSAN_CFLAGS) $(TSAN_SRCS) -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)

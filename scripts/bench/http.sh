@@ -19,7 +19,7 @@
 #   d  xrld, redis backend, refused    the over-limit cache answers, no Redis
 #   e  nginx limit_req, allowed (/open) and refused (/shut, 429)
 #   f  redis-benchmark -P 16: EVALSHA of the same Lua script (extracted from
-#      user/limiter.c at run time, checked byte for byte against the one
+#      user/http/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
 #      xrld's
 #
@@ -60,14 +60,14 @@
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
 # the target length of f), ROUNDS (5), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
-# a patched copy; its Lua script must still be the one in user/limiter.c).
+# a patched copy; its Lua script must still be user/http/gcra.lua).
 # Exit: 0 all requirements met, 1 one missed, 2 the run itself failed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-# stop_pids, as the tests stop what they start
-# shellcheck source=tests/e2e/lib.sh
-. "$ROOT/tests/e2e/lib.sh"
+# stop_pids and free_port, as the tests use them
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
 HERE=$ROOT/scripts/bench/http
 XRLD_BIN=${XRLD:-}
 XRLD=${XRLD:-$ROOT/build/xrld}
@@ -110,6 +110,7 @@ cleanup() {
 	[ -z "$CHILD" ] || kill -TERM "$CHILD" 2>/dev/null || true
 	# (in a || list, set -e does not stop stop_pids at a pid already gone)
 	[ ${#PIDS[@]} -eq 0 ] || stop_pids "${PIDS[@]}" || true
+	free_ports_done
 	for d in "$PINS-mem" "$PINS-redis"; do
 		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || true
 	done
@@ -135,26 +136,6 @@ run() {
 	return "$rc"
 }
 
-# free_port VAR: a TCP port no socket uses and not yet given out here, below
-# the kernel's ephemeral range (so that no client connection of this run,
-# wrk's or redis-benchmark's, can hold it when a server binds it).
-USED_PORTS=" "
-EPH_LOW=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-[ "$EPH_LOW" -gt 12000 ] 2>/dev/null || EPH_LOW=32768
-free_port() {
-	local p
-	for _ in $(seq 200); do
-		p=$((10000 + RANDOM % (EPH_LOW - 10000)))
-		case $USED_PORTS in *" $p "*) continue ;; esac
-		if ! ss -Htan "sport = :$p" | grep -q .; then
-			USED_PORTS="$USED_PORTS$p "
-			printf -v "$1" '%s' "$p"
-			return
-		fi
-	done
-	die "no free port found"
-}
-
 # wait_http URL: up to 5 s for an answer.
 wait_http() {
 	for _ in $(seq 50); do
@@ -175,10 +156,10 @@ fi
 [ -x "$XRLD" ] || die "$XRLD is missing"
 
 P_MEM='' P_RED='' P_NGX='' P_REDIS=''
-free_port P_MEM
-free_port P_RED
-free_port P_NGX
-free_port P_REDIS
+free_port P_MEM || die "no free port found"
+free_port P_RED || die "no free port found"
+free_port P_NGX || die "no free port found"
+free_port P_REDIS || die "no free port found"
 
 # Redis: no persistence, nothing but this run's keys.
 taskset -c "$REDIS_CPU" redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' \
@@ -215,25 +196,11 @@ PID_NGINX=$!
 wait_http "http://127.0.0.1:$P_NGX/healthz" || die "nginx did not start ($T/nginx/error.log)"
 mapfile -t PIDS_NGINX < <(echo "$PID_NGINX"; pgrep -P "$PID_NGINX")
 
-# ---- the Lua script, from user/limiter.c -------------------------------------
+# ---- the Lua script, user/http/gcra.lua -------------------------------------
 
-# The C string literal lua_gcra, unescaped: the exact bytes xrld loads.
-awk '
-	/^static const char lua_gcra\[\] =/ { on = 1; next }
-	on {
-		s = $0
-		last = (s ~ /";[ \t]*$/)
-		sub(/^[ \t]*"/, "", s)
-		sub(/";?[ \t]*$/, "", s)
-		gsub(/\\\\/, "\001", s)
-		gsub(/\\n/, "\n", s)
-		gsub(/\\t/, "\t", s)
-		gsub(/\\"/, "\"", s)
-		gsub(/\001/, "\\", s)
-		printf "%s", s
-		if (last) exit
-	}' "$ROOT/user/limiter.c" >"$T/gcra.lua"
-[ -s "$T/gcra.lua" ] || die "lua_gcra not found in user/limiter.c"
+# The exact bytes xrld embeds and loads (the Makefile's gcra.lua.h).
+cp "$ROOT/user/http/gcra.lua" "$T/gcra.lua"
+[ -s "$T/gcra.lua" ] || die "user/http/gcra.lua is missing or empty"
 SHA=$(sha1sum "$T/gcra.lua" | cut -c1-40)
 
 # ---- measuring ---------------------------------------------------------------
@@ -318,7 +285,7 @@ evalsha_calls() {
 # ours must be byte-identical, i.e. have the same SHA1
 curl -s -o /dev/null -H 'X-Forwarded-Method: GET' -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
 [ "$("${RCLI[@]}" SCRIPT EXISTS "$SHA" | tr -d '\r')" = 1 ] ||
-	die "the script extracted from user/limiter.c ($T/gcra.lua) differs from the one xrld loaded"
+	die "user/http/gcra.lua differs from the one xrld loaded"
 [ "$("${RCLI[@]}" -x SCRIPT LOAD <"$T/gcra.lua" | tr -d '\r')" = "$SHA" ] ||
 	die "redis-cli SCRIPT LOAD did not give SHA1 $SHA"
 

@@ -27,7 +27,9 @@
 XRL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 XRL_LOAD=${XRL_LOAD:-$XRL_ROOT/build/xrl-load}
 XRL_FLOOD=${XRL_FLOOD:-$XRL_ROOT/build/xrl-synflood}
-if [ -x /usr/bin/python3 ]; then XRL_PY=/usr/bin/python3; else XRL_PY=python3; fi
+# stop_pids, free_port, jq_py/jget and XRL_PY
+# shellcheck source=scripts/lib/common.sh
+. "$XRL_ROOT/scripts/lib/common.sh"
 
 LAB_PROT_IF=xrlp0
 LAB_ATK_IF=xrla0
@@ -165,24 +167,6 @@ lab_bg() { LAB_PIDS+=("$1"); }
 bg_prot() { nsenter --net="/run/netns/$LAB_PROT" -- "$@" & BG_PID=$!; lab_bg "$BG_PID"; }
 bg_atk()  { nsenter --net="/run/netns/$LAB_ATK" -- "$@" & BG_PID=$!; lab_bg "$BG_PID"; }
 
-# stop_pids PID...: TERM (and CONT, for a stopped one), up to 3 s each for
-# a clean stop, then KILL; reaps them.
-stop_pids() {
-	local pid
-	for pid in "$@"; do
-		kill -TERM "$pid" 2>/dev/null
-		kill -CONT "$pid" 2>/dev/null
-	done
-	for pid in "$@"; do
-		for _ in $(seq 30); do
-			kill -0 "$pid" 2>/dev/null || break
-			sleep 0.1
-		done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
-}
-
 lab_cleanup() {
 	local rc=$? pid ns
 	trap - EXIT INT TERM
@@ -208,6 +192,7 @@ lab_cleanup() {
 	[ -n "$LAB_PROT" ] && ip netns del "$LAB_PROT" 2>/dev/null
 	[ -n "$LAB_ATK" ] && ip netns del "$LAB_ATK" 2>/dev/null
 	[ -n "$LAB_TMP" ] && rm -rf "$LAB_TMP"
+	free_ports_done
 	exit "$rc"
 }
 
@@ -359,12 +344,18 @@ flood() {
 	local out
 	out=$(in_atk "$XRL_FLOOD" --dev "$LAB_ATK_IF" --dst-mac "$LAB_PROT_MAC" "$@") ||
 		fatal "xrl-synflood failed: $out"
-	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$out")
-	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$out")
+	flood_result "$out"
+}
+
+# flood_result LINE: FLOOD_SENT, FLOOD_MS and FLOOD_PPS from the
+# generator's result line.
+flood_result() {
+	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$1")
+	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$1")
 	# shellcheck disable=SC2034 # read by the callers
-	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$out")
+	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$1")
 	if [ -z "$FLOOD_SENT" ] || [ -z "$FLOOD_MS" ]; then
-		fatal "unexpected xrl-synflood output: $out"
+		fatal "unexpected xrl-synflood output: $1"
 	fi
 }
 

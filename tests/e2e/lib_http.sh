@@ -21,7 +21,6 @@ XRLD=${XRLD:-$XRL_ROOT/build/xrld}
 
 HT_TMP=
 HT_PIDS=()          # every process started, stopped at cleanup
-HT_PORTS=()         # ports handed out by free_port in this test
 HT_PINS=()          # pin directories given to xrld
 declare -A HT_PID   # NAME -> pid of a named process (xrld, redis, nginx)
 declare -A HT_PORT  # NAME -> its port
@@ -51,6 +50,7 @@ http_cleanup() {
 	local rc=$? name p
 	trap - EXIT INT TERM
 	stop_pids "${HT_PIDS[@]}"
+	free_ports_done
 	if [ "$rc" -ne 0 ]; then
 		for name in "${!HT_LOG[@]}"; do
 			[ -s "${HT_LOG[$name]}" ] || continue
@@ -63,21 +63,6 @@ http_cleanup() {
 	done
 	[ -n "$HT_TMP" ] && rm -rf "$HT_TMP"
 	exit "$rc"
-}
-
-# free_port: a TCP port free on 127.0.0.1 now (the kernel's pick), never one
-# already handed out in this test.
-free_port() {
-	local p
-	for _ in $(seq 20); do
-		p=$("$XRL_PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-		if [[ " ${HT_PORTS[*]} " != *" $p "* ]]; then
-			HT_PORTS+=("$p")
-			echo "$p"
-			return 0
-		fi
-	done
-	fatal "no free port"
 }
 
 # port_listens PORT: something listens on 127.0.0.1:PORT.
@@ -188,18 +173,83 @@ count() {
 	echo "$n"
 }
 
-# jget EXPR: a python expression over the JSON on stdin (bound to d); prints
-# the result (true/false/null for those), or "ERR: ..." when it can't.
-jget() {
-	"$XRL_PY" -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-    v = eval(sys.argv[1])
-except Exception as e:
-    print("ERR: %s" % e)
-    sys.exit(0)
-print("true" if v is True else "false" if v is False else "null" if v is None else v)' "$1"
+# ---- nginx -----------------------------------------------------------------
+
+# render_checked WHAT SRC OUT FROM TO [FROM TO...]: SRC with each FROM
+# replaced by its TO, into OUT; every FROM must be in SRC (the file must
+# not drift from the test that relies on it: WHAT names it in the error).
+render_checked() {
+	local what=$1 src=$2 out=$3 sed_args=()
+	shift 3
+	while [ $# -ge 2 ]; do
+		grep -qF -- "$1" "$src" || fatal "the $what no longer has '$1'"
+		sed_args+=(-e "s|$1|$2|")
+		shift 2
+	done
+	sed "${sed_args[@]}" "$src" >"$out"
+}
+
+# nginx_render SNIPPET NGINX-PORT XRLD-PORT UPSTREAM-PORT OUT: the example
+# snippet with this test's ports.
+nginx_render() {
+	grep -qF -- 'http://127.0.0.1:9090/v1/auth/nginx' "$1" ||
+		fatal "the snippet no longer has 'http://127.0.0.1:9090/v1/auth/nginx'"
+	render_checked snippet "$1" "$5" 'listen 127.0.0.1:8080;' "listen 127.0.0.1:$2;" \
+		'http://127.0.0.1:9090/' "http://127.0.0.1:$3/" \
+		'http://127.0.0.1:8000;' "http://127.0.0.1:$4;"
+}
+
+# require_nginx: NGINX (an nginx with the auth_request module) and SNIPPET
+# (docs/examples/nginx-xrl.conf), or the test is skipped; require_http too.
+require_nginx() {
+	SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
+	NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
+	[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
+	require_http
+	"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
+		skip "this nginx has no auth_request module"
+	[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
+}
+
+# nginx_start DIR UPSTREAM-PORT WAIT-PORT LOCATIONS CONF...: nginx ($NGINX)
+# in DIR with an application on UPSTREAM-PORT (LOCATIONS first, then 200
+# for everything else) and the CONF snippets included; waits until
+# WAIT-PORT listens.
+nginx_start() {
+	local T=$1 up=$2 wait_port=$3 locations=$4 out inc= c
+	shift 4
+	for c in "$@"; do inc="$inc    include $c;"$'\n'; done
+	cat >"$T/nginx.conf" <<NGINX_CONF
+daemon off;
+user root;
+worker_processes 1;
+pid $T/nginx.pid;
+error_log $T/nginx-error.log info;
+events { worker_connections 256; }
+http {
+    access_log $T/nginx-access.log;
+    client_body_temp_path $T/body;
+    proxy_temp_path $T/proxy;
+    fastcgi_temp_path $T/fastcgi;
+    uwsgi_temp_path $T/uwsgi;
+    scgi_temp_path $T/scgi;
+    default_type text/plain;
+    # the application
+    server {
+        listen 127.0.0.1:$up;
+        access_log $T/upstream-access.log;
+$locations
+        location / { return 200 "upstream ok \$request_method \$request_uri\n"; }
+    }
+$inc}
+NGINX_CONF
+	out=$("$NGINX" -p "$T" -c "$T/nginx.conf" -t 2>&1) || fatal "nginx -t: $out"
+	HT_LOG[nginx]=$T/nginx-error.log
+	"$NGINX" -p "$T" -c "$T/nginx.conf" >"$T/nginx.out" 2>&1 &
+	HT_PID[nginx]=$!
+	HT_PIDS+=("$!")
+	wait_for 10 port_listens "$wait_port" ||
+		fatal "nginx did not start: $(cat "$T/nginx.out" "$T/nginx-error.log")"
 }
 
 # ---- checks --------------------------------------------------------------------

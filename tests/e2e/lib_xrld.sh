@@ -65,15 +65,17 @@ xrld_cleanup() {
 
 # ---- the policy file ---------------------------------------------------------
 
-# write_config FILE RATE BURST [ACTION [PENALTY-YAML]]: a policy with one rule
+# write_config FILE RATE BURST [ACTION [PENALTY-YAML [MORE-INTERFACES]]]: a policy
+# (MORE-INTERFACES: YAML list items after the lab's interface) with one rule
 # `syn` (TCP SYNs to port 80) on the lab's protected interface, metrics on
 # 127.0.0.1:9101 (the protected namespace's own loopback).
 write_config() {
-	local file=$1 rate=$2 burst=$3 action=${4:-drop} penalty=${5:-}
+	local file=$1 rate=$2 burst=$3 action=${4:-drop} penalty=${5:-} more_ifaces=${6:-}
 	cat >"$file" <<EOF
 interfaces:
   - name: $LAB_PROT_IF
     mode: native
+$more_ifaces
 xdp:
   rules:
     - name: syn
@@ -129,27 +131,6 @@ xrld_kill() {
 
 # ---- JSON and counters -------------------------------------------------------
 
-# jq_py EXPR: evaluate a python expression over the JSON on stdin (bound to
-# d); prints the result (lists space separated), or nothing on any error.
-jq_py() {
-	"$XRL_PY" -c '
-import json, sys
-try:
-    d = json.load(sys.stdin)
-    v = eval(sys.argv[1])
-except Exception as e:
-    sys.stderr.write("jq_py: %s\n" % e)
-    sys.exit(1)
-if isinstance(v, (list, tuple)):
-    print(" ".join(str(x) for x in v))
-elif isinstance(v, bool):
-    print("true" if v else "false")
-elif v is None:
-    print("null")
-else:
-    print(v)' "$1"
-}
-
 # rule_counts [RULE]: "passed dropped shadow_dropped" of RULE (syn) on the
 # lab interface, from `xrlctl --json stats` (read from the pins).
 rule_counts() {
@@ -193,14 +174,7 @@ flood_bg() {
 # flood_wait OUTFILE: wait for flood_bg's flood; sets FLOOD_SENT, FLOOD_MS.
 flood_wait() {
 	wait "$FLOOD_PID"
-	local out
-	out=$(cat "$1")
-	FLOOD_SENT=$(sed -n 's/.*sent=\([0-9]*\).*/\1/p' <<<"$out")
-	FLOOD_MS=$(sed -n 's/.*duration_ms=\([0-9]*\).*/\1/p' <<<"$out")
-	FLOOD_PPS=$(sed -n 's/.*pps=\([0-9]*\).*/\1/p' <<<"$out")
-	if [ -z "$FLOOD_SENT" ] || [ -z "$FLOOD_MS" ]; then
-		fatal "unexpected xrl-synflood output: $out"
-	fi
+	flood_result "$(cat "$1")"
 }
 
 # deny_field PREFIX FIELD: FIELD (origin, expires_in_s) of PREFIX in

@@ -33,12 +33,10 @@ check_match "  it says" "$out" ': ok$'
 redis_start redis
 P=$(free_port)
 M=$(free_port)
-for ph in 'listen: 127.0.0.1:9090' 'backend: redis://127.0.0.1:6379/0' 'metrics: 127.0.0.1:9101'; do
-	grep -qF -- "$ph" "$EXAMPLE" || fatal "the example no longer has '$ph'"
-done
-sed -e "s|listen: 127.0.0.1:9090|listen: 127.0.0.1:$P|" \
-	-e "s|backend: redis://127.0.0.1:6379/0|backend: redis://127.0.0.1:${HT_PORT[redis]}/0|" \
-	-e "s|metrics: 127.0.0.1:9101|metrics: 127.0.0.1:$M|" "$EXAMPLE" >"$HT_TMP/xrld.yaml"
+render_checked example "$EXAMPLE" "$HT_TMP/xrld.yaml" \
+	'listen: 127.0.0.1:9090' "listen: 127.0.0.1:$P" \
+	'backend: redis://127.0.0.1:6379/0' "backend: redis://127.0.0.1:${HT_PORT[redis]}/0" \
+	'metrics: 127.0.0.1:9101' "metrics: 127.0.0.1:$M"
 xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 AUTH=http://127.0.0.1:$P/v1/auth
 

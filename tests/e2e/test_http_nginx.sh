@@ -28,13 +28,7 @@ XRL_TEST_NAME=test_http_nginx
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
-NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
-[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
-require_http
-"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
-	skip "this nginx has no auth_request module"
-[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
+require_nginx
 http_setup
 
 X1=$(free_port); X2=$(free_port); N1=$(free_port); N2=$(free_port); UP=$(free_port)
@@ -50,52 +44,11 @@ printf "http:\n  listen: 127.0.0.1:%s\n$trust  shed: { rate: 1/min, burst: 2 }\n
 xrld_http_start xrld1 "$HT_TMP/x1.yaml" "$X1"
 xrld_http_start xrld2 "$HT_TMP/x2.yaml" "$X2"
 
-# render NGINX-PORT XRLD-PORT OUT: the snippet with this test's ports; each
-# placeholder must be there (the snippet must not drift from this test)
-render() {
-	local ph
-	for ph in 'listen 127.0.0.1:8080;' 'http://127.0.0.1:9090/v1/auth/nginx' 'http://127.0.0.1:8000;'; do
-		grep -qF -- "$ph" "$SNIPPET" || fatal "the snippet no longer has '$ph'"
-	done
-	sed -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$1;|" \
-		-e "s|http://127.0.0.1:9090/|http://127.0.0.1:$2/|" \
-		-e "s|http://127.0.0.1:8000;|http://127.0.0.1:$UP;|" "$SNIPPET" >"$3"
-}
-render "$N1" "$X1" "$HT_TMP/xrl1.conf"
-render "$N2" "$X2" "$HT_TMP/xrl2.conf"
+nginx_render "$SNIPPET" "$N1" "$X1" "$UP" "$HT_TMP/xrl1.conf"
+nginx_render "$SNIPPET" "$N2" "$X2" "$UP" "$HT_TMP/xrl2.conf"
 T=$HT_TMP
-cat >"$T/nginx.conf" <<EOF
-daemon off;
-user root;
-worker_processes 1;
-pid $T/nginx.pid;
-error_log $T/nginx-error.log info;
-events { worker_connections 256; }
-http {
-    access_log $T/nginx-access.log;
-    client_body_temp_path $T/body;
-    proxy_temp_path $T/proxy;
-    fastcgi_temp_path $T/fastcgi;
-    uwsgi_temp_path $T/uwsgi;
-    scgi_temp_path $T/scgi;
-    default_type text/plain;
-    # the application
-    server {
-        listen 127.0.0.1:$UP;
-        access_log $T/upstream-access.log;
-        location /api/forbidden { return 403 "the application says no\n"; }
-        location / { return 200 "upstream ok \$request_method \$request_uri\n"; }
-    }
-    include $T/xrl1.conf;
-    include $T/xrl2.conf;
-}
-EOF
-out=$("$NGINX" -p "$T" -c "$T/nginx.conf" -t 2>&1) || fatal "nginx -t: $out"
-HT_LOG[nginx]=$T/nginx-error.log
-"$NGINX" -p "$T" -c "$T/nginx.conf" >"$T/nginx.out" 2>&1 &
-HT_PID[nginx]=$!
-HT_PIDS+=("$!")
-wait_for 10 port_listens "$N2" || fatal "nginx did not start: $(cat "$T/nginx.out" "$T/nginx-error.log")"
+nginx_start "$T" "$UP" "$N2" '        location /api/forbidden { return 403 "the application says no\n"; }' \
+	"$T/xrl1.conf" "$T/xrl2.conf"
 info "nginx on $N1 (-> xrld $X1) and $N2 (-> xrld $X2, shed 1/min burst 2), upstream $UP"
 
 log "1. 5 POSTs of user u1 through nginx (burst 5)"

@@ -26,13 +26,7 @@ XRL_TEST_NAME=test_http_nginx_bypass
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-SNIPPET=$XRL_ROOT/docs/examples/nginx-xrl.conf
-NGINX=${NGINX:-$(command -v nginx || echo /usr/sbin/nginx)}
-[ -x "$NGINX" ] || skip "needs nginx (with the auth_request module)"
-require_http
-"$NGINX" -V 2>&1 | grep -q -- --with-http_auth_request_module ||
-	skip "this nginx has no auth_request module"
-[ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
+require_nginx
 http_setup
 
 X=$(free_port); N=$(free_port); UP=$(free_port)
@@ -63,41 +57,8 @@ http:
 EOF
 xrld_http_start xrld "$T/xrld.yaml" "$X"
 
-for ph in 'listen 127.0.0.1:8080;' 'http://127.0.0.1:9090/v1/auth/nginx' 'http://127.0.0.1:8000;'; do
-	grep -qF -- "$ph" "$SNIPPET" || fatal "the snippet no longer has '$ph'"
-done
-sed -e "s|listen 127.0.0.1:8080;|listen 127.0.0.1:$N;|" \
-	-e "s|http://127.0.0.1:9090/|http://127.0.0.1:$X/|" \
-	-e "s|http://127.0.0.1:8000;|http://127.0.0.1:$UP;|" "$SNIPPET" >"$T/xrl.conf"
-cat >"$T/nginx.conf" <<EOF
-daemon off;
-user root;
-worker_processes 1;
-pid $T/nginx.pid;
-error_log $T/nginx-error.log info;
-events { worker_connections 256; }
-http {
-    access_log $T/nginx-access.log;
-    client_body_temp_path $T/body;
-    proxy_temp_path $T/proxy;
-    fastcgi_temp_path $T/fastcgi;
-    uwsgi_temp_path $T/uwsgi;
-    scgi_temp_path $T/scgi;
-    default_type text/plain;
-    server {
-        listen 127.0.0.1:$UP;
-        access_log $T/upstream-access.log;
-        location / { return 200 "upstream ok \$request_method \$request_uri\n"; }
-    }
-    include $T/xrl.conf;
-}
-EOF
-out=$("$NGINX" -p "$T" -c "$T/nginx.conf" -t 2>&1) || fatal "nginx -t: $out"
-HT_LOG[nginx]=$T/nginx-error.log
-"$NGINX" -p "$T" -c "$T/nginx.conf" >"$T/nginx.out" 2>&1 &
-HT_PID[nginx]=$!
-HT_PIDS+=("$!")
-wait_for 10 port_listens "$N" || fatal "nginx did not start: $(cat "$T/nginx.out" "$T/nginx-error.log")"
+nginx_render "$SNIPPET" "$N" "$X" "$UP" "$T/xrl.conf"
+nginx_start "$T" "$UP" "$N" "" "$T/xrl.conf"
 info "nginx on $N (the shipped snippet) -> xrld $X, upstream $UP"
 BASE=http://127.0.0.1:$N
 

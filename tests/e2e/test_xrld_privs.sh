@@ -36,18 +36,8 @@ chmod +x "$XRLD"
 
 HP=18787
 conf() {
-	cat >"$XRLD_CONF" <<EOF
-interfaces:
-  - name: $LAB_PROT_IF
-    mode: native
-$1
-xdp:
-  rules:
-    - name: syn
-      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
-      rate: 50/s
-      burst: 20
-metrics: 127.0.0.1:9101
+	write_config "$XRLD_CONF" 50 20 drop "" "$1"
+	cat >>"$XRLD_CONF" <<EOF
 http:
   listen: 127.0.0.1:$HP
   rules:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fuzz_config.c - libFuzzer harness for the policy parser (user/config.c):
+ * fuzz_config.c - libFuzzer harness for the policy parser (user/lib/config.c):
  * any bytes into xrl_config_parse, as xrld reads a file on SIGHUP or a
  * policy that `xrlctl policy apply` sends. Run by tests/fuzz/run.sh with
  * -timeout=1, so an input that makes the parser slow (libyaml's quadratic

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * fuzz_http.c - libFuzzer harness for the identity tier's request-to-decision
- * pieces that take plain strings (user/http_req.c): which forwarded headers
+ * pieces that take plain strings (user/http/http_req.c): which forwarded headers
  * count, path normalisation, rule matching against a small fixed policy,
  * and the X-Forwarded-For walk.
  *
@@ -24,8 +24,8 @@
  *    parses and prints back to itself.
  *
  * Build by hand (the Makefile rule is the fuzz helper's):
- *   clang -fsanitize=fuzzer,address,undefined -g -O1 -Iinclude -Ibuild -Iuser \
- *     tests/fuzz/fuzz_http.c user/http_req.c user/http_cfg.c user/policy.c \
+ *   clang -fsanitize=fuzzer,address,undefined -g -O1 -Iinclude -Ibuild -Iuser/lib -Iuser \
+ *     tests/fuzz/fuzz_http.c user/http/http_req.c user/lib/http_cfg.c user/lib/http_path.c user/lib/policy.c \
  *     -o build/fuzz_http
  *   build/fuzz_http -max_total_time=60 tests/fuzz/corpus/http
  */
@@ -35,7 +35,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define HDR_MAX 32
 

@@ -1,43 +1,21 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_config.c - unit tests of the policy file parser (user/config.c):
+ * test_config.c - unit tests of the policy file parser (user/lib/config.c):
  * the documented example field by field, defaults, the extensions, every
  * class of error with its FILE:LINE:COL, that a failed parse leaves the
  * caller's config alone, the summary, and the example policies under
  * docs/examples/ (so run it from the repository root). No root, no BPF.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "config.h"
-#include "http.h"
+#include "http_cfg.h"
 #include "log.h"
 #include "xrl.h"
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
-#define HAS(text, want) do {						\
-	const char *t_ = (text), *w_ = (want);				\
-	if (!strstr(t_, w_))						\
-		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
-	assert_non_null(strstr(t_, w_));				\
-} while (0)
 
 /* One parse with the file name "t.yaml"; the result in *cfg, text in err. */
 static struct xrld_config *cfg;
@@ -49,12 +27,13 @@ static int parse(const char *yaml)
 	return xrl_config_parse(yaml, strlen(yaml), "t.yaml", cfg, err, sizeof(err));
 }
 
-#define PARSE_OK(yaml) do {						\
-	int rc_ = parse(yaml);						\
-	if (rc_)							\
-		print_error("[%s] parse failed (%d): %s\n", ctx, rc_, err); \
-	assert_int_equal(rc_, 0);					\
-} while (0)
+#define PARSE_OK(yaml) \
+	do { \
+		int rc_ = parse(yaml); \
+		if (rc_) \
+			print_error("[%s] parse failed (%d): %s\n", ctx, rc_, err); \
+		assert_int_equal(rc_, 0); \
+	} while (0)
 
 static int setup(void **state)
 {
@@ -234,7 +213,8 @@ static void expect_empty(const char *what)
 static void test_empty(void **state)
 {
 	static const char *const texts[] = {
-		"", "\n", "# only a comment\n", "# one\n\n# two\n", "---\n", "--- # c\n...\n", "~\n",
+		"",    "\n", "# only a comment\n", "# one\n\n# two\n", "---\n", "--- # c\n...\n",
+		"~\n",
 	};
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
@@ -476,11 +456,14 @@ static void test_limits(void **state)
 		 "      match: {dst_ports: [1, 2, 3, 4, 5, 6, 7, \"8-9\"]}\n");
 	EQ(cfg->policy.rules[0].n_ports, 8);
 	EQ(parse("xdp:\n  rules:\n    - name: p\n      rate: 1/s\n      burst: 1\n"
-		 "      match: {dst_ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"), -EINVAL);
-	HAS(err, "t.yaml:6:51: xdp.rules[0].match.dst_ports[8]: at most 8 ports or port ranges per rule");
+		 "      match: {dst_ports: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"),
+	   -EINVAL);
+	HAS(err,
+	    "t.yaml:6:51: xdp.rules[0].match.dst_ports[8]: at most 8 ports or port ranges per rule");
 
 	CTX("a 31-character rule name accepted, 32 refused");
-	PARSE_OK("xdp:\n  rules:\n    - {name: aaaaaaaaaabbbbbbbbbbccccccccccd, rate: 1/s, burst: 1}\n");
+	PARSE_OK(
+		"xdp:\n  rules:\n    - {name: aaaaaaaaaabbbbbbbbbbccccccccccd, rate: 1/s, burst: 1}\n");
 	EQ(parse("xdp:\n  rules:\n    - {name: aaaaaaaaaabbbbbbbbbbccccccccccdd, rate: 1/s, burst: 1}\n"),
 	   -EINVAL);
 	HAS(err, "t.yaml:3:14: xdp.rules[0].name: expected a rule name of 1-31 letters");
@@ -492,16 +475,14 @@ static void test_limits(void **state)
 struct bad {
 	const char *what;
 	const char *yaml;
-	const char *want;   /* a substring of the message, FILE:LINE:COL first */
+	const char *want; /* a substring of the message, FILE:LINE:COL first */
 };
 
 static const struct bad bads[] = {
 	/* unknown keys */
-	{ "unknown key in rule",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burts: 5\n",
+	{ "unknown key in rule", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burts: 5\n",
 	  "t.yaml:5:7: xdp.rules[0]: unknown key 'burts' in rule; expected one of name, match, key, rate, burst, action" },
-	{ "unknown top-level key",
-	  "interfaces: []\nxpd: {}\n",
+	{ "unknown top-level key", "interfaces: []\nxpd: {}\n",
 	  "t.yaml:2:1: unknown key 'xpd' in the top level; expected one of interfaces, xdp, penalty, metrics, on_exit, log_level, http (did you mean 'xdp'?)" },
 	{ "unknown key in match",
 	  "xdp:\n  rules:\n    - name: a\n      match: {port: 80}\n      rate: 1/s\n      burst: 1\n",
@@ -509,11 +490,9 @@ static const struct bad bads[] = {
 	{ "unknown key in key",
 	  "xdp:\n  rules:\n    - name: a\n      key: {ipv4: 24}\n      rate: 1/s\n      burst: 1\n",
 	  "t.yaml:4:13: xdp.rules[0].key: unknown key 'ipv4' in key; expected one of ipv4_prefix, ipv6_prefix" },
-	{ "unknown key in xdp",
-	  "xdp:\n  allowlist: []\n",
+	{ "unknown key in xdp", "xdp:\n  allowlist: []\n",
 	  "t.yaml:2:3: xdp: unknown key 'allowlist' in xdp; expected one of allow, rules, buckets, event_interval" },
-	{ "unknown key in interface",
-	  "interfaces:\n  - name: eth0\n    driver: ixgbe\n",
+	{ "unknown key in interface", "interfaces:\n  - name: eth0\n    driver: ixgbe\n",
 	  "t.yaml:3:5: interfaces[0]: unknown key 'driver' in interface; expected one of name, mode" },
 	{ "unknown key in penalty",
 	  "penalty: { strikes: 3, window: 60s, base: 60s, max: 1h, min: 1s }\n",
@@ -529,37 +508,29 @@ static const struct bad bads[] = {
 	{ "rate with an unknown unit",
 	  "xdp:\n  rules:\n    - name: a\n      rate: 10/fortnight\n      burst: 5\n",
 	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got '10/fortnight': unknown period unit" },
-	{ "rate of zero",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 0/s\n      burst: 5\n",
+	{ "rate of zero", "xdp:\n  rules:\n    - name: a\n      rate: 0/s\n      burst: 5\n",
 	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got '0/s': a rate of zero" },
-	{ "rate empty",
-	  "xdp:\n  rules:\n    - name: a\n      rate:\n      burst: 5\n",
+	{ "rate empty", "xdp:\n  rules:\n    - name: a\n      rate:\n      burst: 5\n",
 	  "xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got nothing" },
 	{ "rate out of range",
 	  "xdp:\n  rules:\n    - name: a\n      rate: 1/100d\n      burst: 1\n",
 	  "t.yaml:4:13: xdp.rules[0]: rule a: rate must be between" },
-	{ "bad duration",
-	  "xdp:\n  event_interval: soon\n",
+	{ "bad duration", "xdp:\n  event_interval: soon\n",
 	  "t.yaml:2:19: xdp.event_interval: expected a duration such as 500ms, 60s, 10m or 1h, got 'soon'" },
-	{ "duration of zero",
-	  "xdp:\n  event_interval: 0s\n",
+	{ "duration of zero", "xdp:\n  event_interval: 0s\n",
 	  "t.yaml:2:19: xdp.event_interval: expected a duration such as 500ms, 60s, 10m or 1h, got '0s': it must be above zero" },
 	{ "penalty window without unit",
 	  "penalty: { strikes: 3, window: 60, base: 60s, max: 1h }\n",
 	  "t.yaml:1:32: penalty.window: expected a duration such as 500ms, 60s, 10m or 1h, got '60': unknown or missing unit" },
 
 	/* bad prefixes */
-	{ "allow entry with host bits",
-	  "xdp:\n  allow: [10.0.0.0/8, 10.0.0.1/8]\n",
+	{ "allow entry with host bits", "xdp:\n  allow: [10.0.0.0/8, 10.0.0.1/8]\n",
 	  "t.yaml:2:23: xdp.allow[1]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got '10.0.0.1/8': has host bits set" },
-	{ "allow entry not an address",
-	  "xdp:\n  allow:\n    - example.com\n",
+	{ "allow entry not an address", "xdp:\n  allow:\n    - example.com\n",
 	  "t.yaml:3:7: xdp.allow[0]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got 'example.com'" },
-	{ "allow prefix too long",
-	  "xdp:\n  allow: [\"2001:db8::/129\"]\n",
+	{ "allow prefix too long", "xdp:\n  allow: [\"2001:db8::/129\"]\n",
 	  "t.yaml:2:11: xdp.allow[0]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got '2001:db8::/129': prefix length must be 0..128" },
-	{ "allow entry twice",
-	  "xdp:\n  allow: [10.0.0.0/8, 192.0.2.0/24, 10.0.0.0/8]\n",
+	{ "allow entry twice", "xdp:\n  allow: [10.0.0.0/8, 192.0.2.0/24, 10.0.0.0/8]\n",
 	  "t.yaml:2:37: xdp.allow[2]: 10.0.0.0/8 is listed twice (first as xdp.allow[0])" },
 	{ "bad dst",
 	  "xdp:\n  rules:\n    - name: a\n      match: {dst: 203.0.113.10/24}\n      rate: 1/s\n      burst: 1\n",
@@ -589,20 +560,15 @@ static const struct bad bads[] = {
 	  "t.yaml:4:26: xdp.rules[0].match.dst_ports: expected at least one port" },
 
 	/* missing fields */
-	{ "missing burst",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n",
+	{ "missing burst", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n",
 	  "t.yaml:3:7: xdp.rules[0]: missing 'burst'" },
-	{ "missing rate",
-	  "xdp:\n  rules:\n    - name: a\n      burst: 1\n",
+	{ "missing rate", "xdp:\n  rules:\n    - name: a\n      burst: 1\n",
 	  "t.yaml:3:7: xdp.rules[0]: missing 'rate'" },
-	{ "missing name",
-	  "xdp:\n  rules:\n    - rate: 1/s\n      burst: 1\n",
+	{ "missing name", "xdp:\n  rules:\n    - rate: 1/s\n      burst: 1\n",
 	  "t.yaml:3:7: xdp.rules[0]: missing 'name'" },
-	{ "missing interface name",
-	  "interfaces:\n  - mode: skb\n",
+	{ "missing interface name", "interfaces:\n  - mode: skb\n",
 	  "t.yaml:2:5: interfaces[0]: missing 'name'" },
-	{ "empty rule",
-	  "xdp:\n  rules:\n    -\n",
+	{ "empty rule", "xdp:\n  rules:\n    -\n",
 	  "t.yaml:3:6: xdp.rules[0]: expected a rule (a mapping with name, rate and burst), got nothing" },
 
 	/* duplicates */
@@ -622,20 +588,15 @@ static const struct bad bads[] = {
 	{ "list where a mapping is expected",
 	  "xdp:\n  rules:\n    - name: a\n      match: [tcp, syn]\n      rate: 1/s\n      burst: 1\n",
 	  "t.yaml:4:14: xdp.rules[0].match: expected a mapping (proto, tcp_flags, dst_ports, dst), got a list" },
-	{ "value where a list is expected",
-	  "xdp:\n  allow: 10.0.0.0/8\n",
+	{ "value where a list is expected", "xdp:\n  allow: 10.0.0.0/8\n",
 	  "t.yaml:2:10: xdp.allow: expected a list of address prefixes, got '10.0.0.0/8'" },
-	{ "interface as a bare word",
-	  "interfaces:\n  - eth0\n",
+	{ "interface as a bare word", "interfaces:\n  - eth0\n",
 	  "t.yaml:2:5: interfaces[0]: expected a mapping (name, mode), got 'eth0'" },
-	{ "top level a list",
-	  "- xdp\n",
+	{ "top level a list", "- xdp\n",
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got a list" },
-	{ "top level a word",
-	  "hello\n",
+	{ "top level a word", "hello\n",
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
-	{ "rule a list",
-	  "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
+	{ "rule a list", "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
 	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies), got a list" },
 	{ "rule syn_cookies word",
 	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: yes }\n",
@@ -655,31 +616,24 @@ static const struct bad bads[] = {
 	{ "http penalty has no floor",
 	  "http:\n  penalty: { strikes: 1, window: 1s, base: 1s, max: 1s, floor_v4: 24 }\n",
 	  "penalty: unknown key 'floor_v4' in penalty; expected one of strikes, window, base, max" },
-	{ "burst a list",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: [1]\n",
+	{ "burst a list", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: [1]\n",
 	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got a list" },
-	{ "http a value",
-	  "http: on\n",
-	  "t.yaml:1:7: http: expected a mapping (listen, backend" },
+	{ "http a value", "http: on\n", "t.yaml:1:7: http: expected a mapping (listen, backend" },
 	{ "http bad key kind",
 	  "http:\n  rules:\n    - { name: a, key: cookie, rate: 1/s, burst: 1 }\n",
 	  "t.yaml:3:23: http.rules[0].key: expected header:NAME, bearer or client_ip, got 'cookie'" },
-	{ "http bad backend",
-	  "http:\n  backend: memcached://x\n",
+	{ "http bad backend", "http:\n  backend: memcached://x\n",
 	  "t.yaml:2:12: http.backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]" },
 	{ "http cost above burst",
 	  "http:\n  rules:\n    - { name: a, rate: 1/s, burst: 2, cost: 3 }\n",
 	  "t.yaml:3:45: http.rules[0].cost: expected a whole number of tokens" },
-	{ "non-scalar key",
-	  "xdp:\n  ? [a, b]\n  : 1\n",
+	{ "non-scalar key", "xdp:\n  ? [a, b]\n  : 1\n",
 	  "t.yaml:2:5: xdp: expected a key (allow, rules, buckets, event_interval), got a list" },
 
 	/* bad words and numbers */
-	{ "burst zero",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 0\n",
+	{ "burst zero", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 0\n",
 	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got '0'" },
-	{ "burst negative",
-	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: -5\n",
+	{ "burst negative", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: -5\n",
 	  "t.yaml:5:14: xdp.rules[0].burst: expected a whole number of packets from 1 to 100000000, got '-5'" },
 	{ "burst too large",
 	  "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 100000001\n",
@@ -702,78 +656,54 @@ static const struct bad bads[] = {
 	{ "bad rule name",
 	  "xdp:\n  rules:\n    - name: \"web syn\"\n      rate: 1/s\n      burst: 1\n",
 	  "t.yaml:3:13: xdp.rules[0].name: expected a rule name of 1-31 letters, digits, '-', '_' or '.', got 'web syn'" },
-	{ "bad mode",
-	  "interfaces:\n  - name: eth0\n    mode: generic\n",
+	{ "bad mode", "interfaces:\n  - name: eth0\n    mode: generic\n",
 	  "t.yaml:3:11: interfaces[0].mode: expected one of native, skb or auto, got 'generic'" },
-	{ "bad interface name",
-	  "interfaces:\n  - name: averyveryverylongname\n",
+	{ "bad interface name", "interfaces:\n  - name: averyveryverylongname\n",
 	  "t.yaml:2:11: interfaces[0].name: expected an interface name of 1-15 characters" },
-	{ "buckets too small",
-	  "xdp:\n  buckets: 10\n",
+	{ "buckets too small", "xdp:\n  buckets: 10\n",
 	  "t.yaml:2:12: xdp.buckets: expected a bucket table size from 1024 to 268435456 entries, got '10'" },
-	{ "metrics without a port",
-	  "metrics: 127.0.0.1\n",
+	{ "metrics without a port", "metrics: 127.0.0.1\n",
 	  "t.yaml:1:10: metrics: expected HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535, got '127.0.0.1'" },
-	{ "metrics port 0",
-	  "metrics: 127.0.0.1:0\n",
+	{ "metrics port 0", "metrics: 127.0.0.1:0\n", "t.yaml:1:10: metrics: expected HOST:PORT" },
+	{ "metrics port too large", "metrics: localhost:65536\n",
 	  "t.yaml:1:10: metrics: expected HOST:PORT" },
-	{ "metrics port too large",
-	  "metrics: localhost:65536\n",
+	{ "metrics IPv6 without brackets", "metrics: \"::1:9100\"\n",
 	  "t.yaml:1:10: metrics: expected HOST:PORT" },
-	{ "metrics IPv6 without brackets",
-	  "metrics: \"::1:9100\"\n",
-	  "t.yaml:1:10: metrics: expected HOST:PORT" },
-	{ "bad on_exit",
-	  "on_exit: stay\n",
+	{ "bad on_exit", "on_exit: stay\n",
 	  "t.yaml:1:10: on_exit: expected one of detach or keep, got 'stay'" },
-	{ "bad log_level",
-	  "log_level: verbose\n",
+	{ "bad log_level", "log_level: verbose\n",
 	  "t.yaml:1:12: log_level: expected one of error, warning, info or debug, got 'verbose'" },
 	{ "a NUL inside a value",
 	  "xdp:\n  rules:\n    - name: a\n      rate: \"1/s\\0x\"\n      burst: 1\n",
 	  "t.yaml:4:13: xdp.rules[0].rate: expected COUNT/PERIOD such as 100/s or 10/min, got a value with a NUL character in it" },
 
 	/* penalty */
-	{ "penalty base above max",
-	  "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n",
+	{ "penalty base above max", "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n",
 	  "t.yaml:1:43: penalty.base: expected base <= max, got base 2h and max 1h" },
-	{ "penalty strikes zero",
-	  "penalty:\n  strikes: 0\n  window: 60s\n  base: 60s\n  max: 1h\n",
+	{ "penalty strikes zero", "penalty:\n  strikes: 0\n  window: 60s\n  base: 60s\n  max: 1h\n",
 	  "t.yaml:2:12: penalty.strikes: expected a whole number of strikes, 1 or more, got '0'" },
-	{ "penalty missing max",
-	  "penalty:\n  strikes: 3\n  window: 60s\n  base: 60s\n",
+	{ "penalty missing max", "penalty:\n  strikes: 3\n  window: 60s\n  base: 60s\n",
 	  "t.yaml:2:3: penalty: missing 'max'" },
-	{ "penalty empty",
-	  "penalty: {}\n",
-	  "t.yaml:1:10: penalty: missing 'strikes'" },
-	{ "penalty a value",
-	  "penalty: on\n",
+	{ "penalty empty", "penalty: {}\n", "t.yaml:1:10: penalty: missing 'strikes'" },
+	{ "penalty a value", "penalty: on\n",
 	  "t.yaml:1:10: penalty: expected a mapping (strikes, window, base, max, floor_v4, floor_v6), got 'on'" },
 
 	/* YAML itself */
-	{ "bad indentation",
-	  "xdp:\n  rules:\n  - name: a\n   rate: 1/s\n",
+	{ "bad indentation", "xdp:\n  rules:\n  - name: a\n   rate: 1/s\n",
 	  "t.yaml:4:4: YAML syntax error: did not find expected key (while parsing a block mapping at line 2 column 3)" },
-	{ "unclosed flow sequence",
-	  "xdp:\n  allow: [10.0.0.0/8\n",
+	{ "unclosed flow sequence", "xdp:\n  allow: [10.0.0.0/8\n",
 	  "t.yaml:3:1: YAML syntax error: did not find expected ',' or ']'" },
-	{ "tab indentation",
-	  "xdp:\n\trules: []\n",
+	{ "tab indentation", "xdp:\n\trules: []\n",
 	  "t.yaml:2:1: YAML syntax error: found character that cannot start any token" },
-	{ "mapping value in a plain scalar",
-	  "metrics: a: b\n",
+	{ "mapping value in a plain scalar", "metrics: a: b\n",
 	  "t.yaml:1:11: YAML syntax error: mapping values are not allowed in this context" },
-	{ "undefined alias",
-	  "xdp:\n  rules: *rules\n",
+	{ "undefined alias", "xdp:\n  rules: *rules\n",
 	  "t.yaml:2:10: YAML syntax error: found undefined alias" },
-	{ "invalid UTF-8",
-	  "xdp:\n  allow: [\xc3\x28]\n",
+	{ "invalid UTF-8", "xdp:\n  allow: [\xc3\x28]\n",
 	  "t.yaml:2:12: YAML error: invalid trailing UTF-8 octet" },
-	{ "a second document",
-	  "xdp: {}\n---\nxdp: {}\n",
+	{ "a second document", "xdp: {}\n---\nxdp: {}\n",
 	  "t.yaml:3:1: expected one YAML document, but a second one starts here" },
-	{ "a syntax error in a second document",
-	  "xdp: {}\n---\nxdp: [\n",
+	{ "a syntax error in a second document", "xdp: {}\n---\nxdp: [\n",
 	  "t.yaml:4:1: YAML syntax error" },
 };
 
@@ -812,7 +742,8 @@ static void test_validate(void **state)
 	memset(cfg, 0xa5, sizeof(*cfg));
 	EQ(parse("xdp:\n  rules:\n"
 		 "    - {name: r66999, rate: 1/s, burst: 1}\n"
-		 "    - {name: r916676, rate: 1/s, burst: 1}\n"), -EINVAL);
+		 "    - {name: r916676, rate: 1/s, burst: 1}\n"),
+	   -EINVAL);
 	HAS(err, "t.yaml: rules 'r66999' and 'r916676' have the same id");
 	EQ(cfg->n_ifaces, 0xa5a5a5a5u);
 }
@@ -830,7 +761,8 @@ static void test_untouched(void **state)
 	/* an error late in the file, after rules and interfaces were read */
 	EQ(parse("interfaces:\n  - name: eth9\nxdp:\n  rules:\n"
 		 "    - {name: x, rate: 5/s, burst: 5}\n"
-		 "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n"), -EINVAL);
+		 "penalty: { strikes: 3, window: 60s, base: 2h, max: 1h }\n"),
+	   -EINVAL);
 	assert_memory_equal(cfg, good, sizeof(*cfg));
 	EQ(parse("xdp: [\n"), -EINVAL);
 	assert_memory_equal(cfg, good, sizeof(*cfg));
@@ -910,7 +842,8 @@ static void test_hostile_yaml(void **state)
 	off = 0;
 	for (int i = 0; i < 300; i++)
 		off += (size_t)sprintf(y + off, "- &a%d x\n", i);
-	refused("300 anchors", y, "t.yaml:257:3: too much YAML for a policy: more than 256 anchors (&name)");
+	refused("300 anchors", y,
+		"t.yaml:257:3: too much YAML for a policy: more than 256 anchors (&name)");
 	refused("1 MiB of aliases", fill("- &a x\n", "- *a\n", 1 << 20),
 		"t.yaml:1026:3: too much YAML for a policy: more than 1024 aliases (*name)");
 	refused("1 MiB of scalars", fill("", "- x\n", 1 << 20),
@@ -942,7 +875,8 @@ static void test_hostile_yaml(void **state)
 static void test_load(void **state)
 {
 	char path[] = "/tmp/xrl-test-config-XXXXXX";
-	static const char bad[] = "xdp:\n  rules:\n    - name: a\n      rate: 100\n      burst: 1\n";
+	static const char bad[] =
+		"xdp:\n  rules:\n    - name: a\n      rate: 100\n      burst: 1\n";
 	char want[128];
 	FILE *f;
 	int fd;
@@ -1049,26 +983,28 @@ static void test_summary(void **state)
 	HAS(sum, "rules: 2\n");
 	HAS(sum, "  syn: tcp syn ports 80,443, key /32 /64, 100/s burst 50, drop, "
 		 "penalty on verified sources\n");
-	HAS(sum, "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop, "
-		 "penalty on verified sources\n");
+	HAS(sum,
+	    "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop, "
+	    "penalty on verified sources\n");
 	HAS(sum, "penalty: 3 strikes within 1min -> deny 1min, doubling up to 1h; "
 		 "never shorter than /24 (IPv4) /48 (IPv6)\n");
 	HAS(sum, "metrics: off\n");
 
 	CTX("summary of the extensions");
-	PARSE_OK("interfaces: [{name: eth0, mode: skb}, {name: eth1, mode: auto}]\n"
-		 "xdp:\n"
-		 "  buckets: 4096\n"
-		 "  event_interval: 250ms\n"
-		 "  rules:\n"
-		 "    - {name: a, match: {proto: udp, dst_ports: [53, \"8000-8080\"]}, rate: 2.5/s, burst: 3, action: shadow}\n"
-		 "    - {name: b, rate: 1/6s, burst: 1, key: {ipv4_prefix: 24, ipv6_prefix: 48}}\n"
-		 "    - {name: c, rate: 3/500ms, burst: 1}\n"
-		 "    - {name: d, rate: 20/h, burst: 1}\n"
-		 "metrics: 127.0.0.1:9100\n"
-		 "on_exit: detach\n"
-		 "log_level: info\n"
-		 "http: {}\n");
+	PARSE_OK(
+		"interfaces: [{name: eth0, mode: skb}, {name: eth1, mode: auto}]\n"
+		"xdp:\n"
+		"  buckets: 4096\n"
+		"  event_interval: 250ms\n"
+		"  rules:\n"
+		"    - {name: a, match: {proto: udp, dst_ports: [53, \"8000-8080\"]}, rate: 2.5/s, burst: 3, action: shadow}\n"
+		"    - {name: b, rate: 1/6s, burst: 1, key: {ipv4_prefix: 24, ipv6_prefix: 48}}\n"
+		"    - {name: c, rate: 3/500ms, burst: 1}\n"
+		"    - {name: d, rate: 20/h, burst: 1}\n"
+		"metrics: 127.0.0.1:9100\n"
+		"on_exit: detach\n"
+		"log_level: info\n"
+		"http: {}\n");
 	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
 	HAS(sum, "interfaces: eth0 (skb), eth1 (auto)\n");
 	HAS(sum, "  a: udp ports 53,8000-8080, key /32 /64, 2.5/s burst 3, shadow\n");
@@ -1109,13 +1045,14 @@ static void test_penalty_trust(void **state)
 	char sum[2048];
 
 	CTX("penalty modes and floors");
-	PARSE_OK("xdp:\n  rules:\n"
-		 "    - { name: a, rate: 1/s, burst: 1 }\n"
-		 "    - { name: b, rate: 1/s, burst: 1, penalty: unverified }\n"
-		 "    - { name: c, rate: 1/s, burst: 1, penalty: off }\n"
-		 "    - { name: agg, rate: 1000/s, burst: 1, key: { ipv4_prefix: 0, ipv6_prefix: 0 } }\n"
-		 "    - { name: v4only, rate: 1/s, burst: 1, key: { ipv4_prefix: 32, ipv6_prefix: 32 } }\n"
-		 "penalty: { strikes: 2, window: 1s, base: 3s, max: 12s }\n");
+	PARSE_OK(
+		"xdp:\n  rules:\n"
+		"    - { name: a, rate: 1/s, burst: 1 }\n"
+		"    - { name: b, rate: 1/s, burst: 1, penalty: unverified }\n"
+		"    - { name: c, rate: 1/s, burst: 1, penalty: off }\n"
+		"    - { name: agg, rate: 1000/s, burst: 1, key: { ipv4_prefix: 0, ipv6_prefix: 0 } }\n"
+		"    - { name: v4only, rate: 1/s, burst: 1, key: { ipv4_prefix: 32, ipv6_prefix: 32 } }\n"
+		"penalty: { strikes: 2, window: 1s, base: 3s, max: 12s }\n");
 	EQ(cfg->policy.rules[0].penalty, XRL_PEN_VERIFIED);
 	EQ(cfg->policy.rules[1].penalty, XRL_PEN_UNVERIFIED);
 	EQ(cfg->policy.rules[2].penalty, XRL_PEN_OFF);
@@ -1123,13 +1060,16 @@ static void test_penalty_trust(void **state)
 	EQ(cfg->penalty.floor6, 48);
 	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
 	HAS(sum, "  a: any proto, key /32 /64, 1/s burst 1, drop, penalty on verified sources\n");
-	HAS(sum, "  b: any proto, key /32 /64, 1/s burst 1, drop, penalty on any refusal (sources trusted)\n");
+	HAS(sum,
+	    "  b: any proto, key /32 /64, 1/s burst 1, drop, penalty on any refusal (sources trusted)\n");
 	HAS(sum, "  c: any proto, key /32 /64, 1/s burst 1, drop, penalty off\n");
-	HAS(sum, "  agg: any proto, key /0 /0, 1000/s burst 1, drop, no penalty (keyed shorter than the floor)\n");
+	HAS(sum,
+	    "  agg: any proto, key /0 /0, 1000/s burst 1, drop, no penalty (keyed shorter than the floor)\n");
 	HAS(sum, "v4only: any proto, key /32 /32, 1/s burst 1, drop, penalty for one family only");
 
 	CTX("floors set");
-	PARSE_OK("penalty: { strikes: 2, window: 1s, base: 3s, max: 12s, floor_v4: 16, floor_v6: 56 }\n");
+	PARSE_OK(
+		"penalty: { strikes: 2, window: 1s, base: 3s, max: 12s, floor_v4: 16, floor_v6: 56 }\n");
 	EQ(cfg->penalty.floor4, 16);
 	EQ(cfg->penalty.floor6, 56);
 }
@@ -1152,11 +1092,13 @@ static void test_backend_urls(void **state)
 	} bad[] = {
 		{ "memcached://x", "backend: expected memory or redis://" },
 		{ "redis://h", "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB]" },
-		{ "redis://h:6379x", "backend: the port in the redis:// URL must be a number from 1 to 65535, got '6379x'" },
+		{ "redis://h:6379x",
+		  "backend: the port in the redis:// URL must be a number from 1 to 65535, got '6379x'" },
 		{ "redis://h:0", "backend: the port in the redis:// URL must be" },
 		{ "redis://h:65536", "backend: the port in the redis:// URL must be" },
 		{ "redis://h:", "backend: the port in the redis:// URL must be" },
-		{ "redis://h:6379/x", "backend: the database in the redis:// URL must be a number from 0 to 1000, got 'x'" },
+		{ "redis://h:6379/x",
+		  "backend: the database in the redis:// URL must be a number from 0 to 1000, got 'x'" },
 		{ "redis://h:6379/", "backend: the database in the redis:// URL must be" },
 		{ "redis://h:6379/1001", "backend: the database in the redis:// URL must be" },
 		{ "redis://::1:6379", "backend: expected redis://" },
@@ -1164,7 +1106,8 @@ static void test_backend_urls(void **state)
 		{ "redis://:6379", "backend: expected redis://" },
 		{ "redis://bob@h:6379", "backend: redis://USER@...: a user needs a password" },
 		{ "redis://bob:@h:6379", "backend: the password in the redis:// URL is empty" },
-		{ "redis://:pw%4@h:6379", "backend: the password in the redis:// URL is empty, longer than" },
+		{ "redis://:pw%4@h:6379",
+		  "backend: the password in the redis:// URL is empty, longer than" },
 		{ "redis://:pw%zzx@h:6379", "backend: the password in the redis:// URL" },
 		{ "redis://:pw%00x@h:6379", "backend: the password in the redis:// URL" },
 		{ "redis://b%g0b:pw@h:6379", "backend: the user in the redis:// URL" },

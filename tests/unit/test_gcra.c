@@ -7,20 +7,12 @@
  * program runs.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "xrl_gcra.h"
 
-#define NOW_MAX   ((1ULL << 62) - 1)   /* documented: now < 2^62 */
+#define NOW_MAX ((1ULL << 62) - 1) /* documented: now < 2^62 */
 
 static struct xrl_gcra_params mkp(__u64 tokens, __u64 period, __u32 burst)
 {
@@ -30,15 +22,14 @@ static struct xrl_gcra_params mkp(__u64 tokens, __u64 period, __u32 burst)
 	memset(&p, 0xa5, sizeof(p));
 	rc = xrl_gcra_init(tokens, period, burst, &p);
 	if (rc)
-		print_error("[%s] xrl_gcra_init(%llu, %llu, %u) = %d\n", ctx,
-			    (ull)tokens, (ull)period, burst, rc);
+		print_error("[%s] xrl_gcra_init(%llu, %llu, %u) = %d\n", ctx, (ull)tokens,
+			    (ull)period, burst, rc);
 	assert_int_equal(rc, 0);
 	return p;
 }
 
 /* Take `cost` repeatedly at a frozen `now` until refused; return the count. */
-static __u64 drain(const struct xrl_gcra_params *p, __u64 *tat, __u64 now,
-		   __u32 cost)
+static __u64 drain(const struct xrl_gcra_params *p, __u64 *tat, __u64 now, __u32 cost)
 {
 	__u64 n = 0, wait;
 
@@ -143,34 +134,32 @@ static void run_window(const struct window_case *c)
 	 * 0.5 ns of period/tokens, so over the window the count can differ by
 	 * at most T*0.5/(emit*(emit-0.5)) (plus 1 for the floors), and not at
 	 * all when period/tokens is a whole number of ns. */
-	ideal = c->burst + (__u64)((unsigned __int128)c->window_ns * c->tokens /
-				   c->period_ns);
+	ideal = c->burst + (__u64)((unsigned __int128)c->window_ns * c->tokens / c->period_ns);
 	exact = c->period_ns % c->tokens == 0;
-	bound = (double)c->window_ns * 0.5 /
-		((double)p.emit_ns * ((double)p.emit_ns - 0.5));
+	bound = (double)c->window_ns * 0.5 / ((double)p.emit_ns * ((double)p.emit_ns - 0.5));
 	tol = exact ? 0 : (__u64)bound + 1;
 	if ((admitted > ideal ? admitted - ideal : ideal - admitted) > tol)
 		print_error("[%s] admitted %llu, ideal %llu, tolerance %llu "
-			    "(emit %llu)\n", ctx, (ull)admitted, (ull)ideal,
-			    (ull)tol, (ull)p.emit_ns);
+			    "(emit %llu)\n",
+			    ctx, (ull)admitted, (ull)ideal, (ull)tol, (ull)p.emit_ns);
 	assert_in_range(admitted, ideal - (tol < ideal ? tol : ideal), ideal + tol);
 }
 
 static void test_window_rates(void **state)
 {
 	static const struct window_case cases[] = {
-		{ "1/hour",    1,        HOUR,      1,      48 * HOUR },
-		{ "1/hour b3", 1,        HOUR,      3,      10 * HOUR + 1 },
-		{ "10/min",    10,       MINUTE,    5,      HOUR },
-		{ "1/6s",      1,        6 * SEC,   3,      HOUR + 5 * SEC },
-		{ "100/s",     100,      SEC,       20,     60 * SEC },
-		{ "100/s b1",  100,      SEC,       1,      1234567891ULL },
-		{ "3/s",       3,        SEC,       1,      HOUR },
-		{ "3/s long",  3,        SEC,       7,      1000000 * SEC },
-		{ "1000000/s", 1000000,  SEC,       1000,   SEC },
-		{ "10000000/s",10000000, SEC,       100000, SEC },
-		{ "7000000/s", 7000000,  SEC,       7,      SEC },
-		{ "7000000/s b1M", 7000000, SEC,    1000000, 300 * MS },
+		{ "1/hour", 1, HOUR, 1, 48 * HOUR },
+		{ "1/hour b3", 1, HOUR, 3, 10 * HOUR + 1 },
+		{ "10/min", 10, MINUTE, 5, HOUR },
+		{ "1/6s", 1, 6 * SEC, 3, HOUR + 5 * SEC },
+		{ "100/s", 100, SEC, 20, 60 * SEC },
+		{ "100/s b1", 100, SEC, 1, 1234567891ULL },
+		{ "3/s", 3, SEC, 1, HOUR },
+		{ "3/s long", 3, SEC, 7, 1000000 * SEC },
+		{ "1000000/s", 1000000, SEC, 1000, SEC },
+		{ "10000000/s", 10000000, SEC, 100000, SEC },
+		{ "7000000/s", 7000000, SEC, 7, SEC },
+		{ "7000000/s b1M", 7000000, SEC, 1000000, 300 * MS },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -180,8 +169,8 @@ static void test_window_rates(void **state)
 /* The 0.5 ns bound itself, stated in the header: 0.5 % at 10M/s. */
 static void test_emit_rounding_bound(void **state)
 {
-	static const __u64 rates[] = { 3, 7, 1000, 3000001, 7000000, 10000000,
-				       333333333, 999999999, 1000000000 };
+	static const __u64 rates[] = { 3,	 7,	    1000,      3000001,	  7000000,
+				       10000000, 333333333, 999999999, 1000000000 };
 
 	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++) {
 		struct xrl_gcra_params p;
@@ -192,8 +181,7 @@ static void test_emit_rounding_bound(void **state)
 		want = (double)SEC / (double)rates[i];
 		err = (double)p.emit_ns - want;
 		if (err > 0.5 || err < -0.5)
-			print_error("[%s] emit %llu vs %.3f\n", ctx,
-				    (ull)p.emit_ns, want);
+			print_error("[%s] emit %llu vs %.3f\n", ctx, (ull)p.emit_ns, want);
 		assert_true(err <= 0.5 && err >= -0.5);
 	}
 	CTX("7000000/s");
@@ -305,8 +293,8 @@ static void test_cost_zero(void **state)
 
 /* ---- Retry-After ------------------------------------------------------- */
 
-static void check_retry_after(const struct xrl_gcra_params *p, __u64 tat,
-			      __u64 now, __u32 cost, __u64 wait)
+static void check_retry_after(const struct xrl_gcra_params *p, __u64 tat, __u64 now, __u32 cost,
+			      __u64 wait)
 {
 	__u64 t, w2, inc = (__u64)cost * p->emit_ns;
 
@@ -330,10 +318,15 @@ static void check_retry_after(const struct xrl_gcra_params *p, __u64 tat,
 
 static void test_retry_after_exact(void **state)
 {
-	static const struct { __u64 tokens, period; __u32 burst; } cases[] = {
-		{ 100, SEC, 10 }, { 3, SEC, 4 }, { 1, HOUR, 1 }, { 1, HOUR, 1000000 },
-		{ 7000000, SEC, 50 }, { 10000000, SEC, 1 }, { 1000000000, SEC, 3 },
-		{ 1, XRL_GCRA_EMIT_MAX, 2 }, { 20, HOUR, 20 },
+	static const struct {
+		__u64 tokens, period;
+		__u32 burst;
+	} cases[] = {
+		{ 100, SEC, 10 },	{ 3, SEC, 4 },
+		{ 1, HOUR, 1 },		{ 1, HOUR, 1000000 },
+		{ 7000000, SEC, 50 },	{ 10000000, SEC, 1 },
+		{ 1000000000, SEC, 3 }, { 1, XRL_GCRA_EMIT_MAX, 2 },
+		{ 20, HOUR, 20 },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -341,8 +334,8 @@ static void test_retry_after_exact(void **state)
 		__u64 tat, now = 1000 * SEC + rng() % SEC, wait;
 		int refusals = 0;
 
-		CTX("%llu per %llu ns burst %u", (ull)cases[i].tokens,
-		    (ull)cases[i].period, cases[i].burst);
+		CTX("%llu per %llu ns burst %u", (ull)cases[i].tokens, (ull)cases[i].period,
+		    cases[i].burst);
 		p = mkp(cases[i].tokens, cases[i].period, cases[i].burst);
 		tat = now + p.tau_ns; /* start empty, or a big burst never refuses */
 		for (int n = 0; n < 1500; n++) {
@@ -383,12 +376,17 @@ static void test_retry_after_exact(void **state)
 
 static void test_long_idle(void **state)
 {
-	static const struct { __u64 tokens, period; __u32 burst; } cases[] = {
-		{ 100, SEC, 10 }, { 1, HOUR, 1000000 }, { 10000000, SEC, 1000000 },
-		{ 1, XRL_GCRA_EMIT_MAX, 1024 }, { 3, SEC, 1 },
+	static const struct {
+		__u64 tokens, period;
+		__u32 burst;
+	} cases[] = {
+		{ 100, SEC, 10 },
+		{ 1, HOUR, 1000000 },
+		{ 10000000, SEC, 1000000 },
+		{ 1, XRL_GCRA_EMIT_MAX, 1024 },
+		{ 3, SEC, 1 },
 	};
-	static const __u64 idles[] = { DAY, 30 * DAY, YEAR, 100 * YEAR,
-				       140 * YEAR };
+	static const __u64 idles[] = { DAY, 30 * DAY, YEAR, 100 * YEAR, 140 * YEAR };
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct xrl_gcra_params p;
@@ -397,19 +395,16 @@ static void test_long_idle(void **state)
 
 		p = mkp(cases[i].tokens, cases[i].period, cases[i].burst);
 		for (size_t j = 0; j <= sizeof(idles) / sizeof(idles[0]); j++) {
-			now = j < sizeof(idles) / sizeof(idles[0]) ?
-				t0 + idles[j] : NOW_MAX;
+			now = j < sizeof(idles) / sizeof(idles[0]) ? t0 + idles[j] : NOW_MAX;
 			assert_true(now <= NOW_MAX);
-			CTX("%llu per %llu ns burst %u, idle until %llu",
-			    (ull)cases[i].tokens, (ull)cases[i].period,
-			    cases[i].burst, (ull)now);
+			CTX("%llu per %llu ns burst %u, idle until %llu", (ull)cases[i].tokens,
+			    (ull)cases[i].period, cases[i].burst, (ull)now);
 			tat = 0;
 			EQ(drain(&p, &tat, t0, 1), p.burst);
 			drained = tat;
 			/* full again once the idle time covers tau; otherwise
 			 * what accrued, never more */
-			want = now >= drained ? p.burst :
-				(p.tau_ns - (drained - now)) / p.emit_ns;
+			want = now >= drained ? p.burst : (p.tau_ns - (drained - now)) / p.emit_ns;
 			EQ(xrl_gcra_remaining(tat, now, p.emit_ns, p.tau_ns), want);
 			EQ(xrl_gcra_reset(tat, now), now >= drained ? 0 : drained - now);
 			EQ(drain(&p, &tat, now, 1), want);
@@ -418,8 +413,8 @@ static void test_long_idle(void **state)
 			EQ(drain(&p, &tat, now, 1), 0);
 		}
 		/* a bucket that has never been used, at the end of time */
-		CTX("%llu per %llu ns burst %u fresh at NOW_MAX",
-		    (ull)cases[i].tokens, (ull)cases[i].period, cases[i].burst);
+		CTX("%llu per %llu ns burst %u fresh at NOW_MAX", (ull)cases[i].tokens,
+		    (ull)cases[i].period, cases[i].burst);
 		tat = 0;
 		EQ(drain(&p, &tat, NOW_MAX, 1), p.burst);
 		EQ(tat, NOW_MAX + p.tau_ns);
@@ -531,8 +526,8 @@ static void test_init_ranges(void **state)
 	EQ(xrl_gcra_init(1000, 1, 1, &p), -ERANGE);
 	EQ(xrl_gcra_init(UINT64_MAX, 1, 1, &p), -ERANGE);
 	EQ(xrl_gcra_init(UINT64_MAX, SEC, 1, &p), -ERANGE);
-	EQ(xrl_gcra_init(2, 1, 1, &p), -ERANGE);   /* 2/ns, not 1/ns */
-	EQ(xrl_gcra_init(3, 2, 1, &p), -ERANGE);   /* 1.5/ns */
+	EQ(xrl_gcra_init(2, 1, 1, &p), -ERANGE); /* 2/ns, not 1/ns */
+	EQ(xrl_gcra_init(3, 2, 1, &p), -ERANGE); /* 1.5/ns */
 	EQ(xrl_gcra_init(SEC + 1, SEC, 1, &p), -ERANGE);
 	/* exactly one per ns is the limit */
 	EQ(xrl_gcra_init(1, 1, 1, &p), 0);

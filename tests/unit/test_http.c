@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_http.c - unit tests of what the identity tier believes about a
- * request (user/http_req.c), as tables: path normalisation (every variant
+ * request (user/http/http_req.c), as tables: path normalisation (every variant
  * of /api/holds that a backend routes to the same handler, and what is
  * refused), rule matching (methods case-sensitive), which forwarded headers
  * count for each http.forwarded_from and peer, the X-Forwarded-For walk
@@ -9,42 +9,20 @@
  * policy parser, and the reload check of start-time fields. No root.
  */
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "config.h"
-#include "http.h"
+#include "http/http.h"
 #include "xrl.h"
-
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
-#define HAS(text, want) do {						\
-	const char *t_ = (text), *w_ = (want);				\
-	if (!strstr(t_, w_))						\
-		print_error("[%s] got \"%s\"\n  want it to contain \"%s\"\n", ctx, t_, w_); \
-	assert_non_null(strstr(t_, w_));				\
-} while (0)
 
 /* ---- path normalisation ---------------------------------------------------------- */
 
 struct norm_case {
 	const char *in;
-	size_t n;            /* 0: strlen(in) (for inputs with a NUL byte) */
-	int rc;              /* >= 0: the result is want */
+	size_t n; /* 0: strlen(in) (for inputs with a NUL byte) */
+	int rc;	  /* >= 0: the result is want */
 	const char *want;
 };
 
@@ -177,7 +155,7 @@ static const struct match_case match_cases[] = {
 	{ "POST", "/API/holds", false, false },
 	{ "POST", "/API/holds", true, true },
 	{ "POST", "/Api/Holds/1", true, true },
-	{ "post", "/api/holds", false, false },  /* RFC 9110 9.1: case-sensitive */
+	{ "post", "/api/holds", false, false }, /* RFC 9110 9.1: case-sensitive */
 	{ "Post", "/api/holds", true, false },
 	{ "GET", "/api/holds", false, false },
 	{ "POST", "/api/hold", false, false },
@@ -195,7 +173,8 @@ static void test_rule_match_table(void **state)
 		const struct match_case *t = &match_cases[i];
 		char path[256];
 
-		CTX("match case %zu: %s %s%s", i, t->method, t->target, t->ignore_case ? " (ignore case)" : "");
+		CTX("match case %zu: %s %s%s", i, t->method, t->target,
+		    t->ignore_case ? " (ignore case)" : "");
 		c.ignore_path_case = t->ignore_case;
 		GE(xrl_http_path_norm(t->target, strlen(t->target), path, sizeof(path)), 0);
 		EQ(xrl_http_rule_match(&c, &r, t->method, path), t->want);
@@ -216,21 +195,28 @@ struct orig_case {
 static const struct orig_case orig_cases[] = {
 	/* nginx: X-Original-* (the caller looks them up: the tier passes only
 	 * the configured kind, so X-Forwarded-* never get here) */
-	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "/api/holds/1?x", false, 0, "POST", "/api/holds/1" },
-	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "//api/./holds", false, 0, "POST", "/api/holds" },
+	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "/api/holds/1?x", false, 0, "POST",
+	  "/api/holds/1" },
+	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "//api/./holds", false, 0, "POST",
+	  "/api/holds" },
 	/* a trusted proxy that sent none, or two: refuse, never the own line */
 	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", NULL, NULL, false, -EINVAL, NULL, NULL },
 	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", NULL, false, -EINVAL, NULL, NULL },
 	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "", "/x", false, -EINVAL, NULL, NULL },
-	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "/api/holds", true, -EINVAL, NULL, NULL },
-	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth", "POST", "/api/%zz", false, -EINVAL, NULL, NULL },
+	{ XRL_FWD_NGINX, true, "GET", "/v1/auth/nginx", "POST", "/api/holds", true, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth", "POST", "/api/%zz", false, -EINVAL, NULL,
+	  NULL },
 	/* an untrusted peer: the request's own line, whatever it sent */
-	{ XRL_FWD_NGINX, false, "GET", "/v1/auth/nginx", NULL, NULL, false, 0, "GET", "/v1/auth/nginx" },
+	{ XRL_FWD_NGINX, false, "GET", "/v1/auth/nginx", NULL, NULL, false, 0, "GET",
+	  "/v1/auth/nginx" },
 	{ XRL_FWD_TRAEFIK, false, "GET", "/v1/auth", NULL, NULL, false, 0, "GET", "/v1/auth" },
 	{ XRL_FWD_CADDY, true, "GET", "/v1/auth", "DELETE", "/a/b", false, 0, "DELETE", "/a/b" },
 	/* envoy and none: the own method, the path after /v1/auth */
-	{ XRL_FWD_ENVOY, true, "POST", "/v1/auth/api/holds", "GET", "/x", false, 0, "POST", "/api/holds" },
-	{ XRL_FWD_ENVOY, false, "POST", "/v1/auth//api/%68olds", NULL, NULL, false, 0, "POST", "/api/holds" },
+	{ XRL_FWD_ENVOY, true, "POST", "/v1/auth/api/holds", "GET", "/x", false, 0, "POST",
+	  "/api/holds" },
+	{ XRL_FWD_ENVOY, false, "POST", "/v1/auth//api/%68olds", NULL, NULL, false, 0, "POST",
+	  "/api/holds" },
 	{ XRL_FWD_ENVOY, false, "GET", "/v1/auth", NULL, NULL, false, 0, "GET", "/" },
 	{ XRL_FWD_NONE, true, "PUT", "/v1/auth/api/x", NULL, NULL, false, 0, "PUT", "/api/x" },
 };
@@ -247,8 +233,8 @@ static void test_original_table(void **state)
 		char path[256];
 		int rc;
 
-		CTX("original case %zu: from %d, trusted %d, %s %s, fm %s, fu %s", i, t->from, t->trusted,
-		    t->method, t->url, t->fm ? t->fm : "-", t->fu ? t->fu : "-");
+		CTX("original case %zu: from %d, trusted %d, %s %s, fm %s, fu %s", i, t->from,
+		    t->trusted, t->method, t->url, t->fm ? t->fm : "-", t->fu ? t->fu : "-");
 		c.forwarded_from = t->from;
 		rc = xrl_http_original(&c, t->trusted, t->method, t->url, t->fm, t->fu, t->dup, &om,
 				       path, sizeof(path), &why);
@@ -339,8 +325,10 @@ static void test_xff_table(void **state)
 		const struct xff_case *t = &xff_cases[i];
 		char out[64];
 
-		CTX("xff case %zu: peer %s, X-Forwarded-For \"%s\"", i, t->peer, t->xff ? t->xff : "(none)");
-		xrl_http_client_addr(&c, t->peer, t->xff, t->xff ? strlen(t->xff) : 0, out, sizeof(out));
+		CTX("xff case %zu: peer %s, X-Forwarded-For \"%s\"", i, t->peer,
+		    t->xff ? t->xff : "(none)");
+		xrl_http_client_addr(&c, t->peer, t->xff, t->xff ? strlen(t->xff) : 0, out,
+				     sizeof(out));
 		STR_EQ(out, t->want);
 	}
 }
@@ -356,11 +344,12 @@ static int parse(struct xrld_config *cfg, const char *yaml, char *err, size_t er
 struct cfg_case {
 	const char *yaml;
 	int rc;
-	const char *err;       /* rc != 0: a part of the message */
+	const char *err; /* rc != 0: a part of the message */
 };
 
-#define RULE(prefix) "  rules:\n    - name: r\n      match: { path_prefix: " prefix " }\n" \
-		     "      rate: 1/s\n      burst: 1\n"
+#define RULE(prefix) \
+	"  rules:\n    - name: r\n      match: { path_prefix: " prefix " }\n" \
+	"      rate: 1/s\n      burst: 1\n"
 
 static const struct cfg_case cfg_cases[] = {
 	{ "http:\n  forwarded_from: traefik\n", 0, NULL },
@@ -401,8 +390,11 @@ static void test_config_table(void **state)
 	EQ(cfg->http.forwarded_from, XRL_FWD_NGINX);
 	EQ(cfg->http.ignore_path_case, false);
 	EQ(cfg->http.idle_timeout_ns, 30 * SEC);
-	assert_int_equal(parse(cfg, "http:\n  forwarded_from: envoy\n  ignore_path_case: true\n"
-			       "  idle_timeout: 1500ms\n", err, sizeof(err)), 0);
+	assert_int_equal(parse(cfg,
+			       "http:\n  forwarded_from: envoy\n  ignore_path_case: true\n"
+			       "  idle_timeout: 1500ms\n",
+			       err, sizeof(err)),
+			 0);
 	EQ(cfg->http.forwarded_from, XRL_FWD_ENVOY);
 	EQ(cfg->http.ignore_path_case, true);
 	CTX("1500ms rounds up to whole seconds (libmicrohttpd's unit)");
@@ -444,14 +436,10 @@ static void test_restart_diff(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_path_norm_table),
-		cmocka_unit_test(test_path_norm_bounds),
-		cmocka_unit_test(test_rule_match_table),
-		cmocka_unit_test(test_original_table),
-		cmocka_unit_test(test_fwd_headers),
-		cmocka_unit_test(test_xff_table),
-		cmocka_unit_test(test_config_table),
-		cmocka_unit_test(test_restart_diff),
+		cmocka_unit_test(test_path_norm_table),	 cmocka_unit_test(test_path_norm_bounds),
+		cmocka_unit_test(test_rule_match_table), cmocka_unit_test(test_original_table),
+		cmocka_unit_test(test_fwd_headers),	 cmocka_unit_test(test_xff_table),
+		cmocka_unit_test(test_config_table),	 cmocka_unit_test(test_restart_diff),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,48 +1,37 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_policy.c - unit tests of the pure part of the library (user/policy.c):
+ * test_policy.c - unit tests of the pure part of the library (user/lib/policy.c):
  * prefixes, rates, durations, rule compilation and policy validation.
  * No root, no BPF.
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <cmocka.h>
 
 #include "check.h"
 
 #include "xrl.h"
 
-#define STR_EQ(got, want) do {						\
-	const char *g_ = (got), *w_ = (want);				\
-	if (strcmp(g_, w_))						\
-		print_error("[%s] %s = \"%s\", want \"%s\"\n", ctx, #got, g_, w_); \
-	assert_string_equal(g_, w_);					\
-} while (0)
-
 /* An error was reported, with a sentence. */
-#define ERR_SET(err) do {						\
-	if (!(err)[0])							\
-		print_error("[%s] no error text\n", ctx);		\
-	assert_true((err)[0] != '\0');					\
-	assert_true(strlen(err) < XRL_ERRLEN);				\
-} while (0)
+#define ERR_SET(err) \
+	do { \
+		if (!(err)[0]) \
+			print_error("[%s] no error text\n", ctx); \
+		assert_true((err)[0] != '\0'); \
+		assert_true(strlen(err) < XRL_ERRLEN); \
+	} while (0)
 
-static __u32 be(__u32 host) { return htonl(host); }
+static __u32 be(__u32 host)
+{
+	return htonl(host);
+}
 
 /* ---- prefixes ---------------------------------------------------------- */
 
 struct prefix_case {
 	const char *s;
 	__u8 family, plen;
-	__u32 addr[4];  /* host order words, converted with htonl */
+	__u32 addr[4]; /* host order words, converted with htonl */
 };
 
 static void check_prefix(const struct prefix_case *c)
@@ -62,13 +51,13 @@ static void check_prefix(const struct prefix_case *c)
 static void test_prefix_parse_v4(void **state)
 {
 	static const struct prefix_case cases[] = {
-		{ "10.0.0.0/8",         XRL_AF_INET, 8,  { 0x0a000000 } },
-		{ "192.0.2.0/24",       XRL_AF_INET, 24, { 0xc0000200 } },
-		{ "198.51.100.128/25",  XRL_AF_INET, 25, { 0xc6336480 } },
-		{ "172.16.0.0/12",      XRL_AF_INET, 12, { 0xac100000 } },
-		{ "0.0.0.0/0",          XRL_AF_INET, 0,  { 0 } },
+		{ "10.0.0.0/8", XRL_AF_INET, 8, { 0x0a000000 } },
+		{ "192.0.2.0/24", XRL_AF_INET, 24, { 0xc0000200 } },
+		{ "198.51.100.128/25", XRL_AF_INET, 25, { 0xc6336480 } },
+		{ "172.16.0.0/12", XRL_AF_INET, 12, { 0xac100000 } },
+		{ "0.0.0.0/0", XRL_AF_INET, 0, { 0 } },
 		{ "255.255.255.255/32", XRL_AF_INET, 32, { 0xffffffff } },
-		{ "203.0.113.7/32",     XRL_AF_INET, 32, { 0xcb007107 } },
+		{ "203.0.113.7/32", XRL_AF_INET, 32, { 0xcb007107 } },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -78,16 +67,17 @@ static void test_prefix_parse_v4(void **state)
 static void test_prefix_parse_v6(void **state)
 {
 	static const struct prefix_case cases[] = {
-		{ "2001:db8::/32",      XRL_AF_INET6, 32,  { 0x20010db8 } },
-		{ "2001:db8:1::/48",    XRL_AF_INET6, 48,  { 0x20010db8, 0x00010000 } },
-		{ "2001:db8:0:1::/64",  XRL_AF_INET6, 64,  { 0x20010db8, 0x00000001 } },
-		{ "fe80::/10",          XRL_AF_INET6, 10,  { 0xfe800000 } },
-		{ "::/0",               XRL_AF_INET6, 0,   { 0 } },
-		{ "::1/128",            XRL_AF_INET6, 128, { 0, 0, 0, 1 } },
-		{ "2001:DB8::/33",      XRL_AF_INET6, 33,  { 0x20010db8 } },
-		{ "::ffff:192.0.2.0/120", XRL_AF_INET6, 120,
-		  { 0, 0, 0x0000ffff, 0xc0000200 } },
-		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127", XRL_AF_INET6, 127,
+		{ "2001:db8::/32", XRL_AF_INET6, 32, { 0x20010db8 } },
+		{ "2001:db8:1::/48", XRL_AF_INET6, 48, { 0x20010db8, 0x00010000 } },
+		{ "2001:db8:0:1::/64", XRL_AF_INET6, 64, { 0x20010db8, 0x00000001 } },
+		{ "fe80::/10", XRL_AF_INET6, 10, { 0xfe800000 } },
+		{ "::/0", XRL_AF_INET6, 0, { 0 } },
+		{ "::1/128", XRL_AF_INET6, 128, { 0, 0, 0, 1 } },
+		{ "2001:DB8::/33", XRL_AF_INET6, 33, { 0x20010db8 } },
+		{ "::ffff:192.0.2.0/120", XRL_AF_INET6, 120, { 0, 0, 0x0000ffff, 0xc0000200 } },
+		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:fffe/127",
+		  XRL_AF_INET6,
+		  127,
 		  { 0xffffffff, 0xffffffff, 0xffffffff, 0xfffffffe } },
 	};
 
@@ -98,11 +88,11 @@ static void test_prefix_parse_v6(void **state)
 static void test_prefix_parse_bare_address(void **state)
 {
 	static const struct prefix_case cases[] = {
-		{ "192.0.2.1",   XRL_AF_INET,  32,  { 0xc0000201 } },
-		{ "10.1.2.3",    XRL_AF_INET,  32,  { 0x0a010203 } },
-		{ "0.0.0.0",     XRL_AF_INET,  32,  { 0 } },
-		{ "::1",         XRL_AF_INET6, 128, { 0, 0, 0, 1 } },
-		{ "::",          XRL_AF_INET6, 128, { 0 } },
+		{ "192.0.2.1", XRL_AF_INET, 32, { 0xc0000201 } },
+		{ "10.1.2.3", XRL_AF_INET, 32, { 0x0a010203 } },
+		{ "0.0.0.0", XRL_AF_INET, 32, { 0 } },
+		{ "::1", XRL_AF_INET6, 128, { 0, 0, 0, 1 } },
+		{ "::", XRL_AF_INET6, 128, { 0 } },
 		{ "2001:db8::5", XRL_AF_INET6, 128, { 0x20010db8, 0, 0, 5 } },
 	};
 
@@ -113,8 +103,8 @@ static void test_prefix_parse_bare_address(void **state)
 static void test_prefix_parse_host_bits(void **state)
 {
 	static const char *bad[] = {
-		"10.0.0.1/8", "192.168.1.1/24", "192.0.2.1/31", "0.0.0.1/0",
-		"2001:db8::1/64", "fe80::1/10", "2001:db8:1::/32", "::1/127",
+		"10.0.0.1/8",	  "192.168.1.1/24", "192.0.2.1/31",    "0.0.0.1/0",
+		"2001:db8::1/64", "fe80::1/10",	    "2001:db8:1::/32", "::1/127",
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -134,12 +124,30 @@ static void test_prefix_parse_host_bits(void **state)
 static void test_prefix_parse_bad_input(void **state)
 {
 	static const char *bad[] = {
-		"10.0.0.0/33", "abc", "", "1.2.3.4/", "::/129",
-		"1.2.3.4/-1", "1.2.3.4/8x", "1.2.3.4/32/", "1.2.3", "1.2.3.4.5",
-		"256.0.0.0/8", "10.0.0.0//8", "/8", "/", "10.0.0.0/8 ",
-		" 10.0.0.0/8", "2001:db8:::/48", "gggg::/16", "2001:db8::/",
-		"1.2.3.4/999999999999999999999", "10.0.0.0/256", "::/1000",
-		"1.2.3.4/a", "10.0.0.0\n/8",
+		"10.0.0.0/33",
+		"abc",
+		"",
+		"1.2.3.4/",
+		"::/129",
+		"1.2.3.4/-1",
+		"1.2.3.4/8x",
+		"1.2.3.4/32/",
+		"1.2.3",
+		"1.2.3.4.5",
+		"256.0.0.0/8",
+		"10.0.0.0//8",
+		"/8",
+		"/",
+		"10.0.0.0/8 ",
+		" 10.0.0.0/8",
+		"2001:db8:::/48",
+		"gggg::/16",
+		"2001:db8::/",
+		"1.2.3.4/999999999999999999999",
+		"10.0.0.0/256",
+		"::/1000",
+		"1.2.3.4/a",
+		"10.0.0.0\n/8",
 		"1111:2222:3333:4444:5555:6666:7777:8888:9999:aaaa:bbbb:cccc/64",
 	};
 
@@ -175,17 +183,19 @@ static void test_prefix_parse_small_err_buffer(void **state)
 
 static void test_prefix_str_roundtrip(void **state)
 {
-	static const struct { const char *in, *out; } cases[] = {
-		{ "10.0.0.0/8",           "10.0.0.0/8" },
-		{ "0.0.0.0/0",            "0.0.0.0/0" },
-		{ "192.0.2.1",            "192.0.2.1/32" },
-		{ "255.255.255.255/32",   "255.255.255.255/32" },
-		{ "2001:db8::/32",        "2001:db8::/32" },
-		{ "2001:0DB8:0000::/48",  "2001:db8::/48" },
-		{ "2001:db8:0:1::/64",    "2001:db8:0:1::/64" },
-		{ "::/0",                 "::/0" },
-		{ "::1",                  "::1/128" },
-		{ "fe80::/10",            "fe80::/10" },
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "10.0.0.0/8", "10.0.0.0/8" },
+		{ "0.0.0.0/0", "0.0.0.0/0" },
+		{ "192.0.2.1", "192.0.2.1/32" },
+		{ "255.255.255.255/32", "255.255.255.255/32" },
+		{ "2001:db8::/32", "2001:db8::/32" },
+		{ "2001:0DB8:0000::/48", "2001:db8::/48" },
+		{ "2001:db8:0:1::/64", "2001:db8:0:1::/64" },
+		{ "::/0", "::/0" },
+		{ "::1", "::1/128" },
+		{ "fe80::/10", "fe80::/10" },
 		{ "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff",
 		  "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128" },
 	};
@@ -257,18 +267,22 @@ static void test_prefix_mask(void **state)
 
 static void test_rate_parse_ok(void **state)
 {
-	static const struct { const char *s; __u64 tokens, period; bool exact; } cases[] = {
-		{ "100/s",     100, SEC,          true },
-		{ "10/min",    10,  MINUTE,       true },
-		{ "1/6s",      1,   6 * SEC,      true },
-		{ "20/h",      20,  HOUR,         true },
-		{ "3/500ms",   3,   500 * MS,     true },
-		{ "1/d",       1,   DAY,          true },
-		{ "1000000/s", 1000000, SEC,      true },
-		{ "2.5/s",     5,   2 * SEC,      false }, /* any equal ratio */
-		{ "0.5/s",     1,   2 * SEC,      false },
-		{ "1/1.5s",    2,   3 * SEC,      false },
-		{ "2.5/1.5s",  5,   3 * SEC,      false },
+	static const struct {
+		const char *s;
+		__u64 tokens, period;
+		bool exact;
+	} cases[] = {
+		{ "100/s", 100, SEC, true },
+		{ "10/min", 10, MINUTE, true },
+		{ "1/6s", 1, 6 * SEC, true },
+		{ "20/h", 20, HOUR, true },
+		{ "3/500ms", 3, 500 * MS, true },
+		{ "1/d", 1, DAY, true },
+		{ "1000000/s", 1000000, SEC, true },
+		{ "2.5/s", 5, 2 * SEC, false }, /* any equal ratio */
+		{ "0.5/s", 1, 2 * SEC, false },
+		{ "1/1.5s", 2, 3 * SEC, false },
+		{ "2.5/1.5s", 5, 3 * SEC, false },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -284,7 +298,8 @@ static void test_rate_parse_ok(void **state)
 			/* tokens/period == want.tokens/want.period */
 			assert_true(r.tokens > 0 && r.period_ns > 0);
 			EQ((unsigned __int128)r.tokens * cases[i].period ==
-			   (unsigned __int128)cases[i].tokens * r.period_ns, 1);
+				   (unsigned __int128)cases[i].tokens * r.period_ns,
+			   1);
 		}
 	}
 	/* 2.5/s is 5 per 2 s: one token every 400 ms */
@@ -303,10 +318,13 @@ static void test_rate_parse_ok(void **state)
 static void test_rate_parse_errors(void **state)
 {
 	static const char *einval[] = {
-		"", "0/s", "10", "10/parsec", "-1/s", "1/0s",
-		"/s", "10/", "abc/s", "1.2.3/s", "10/s/s", "10/ s", " 10/s",
-		"10/s ", "0.0/s", "1/-1s", "1/0ms", "10/S", "1e3/s", "ten/s",
-		"99999999999999999999999/s",
+		"",	     "0/s",    "10",
+		"10/parsec", "-1/s",   "1/0s",
+		"/s",	     "10/",    "abc/s",
+		"1.2.3/s",   "10/s/s", "10/ s",
+		" 10/s",     "10/s ",  "0.0/s",
+		"1/-1s",     "1/0ms",  "10/S",
+		"1e3/s",     "ten/s",  "99999999999999999999999/s",
 	};
 
 	for (size_t i = 0; i < sizeof(einval) / sizeof(einval[0]); i++) {
@@ -328,15 +346,26 @@ static void test_rate_parse_errors(void **state)
 
 static void test_duration_parse(void **state)
 {
-	static const struct { const char *s; __u64 ns; } ok[] = {
-		{ "2s", 2 * SEC }, { "500ms", 500 * MS }, { "1h", HOUR },
-		{ "90m", 90 * MINUTE }, { "1d", DAY }, { "30s", 30 * SEC },
-		{ "1ms", MS }, { "7d", 7 * DAY }, { "1.5s", 1500 * MS },
-		{ "0.25h", 15 * MINUTE }, { "10min", 10 * MINUTE },
+	static const struct {
+		const char *s;
+		__u64 ns;
+	} ok[] = {
+		{ "2s", 2 * SEC },
+		{ "500ms", 500 * MS },
+		{ "1h", HOUR },
+		{ "90m", 90 * MINUTE },
+		{ "1d", DAY },
+		{ "30s", 30 * SEC },
+		{ "1ms", MS },
+		{ "7d", 7 * DAY },
+		{ "1.5s", 1500 * MS },
+		{ "0.25h", 15 * MINUTE },
+		{ "10min", 10 * MINUTE },
 	};
 	static const char *bad[] = {
-		"", "2", "s", "ms", "2x", "-1s", "2 s", " 2s", "2s ", "1.5.5s",
-		"2S", "2sec2", "1e3s", "99999999999999999999999d", "300000d",
+		"",	   "2",	  "s",	    "ms", "2x",	   "-1s",  "2 s",
+		" 2s",	   "2s ", "1.5.5s", "2S", "2sec2", "1e3s", "99999999999999999999999d",
+		"300000d",
 	};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -405,8 +434,8 @@ static void test_rule_spec_init_and_id(void **state)
 	}
 }
 
-static void mkspec(struct xrl_rule_spec *r, const char *name, __u64 tokens,
-		   __u64 period, __u32 burst)
+static void mkspec(struct xrl_rule_spec *r, const char *name, __u64 tokens, __u64 period,
+		   __u32 burst)
 {
 	xrl_rule_spec_init(r, name);
 	r->rate.tokens = tokens;
@@ -528,17 +557,16 @@ static void test_rule_compile_basic(void **state)
 
 static void test_rule_compile_emit_tau(void **state)
 {
-	static const struct { const char *rate; __u32 burst; __u64 emit, tau; } cases[] = {
-		{ "100/s",   20,      10 * MS,    200 * MS },
-		{ "10/min",  5,       6 * SEC,    30 * SEC },
-		{ "1/6s",    1,       6 * SEC,    6 * SEC },
-		{ "20/h",    20,      180 * SEC,  HOUR },
-		{ "2.5/s",   5,       400 * MS,   2 * SEC },
-		{ "3/500ms", 3,       166666667,  500000001 },
-		{ "3/s",     1,       333333333,  333333333 },
-		{ "7000000/s", 1000,  143,        143000 },
-		{ "10000000/s", 1000000, 100,     100 * MS },
-		{ "1/h",     1000000, HOUR,       1000000 * HOUR },
+	static const struct {
+		const char *rate;
+		__u32 burst;
+		__u64 emit, tau;
+	} cases[] = {
+		{ "100/s", 20, 10 * MS, 200 * MS },	  { "10/min", 5, 6 * SEC, 30 * SEC },
+		{ "1/6s", 1, 6 * SEC, 6 * SEC },	  { "20/h", 20, 180 * SEC, HOUR },
+		{ "2.5/s", 5, 400 * MS, 2 * SEC },	  { "3/500ms", 3, 166666667, 500000001 },
+		{ "3/s", 1, 333333333, 333333333 },	  { "7000000/s", 1000, 143, 143000 },
+		{ "10000000/s", 1000000, 100, 100 * MS }, { "1/h", 1000000, HOUR, 1000000 * HOUR },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -558,12 +586,12 @@ static void test_rule_compile_emit_tau(void **state)
 
 static void test_rule_compile_dst(void **state)
 {
-	static const struct { const char *dst, *want; } cases[] = {
-		{ "192.0.2.0/24",    "192.0.2.0/24" },
-		{ "198.51.100.7",    "198.51.100.7/32" },
-		{ "0.0.0.0/0",       "0.0.0.0/0" },
-		{ "2001:db8:1::/48", "2001:db8:1::/48" },
-		{ "2001:db8::80",    "2001:db8::80/128" },
+	static const struct {
+		const char *dst, *want;
+	} cases[] = {
+		{ "192.0.2.0/24", "192.0.2.0/24" },	{ "198.51.100.7", "198.51.100.7/32" },
+		{ "0.0.0.0/0", "0.0.0.0/0" },		{ "2001:db8:1::/48", "2001:db8:1::/48" },
+		{ "2001:db8::80", "2001:db8::80/128" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -611,8 +639,7 @@ static void test_rule_compile_dst(void **state)
 	}
 }
 
-static void expect_compile_error(const struct xrl_rule_spec *s, int want_rc,
-				 const char *what)
+static void expect_compile_error(const struct xrl_rule_spec *s, int want_rc, const char *what)
 {
 	struct xrl_rule r;
 	char err[XRL_ERRLEN] = "";

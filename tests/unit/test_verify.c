@@ -48,8 +48,9 @@ static int conn_open(struct conn *c, int family)
 		a->sin6_addr = in6addr_loopback;
 	}
 	c->lfd = socket(family, SOCK_STREAM, 0);
-	if (c->lfd < 0 || bind(c->lfd, (struct sockaddr *)&c->srv,
-			       family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) ||
+	if (c->lfd < 0 ||
+	    bind(c->lfd, (struct sockaddr *)&c->srv,
+		 family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6)) ||
 	    listen(c->lfd, 4) || getsockname(c->lfd, (struct sockaddr *)&c->srv, &len))
 		return -errno;
 	c->cfd = socket(family, SOCK_STREAM, 0);
@@ -109,17 +110,17 @@ static void check_family(int family)
 	assert_int_equal(rc, 0);
 
 	sample(&c, &e, 0x10 /* ACK */);
-	assert_int_equal(xrl_event_proven(&e), 1);          /* the connection's own ACK */
+	assert_int_equal(xrl_event_proven(&e), 1); /* the connection's own ACK */
 	sample(&c, &e, 0x18 /* PSH|ACK */);
 	assert_int_equal(xrl_event_proven(&e), 1);
 	sample(&c, &e, 0x02 /* SYN */);
-	assert_int_equal(xrl_event_proven(&e), 0);          /* a SYN proves nothing */
+	assert_int_equal(xrl_event_proven(&e), 0); /* a SYN proves nothing */
 	sample(&c, &e, 0x10);
 	e.sport = htons((__u16)(ntohs(e.sport) + 1));
-	assert_int_equal(xrl_event_proven(&e), 0);          /* another port: the listener only */
+	assert_int_equal(xrl_event_proven(&e), 0); /* another port: the listener only */
 	sample(&c, &e, 0x10);
 	if (family == AF_INET)
-		e.src[0] = htonl(0x7f000009);               /* 127.0.0.9, never connected */
+		e.src[0] = htonl(0x7f000009); /* 127.0.0.9, never connected */
 	else
 		e.src[3] ^= htonl(0x100);
 	assert_int_equal(xrl_event_proven(&e), 0);
@@ -154,7 +155,9 @@ static void test_proven_v6(void **state)
 
 static void test_bad_family(void **state)
 {
-	struct xrl_event e = { .family = 9, .proto = IPPROTO_TCP, .has_ports = 1, .tcp_flags = 0x10 };
+	struct xrl_event e = {
+		.family = 9, .proto = IPPROTO_TCP, .has_ports = 1, .tcp_flags = 0x10
+	};
 
 	(void)state;
 	assert_int_equal(xrl_event_proven(&e), -EAFNOSUPPORT);

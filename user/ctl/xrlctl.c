@@ -1,0 +1,471 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xrlctl - the operator's command line for xrld.
+ *
+ * Verbs that change things go through xrld's socket. Counters are read from
+ * the pinned maps directly, so `stats` and `status` work when xrld is down
+ * (the data plane does not need it). Human tables by default, --json on
+ * every verb; under --json an error is {"error":"..."} on stdout. Exit
+ * codes: 0 ok, 1 error, 2 usage. The verbs, their arguments and their
+ * help are lib/verbs.c's table, which xrld parses requests with as well.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "log.h"
+#include "report.h"
+#include "util.h"
+#include "verbs.h"
+#include "xrl_version.h"
+#include "xrl.h"
+
+static const char *sock_path = XRL_SOCKET_DEFAULT;
+static const char *pin_root = XRL_PIN_ROOT_DEFAULT;
+static int json;
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] VERB ...\n"
+		   "       xrlctl VERB --help | --version\n");
+	xrl_verb_usage(f, NULL);
+}
+
+/* An error: "xrlctl: msg" on stderr, or {"error":"msg"} on stdout under --json. */
+static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(int code, const char *fmt, ...)
+{
+	char msg[XRL_ERRLEN + 256];
+	struct xrl_buf b = {};
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!json) {
+		fprintf(stderr, "xrlctl: %s\n", msg);
+		return code;
+	}
+	xrl_buf_json_error(&b, msg);
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+	return code;
+}
+
+/* A JSON document to stdout (takes j's reference). */
+static void put_json(json_t *j)
+{
+	struct xrl_buf b = {};
+
+	xrl_buf_json(&b, j);
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+}
+
+/* Send to xrld; print its answer; return its exit code (1 if unreachable). */
+static int call(int argc, const char *const *argv)
+{
+	const char *args[XRL_CTL_MAXARGS + 1];
+	char *payload = NULL;
+	int n = 0, rc;
+
+	for (int i = 0; i < argc && n < XRL_CTL_MAXARGS - 1; i++)
+		args[n++] = argv[i];
+	if (json)
+		args[n++] = "--json";
+	rc = xrl_ctl_call(sock_path, n, args, &payload, 10000);
+	if (rc < 0)
+		return fail(1, "couldn't reach xrld at %s: %s%s", sock_path, strerror(-rc),
+			    rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
+	/* a JSON answer, error or not, is the document a script reads on stdout */
+	fputs(payload, rc && !json ? stderr : stdout);
+	free(payload);
+	return rc;
+}
+
+static bool daemon_up(void)
+{
+	const char *argv[] = { "status" };
+	char *payload = NULL;
+	int rc = xrl_ctl_call(sock_path, 1, argv, &payload, 3000);
+
+	free(payload);
+	return rc >= 0;
+}
+
+/* Interfaces with pinned state under pin_root. */
+static int pinned_ifaces(char names[][IF_NAMESIZE], int max)
+{
+	DIR *d = opendir(pin_root);
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)) && n < max) {
+		char path[PATH_MAX + 512];
+		struct stat st;
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= IF_NAMESIZE)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s", pin_root, de->d_name, XRL_MAP_CONFIG);
+		if (stat(path, &st))
+			continue;
+		snprintf(names[n++], IF_NAMESIZE, "%s", de->d_name);
+	}
+	closedir(d);
+	return n;
+}
+
+static int status_from_pins(void)
+{
+	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES);
+	json_t *ifs = json_array();
+
+	if (n < 0)
+		return json_decref(ifs),
+		       fail(1, "xrld is not running and %s holds no pinned state: %s", pin_root,
+			    strerror(-n));
+	if (!json)
+		printf("xrld: not running (%s); the data plane, read from %s:\n"
+		       "%-16s %-8s %-8s %-10s\n",
+		       sock_path, pin_root, "INTERFACE", "PROG", "MODE", "ATTACHED");
+	for (int i = 0; i < n; i++) {
+		const char *mode;
+		struct xrl_handle *h;
+		const struct xrl_attach_info *in;
+
+		if (xrl_open_pinned(pin_root, names[i], &h))
+			continue;
+		in = xrl_info(h);
+		mode = in->mode == XRL_MODE_SKB ? "skb" : "native";
+		if (json)
+			json_array_append_new(ifs,
+					      json_pack("{s:s,s:I,s:s,s:b}", "name", names[i],
+							"prog_id", (json_int_t)in->prog_id, "mode",
+							mode, "attached", in->attached));
+		else
+			printf("%-16s %-8u %-8s %-10s\n", names[i], in->prog_id,
+			       in->attached ? mode : "-", in->attached ? "yes (enforcing)" : "NO");
+		xrl_close(h);
+	}
+	if (json)
+		put_json(json_pack("{s:n,s:o}", "daemon", "interfaces", ifs));
+	else
+		json_decref(ifs);
+	return 0;
+}
+
+struct snap {
+	char name[IF_NAMESIZE];
+	struct xrl_stats st;
+	struct xrl_ruleset_meta meta;
+	long buckets;
+};
+
+static int take_snaps(const char *only, struct snap *s, int max)
+{
+	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES), m = 0;
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && m < max; i++) {
+		struct xrl_handle *h;
+
+		if (only && strcmp(only, names[i]))
+			continue;
+		if (xrl_open_pinned(pin_root, names[i], &h))
+			continue;
+		memcpy(s[m].name, names[i], IF_NAMESIZE);
+		s[m].name[IF_NAMESIZE - 1] = '\0';
+		if (!xrl_read_stats(h, &s[m].st) && !xrl_read_rule_names(h, &s[m].meta)) {
+			s[m].buckets = xrl_bucket_count(h);
+			m++;
+		}
+		xrl_close(h);
+	}
+	return m;
+}
+
+/* {"rules":[{"name":..,"interface":..,"passed":..}],"global":{summed},"interfaces":[...]} */
+static json_t *snaps_json(struct snap *s, int n, struct snap *prev, double dt)
+{
+	json_t *rules = json_array(), *ifs = json_array();
+	struct xrl_global_ctr g = {};
+
+	for (int i = 0; i < n; i++) {
+		json_t *one = xrl_report_stats_json(s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
+						    prev ? &prev[i].st : NULL, dt);
+		size_t k;
+		json_t *r;
+
+		/* the rules of every interface, each naming its interface */
+		json_array_foreach (json_object_get(one, "rules"), k, r) {
+			json_object_set_new(r, "interface", json_string(s[i].name));
+			json_array_append(rules, r);
+		}
+		json_array_append_new(ifs, one);
+		for (int c = 0; c < XRL_G_MAX; c++)
+			g.c[c] += s[i].st.global.c[c];
+	}
+	return json_pack("{s:o,s:o,s:o}", "rules", rules, "global", xrl_global_json(&g),
+			 "interfaces", ifs);
+}
+
+static void print_snaps(struct snap *s, int n, struct snap *prev, double dt)
+{
+	struct xrl_buf b = {};
+
+	if (json)
+		xrl_buf_json(&b, snaps_json(s, n, prev, dt));
+	else
+		for (int i = 0; i < n; i++)
+			xrl_report_stats(&b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
+					 prev ? &prev[i].st : NULL, dt);
+	if (b.p)
+		fputs(b.p, stdout);
+	fflush(stdout);
+	xrl_buf_free(&b);
+}
+
+static volatile sig_atomic_t stop_watch;
+static void on_int(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+static int cmd_stats(const struct xrl_verb_call *c)
+{
+	static struct snap cur[XRL_CFG_MAX_IFACES], prev[XRL_CFG_MAX_IFACES];
+	const char *only = c->opt[0];
+	double watch = c->opt[1] ? strtod(c->opt[1], NULL) : 0;
+	struct timespec t0, t1;
+	int n, pn = 0;
+
+	n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
+	if (n <= 0)
+		return fail(1, "no xrl state under %s%s%s", pin_root, only ? " for " : "",
+			    only ? only : "");
+	if (!watch) {
+		print_snaps(cur, n, NULL, 0);
+		return 0;
+	}
+	signal(SIGINT, on_int);
+	signal(SIGTERM, on_int);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	print_snaps(cur, n, NULL, 0);
+	while (!stop_watch) {
+		struct timespec ts = { .tv_sec = (time_t)watch,
+				       .tv_nsec = (long)((watch - (double)(time_t)watch) * 1e9) };
+
+		memcpy(prev, cur, sizeof(cur));
+		pn = n;
+		nanosleep(&ts, NULL);
+		if (stop_watch)
+			break;
+		n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (!json) {
+			time_t now = time(NULL);
+			char tb[32];
+
+			strftime(tb, sizeof(tb), "%H:%M:%S", localtime(&now));
+			printf("\n--- %s\n", tb);
+		}
+		print_snaps(cur, n, n == pn ? prev : NULL,
+			    (double)(t1.tv_sec - t0.tv_sec) +
+				    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+		t0 = t1;
+	}
+	return 0;
+}
+
+static int cmd_policy_check(const char *path)
+{
+	struct xrld_config *c;
+	char err[XRL_ERRLEN], *sum;
+
+	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
+		if (json)
+			return fail(1, "%s", err);
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (json)
+		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy",
+				   xrl_config_json(c)));
+	else
+		printf("%s: ok\n%s", path, sum);
+	free(sum);
+	free(c);
+	return 0;
+}
+
+static int cmd_policy_apply(const char *path)
+{
+	const char *args[4] = { "policy", "apply", path, NULL };
+	char *text = NULL;
+	size_t len;
+	int rc = xrl_read_all(path, XRL_CTL_MAX / 2, &text, &len);
+
+	if (rc)
+		return fail(1, "couldn't read %s: %s", path, strerror(-rc));
+	args[3] = text;
+	rc = call(4, args);
+	free(text);
+	return rc;
+}
+
+/* xrld is down: detach straight from the pins. */
+static int detach_from_pins(const char *ifname)
+{
+	struct xrl_handle *h;
+	int rc = xrl_open_pinned(pin_root, ifname, &h);
+
+	if (rc)
+		return fail(1, "no xrl state for %s under %s: %s", ifname, pin_root, strerror(-rc));
+	rc = xrl_detach(h);
+	if (rc)
+		return fail(1, "couldn't detach %s: %s", ifname, strerror(-rc));
+	if (json)
+		put_json(json_pack("{s:b,s:s}", "ok", 1, "message",
+				   "detached, pinned state removed (xrld was not running)"));
+	else
+		printf("%s detached, pinned state removed (xrld was not running)\n", ifname);
+	return 0;
+}
+
+static int list_from_pins(bool deny)
+{
+	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES);
+	struct xrl_buf b = {};
+	struct xrl_handle *h;
+
+	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h))
+		return fail(1, "xrld is not running and there is no pinned state under %s",
+			    pin_root);
+	if (json)
+		xrl_buf_json(&b, xrl_report_list_json(h, deny));
+	else
+		xrl_report_list(&b, h, deny);
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+	xrl_close(h);
+	return 0;
+}
+
+/* What xrlctl does for a verb: the daemon when it is up, the pins otherwise. */
+static int run(const struct xrl_verb_call *c, int argc, char **argv)
+{
+	const char *const *args = (const char *const *)argv;
+
+	switch (c->v->id) {
+	case XRL_VERB_STATUS:
+		return daemon_up() ? call(argc, args) : status_from_pins();
+	case XRL_VERB_DETACH:
+		return daemon_up() ? call(argc, args) : detach_from_pins(c->pos[0]);
+	case XRL_VERB_ALLOW_LIST:
+	case XRL_VERB_DENY_LIST:
+		return daemon_up() ? call(argc, args)
+				   : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+	case XRL_VERB_POLICY_CHECK:
+		return cmd_policy_check(c->pos[0]);
+	case XRL_VERB_POLICY_APPLY:
+		return cmd_policy_apply(c->pos[0]);
+	case XRL_VERB_STATS:
+		return cmd_stats(c);
+	default:
+		return call(argc, args);
+	}
+}
+
+/* The verb's usage and help (every verb of the word when only it was given). */
+static int verb_help(const struct xrl_verb_call *c, const char *word)
+{
+	char syn[128];
+
+	if (!c->v) {
+		printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s ...\n", word);
+		xrl_verb_usage(stdout, word);
+		return 0;
+	}
+	xrl_verb_synopsis(c->v, syn, sizeof(syn));
+	printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s\n  %s\n", syn,
+	       c->v->help);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "json", no_argument, NULL, 'j' },
+		XRL_CTL_LONGOPTS,
+		{},
+	};
+	char err[XRL_ERRLEN + 256], *args[XRL_CTL_MAXARGS];
+	struct xrl_verb_call c;
+	const char *word;
+	int o, n = 0, rc;
+
+	/* global options come before the verb; --json may also follow it */
+	while ((o = getopt_long(argc, argv, "+s:p:jh", lo, NULL)) != -1) {
+		switch (o) {
+		case 's':
+			sock_path = optarg;
+			break;
+		case 'p':
+			pin_root = optarg;
+			break;
+		case 'j':
+			json = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("xrlctl %s\n", XRL_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	for (int i = optind; i < argc && n < XRL_CTL_MAXARGS; i++) {
+		if (!strcmp(argv[i], "--json"))
+			json = 1;
+		else
+			args[n++] = argv[i];
+	}
+	if (n < 1) {
+		usage(stderr);
+		return 2;
+	}
+	rc = xrl_verb_parse(n, args, false, &c, &word, err, sizeof(err));
+	if (rc) {
+		fail(rc, "%s", err);
+		if (!json && !word)
+			usage(stderr);
+		return rc;
+	}
+	if (c.help)
+		return verb_help(&c, word);
+	log_init("xrlctl", XRL_LOG_WARN, 0);
+	log_hook_libs();
+	return run(&c, n, args);
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * http.h - the identity tier: HTTP rate-limit decisions for traffic that
+ * carries identity (API keys, user ids, bearer tokens, login emails).
+ *
+ * Three parts:
+ *  - the configuration (the `http:` section of the policy file),
+ *  - the limiter (limiter.c): buckets in process memory or in Redis, the
+ *    same GCRA arithmetic as the XDP program, a breaker and fallbacks,
+ *  - the server (http_tier.c): libmicrohttpd, forward-auth and decision API.
+ */
+#ifndef XRL_HTTP_H
+#define XRL_HTTP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http_cfg.h"
+#include "xrl.h"
+
+/* ---- requests as plain strings (http_req.c; no libmicrohttpd types) -------- */
+
+/*
+ * One X-Forwarded-For entry, the n bytes at s: an address, with optional
+ * whitespace around it, optionally in double quotes (RFC 7239 style),
+ * optionally with a port ("203.0.113.1:1111", "[2001:db8::1]:3333",
+ * "[2001:db8::1]"). An IPv4-mapped IPv6 address is taken as the IPv4 one.
+ * Returns 0 or -EINVAL.
+ */
+int xrl_http_addr_parse(const char *s, size_t n, struct xrl_prefix *p);
+bool xrl_http_trusted(const struct xrl_http_cfg *c, const struct xrl_prefix *a);
+
+/*
+ * The client address: peer (the direct peer's address as text) unless it is
+ * a trusted proxy; then xff (the X-Forwarded-For field lines joined with
+ * ',', xfflen bytes, NULL: none) is walked right to left over trusted hops,
+ * and the first untrusted address is the client. A malformed entry stops
+ * the walk at the last address vouched for. The address is written in its
+ * canonical text form (no port, no brackets) to out.
+ */
+void xrl_http_client_addr(const struct xrl_http_cfg *c, const char *peer, const char *xff,
+			  size_t xfflen, char *out, size_t outlen);
+
+/* The header names that carry the original method and URI for f (NULL:
+ * none, the request's own line is used). */
+void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const char **uri_hdr);
+
+/*
+ * What rules see of a forward-auth request. method and url: the request's
+ * own line (url raw, not %-decoded, without the query); fm and fu: the
+ * values of the forwarded headers of the configured kind, passed only when
+ * the peer is trusted (NULL: absent); dup: one of them came more than once.
+ * With headers of the configured kind, a trusted peer must send both, once.
+ * Otherwise (envoy, none, or an untrusted peer) the request's own method
+ * and its path after "/v1/auth" are used. On success *om is the method and
+ * path holds the normalised path (pathlen bytes at most).
+ * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
+ */
+int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *method,
+		      const char *url, const char *fm, const char *fu, bool dup, const char **om,
+		      char *path, size_t pathlen, const char **why);
+
+/* r matches the (already normalised) method and path: methods compare
+ * case-sensitively (RFC 9110 9.1), path prefixes byte for byte unless
+ * c->ignore_path_case. */
+bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rule *r,
+			 const char *method, const char *path);
+
+/* ---- the limiter ----------------------------------------------------------- */
+
+struct xrl_limiter;
+
+/* What one decision concluded, for the headers and the body. */
+struct xrl_decision {
+	bool allowed;
+	bool shed;			  /* 503: closed on backend error or shedding */
+	bool backend_error;		  /* the backend failed; a fallback decided */
+	bool missing_key;		  /* refused for a missing identity */
+	bool penalized;			  /* refused by a key penalty */
+	const struct xrl_http_rule *rule; /* the rule that refused, or the one
+					   * with the fewest tokens left */
+	__u64 limit;			  /* burst of that rule */
+	__u64 remaining;		  /* whole tokens left */
+	__u64 reset_s;			  /* seconds until its bucket is full */
+	__u64 retry_after_s;		  /* refusals: whole seconds, >= 1 */
+	__u32 n_rules;			  /* rules checked */
+};
+
+struct xrl_limiter_stats {
+	__u64 decisions, allowed, refused, shadow_refused, shed;
+	__u64 backend_errors, breaker_open_skips, overlimit_cache_hits;
+	__u64 fallback_open, fallback_closed, fallback_local;
+	__u64 keys, evictions_idle, evictions_active, penalties;
+	__u64 redis_round_trips; /* writes of a batch of EVALSHA */
+	__u64 redis_calls;	 /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
+	__u64 redis_decisions;	 /* decisions sent in them */
+};
+
+int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
+void xrl_limiter_free(struct xrl_limiter *l);
+/* Swap the rule set (on reload); buckets of rules kept by name survive. */
+void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
+
+/*
+ * Decide for one request: the rules it matched, the key of each (NULL for
+ * a missing key, already resolved per on_missing_key by the caller) and
+ * the costs. All must allow; a refusal by one rule spends no tokens of the
+ * others (check all, then take from all).
+ */
+int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d);
+
+/*
+ * A Redis pipe: one connection, driven by one thread's event loop. The
+ * decisions queued on it go out together whenever it is free (one write,
+ * then their replies as they arrive), so a decision waits for at most the
+ * batch in flight and its own; no timer adds delay.
+ */
+struct xrl_redis_pipe;
+
+/* The decimal digits of v at p, not terminated; returns their end. */
+static inline char *xrl_put_u64(char *p, __u64 v)
+{
+	char t[20];
+	int n = 0;
+
+	do {
+		t[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = t[--n];
+	return p;
+}
+
+/* Decisions carried by one EVALSHA of a batch at most. */
+#define XRL_REDIS_CALL_MAX 128
+
+struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l);
+/* Every decision still queued or in flight falls back now (w->decided); then free. */
+void xrl_limiter_pipe_free(struct xrl_redis_pipe *p);
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p); /* the same, the pipe stays */
+/*
+ * What the loop waits for: returns the fd (-1: none) with the poll events
+ * wanted and the time until the batch in flight times out (UINT64_MAX:
+ * none); *gen changes with every new connection (a new fd to register).
+ */
+int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen);
+/* After the fd was ready (revents), the timeout passed, or decisions were
+ * queued (revents 0): write, read, time out, hand back the decisions of a
+ * batch that is over, and send the next batch when the pipe is free.
+ * Returns the number of decisions handed back (w->decided called). */
+int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents);
+bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p);
+
+/*
+ * As xrl_limiter_decide without blocking on Redis. Returns 0 when d is the
+ * decision already (the memory backend, a missing key, a penalty, the
+ * over-limit cache), -E2BIG as above, or 1: the decision is queued on the
+ * pipe p, which sends it with the next batch (xrl_limiter_pipe_run).
+ * w->queued(w->arg), if set, is called before it is queued, and
+ * w->decided(w->arg) by xrl_limiter_pipe_run once d is filled. The keys are
+ * copied; the rules and d must stay until w->decided.
+ */
+struct xrl_limiter_wait {
+	void (*queued)(void *arg);
+	void (*decided)(void *arg);
+	void *arg;
+};
+int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *const *rules, const char *const *keys,
+			     const __u32 *costs, int n, struct xrl_decision *d,
+			     const struct xrl_limiter_wait *w);
+void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
+/* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
+int xrl_limiter_breaker_state(struct xrl_limiter *l);
+/* Tests: read the time from *now_ns (ns; the Redis script is given it as
+ * its now as well) instead of CLOCK_MONOTONIC and CLOCK_REALTIME. NULL: the
+ * clocks. Set before the first decision. */
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns);
+/* SipHash-2-4 with 128-bit output of in[0..n) under key k (k[0] the first
+ * 8 key bytes, little-endian); out[0] the first 8 output bytes, likewise. */
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
+
+/*
+ * The walk of a reply of the limiter's Redis script (limiter.c, and
+ * tests/fuzz/fuzz_resp.c): n decisions, decision d of nkeys[d] keys; st[d]
+ * and keys[] (all decisions' keys in turn) filled. 0, -ENOEXEC (NOSCRIPT),
+ * -EIO (an error answer), -EBADMSG (not that shape).
+ */
+enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
+struct xrl_script_key {
+	bool ok;      /* admitted, or would be */
+	__u64 rel_ns; /* its TAT after, relative to the call's now; 0: past */
+};
+struct redisReply;
+struct redisReader;
+int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *st,
+		     struct xrl_script_key *keys);
+/*
+ * Bound what reader r may allocate for the arrays of one reply (hiredis
+ * 0.14 allocates "*N" up front, N the peer's to choose): NULL on no memory.
+ * Reset it after each whole reply; free() it after the reader is freed.
+ */
+struct xrl_reader_guard;
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r);
+void xrl_reader_guard_reset(struct xrl_reader_guard *g);
+
+/* ---- the server ------------------------------------------------------------ */
+
+struct xrl_http_server;
+
+int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
+		   size_t errlen);
+/* Reload: new rules and limits; the listener stays. */
+int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
+void xrl_http_stop(struct xrl_http_server *s);
+/* Prometheus lines for the tier (appended to xrld's /metrics). */
+struct xrl_buf;
+void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);
+
+#endif /* XRL_HTTP_H */

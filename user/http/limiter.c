@@ -1,0 +1,503 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * limiter.c - the identity tier's buckets: in process memory (default) or in
+ * Redis, with the GCRA arithmetic of include/xrl_gcra.h.
+ *
+ * Memory: a fixed-size table, sharded 64 ways with a mutex per shard, open
+ * addressing over at most 8 slots. Every slot is 24 bytes (112 bits of a
+ * keyed 128-bit SipHash of rule and whole key, its last-use second, and the
+ * TAT), allocated once: hostile key cardinality cannot grow it. A bucket
+ * whose TAT is in the past is a full bucket, i.e. exactly as if absent, so
+ * it is the first thing evicted and losing it loses nothing. Only when all
+ * 8 slots hold buckets in use does an insert evict one that still holds
+ * state: the least recently used, so a flood of fresh keys cannot reset a
+ * key that is being used. Counted.
+ *
+ * Redis: one script decides a decision's keys atomically (NOSCRIPT
+ * reloads), the caller's clock passed in, every key written with an expiry
+ * equal to the time until its bucket is full, key names with a hash tag
+ * (long keys by their SHA-256). Each server thread's event loop owns a
+ * connection, opened without blocking, and pipelines on it: the decisions
+ * queued while a batch is in flight go out together in the next, as one
+ * script call (see "the Redis pipe"). A breaker stops calling a Redis that
+ * fails, so no request waits out a timeout during an outage; each rule then
+ * decides per on_backend_error. A key Redis refused keeps its TAT here, and
+ * a request that TAT could not admit at its cost is refused without a round
+ * trip (the over-limit cache).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include "limiter_int.h"
+#include "log.h"
+
+/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) -------- */
+
+#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
+
+struct sip {
+	__u64 v0, v1, v2, v3;
+	__u64 tail; /* bytes not yet a whole word, little-endian */
+	size_t len; /* bytes absorbed */
+};
+
+static void sip_round(struct sip *s, int n)
+{
+	while (n--) {
+		s->v0 += s->v1;
+		s->v1 = ROTL(s->v1, 13);
+		s->v1 ^= s->v0;
+		s->v0 = ROTL(s->v0, 32);
+		s->v2 += s->v3;
+		s->v3 = ROTL(s->v3, 16);
+		s->v3 ^= s->v2;
+		s->v0 += s->v3;
+		s->v3 = ROTL(s->v3, 21);
+		s->v3 ^= s->v0;
+		s->v2 += s->v1;
+		s->v1 = ROTL(s->v1, 17);
+		s->v1 ^= s->v2;
+		s->v2 = ROTL(s->v2, 32);
+	}
+}
+
+static void sip_init(struct sip *s, const __u64 k[2])
+{
+	s->v0 = 0x736f6d6570736575ULL ^ k[0];
+	s->v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee; /* 0xee: the 128-bit variant */
+	s->v2 = 0x6c7967656e657261ULL ^ k[0];
+	s->v3 = 0x7465646279746573ULL ^ k[1];
+	s->tail = 0;
+	s->len = 0;
+}
+
+static void sip_word(struct sip *s, __u64 m)
+{
+	s->v3 ^= m;
+	sip_round(s, 2);
+	s->v0 ^= m;
+}
+
+static void sip_add(struct sip *s, const void *in, size_t n)
+{
+	const unsigned char *p = in;
+
+	for (size_t i = 0; i < n; i++) {
+		s->tail |= (__u64)p[i] << (8 * (s->len & 7));
+		if ((++s->len & 7) == 0) {
+			sip_word(s, s->tail);
+			s->tail = 0;
+		}
+	}
+}
+
+static void sip_end(struct sip *s, __u64 out[2])
+{
+	sip_word(s, s->tail | (__u64)s->len << 56);
+	s->v2 ^= 0xee;
+	sip_round(s, 4);
+	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+	s->v1 ^= 0xdd;
+	sip_round(s, 4);
+	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+}
+
+void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
+{
+	struct sip s;
+
+	sip_init(&s, k);
+	sip_add(&s, in, n);
+	sip_end(&s, out);
+}
+
+/* The identity of rule r's bucket for key: the rule's name, not its 32-bit
+ * id, so two rules never share buckets either. */
+static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+				const char *key)
+{
+	struct sip s;
+	__u64 o[2];
+
+	sip_init(&s, l->sip);
+	sip_add(&s, r->name, strnlen(r->name, sizeof(r->name)) + 1); /* with its NUL */
+	sip_add(&s, key, strlen(key));
+	sip_end(&s, o);
+	if (!TAG(o[1]))
+		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
+	return (struct xrl_kd){ o[0], o[1] };
+}
+
+/* Fill the answer from the items: refusing rule with the longest wait, or
+ * the admitting rule with the fewest tokens left. */
+static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decision *d)
+{
+	__u64 best_wait = 0, best_rem = UINT64_MAX;
+	int pick = -1;
+
+	d->allowed = true;
+	for (int i = 0; i < n; i++) {
+		if (!it[i].ok && !it[i].r->shadow) {
+			__u64 w = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+
+			if (d->allowed || w > best_wait) {
+				best_wait = w;
+				pick = i;
+			}
+			d->allowed = false;
+		}
+	}
+	if (d->allowed) {
+		for (int i = 0; i < n; i++) {
+			__u64 t = it[i].ok ? it[i].new_tat : it[i].tat;
+			__u64 rem =
+				xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
+
+			if (it[i].r->shadow)
+				continue; /* invisible to clients: no headers from it */
+			if (pick < 0 || rem < best_rem) {
+				best_rem = rem;
+				pick = i;
+			}
+		}
+	}
+	if (pick < 0)
+		return;
+	d->rule = it[pick].r;
+	d->limit = it[pick].r->burst;
+	if (d->allowed) {
+		d->remaining = best_rem;
+		d->reset_s =
+			ceil_s(xrl_gcra_reset(it[pick].ok ? it[pick].new_tat : it[pick].tat, now));
+	} else {
+		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].r->g.emit_ns,
+						  it[pick].r->g.tau_ns);
+		d->retry_after_s = ceil_s(best_wait);
+		if (d->retry_after_s < 1)
+			d->retry_after_s = 1;
+		d->reset_s = ceil_s(xrl_gcra_reset(it[pick].tat, now));
+	}
+}
+
+/* ---- deciding --------------------------------------------------------------- */
+
+/*
+ * The over-limit cache keeps, per key Redis refused, the TAT it was refused
+ * against (on our monotonic clock), and follows that key's TAT in every
+ * later answer of Redis while it is there. A TAT answers for every cost: a
+ * request of cost c conforms from TAT + c x emit - tau on, so a refusal of
+ * a large cost never refuses a smaller one that Redis would admit. Other
+ * instances can only have moved the TAT later, so a refusal by the cache is
+ * one Redis would give too (cfg_mu held).
+ */
+static void overlimit_note(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now)
+{
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		if (!it[i].ok)
+			xrl_store_put(l->overlimit, it[i].k, it[i].tat, now);
+		else
+			xrl_store_update(l->overlimit, it[i].k, it[i].tat);
+	}
+}
+
+/* The end of every decision (cfg_mu held): the answer from the items, the
+ * counters, the over-limit cache and penalties of a refusal. */
+static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
+			   struct xrl_decision *d)
+{
+	conclude(it, m, now, d);
+	if (l->cfg.redis && !d->backend_error)
+		overlimit_note(l, it, m, now);
+	if (!d->allowed) {
+		STAT_ADD(l, refused, 1);
+		for (int i = 0; i < m; i++)
+			if (!it[i].ok && !it[i].r->shadow && l->cfg.penalty.enabled)
+				xrl_lim_penalty_strike(l, &it[i], now);
+	} else {
+		STAT_ADD(l, allowed, 1);
+	}
+	for (int i = 0; i < m; i++)
+		if (!it[i].ok && it[i].r->shadow)
+			STAT_ADD(l, shadow_refused, 1);
+}
+
+/*
+ * A decision Redis did not answer (st: J_SKIP, the breaker is open; J_FAIL,
+ * it failed; J_BADKEY, a key of it is not a string): each rule per its
+ * on_backend_error. Or one it did (J_OK).
+ */
+void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
+		    struct xrl_decision *d)
+{
+	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
+	int k = 0;
+
+	if (st == J_OK) {
+		conclude_count(l, it, m, now, d);
+		return;
+	}
+	if (st == J_SKIP)
+		STAT_ADD(l, breaker_open_skips, 1);
+	STAT_ADD(l, backend_errors, 1);
+	d->backend_error = true;
+	for (int i = 0; i < m; i++) {
+		switch (it[i].r->on_backend_error) {
+		case XRL_BE_CLOSED:
+			STAT_ADD(l, fallback_closed, 1);
+			d->allowed = false;
+			d->shed = true;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->retry_after_s = ceil_s(l->cfg.breaker_cooldown_ns);
+			STAT_ADD(l, shed, 1);
+			return;
+		case XRL_BE_LOCAL:
+			loc[k++] = it[i];
+			break;
+		default:
+			STAT_ADD(l, fallback_open, 1);
+			break;
+		}
+	}
+	if (k) {
+		STAT_ADD(l, fallback_local, 1);
+		xrl_store_decide(l->mem, loc, k, now);
+	}
+	conclude_count(l, loc, k, now, d);
+}
+
+/*
+ * The over-limit cache (cfg_mu held): true, with d filled, when a rule
+ * refuses for its cached TAT at this request's cost; the rule of the
+ * longest wait, as Redis would have named.
+ */
+static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
+			      struct xrl_decision *d)
+{
+	__u64 tat = 0, best = 0, wait;
+	int pick = -1;
+
+	for (int i = 0; i < m; i++) {
+		if (it[i].r->shadow)
+			continue;
+		it[i].tat = xrl_store_peek(l->overlimit, it[i].k);
+		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+		if (wait > best) {
+			best = wait;
+			pick = i;
+		}
+	}
+	if (pick < 0)
+		return false;
+	tat = it[pick].tat;
+	d->allowed = false;
+	d->rule = it[pick].r;
+	d->limit = it[pick].r->burst;
+	d->remaining = xrl_gcra_remaining(tat, now, it[pick].r->g.emit_ns, it[pick].r->g.tau_ns);
+	d->retry_after_s = ceil_s(best);
+	d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
+	STAT_ADD(l, overlimit_cache_hits, 1);
+	STAT_ADD(l, refused, 1);
+	return true;
+}
+
+/* A key under penalty is refused until its block ends (cfg_mu held). */
+static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		 const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		 struct xrl_lim_item *it, int *pm)
+{
+	int m = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct xrl_http_rule *r = rules[i];
+		__u32 cost = costs ? costs[i] : r->cost;
+
+		if (!keys[i]) {		 /* on_missing_key: refuse, decided by the caller */
+			if (r->shadow) { /* a shadow refusal: counted, not enforced */
+				STAT_ADD(l, shadow_refused, 1);
+				continue;
+			}
+			d->allowed = false;
+			d->missing_key = true;
+			d->rule = r;
+			d->limit = r->burst;
+			d->retry_after_s = 1;
+			STAT_ADD(l, refused, 1);
+			return 1;
+		}
+		if (cost == 0)
+			continue;
+		if (cost > r->burst)
+			return -E2BIG;
+		it[m] = (struct xrl_lim_item){ .r = r,
+					       .k = key_digest(l, r, keys[i]),
+					       .inc = (__u64)cost * r->g.emit_ns,
+					       .key = keys[i] };
+		m++;
+	}
+	*pm = m;
+	return 0;
+}
+
+/*
+ * Everything before the backend: the items, missing keys, penalties; the
+ * memory backend decides here, and so does the over-limit cache. Returns 0
+ * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * Everything that reads l->cfg does so under cfg_mu (a reload swaps it).
+ */
+static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
+		   struct xrl_lim_item *it, int *pm)
+{
+	__u64 now = lim_now(l);
+	int m = 0, rc;
+
+	memset(d, 0, sizeof(*d));
+	if (n > XRL_HTTP_MAX_MATCH)
+		n = XRL_HTTP_MAX_MATCH;
+	d->allowed = true;
+	d->n_rules = (__u32)n;
+	STAT_ADD(l, decisions, 1);
+	if (!n) {
+		STAT_ADD(l, allowed, 1);
+		return 0;
+	}
+
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	rc = items(l, rules, keys, costs, n, d, it, &m);
+	if (rc) {
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return rc == 1 ? 0 : rc;
+	}
+	rc = 0;
+	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
+		/* d is the decision */
+	} else if (!l->cfg.redis) {
+		xrl_store_decide(l->mem, it, m, now);
+		conclude_count(l, it, m, now, d);
+	} else if (overlimit_refuses(l, it, m, now, d)) {
+		/* refused without a round trip */
+	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		conclude_count(l, it, m, now, d);
+	} else {
+		*pm = m;
+		rc = 1;
+	}
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return rc;
+}
+
+/* ---- public ---------------------------------------------------------------- */
+
+int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
+{
+	struct xrl_limiter *l = calloc(1, sizeof(*l));
+	__u32 cap = c->memory_max_keys ? c->memory_max_keys : 1000000;
+	const char *argv[3] = { "SCRIPT", "LOAD", xrl_lua_gcra };
+	size_t argl[3] = { 6, 4, xrl_lua_gcra_len };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int len;
+
+	if (!l)
+		return -ENOMEM;
+	l->cfg = *c;
+	l->auth = xrl_redis_auth_tag(c);
+	/* the bucket identities' key: unknown outside this process */
+	if (getrandom(l->sip, sizeof(l->sip), 0) != sizeof(l->sip)) {
+		int err = -errno;
+
+		free(l);
+		return err ? err : -EIO;
+	}
+	pthread_rwlock_init(&l->cfg_mu, NULL);
+	pthread_mutex_init(&l->sync_mu, NULL);
+	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20) {
+		free(l);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(l->sha + 2 * i, 3, "%02x", md[i]);
+	len = redisFormatCommandArgv(&l->load_cmd, 3, argv, argl);
+	if (len < 0) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->load_len = (size_t)len;
+	/* memory: the buckets (or the local fallback when the backend is Redis) */
+	l->mem = xrl_store_new(c->redis ? cap / 4 : cap);
+	l->overlimit = xrl_store_new(c->redis ? cap / 4 : 1024);
+	l->pen_block = xrl_store_new(cap / 16);
+	l->pen_state = xrl_store_new(cap / 16);
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state) {
+		xrl_limiter_free(l);
+		return -ENOMEM;
+	}
+	*out = l;
+	return 0;
+}
+
+void xrl_limiter_free(struct xrl_limiter *l)
+{
+	if (!l)
+		return;
+	xrl_limiter_pipe_free(l->sync_pipe);
+	redisFreeCommand(l->load_cmd);
+	xrl_store_free(l->mem);
+	xrl_store_free(l->overlimit);
+	xrl_store_free(l->pen_block);
+	xrl_store_free(l->pen_state);
+	free(l);
+}
+
+void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
+{
+	pthread_rwlock_wrlock(&l->cfg_mu);
+	l->cfg = *c;
+	l->auth = xrl_redis_auth_tag(c);
+	pthread_rwlock_unlock(&l->cfg_mu);
+}
+
+void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
+{
+	l->clock = now_ns;
+}
+
+int xrl_limiter_breaker_state(struct xrl_limiter *l)
+{
+	return atomic_load(&l->brk_state);
+}
+
+void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
+{
+	/* field by field: each counter is read atomically, the set need not be */
+	for (size_t i = 0; i < sizeof(*s) / sizeof(__u64); i++)
+		((__u64 *)s)[i] = __atomic_load_n(&((__u64 *)&l->st)[i], __ATOMIC_RELAXED);
+	s->keys = atomic_load(&l->mem->keys);
+	s->evictions_idle = atomic_load(&l->mem->ev_idle);
+	s->evictions_active = atomic_load(&l->mem->ev_active);
+}
+
+int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *const *rules, const char *const *keys,
+			     const __u32 *costs, int n, struct xrl_decision *d,
+			     const struct xrl_limiter_wait *w)
+{
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
+	int m = 0, rc;
+
+	rc = prepare(l, rules, keys, costs, n, d, it, &m);
+	if (rc != 1)
+		return rc;
+	return xrl_redis_pipe_queue(p, it, m, d, w);
+}

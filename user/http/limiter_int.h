@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * limiter_int.h - the limiter's parts, shared between its files and nothing
+ * else: limiter.c (deciding, the public calls), store.c (the memory store),
+ * penalty.c (key escalation), redis_script.c (the script and what is sent
+ * to it and read back), redis_pipe.c (the connection, batches, breaker).
+ */
+#ifndef XRL_LIMITER_INT_H
+#define XRL_LIMITER_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "http.h"
+
+#define SHARDS 64
+#define PROBE  8
+
+/*
+ * A bucket's identity: 128 bits of SipHash-2-4 over (rule name, NUL, the
+ * whole key) under a key drawn from getrandom() when the limiter is made.
+ * Keyed, so collisions cannot be searched for offline; over the whole key,
+ * so keys that share a prefix (JWTs) never merge. The low 6 bits of a pick
+ * its shard and the next ones its first slot; a slot keeps `a` whole and 48
+ * bits of `b`: 118 bits tell keys of one shard apart, so two keys share a
+ * bucket only with odds of about n^2 / 2^119 (1e-23 for a million keys).
+ */
+struct xrl_kd {
+	__u64 a, b;
+};
+
+/*
+ * A slot: the digest (a, and the top 48 bits of b in `h` above the second
+ * it was last used, mod 2^16, so that eviction can spare the keys in use);
+ * and the bucket's TAT (or "until") in `v`. 24 bytes.
+ */
+struct xrl_slot {
+	__u64 a; /* kd.a */
+	__u64 h; /* kd.b >> 16 << 16 | last-use second; 0 = empty */
+	__u64 v; /* TAT or "until", CLOCK_MONOTONIC ns */
+};
+
+#define TAG(h) ((h) >> 16)
+
+struct xrl_shard {
+	pthread_mutex_t mu;
+	struct xrl_slot *slots;
+	__u32 mask;
+	char pad[64 - sizeof(pthread_mutex_t) % 64];
+} __attribute__((aligned(64)));
+
+struct xrl_store {
+	struct xrl_shard sh[SHARDS];
+	_Atomic __u64 keys, ev_idle, ev_active;
+};
+
+enum { BRK_CLOSED = 0, BRK_OPEN = 1, BRK_HALF = 2 };
+
+struct xrl_limiter {
+	struct xrl_http_cfg cfg; /* copy; swapped under cfg_mu */
+	pthread_rwlock_t cfg_mu;
+	struct xrl_store *mem;	     /* memory backend, or local fallback */
+	struct xrl_store *overlimit; /* redis: key -> TAT it was refused against */
+	struct xrl_store *pen_block; /* key -> blocked until */
+	struct xrl_store *pen_state; /* key -> packed strikes */
+	__u64 sip[2];		     /* SipHash key of bucket identities */
+	const _Atomic __u64 *clock;  /* tests: the time; NULL: the clocks */
+	_Atomic int brk_state;
+	_Atomic __u64 brk_until; /* open until (monotonic ns) */
+	_Atomic __u32 brk_fails;
+	_Atomic int brk_probe; /* a half-open probe is in flight */
+	char sha[41];	       /* SHA1 of xrl_lua_gcra, for EVALSHA */
+	__u64 auth;	       /* xrl_redis_auth_tag(&cfg) */
+	char *load_cmd;	       /* SCRIPT LOAD xrl_lua_gcra, formatted */
+	size_t load_len;
+	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
+	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
+	struct xrl_limiter_stats st;	  /* updated with atomic adds */
+};
+
+/* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
+static inline __u64 lim_now(const struct xrl_limiter *l)
+{
+	return l->clock ? atomic_load(l->clock) : xrl_now_ns();
+}
+
+#define STAT_ADD(l, f, n) __atomic_fetch_add(&(l)->st.f, (n), __ATOMIC_RELAXED)
+
+struct xrl_lim_item {
+	const struct xrl_http_rule *r;
+	struct xrl_kd k; /* the bucket's identity */
+	__u64 inc;	 /* cost * emit, ns */
+	__u64 tat;	 /* before */
+	__u64 new_tat;	 /* after an admit */
+	bool ok;
+	const char *key;
+};
+
+static inline __u64 ceil_s(__u64 ns)
+{
+	return (ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
+}
+
+/* ---- Redis: constants, jobs ------------------------------------------------- */
+
+#define REDIS_EPOCH_S 1704067200ULL /* 2024-01-01T00:00:00Z */
+#define KEYS_MAX      3072	    /* a decision's keys, RESP (8 at most) */
+#define ARGS_MAX      640	    /* a decision's tau and inc, RESP */
+#define CALL_MAX      XRL_REDIS_CALL_MAX
+#define FREE_JOBS_MAX 1024
+
+/* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
+#define XRL_REDIS_KEY_LITERAL 128 /* longer keys are named by their SHA-256 */
+_Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
+_Static_assert(XRL_HTTP_MAX_MATCH *(6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <=
+		       KEYS_MAX,
+	       "KEYS_MAX holds a decision's keys");
+_Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX,
+	       "ARGS_MAX holds a decision's arguments");
+
+/* J_BADKEY: Redis answered, but a key of the decision is not a string (not
+ * Redis failing: the decision falls back alone, the breaker is not told) */
+enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
+
+/* The answers a batch awaits before its own: a new connection's AUTH,
+ * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+
+/*
+ * One decision waiting for Redis: its items, its part of the batch's
+ * EVALSHA already in the wire format (its keys, and its tau and inc per
+ * key), where the answer goes.
+ */
+struct xrl_redis_job {
+	struct xrl_redis_job *next;
+	struct xrl_limiter_wait w;
+	struct xrl_decision *d;
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
+	int m;
+	int st;	    /* J_* */
+	int call_n; /* first job of a call: the call's decisions */
+	__u64 mnow; /* the batch's now, monotonic (ns) */
+	size_t klen, alen;
+	char kb[KEYS_MAX];
+	char ab[ARGS_MAX];
+};
+
+/* ---- store.c --------------------------------------------------------------- */
+struct xrl_store *xrl_store_new(__u32 max_keys);
+void xrl_store_free(struct xrl_store *s);
+struct xrl_shard *xrl_store_shard(struct xrl_store *s, struct xrl_kd k);
+struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k,
+				__u64 now, __u64 cheap);
+__u64 xrl_store_peek(struct xrl_store *s, struct xrl_kd k);
+void xrl_store_put(struct xrl_store *s, struct xrl_kd k, __u64 v, __u64 now);
+void xrl_store_update(struct xrl_store *s, struct xrl_kd k, __u64 v);
+/* Check all items against one store, then take from all or from none. */
+void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now);
+
+/* ---- penalty.c ------------------------------------------------------------- */
+void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
+bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
+			     struct xrl_decision *d);
+
+/* ---- limiter.c ------------------------------------------------------------- */
+void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
+		    struct xrl_decision *d);
+
+/* ---- redis_script.c -------------------------------------------------------- */
+/* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
+extern const char xrl_lua_gcra[];
+extern const size_t xrl_lua_gcra_len;
+__u64 xrl_redis_now_ns(void);
+char *xrl_redis_put_us(char *p, __u64 ns);
+char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
+__u64 xrl_redis_parse_us(const char *s);
+void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
+
+/* ---- redis_pipe.c ---------------------------------------------------------- */
+__u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
+int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			 struct xrl_decision *d, const struct xrl_limiter_wait *w);
+
+#endif /* XRL_LIMITER_INT_H */

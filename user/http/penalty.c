@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * penalty.c - key escalation in the identity tier: a key refused in
+ * `strikes` separate windows is blocked, doubling up to max, as the packet
+ * tier's penalties do for source prefixes.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "limiter_int.h"
+#include "log.h"
+
+/* Packed state: [63..24] window index, [23..16] strikes, [15..8] offenses. */
+void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now)
+{
+	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
+	struct xrl_shard *sh = xrl_store_shard(l->pen_state, x->k);
+	__u32 strikes, offenses;
+	struct xrl_slot *s;
+
+	pthread_mutex_lock(&sh->mu);
+	s = xrl_store_slot(l->pen_state, sh, x->k, 0, ~0ULL);
+	st = s->v;
+	strikes = (st >> 16) & 0xff;
+	offenses = (st >> 8) & 0xff;
+	if (st && (st >> 24) == win) {
+		pthread_mutex_unlock(&sh->mu);
+		return;
+	}
+	if (st && win - (st >> 24) > l->cfg.penalty.strikes)
+		strikes = 0;
+	/* as in the packet tier: more than 2 x max without an offence forgives
+	 * (measured from the last strike, which is never before the last offence) */
+	if (st && offenses &&
+	    win - (st >> 24) > 2 * l->cfg.penalty.max_ns / l->cfg.penalty.window_ns)
+		offenses = 0;
+	strikes++;
+	ttl = 0;
+	if (strikes >= l->cfg.penalty.strikes) {
+		ttl = l->cfg.penalty.base_ns;
+		for (__u32 i = 0; i < offenses && ttl < l->cfg.penalty.max_ns; i++)
+			ttl *= 2;
+		if (ttl > l->cfg.penalty.max_ns)
+			ttl = l->cfg.penalty.max_ns;
+		strikes = 0;
+		if (offenses < 0xff)
+			offenses++;
+	}
+	s->v = (win << 24) | ((__u64)strikes << 16) | ((__u64)offenses << 8) | 1;
+	pthread_mutex_unlock(&sh->mu);
+	if (ttl) {
+		xrl_store_put(l->pen_block, x->k, now + ttl, now);
+		STAT_ADD(l, penalties, 1);
+		log_info("identity tier: a key of rule %s refused in %u windows: blocked for %llus",
+			 x->r->name, l->cfg.penalty.strikes,
+			 (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
+	}
+}
+
+bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
+			     struct xrl_decision *d)
+{
+	if (!l->cfg.penalty.enabled)
+		return false;
+	for (int i = 0; i < m; i++) {
+		__u64 until = xrl_store_peek(l->pen_block, it[i].k);
+
+		if (until > now && !it[i].r->shadow) {
+			d->allowed = false;
+			d->penalized = true;
+			d->rule = it[i].r;
+			d->limit = it[i].r->burst;
+			d->retry_after_s = ceil_s(until - now);
+			STAT_ADD(l, refused, 1);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * The items of a request (cfg_mu held): 0 and *pm, or 1 when d is the
+ * decision already (a missing key refuses), -E2BIG.
+ */

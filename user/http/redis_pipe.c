@@ -1,0 +1,852 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * redis_pipe.c - the connection to Redis: a non-blocking pipe driven by one
+ * thread's event loop, its handshake, batches and their replies, and the
+ * breaker that stops calling a Redis that fails.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include "limiter_int.h"
+#include "log.h"
+
+/* ---- the breaker -------------------------------------------------------------- */
+
+static bool brk_allow(struct xrl_limiter *l, __u64 now, bool *probe)
+{
+	int st = atomic_load(&l->brk_state);
+
+	*probe = false;
+	if (st == BRK_CLOSED)
+		return true;
+	if (now < atomic_load(&l->brk_until))
+		return false;
+	int expect = 0;
+
+	if (!atomic_compare_exchange_strong(&l->brk_probe, &expect, 1))
+		return false;
+	atomic_store(&l->brk_state, BRK_HALF);
+	*probe = true;
+	return true;
+}
+
+static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, const char *why)
+{
+	if (ok) {
+		atomic_store(&l->brk_fails, 0);
+		if (atomic_exchange(&l->brk_state, BRK_CLOSED) != BRK_CLOSED)
+			log_info("redis %s:%d answers again: shared limits resumed",
+				 l->cfg.redis_host, l->cfg.redis_port);
+	} else {
+		/* one timeout is enough: the next request must not wait it out too */
+		if (atomic_exchange(&l->brk_state, BRK_OPEN) == BRK_CLOSED)
+			log_warnx("redis %s:%d failed (%s): breaker open, rules fall back to on_backend_error",
+				  l->cfg.redis_host, l->cfg.redis_port, why ? why : "?");
+		atomic_store(&l->brk_until, now + l->cfg.breaker_cooldown_ns);
+		atomic_fetch_add(&l->brk_fails, 1);
+	}
+	if (probe)
+		atomic_store(&l->brk_probe, 0);
+}
+
+/* ---- the Redis pipe ------------------------------------------------------------ */
+
+/*
+ * One connection to Redis, driven by one thread: a server thread's event
+ * loop, or poll() in xrl_limiter_decide. Decisions are queued on it and go
+ * out whenever it is free: all that are queued, in one write; the replies
+ * are read as they arrive, and when the last is in, every decision of the
+ * batch is handed back (w.decided). So a decision waits for at most the
+ * batch in flight and its own, no timer adds delay, and under load one
+ * write and one read serve many decisions, in xrld and in Redis. When Redis
+ * fails, the whole batch falls back at once, and so does every batch after
+ * it while the breaker is open: no decision waits out a timeout but those
+ * of the batch that met it.
+ */
+struct xrl_redis_pipe {
+	struct xrl_limiter *l;
+	redisContext *c;		/* connected and non-blocking, or NULL */
+	struct xrl_reader_guard *guard; /* of c's reader */
+	__u32 gen;			/* bumped with every new connection */
+	char host[128];			/* where c is connected */
+	int port, db;
+	__u64 auth;			  /* the limiter's auth when c was opened */
+	struct xrl_redis_job *q, *q_tail; /* queued */
+	struct xrl_redis_job *b;	  /* the batch in flight; NULL: free */
+	struct xrl_redis_job *cur;	  /* the next reply is this one's */
+	__u8 hs[4];			  /* answers due before the batch's (HS_*) */
+	int hs_n, hs_i;			  /* how many; how many are in */
+	bool fresh;			  /* c is new: the handshake goes first */
+	__u64 t0, deadline;		  /* the batch's start; it fails at deadline */
+	bool probe;			  /* the batch is the breaker's probe */
+	bool reused;			  /* c was open before the batch */
+	bool retried, reloaded;		  /* sent once more: on a new connection; after NOSCRIPT */
+	bool answered;			  /* a reply of the batch came in */
+	bool aborting;			  /* pipe_abort: not Redis's failure */
+	char *wb;			  /* the batch's bytes; wb[woff..wlen) unwritten */
+	size_t wlen, woff, wcap;
+	struct xrl_redis_job *free; /* spare jobs */
+	__u32 nfree;
+	__u32 handed;	 /* decisions handed back (pipe_run's count) */
+	const char *why; /* what failed, for the log */
+	char why_buf[160];
+};
+
+/*
+ * hiredis 0.14 allocates an array's element pointers as soon as it reads
+ * "*N", and N is the peer's to choose: "*400000000" costs 3.2 GB before a
+ * single element arrives (found by tests/fuzz/fuzz_resp.c). The guard lets
+ * the arrays of one reply hold REPLY_ELEMENTS_MAX elements in all, the
+ * most any answer we ask for has (a full call: CALL_MAX decisions of
+ * XRL_HTTP_MAX_MATCH keys); beyond it the reader fails, and the pipe drops
+ * the connection ("not the Redis protocol") as for any garbage.
+ */
+#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
+
+struct xrl_reader_guard {
+	redisReplyObjectFunctions fn; /* hiredis's, createArray wrapped */
+	const redisReplyObjectFunctions *orig;
+	long left; /* elements this reply may still have */
+};
+
+static void *guard_array(const redisReadTask *t, int n)
+{
+	struct xrl_reader_guard *g = t->privdata;
+
+	if (!g || n < 0 || n > g->left)
+		return NULL; /* the reader reports it as out of memory: an error */
+	g->left -= n;
+	return g->orig->createArray(t, n);
+}
+
+struct xrl_reader_guard *xrl_reader_guard_new(struct redisReader *r)
+{
+	struct xrl_reader_guard *g = calloc(1, sizeof(*g));
+
+	if (!g || !r->fn || !r->fn->createArray) {
+		free(g);
+		return NULL;
+	}
+	g->orig = r->fn;
+	g->fn = *r->fn;
+	g->fn.createArray = guard_array;
+	g->left = REPLY_ELEMENTS_MAX;
+	r->fn = &g->fn;
+	r->privdata = g;
+	return g;
+}
+
+void xrl_reader_guard_reset(struct xrl_reader_guard *g)
+{
+	g->left = REPLY_ELEMENTS_MAX;
+}
+
+static void pipe_drop(struct xrl_redis_pipe *p)
+{
+	if (p->c)
+		redisFree(p->c);
+	p->c = NULL;
+	free(p->guard);
+	p->guard = NULL;
+}
+
+/* What tells one user and password from another (a reload that changes
+ * them takes a new connection), without keeping a copy of the password. */
+__u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c)
+{
+	__u64 h = 0xcbf29ce484222325ULL; /* FNV-1a over user, NUL, password */
+
+	for (const char *q = c->redis_user;; q++) {
+		h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
+		if (!*q)
+			break;
+	}
+	for (const char *q = c->redis_pass; *q; q++)
+		h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * A connection to the configured Redis (cfg_mu held): the open one, or a
+ * new one, connecting without blocking. Its AUTH, SELECT and SCRIPT LOAD
+ * go out ahead of the batch in the same write (pipe_handshake) and are
+ * answered before it, all within the batch's deadline: no thread waits for
+ * a connect or a handshake, and a Redis that never answers costs the batch
+ * its timeout and nothing more (then the breaker). Only a host name's
+ * lookup (getaddrinfo) still blocks; an address in the URL needs none.
+ */
+static int pipe_connect(struct xrl_redis_pipe *p)
+{
+	const struct xrl_http_cfg *c = &p->l->cfg;
+
+	p->reused = p->fresh = false;
+	if (p->c && p->port == c->redis_port && p->db == c->redis_db &&
+	    !strcmp(p->host, c->redis_host) && p->auth == p->l->auth) {
+		p->reused = true;
+		return 0;
+	}
+	pipe_drop(p);
+	p->c = redisConnectNonBlock(c->redis_host, c->redis_port);
+	if (p->c && !p->c->err)
+		p->guard = xrl_reader_guard_new(p->c->reader);
+	if (!p->c || p->c->err || !p->guard) {
+		snprintf(p->why_buf, sizeof(p->why_buf), "connect: %.100s",
+			 p->c && p->c->err ? p->c->errstr : "out of memory");
+		p->why = p->why_buf;
+		pipe_drop(p);
+		return -EIO;
+	}
+	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
+	p->port = c->redis_port;
+	p->db = c->redis_db;
+	p->auth = p->l->auth;
+	p->gen++;
+	p->fresh = true;
+	return 0;
+}
+
+static int wb_add(struct xrl_redis_pipe *p, const char *s, size_t n)
+{
+	if (p->wlen + n > p->wcap) {
+		size_t cap = p->wcap ? p->wcap : 16384;
+		char *nb;
+
+		while (cap < p->wlen + n)
+			cap *= 2;
+		nb = realloc(p->wb, cap);
+		if (!nb)
+			return -ENOMEM;
+		p->wb = nb;
+		p->wcap = cap;
+	}
+	memcpy(p->wb + p->wlen, s, n);
+	p->wlen += n;
+	return 0;
+}
+
+/* A formatted command into the batch's bytes, wiped from the heap after
+ * (it may hold the password); answered as `kind`. */
+static int wb_cmd(struct xrl_redis_pipe *p, int kind, const char *fmt, ...)
+{
+	char *cmd = NULL;
+	va_list ap;
+	int len, rc;
+
+	va_start(ap, fmt);
+	len = redisvFormatCommand(&cmd, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return -ENOMEM;
+	rc = wb_add(p, cmd, (size_t)len);
+	explicit_bzero(cmd, (size_t)len);
+	redisFreeCommand(cmd);
+	if (!rc)
+		p->hs[p->hs_n++] = (__u8)kind;
+	return rc;
+}
+
+/* A new connection's commands, ahead of the batch (cfg_mu held). */
+static int pipe_handshake(struct xrl_redis_pipe *p)
+{
+	const struct xrl_http_cfg *c = &p->l->cfg;
+	int rc = 0;
+
+	if (c->redis_pass[0])
+		rc = c->redis_user[0]
+			     ? wb_cmd(p, HS_AUTH, "AUTH %s %s", c->redis_user, c->redis_pass)
+			     : wb_cmd(p, HS_AUTH, "AUTH %s", c->redis_pass);
+	if (!rc && c->redis_db)
+		rc = wb_cmd(p, HS_SELECT, "SELECT %d", c->redis_db);
+	if (!rc)
+		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
+	if (!rc)
+		p->hs[p->hs_n++] = HS_LOAD;
+	return rc;
+}
+
+/* The answer r to a handshake command: NULL, or what is wrong (cfg_mu
+ * not needed: the user name is the pipe's copy of the configuration's). */
+static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply *r)
+{
+	const char *err = r->type == REDIS_REPLY_ERROR ? r->str : "unexpected answer";
+
+	switch (kind) {
+	case HS_AUTH:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		/* Redis's answer never repeats the password; neither does the log */
+		snprintf(p->why_buf, sizeof(p->why_buf), "AUTH: %.120s", err);
+		return p->why_buf;
+	case HS_SELECT:
+		if (r->type == REDIS_REPLY_STATUS)
+			return NULL;
+		snprintf(p->why_buf, sizeof(p->why_buf), "SELECT: %.120s", err);
+		return p->why_buf;
+	case HS_LOAD:
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, p->l->sha, 40))
+			return NULL;
+		if (r->type == REDIS_REPLY_STRING && r->len == 40)
+			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
+				  r->str, p->l->sha);
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
+		return p->why_buf;
+	default:
+		return NULL; /* HS_SKIP: the load after NOSCRIPT; the retry tells */
+	}
+}
+
+/* Write what the socket takes. 0 (all written, or EAGAIN), or -errno. */
+static int pipe_write(struct xrl_redis_pipe *p)
+{
+	while (p->woff < p->wlen) {
+		ssize_t n = send(p->c->fd, p->wb + p->woff, p->wlen - p->woff, MSG_NOSIGNAL);
+
+		if (n > 0)
+			p->woff += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		else
+			return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+/* A RESP bulk string of a number. */
+static int wb_num(struct xrl_redis_pipe *p, __u64 v)
+{
+	char t[32], n[24], *e = xrl_put_u64(n, v);
+
+	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
+}
+
+/*
+ * One EVALSHA for the n pending jobs from j on: their keys, now (already a
+ * RESP bulk string), n, their key counts, their arguments. The first job
+ * records n (its reply is the call's); each job records the monotonic now
+ * its TATs are relative to.
+ */
+static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, const char *now,
+		   __u64 mnow)
+{
+	struct xrl_limiter *l = p->l;
+	char hdr[64], *h = hdr;
+	int keys = 0;
+	struct xrl_redis_job *x;
+	int i;
+
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			keys += x->m;
+			i++;
+		}
+	*h++ = '*';
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys));
+	*h++ = '\r';
+	*h++ = '\n';
+	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
+	    wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys))
+		return -ENOMEM;
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_add(p, x->kb, x->klen))
+				return -ENOMEM;
+			i++;
+		}
+	if (wb_add(p, now, strlen(now)) || wb_num(p, (__u64)n))
+		return -ENOMEM;
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_num(p, (__u64)x->m))
+				return -ENOMEM;
+			i++;
+		}
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			if (wb_add(p, x->ab, x->alen))
+				return -ENOMEM;
+			x->mnow = mnow;
+			x->call_n = i ? 0 : n;
+			i++;
+		}
+	return 0;
+}
+
+/*
+ * Send the batch's pending jobs (cfg_mu held), CALL_MAX decisions to an
+ * EVALSHA, on the open connection or a new one; after NOSCRIPT, SCRIPT
+ * LOAD first. -EIO: no connection; -EPIPE: the connection failed as it was
+ * written to.
+ */
+static int pipe_send(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	__u64 rnow, mnow, calls = 0, decisions = 0;
+	char now[48], us[32]; /* the batch's now as a RESP bulk string, "$N\r\nUS.NNN\r\n" */
+	struct xrl_redis_job *first = NULL;
+	int n = 0;
+
+	if (pipe_connect(p))
+		return -EIO;
+	rnow = l->clock ? atomic_load(l->clock) : xrl_redis_now_ns();
+	mnow = lim_now(l);
+	*xrl_redis_put_bulk(now, us, (size_t)(xrl_redis_put_us(us, rnow) - us)) = '\0';
+	p->wlen = p->woff = 0;
+	p->hs_n = p->hs_i = 0;
+	if (p->fresh) {
+		if (pipe_handshake(p))
+			goto oom;
+	} else if (p->reloaded) {
+		if (wb_add(p, l->load_cmd, l->load_len))
+			goto oom;
+		p->hs[p->hs_n++] = HS_SKIP;
+	}
+	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
+		if (j->st != J_PENDING)
+			continue;
+		decisions++;
+		if (!first)
+			first = j;
+		if (++n == CALL_MAX) {
+			if (wb_call(p, first, n, now, mnow))
+				goto oom;
+			calls++;
+			first = NULL;
+			n = 0;
+		}
+	}
+	if (n) {
+		if (wb_call(p, first, n, now, mnow))
+			goto oom;
+		calls++;
+	}
+	STAT_ADD(l, redis_round_trips, 1);
+	STAT_ADD(l, redis_calls, calls);
+	STAT_ADD(l, redis_decisions, decisions);
+	p->cur = p->b;
+	p->deadline = mnow + l->cfg.redis_timeout_ns;
+	return pipe_write(p) ? -EPIPE : 0;
+oom:
+	p->why = "out of memory";
+	return -EIO;
+}
+
+/*
+ * The reply r to the call of the n pending jobs from j on: each job's
+ * share of it (an error is every job's). Returns the job after the call.
+ */
+static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisReply *r)
+{
+	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
+	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
+	struct xrl_redis_job *x;
+
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING)
+			nk[i++] = x->m;
+	rc = xrl_script_reply(r, nk, n, sts, keys);
+	if (rc == -ENOEXEC) {
+		st = J_NOSCRIPT;
+	} else if (rc == -EIO) {
+		log_warnx("redis: %s", r->str);
+		st = J_FAIL;
+	} else if (rc) {
+		log_warnx("redis: an answer of %zu elements to %d decisions, not the shape asked for",
+			  r->type == REDIS_REPLY_ARRAY ? r->elements : 0, n);
+		st = J_FAIL;
+	}
+	for (x = j, i = 0; i < n; x = x->next) {
+		if (x->st != J_PENDING)
+			continue;
+		if (st != J_PENDING) {
+			x->st = st;
+		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
+			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
+				  "falls back",
+				  x->it[0].r->name);
+			x->st = J_BADKEY;
+			k += x->m;
+		} else {
+			/* TATs relative to the batch's now: on our monotonic clock */
+			for (int q = 0; q < x->m; q++, k++) {
+				x->it[q].ok = keys[k].ok;
+				x->it[q].tat = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
+				x->it[q].new_tat = x->it[q].tat;
+			}
+			x->st = J_OK;
+		}
+		i++;
+	}
+	return x;
+}
+
+/* The batch is over: the breaker, the decisions, back to their callers. */
+static void pipe_end(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	struct xrl_redis_job *b = p->b, *next;
+	bool ok = true, skipped = false;
+	__u64 now;
+
+	for (struct xrl_redis_job *j = b; j; j = j->next) {
+		ok &= j->st == J_OK || j->st == J_BADKEY;
+		skipped |= j->st == J_SKIP;
+	}
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	if (!skipped && !p->aborting)
+		brk_result(l, ok, p->probe, p->t0, p->why);
+	else if (p->probe)
+		atomic_store(&l->brk_probe, 0); /* the probe is given up */
+	now = lim_now(l);
+	for (struct xrl_redis_job *j = b; j; j = j->next)
+		xrl_lim_finish(l, j->it, j->m, j->st, now, j->d);
+	pthread_rwlock_unlock(&l->cfg_mu);
+	p->b = NULL;
+	p->probe = false;
+	for (struct xrl_redis_job *j = b; j; j = next) {
+		next = j->next;
+		j->w.decided(j->w.arg); /* d is the caller's again */
+		p->handed++;
+		if (p->nfree < FREE_JOBS_MAX) {
+			j->next = p->free;
+			p->free = j;
+			p->nfree++;
+		} else {
+			free(j);
+		}
+	}
+}
+
+/*
+ * The connection failed (closed: Redis closed it, rather than a timeout
+ * or an error answer). One that Redis closed while it was idle (a restart,
+ * its client timeout) is not an outage: if nothing was answered on it, the
+ * batch goes once more on a new one. Otherwise what is unanswered fails.
+ */
+static void pipe_fail(struct xrl_redis_pipe *p, bool closed, const char *why)
+{
+	if (why)
+		p->why = why;
+	pipe_drop(p);
+	if (closed && p->reused && !p->answered && !p->retried) {
+		int rc;
+
+		p->retried = true;
+		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		rc = pipe_send(p);
+		pthread_rwlock_unlock(&p->l->cfg_mu);
+		if (!rc)
+			return;
+		pipe_drop(p);
+	}
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
+		if (j->st == J_PENDING || j->st == J_NOSCRIPT)
+			j->st = J_FAIL;
+	pipe_end(p);
+}
+
+static void pipe_start(struct xrl_redis_pipe *p)
+{
+	struct xrl_limiter *l = p->l;
+	int rc;
+
+	p->b = p->q;
+	p->q = p->q_tail = NULL;
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
+		j->st = J_PENDING;
+	p->t0 = lim_now(l);
+	p->retried = p->reloaded = p->answered = false;
+	p->why = NULL;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	if (!brk_allow(l, p->t0, &p->probe)) {
+		pthread_rwlock_unlock(&l->cfg_mu);
+		for (struct xrl_redis_job *j = p->b; j; j = j->next)
+			j->st = J_SKIP;
+		pipe_end(p);
+		return;
+	}
+	rc = pipe_send(p);
+	pthread_rwlock_unlock(&l->cfg_mu);
+	if (rc)
+		pipe_fail(p, rc == -EPIPE, rc == -EPIPE ? "write" : NULL);
+}
+
+/* Replies that have arrived. */
+static void pipe_read(struct xrl_redis_pipe *p)
+{
+	bool noscript = false, bad = false;
+
+	if (redisBufferRead(p->c) != REDIS_OK) {
+		int err = errno;
+
+		snprintf(p->why_buf, sizeof(p->why_buf), "read: %.100s", p->c->errstr);
+		pipe_fail(p,
+			  p->c->err == REDIS_ERR_EOF ||
+				  (p->c->err == REDIS_ERR_IO && err != EAGAIN && err != EINTR),
+			  p->why_buf);
+		return;
+	}
+	for (;;) {
+		redisReply *r = NULL;
+
+		if (redisGetReplyFromReader(p->c, (void **)&r) != REDIS_OK) {
+			pipe_fail(p, false, "not the Redis protocol");
+			return;
+		}
+		if (!r)
+			break;
+		xrl_reader_guard_reset(p->guard); /* a reply is whole: the next one's budget */
+		if (p->hs_i < p->hs_n) {
+			const char *why = hs_check(p, p->hs[p->hs_i++], r);
+
+			freeReplyObject(r);
+			if (why) {
+				pipe_fail(p, false, why); /* not fit to decide: the breaker */
+				return;
+			}
+			continue;
+		}
+		while (p->cur && p->cur->st != J_PENDING)
+			p->cur = p->cur->next;
+		if (!p->cur || p->cur->call_n <= 0) {
+			freeReplyObject(r);
+			pipe_fail(p, false, "an answer too many");
+			return;
+		}
+		p->cur = call_reply(p->cur, p->cur->call_n, r);
+		p->answered = true;
+		freeReplyObject(r);
+	}
+	while (p->cur && p->cur->st != J_PENDING)
+		p->cur = p->cur->next;
+	if (p->cur || p->hs_i < p->hs_n)
+		return; /* more to come */
+	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
+		noscript |= j->st == J_NOSCRIPT;
+		bad |= j->st == J_FAIL;
+	}
+	if (noscript && !p->reloaded) {
+		/* a flushed script cache: load it, and those once more */
+		int rc;
+
+		p->reloaded = true;
+		for (struct xrl_redis_job *j = p->b; j; j = j->next)
+			if (j->st == J_NOSCRIPT)
+				j->st = J_PENDING;
+		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		rc = pipe_send(p);
+		pthread_rwlock_unlock(&p->l->cfg_mu);
+		if (rc)
+			pipe_fail(p, false, rc == -EPIPE ? "write" : NULL);
+		return;
+	}
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
+		if (j->st == J_NOSCRIPT)
+			j->st = J_FAIL;
+	if (noscript || bad) {
+		p->why = noscript ? "NOSCRIPT after SCRIPT LOAD" : "an error answer";
+		pipe_drop(p); /* Redis is not fit to decide */
+	}
+	pipe_end(p);
+}
+
+struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
+{
+	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
+
+	if (p)
+		p->l = l;
+	return p;
+}
+
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
+{
+	struct xrl_redis_job **tail = &p->b;
+
+	/* the batch in flight and the queue, as one failed batch; not a
+	 * failure of Redis: the breaker is left as it is */
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = p->q;
+	p->q = p->q_tail = NULL;
+	pipe_drop(p);
+	if (!p->b)
+		return;
+	for (struct xrl_redis_job *j = p->b; j; j = j->next)
+		if (j->st != J_OK)
+			j->st = J_FAIL;
+	p->aborting = true;
+	pipe_end(p);
+	p->aborting = false;
+}
+
+void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
+{
+	struct xrl_redis_job *next;
+
+	if (!p)
+		return;
+	xrl_limiter_pipe_abort(p);
+	for (struct xrl_redis_job *j = p->free; j; j = next) {
+		next = j->next;
+		free(j);
+	}
+	free(p->wb);
+	free(p);
+}
+
+int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
+{
+	*events = 0;
+	*timeout_ns = UINT64_MAX;
+	*gen = p->gen;
+	if (!p->c)
+		return -1;
+	/* idle: POLLIN sees Redis close the connection (a restart) */
+	*events = POLLIN;
+	if (p->b) {
+		__u64 now = lim_now(p->l);
+
+		if (p->woff < p->wlen)
+			*events |= POLLOUT;
+		*timeout_ns = p->deadline > now ? p->deadline - now : 0;
+	}
+	return p->c->fd;
+}
+
+int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
+{
+	p->handed = 0;
+	if (p->b) {
+		if (p->woff < p->wlen && (revents & (POLLOUT | POLLERR | POLLHUP)) && pipe_write(p))
+			pipe_fail(p, true, "write");
+		if (p->b && (revents & (POLLIN | POLLERR | POLLHUP)))
+			pipe_read(p);
+		if (p->b && lim_now(p->l) >= p->deadline) {
+			/* the replies may be in, unread: this thread was busy */
+			if (!(revents & POLLIN) && p->woff == p->wlen)
+				pipe_read(p);
+			if (p->b && lim_now(p->l) >= p->deadline)
+				pipe_fail(p, false, "timeout"); /* not once more */
+		}
+	} else if (p->c && (revents & (POLLIN | POLLERR | POLLHUP))) {
+		char buf[64];
+		ssize_t n = recv(p->c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		/* idle: closed by Redis (or anything unasked for): let it go */
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+			pipe_drop(p);
+	}
+	if (!p->b && p->q)
+		pipe_start(p);
+	return (int)p->handed;
+}
+
+bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
+{
+	return p->b || p->q;
+}
+
+/* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
+ * there was no memory to queue it and d is a fallback's already. */
+int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			 struct xrl_decision *d, const struct xrl_limiter_wait *w)
+{
+	struct xrl_limiter *l = p->l;
+	const char *ik[XRL_HTTP_MAX_MATCH];
+	struct xrl_redis_job *j;
+
+	j = p->free;
+	if (j) {
+		p->free = j->next;
+		p->nfree--;
+	} else {
+		j = malloc(sizeof(*j));
+	}
+	if (!j) {
+		/* no memory to queue it: as if Redis had failed (no breaker) */
+		pthread_rwlock_rdlock(&l->cfg_mu);
+		xrl_lim_finish(l, it, m, J_FAIL, lim_now(l), d);
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return 0;
+	}
+	for (int i = 0; i < m; i++) {
+		ik[i] = it[i].key;
+		it[i].key = NULL; /* the caller's: gone once we return */
+	}
+	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
+	j->m = m;
+	j->d = d;
+	j->w = *w;
+	j->st = J_PENDING;
+	j->next = NULL;
+	xrl_redis_job_format(j, ik);
+	if (w->queued)
+		w->queued(w->arg);
+	if (p->q_tail)
+		p->q_tail->next = j;
+	else
+		p->q = j;
+	p->q_tail = j;
+	return 1;
+}
+
+static void sync_decided(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+/* One decision at a time on the limiter's own pipe, driven by poll(). */
+int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
+{
+	bool done = false;
+	struct xrl_limiter_wait w = { .decided = sync_decided, .arg = &done };
+	struct xrl_redis_pipe *p;
+	int rc;
+
+	pthread_mutex_lock(&l->sync_mu);
+	if (!l->sync_pipe)
+		l->sync_pipe = xrl_limiter_pipe_new(l);
+	p = l->sync_pipe;
+	if (!p) {
+		pthread_mutex_unlock(&l->sync_mu);
+		return -ENOMEM;
+	}
+	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
+	if (rc == 1) {
+		xrl_limiter_pipe_run(p, 0);
+		while (!done) {
+			struct pollfd pfd = { .fd = -1 };
+			__u64 left;
+			__u32 gen;
+			int ms;
+
+			pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
+			if (pfd.fd < 0) {
+				xrl_limiter_pipe_abort(p); /* nothing to wait for */
+				break;
+			}
+			ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+				pfd.revents = POLLERR;
+			xrl_limiter_pipe_run(p, pfd.revents);
+		}
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->sync_mu);
+	return rc;
+}

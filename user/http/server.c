@@ -1,0 +1,641 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * server.c - the identity tier's HTTP server (libmicrohttpd).
+ *
+ *   /v1/auth        forward-auth (Traefik, Caddy): 200 allow, 429 refuse,
+ *                   503 shed; the answer goes to the client unchanged.
+ *   /v1/auth/nginx  the same for nginx auth_request, which turns anything
+ *                   but 2xx/401/403 into a 500: refusal is 403 and shedding
+ *                   401, with the same headers (docs/examples/nginx-xrl.conf
+ *                   maps them back to 429 and 503).
+ *   /v1/check       POST {"rule","key","cost"} -> the decision as JSON.
+ *   /healthz
+ *
+ * HTTP parsing, header-size bounds (431), connection limits and idle
+ * timeouts are libmicrohttpd's; nothing here parses HTTP by hand.
+ *
+ * Threads: http.threads event loops, each with a libmicrohttpd daemon of
+ * its own (external epoll mode, one shared listening socket) and a Redis
+ * pipe of its own. A decision that needs Redis is queued on the loop's
+ * pipe and its handler returns without an answer; once the loop has served
+ * every connection that is ready, whatever is queued goes to Redis in one
+ * write, and the loop serves others until the replies are in; the next
+ * pass of libmicrohttpd calls those handlers again, and they answer. No
+ * thread hands a request to another.
+ *
+ * Why not MHD_suspend_connection: in epoll mode a suspend takes the socket
+ * out of the epoll set and a resume puts it back and reads it once more to
+ * EAGAIN: three system calls a decision, measured at ~8 us of the ~25 us
+ * xrld spent on a Redis decision (2 vCPUs, 32 connections). A connection
+ * whose handler has not answered stays in libmicrohttpd's ready list and is
+ * called again on every pass (it returns at once while waiting); the loop
+ * does not spin on it: while decisions wait, libmicrohttpd's "run again
+ * now" is taken as "within 1 ms" (it also means "a connection waits for its
+ * handler"), and the replies from Redis are what wakes the loop.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <openssl/evp.h>
+
+#include "privs.h"
+#include "http.h"
+#include "log.h"
+#include "report.h"
+#include "server_int.h"
+
+/* Waiting for Redis: called before the decision is queued. */
+static void rq_wait(void *arg)
+{
+	struct xrl_srv_req *rq = arg;
+
+	atomic_fetch_add(&rq->cfg->held, 1);
+	rq->phase = RQ_WAITING;
+	xrl_srv_tl_loop->waiting++;
+}
+
+/* From the loop's pipe: rq->d is the decision; the next pass answers it. */
+static void rq_decided(void *arg)
+{
+	struct xrl_srv_req *rq = arg;
+
+	rq->phase = RQ_DECIDED;
+	if (rq->orphan) {
+		atomic_fetch_sub(&rq->cfg->held, 1);
+		free(rq->body);
+		free(rq);
+	}
+}
+
+static void rq_release(struct xrl_srv_req *rq)
+{
+	if (rq->cfg && rq->phase != RQ_NEW)
+		atomic_fetch_sub(&rq->cfg->held, 1);
+	rq->cfg = NULL;
+	rq->phase = RQ_NEW;
+}
+
+/*
+ * Decide into rq->d: 0 decided (or -E2BIG), 1 when it waits for Redis
+ * (answered on a later call). The rules are of sc (s->mu held).
+ */
+static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_srv_req *rq,
+		  const struct xrl_http_rule *const *rules, const char *const *keys,
+		  const __u32 *costs, int n)
+{
+	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
+	int rc;
+
+	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s)
+		return xrl_limiter_decide(s->lim, rules, keys, costs, n, &rq->d);
+	rq->cfg = sc;
+	rq->n = n;
+	memcpy(rq->rules, rules, sizeof(rules[0]) * (size_t)n);
+	rc = xrl_limiter_decide_async(s->lim, xrl_srv_tl_loop->pipe, rules, keys, costs, n, &rq->d,
+				      &w);
+	if (rc != 1)
+		rq->cfg = NULL;
+	return rc;
+}
+
+/* The answer to /v1/auth and /v1/auth/nginx once decided. */
+static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
+			       struct MHD_Connection *conn, struct xrl_srv_req *rq,
+			       const char *method, const char *url, bool nginx)
+{
+	const struct xrl_http_cfg *c = &sc->c;
+	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
+	char keybuf[XRL_HTTP_MAX_MATCH][XRL_HTTP_KEY_MAX + 1];
+	const char *keys[XRL_HTTP_MAX_MATCH];
+	const char *om;
+	char path[XRL_HTTP_PATH_MAX + 1], ip[INET6_ADDRSTRLEN] = "";
+	enum MHD_Result ret;
+	__u64 wait;
+	int n = 0;
+
+	if (xrl_srv_original_of(s, c, conn, method, url, &om, path, sizeof(path), &ret))
+		return ret;
+	if (xrl_srv_shed_check(s, c, &wait)) {
+		struct xrl_decision d = { .allowed = false, .shed = true };
+
+		d.retry_after_s = (wait + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
+		if (!d.retry_after_s)
+			d.retry_after_s = 1;
+		return xrl_srv_auth_answer(s, sc, conn, nginx, NULL, 0, &d);
+	}
+
+	for (__u32 i = 0; i < c->n_rules && n < XRL_HTTP_MAX_MATCH; i++) {
+		const struct xrl_http_rule *r = &c->rules[i];
+		const char *v;
+
+		if (!xrl_http_rule_match(c, r, om, path))
+			continue;
+		v = xrl_srv_rule_key(c, conn, r, keybuf[n], sizeof(keybuf[n]), ip, sizeof(ip));
+		if (!v) {
+			if (r->on_missing_key == XRL_MISSING_SKIP)
+				continue;
+			if (r->on_missing_key == XRL_MISSING_CLIENT_IP) {
+				if (!ip[0])
+					xrl_srv_client_ip(c, conn, ip, sizeof(ip));
+				xrl_srv_client_key(ip, keybuf[n], sizeof(keybuf[n]));
+				v = keybuf[n];
+			}
+		}
+		rules[n] = r;
+		keys[n] = v;
+		n++;
+	}
+	rq->kind = nginx ? K_NGINX : K_AUTH;
+	if (decide(s, sc, rq, rules, keys, NULL, n) == 1)
+		return MHD_YES; /* answered once Redis has decided */
+	return xrl_srv_auth_answer(s, sc, conn, nginx, rules, n, &rq->d);
+}
+
+/* The answer to /v1/check once decided. */
+static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
+				struct MHD_Connection *conn, struct xrl_srv_req *rq)
+{
+	const struct xrl_http_cfg *c = &sc->c;
+	const struct xrl_http_rule *r = NULL;
+	const char *rule, *key;
+	json_error_t je;
+	json_t *j, *jc;
+	__u32 cost;
+	int rc;
+
+	if (rq->too_big)
+		return xrl_srv_problem(conn, 413, "Payload Too Large",
+				       "the body of /v1/check is at most 16 KiB");
+	j = json_loadb(rq->body ? rq->body : "", rq->len, 0, &je);
+	if (!j || !json_is_object(j)) {
+		char msg[300];
+
+		snprintf(msg, sizeof(msg),
+			 "expected a JSON object {\"rule\":...,\"key\":...,\"cost\":...}: %s",
+			 j ? "not an object" : je.text);
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return xrl_srv_problem(conn, 400, "Bad Request", msg);
+	}
+	rule = json_string_value(json_object_get(j, "rule"));
+	key = json_string_value(json_object_get(j, "key"));
+	jc = json_object_get(j, "cost");
+	if (!rule || !key || !*key ||
+	    (jc && (!json_is_integer(jc) || json_integer_value(jc) < 0 ||
+		    json_integer_value(jc) > 100000000))) {
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return xrl_srv_problem(
+			conn, 400, "Bad Request",
+			"\"rule\" and \"key\" must be non-empty strings and \"cost\", if given, a whole number >= 0");
+	}
+	for (__u32 i = 0; i < c->n_rules; i++)
+		if (!strcmp(c->rules[i].name, rule))
+			r = &c->rules[i];
+	if (!r) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "no http rule named \"%.64s\"", rule);
+		json_decref(j);
+		atomic_fetch_add(&s->status[ST_404], 1);
+		return xrl_srv_problem(conn, 404, "Not Found", msg);
+	}
+	cost = jc ? (__u32)json_integer_value(jc) : r->cost;
+	{
+		const char *keys[1] = { key }; /* whole: the limiter copies what it keeps */
+
+		rq->kind = K_CHECK;
+		rq->cost = cost;
+		rc = decide(s, sc, rq, &r, keys, &cost, 1);
+	}
+	json_decref(j);
+	if (rc == 1)
+		return MHD_YES; /* answered once Redis has decided */
+	if (rc == -E2BIG) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg),
+			 "cost %u is above the burst %u of rule \"%s\" and could never be allowed",
+			 cost, r->burst, r->name);
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return xrl_srv_problem(conn, 400, "Bad Request", msg);
+	}
+	return xrl_srv_check_answer(s, sc, conn, r, &rq->d);
+}
+
+/* Envoy's ext_authz (and none) ask with the original method and path, after
+ * the path_prefix /v1/auth: every path under it is the auth endpoint. */
+static bool own_line(const struct xrl_http_cfg *c)
+{
+	return c->forwarded_from == XRL_FWD_ENVOY || c->forwarded_from == XRL_FWD_NONE;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct xrl_http_server *s = cls;
+	struct xrl_srv_req *rq = *con_cls;
+	enum MHD_Result ret;
+	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+
+	(void)version;
+	if (!rq) {
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*con_cls = rq;
+		/* answer on the next call, once the request (and any body) is
+		 * read: a 4xx queued before that makes libmicrohttpd close the
+		 * connection, and refusals must keep it alive like admits */
+		return MHD_YES;
+	}
+	if (rq->phase == RQ_WAITING)
+		return MHD_YES; /* no answer yet: called again on the next pass */
+	if (rq->phase == RQ_DECIDED) {
+		/* Redis has decided; the rules are of rq->cfg, held */
+		xrl_srv_tl_loop->waiting--;
+		pthread_rwlock_rdlock(&s->mu);
+		if (rq->kind == K_CHECK)
+			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
+		else
+			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules,
+						  rq->n, &rq->d);
+		rq_release(rq);
+		pthread_rwlock_unlock(&s->mu);
+		return ret;
+	}
+	if (*upload_size) {
+		if (!rq->too_big && rq->len + *upload_size <= BODY_MAX) {
+			char *nb = realloc(rq->body, rq->len + *upload_size + 1);
+
+			if (nb) {
+				memcpy(nb + rq->len, upload, *upload_size);
+				rq->body = nb;
+				rq->len += *upload_size;
+			}
+		} else {
+			rq->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+
+	pthread_rwlock_rdlock(&s->mu);
+	if (!strcmp(url, "/v1/auth") || (own_line(&s->cfg->c) && !strncmp(url, "/v1/auth/", 9)))
+		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
+	else if (!strcmp(url, "/v1/auth/nginx"))
+		ret = do_auth(s, s->cfg, conn, rq, method, url, true);
+	else if (!strcmp(url, "/v1/check")) {
+		if (!post) {
+			atomic_fetch_add(&s->status[ST_405], 1);
+			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
+					      "/v1/check takes POST");
+		} else {
+			ret = do_check(s, s->cfg, conn, rq);
+		}
+	} else if (!strcmp(url, "/healthz")) {
+		struct xrl_buf b = {};
+		int bs = xrl_limiter_breaker_state(s->lim);
+
+		xrl_buf_printf(&b, "ok%s\n",
+			       !s->cfg->c.redis ? ""
+			       : bs == 0	? " (redis: up)"
+						: " (redis: down, rules on their fallback)");
+		ret = xrl_srv_send_buf(conn, 200, "text/plain", &b, NULL, NULL);
+		xrl_buf_free(&b);
+	} else {
+		atomic_fetch_add(&s->status[ST_404], 1);
+		ret = xrl_srv_problem(conn, 404, "Not Found",
+				      "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
+	}
+	pthread_rwlock_unlock(&s->mu);
+	return ret;
+}
+
+static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
+		    enum MHD_RequestTerminationCode toe)
+{
+	struct xrl_srv_req *rq = *con_cls;
+
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (!rq)
+		return;
+	*con_cls = NULL;
+	/* closed before it was answered (the client went away, or stop) */
+	if (rq->phase != RQ_NEW && xrl_srv_tl_loop)
+		xrl_srv_tl_loop->waiting--;
+	if (rq->phase == RQ_WAITING) {
+		rq->orphan = true; /* the pipe still writes its decision */
+		return;
+	}
+	rq_release(rq);
+	free(rq->body);
+	free(rq);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	(void)cls;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	log_debug("http: %s", buf);
+}
+
+/*
+ * The path as it came, not %-decoded: xrl_http_path_norm decodes it once,
+ * with the same rules as the forwarded URI (libmicrohttpd's own decoding
+ * would turn %00 into the end of the string and %2F into a '/' before the
+ * normaliser could refuse or count them).
+ */
+static size_t url_as_is(void *cls, struct MHD_Connection *conn, char *uri)
+{
+	(void)cls;
+	(void)conn;
+	return strlen(uri);
+}
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[80];
+	int port;
+
+	if (xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port))
+		return -EINVAL;
+	memset(ss, 0, sizeof(*ss));
+	if (strchr(host, ':')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		*len = sizeof(*a);
+	}
+	return 0;
+}
+
+/*
+ * Loop i's libmicrohttpd daemon: the first binds the listening socket, the
+ * others share it (lfd); each takes its share of the connection limit, as
+ * libmicrohttpd's thread pool would.
+ */
+static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				       unsigned i, unsigned flags, struct sockaddr_storage *ss,
+				       MHD_socket lfd)
+{
+	unsigned n = s->n_loops, maxc = c->max_connections ? c->max_connections : 1024;
+	unsigned limit = maxc / n + (i < maxc % n);
+
+	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+				i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
+				i ? (void *)(intptr_t)lfd : (void *)ss, MHD_OPTION_CONNECTION_LIMIT,
+				limit ? limit : 1,
+				/* whole seconds, rounded up: 0 would mean none
+				 * (the parser takes 1 s to 1 day) */
+				MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned)((c->idle_timeout_ns + XRL_NSEC_PER_SEC - 1) /
+					   XRL_NSEC_PER_SEC),
+				MHD_OPTION_UNESCAPE_CALLBACK, url_as_is, NULL,
+				/* request line + headers live in this pool: its size is the
+				 * header bound, beyond which libmicrohttpd answers 431 */
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+				(size_t)c->max_header_bytes + 4096, MHD_OPTION_NOTIFY_COMPLETED,
+				on_done, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_END);
+}
+
+int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
+		   size_t errlen)
+{
+	struct xrl_http_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	/* no internal thread: each server thread runs a daemon in its own loop */
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned n = c->threads ? c->threads : 2;
+	MHD_socket lfd = MHD_INVALID_SOCKET;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	if (parse_listen(c->listen, &ss, &sl)) {
+		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
+			 c->listen);
+		free(s);
+		return -EINVAL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s->cfg = calloc(1, sizeof(*s->cfg));
+	s->loops = calloc(n, sizeof(*s->loops));
+	if (!s->cfg || !s->loops) {
+		free(s->cfg);
+		free(s->loops);
+		free(s);
+		return -ENOMEM;
+	}
+	s->n_loops = n;
+	s->cfg->c = *c;
+	pthread_rwlock_init(&s->mu, NULL);
+	rc = xrl_limiter_new(c, &s->lim);
+	if (rc) {
+		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
+		free(s->cfg);
+		free(s->loops);
+		free(s);
+		return rc;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		struct xrl_srv_loop *lp = &s->loops[i];
+
+		lp->s = s;
+		lp->ep = lp->stop_fd = lp->pipe_fd = -1;
+		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
+		if (!lp->d) {
+			if (!i)
+				snprintf(err, errlen,
+					 "couldn't listen on %s (in use, or not an address of this host?)",
+					 c->listen);
+			else
+				snprintf(err, errlen, "couldn't start http server thread %u", i);
+			rc = i ? -ENOMEM : -EADDRINUSE;
+			goto fail;
+		}
+		if (!i) {
+			const union MHD_DaemonInfo *di =
+				MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_LISTEN_FD);
+
+			lfd = di ? di->listen_fd : MHD_INVALID_SOCKET;
+		}
+		rc = lfd == MHD_INVALID_SOCKET ? -ENOMEM : xrl_srv_loop_init(lp);
+		if (rc) {
+			snprintf(err, errlen, "couldn't set up http server thread %u", i);
+			goto fail;
+		}
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (pthread_create(&s->loops[i].thr, NULL, xrl_srv_loop_main, &s->loops[i])) {
+			snprintf(err, errlen, "couldn't start http server thread %u", i);
+			rc = -EAGAIN;
+			goto fail;
+		}
+		s->loops[i].started = true;
+	}
+	log_info("identity tier listening on %s, %u rules, backend %s, %u threads", c->listen,
+		 c->n_rules, c->redis ? "redis" : "memory", n);
+	*out = s;
+	return 0;
+fail:
+	xrl_srv_loops_stop(s);
+	xrl_limiter_free(s->lim);
+	free(s->cfg);
+	free(s);
+	return rc;
+}
+
+int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
+{
+	struct xrl_srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	char changed[160];
+
+	if (!n)
+		return -ENOMEM;
+	n->c = *c;
+	pthread_rwlock_wrlock(&s->mu);
+	/* libmicrohttpd was started with these: they stay as they run, and the
+	 * configuration in force says so */
+	if (xrl_http_cfg_restart_diff(&s->cfg->c, c, changed, sizeof(changed))) {
+		snprintf(n->c.listen, sizeof(n->c.listen), "%s", s->cfg->c.listen);
+		n->c.idle_timeout_ns = s->cfg->c.idle_timeout_ns;
+		n->c.max_connections = s->cfg->c.max_connections;
+		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
+		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
+		n->c.threads = s->cfg->c.threads;
+	}
+	s->cfg->next = s->retired;
+	s->retired = s->cfg;
+	s->cfg = n;
+	/* no request in a handler holds one (we have the write lock); those
+	 * waiting for Redis count theirs */
+	for (pp = &s->retired; (x = *pp);) {
+		if (atomic_load(&x->held)) {
+			pp = &x->next;
+		} else {
+			*pp = x->next;
+			free(x);
+		}
+	}
+	atomic_fetch_add(&s->gen, 1);
+	xrl_limiter_set_cfg(s->lim, &n->c);
+	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
+	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
+	pthread_rwlock_unlock(&s->mu);
+	if (changed[0])
+		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
+			  "(restart xrld for the change)",
+			  changed);
+	return 0;
+}
+
+void xrl_http_stop(struct xrl_http_server *s)
+{
+	struct xrl_srv_cfg *x;
+
+	if (!s)
+		return;
+	xrl_srv_loops_stop(s);
+	xrl_limiter_free(s->lim);
+	while ((x = s->retired)) {
+		s->retired = x->next;
+		free(x);
+	}
+	free(s->cfg);
+	free(s);
+}
+
+void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
+{
+	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404",
+					  "405", "413", "414", "429", "503" };
+	struct xrl_limiter_stats st;
+
+	xrl_limiter_get_stats(s->lim, &st);
+	xrl_buf_printf(b, "# HELP xrl_http_responses_total Identity-tier answers by status.\n"
+			  "# TYPE xrl_http_responses_total counter\n");
+	for (int i = 0; i < ST_MAX; i++)
+		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
+			       (unsigned long long)atomic_load(&s->status[i]));
+	xrl_buf_printf(b, "# HELP xrl_http_rule_decisions_total Identity-tier decisions per rule.\n"
+			  "# TYPE xrl_http_rule_decisions_total counter\n");
+	pthread_rwlock_rdlock(&s->mu);
+	for (__u32 i = 0; i < s->cfg->c.n_rules; i++) {
+		xrl_buf_printf(b,
+			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"allowed\"} %llu\n",
+			       s->cfg->c.rules[i].name,
+			       (unsigned long long)atomic_load(&s->rule_allowed[i]));
+		xrl_buf_printf(b,
+			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"refused\"} %llu\n",
+			       s->cfg->c.rules[i].name,
+			       (unsigned long long)atomic_load(&s->rule_refused[i]));
+	}
+	pthread_rwlock_unlock(&s->mu);
+	xrl_buf_printf(
+		b,
+		"# TYPE xrl_http_decisions_total counter\nxrl_http_decisions_total %llu\n"
+		"# TYPE xrl_http_shadow_refusals_total counter\nxrl_http_shadow_refusals_total %llu\n"
+		"# TYPE xrl_http_backend_errors_total counter\nxrl_http_backend_errors_total %llu\n"
+		"# TYPE xrl_http_breaker_skips_total counter\nxrl_http_breaker_skips_total %llu\n"
+		"# TYPE xrl_http_overlimit_cache_hits_total counter\nxrl_http_overlimit_cache_hits_total %llu\n"
+		"# TYPE xrl_http_fallback_total counter\n"
+		"xrl_http_fallback_total{mode=\"open\"} %llu\nxrl_http_fallback_total{mode=\"closed\"} %llu\n"
+		"xrl_http_fallback_total{mode=\"local\"} %llu\n"
+		"# TYPE xrl_http_keys gauge\nxrl_http_keys %llu\n"
+		"# TYPE xrl_http_key_evictions_total counter\n"
+		"xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
+		"# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
+		"# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
+		"# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
+		"# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
+		"# HELP xrl_http_redis_calls_total Script calls sent to Redis.\n"
+		"# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n"
+		"# HELP xrl_http_redis_decisions_total Decisions sent to Redis in those calls.\n"
+		"# TYPE xrl_http_redis_decisions_total counter\nxrl_http_redis_decisions_total %llu\n",
+		(unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
+		(unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
+		(unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
+		(unsigned long long)st.fallback_closed, (unsigned long long)st.fallback_local,
+		(unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
+		(unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
+		xrl_limiter_breaker_state(s->lim) != 0, (unsigned long long)st.redis_round_trips,
+		(unsigned long long)st.redis_calls, (unsigned long long)st.redis_decisions);
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * server_int.h - what the identity tier's server files share: server.c
+ * (start, reload, stop, the request handlers), identity.c (who is asking:
+ * the client address, the keys, the original method and path), answers.c
+ * (the responses and their headers) and loop.c (the event loops).
+ */
+#ifndef XRL_SERVER_INT_H
+#define XRL_SERVER_INT_H
+
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include <microhttpd.h>
+
+#include "http.h"
+#include "report.h"
+
+#define BODY_MAX 16384
+
+enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_414, ST_429, ST_503, ST_MAX };
+
+/*
+ * A configuration with the count of requests waiting for Redis with rules
+ * of it: a retired one is freed once none does.
+ */
+struct xrl_srv_cfg {
+	struct xrl_http_cfg c;
+	_Atomic __u32 held;
+	struct xrl_srv_cfg *next; /* retired */
+};
+
+/* One server thread: its daemon, its Redis pipe, what its epoll holds. */
+struct xrl_srv_loop {
+	struct xrl_http_server *s;
+	struct MHD_Daemon *d;
+	struct xrl_redis_pipe *pipe;
+	pthread_t thr;
+	bool started;
+	int ep;	     /* the daemon's epoll fd, the pipe's fd, stop_fd */
+	int stop_fd; /* eventfd: leave the loop */
+	int pipe_fd; /* the pipe's fd as registered (-1: none) */
+	__u32 pipe_gen;
+	short pipe_ev;
+	int waiting; /* handlers that wait for Redis, unanswered */
+};
+
+struct xrl_http_server {
+	struct xrl_srv_loop *loops;
+	unsigned n_loops;
+	struct xrl_limiter *lim;
+	pthread_rwlock_t mu; /* cfg pointer vs reload */
+	struct xrl_srv_cfg *cfg;
+	struct xrl_srv_cfg *retired;   /* still held by a waiting request */
+	_Atomic __u64 shed_tat;	       /* global capacity bucket (GCRA, CAS) */
+	_Atomic __u32 gen;	       /* bumped by each reload (refusal cache) */
+	_Atomic bool warned_untrusted; /* forwarded headers from an untrusted peer, logged once */
+	_Atomic __u64 status[ST_MAX];
+	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+};
+
+/*
+ * One request. A decision that waits for Redis leaves the handler without
+ * an answer (libmicrohttpd serves the others meanwhile and calls it again
+ * on each pass); the loop's Redis pipe fills `d`, and the handler, called
+ * again, answers from it.
+ */
+enum { RQ_NEW = 0, RQ_WAITING, RQ_DECIDED };
+enum { K_AUTH, K_NGINX, K_CHECK };
+
+struct xrl_srv_req {
+	char *body;
+	size_t len;
+	bool too_big;
+	int phase;		 /* RQ_* */
+	bool orphan;		 /* closed while waiting: freed once decided */
+	int kind;		 /* K_*: how to answer */
+	struct xrl_srv_cfg *cfg; /* held while waiting: rules point into it */
+	int n;
+	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
+	__u32 cost;
+	struct xrl_decision d;
+};
+
+/* What woke a loop: epoll data.u32 of its three fds. */
+enum { EV_MHD = 0, EV_STOP, EV_PIPE };
+
+extern __thread struct xrl_srv_loop *xrl_srv_tl_loop;
+
+void xrl_srv_client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
+		       size_t len);
+void xrl_srv_client_key(const char *ip, char *out, size_t len);
+enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, const char *ctype,
+				 struct xrl_buf *b, const struct xrl_http_cfg *c,
+				 const struct xrl_decision *d);
+enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
+				const char *detail);
+bool xrl_srv_shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait);
+enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+				    struct MHD_Connection *conn, bool nginx,
+				    const struct xrl_http_rule *const *rules, int n,
+				    const struct xrl_decision *d);
+int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			struct MHD_Connection *conn, const char *method, const char *url,
+			const char **om, char *path, size_t pathlen, enum MHD_Result *ret);
+const char *xrl_srv_rule_key(const struct xrl_http_cfg *c, struct MHD_Connection *conn,
+			     const struct xrl_http_rule *r, char *kb, size_t kblen, char *ip,
+			     size_t iplen);
+enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+				     struct MHD_Connection *conn, const struct xrl_http_rule *r,
+				     struct xrl_decision *d);
+void *xrl_srv_loop_main(void *arg);
+void xrl_srv_loops_stop(struct xrl_http_server *s);
+void xrl_srv_refusal_drop(void);
+int xrl_srv_loop_init(struct xrl_srv_loop *lp);
+
+#endif /* XRL_SERVER_INT_H */

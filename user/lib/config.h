@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * config.h - xrld's policy file (YAML, parsed with libyaml).
+ *
+ * Errors name the file, line and column and say what was expected:
+ *   "policy.yaml:12:7: rate: expected COUNT/PERIOD such as 100/s, got '100'"
+ */
+#ifndef XRL_CONFIG_H
+#define XRL_CONFIG_H
+
+#include <net/if.h>
+#include <stdbool.h>
+
+#include <jansson.h>
+
+#include "http_cfg.h"
+#include "xrl.h"
+
+#define XRL_CFG_MAX_IFACES 16
+
+struct xrl_iface_cfg {
+	char name[IF_NAMESIZE];
+	enum xrl_attach_mode mode; /* native (default) | skb | auto */
+};
+
+/* A source refused in `strikes` separate windows is denied for `base`,
+ * doubling on each repeat up to `max`. */
+struct xrl_penalty_cfg {
+	bool enabled; /* false when the section is absent */
+	__u32 strikes;
+	__u64 window_ns;
+	__u64 base_ns;
+	__u64 max_ns;
+	__u8 floor4; /* shortest prefix a penalty denies: /24 */
+	__u8 floor6; /* and for IPv6: /48 */
+};
+
+struct xrld_config {
+	__u32 n_ifaces;
+	struct xrl_iface_cfg ifaces[XRL_CFG_MAX_IFACES];
+	bool has_xdp;		  /* an xdp: section was present */
+	struct xrl_policy policy; /* xdp.rules and xdp.allow */
+	__u32 buckets_max;	  /* xdp.buckets: 0 = default */
+	__u64 event_interval_ns;  /* xdp.event_interval: 0 = default 1s */
+	struct xrl_penalty_cfg penalty;
+	char metrics[64];	  /* "127.0.0.1:9100"; "" = off */
+	bool on_exit_detach;	  /* on_exit: detach | keep (default) */
+	int log_level;		  /* log_level: error|warning|info|debug; -1 unset */
+	bool has_http;		  /* an http: section (the identity tier) */
+	struct xrl_http_cfg http; /* valid when has_http */
+};
+
+/* Parse a YAML policy from a buffer; `name` is used in error messages. */
+int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_config *out,
+		     char *err, size_t errlen);
+/* Read and parse a file. */
+int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen);
+/* A human summary (for --check and `policy show`), into buf: XRL_SUMMARY_MAX
+ * bytes hold any policy's. */
+#define XRL_SUMMARY_MAX (1 << 16)
+int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
+/* The policy as structured JSON (`policy show --json`), NULL on no memory:
+ * {"interfaces":[{"name","mode"}],"xdp":{"rules":[...],"allow":[...]}|null,
+ *  "penalty":{...}|null,"metrics":..,"http":{...}|null} */
+json_t *xrl_config_json(const struct xrld_config *c);
+/* --check and `policy check`: load path into a new *cfg and its summary
+ * into a new *summary (free both), or fail with err saying why. */
+int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,
+		     size_t errlen);
+
+#endif /* XRL_CONFIG_H */

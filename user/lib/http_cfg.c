@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * http_cfg.c - defaults and checks of the identity tier's configuration;
+ * in libxrl (no server dependencies) because the policy parser uses them.
+ */
+#define _GNU_SOURCE /* memrchr */
+#include <ctype.h>
+#include <errno.h>
+#include <arpa/inet.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_cfg.h"
+
+void xrl_http_cfg_init(struct xrl_http_cfg *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->enabled = true;
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9090");
+	c->redis_port = 6379;
+	c->redis_timeout_ns = 50 * 1000000ULL;
+	c->breaker_cooldown_ns = XRL_NSEC_PER_SEC;
+	c->x_ratelimit_headers = true;
+	c->ietf_headers = true;
+	c->max_connections = 1024;
+	c->idle_timeout_ns = 30 * XRL_NSEC_PER_SEC;
+	c->max_header_bytes = 8192;
+	c->memory_max_keys = 1000000;
+	c->threads = 2;
+}
+
+/* A URL's user or password, %XX decoded, into out (NUL-terminated). */
+static int url_decode(const char *s, size_t n, char *out, size_t outlen)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+
+		if (ch == '%') {
+			char hex[3];
+
+			if (i + 2 >= n)
+				return -EINVAL;
+			hex[0] = s[i + 1];
+			hex[1] = s[i + 2];
+			hex[2] = '\0';
+			if (!isxdigit((unsigned char)hex[0]) || !isxdigit((unsigned char)hex[1]))
+				return -EINVAL;
+			ch = (char)strtol(hex, NULL, 16);
+			if (!ch)
+				return -EINVAL;
+			i += 2;
+		}
+		if (o + 1 >= outlen)
+			return -ENAMETOOLONG;
+		out[o++] = ch;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* A whole decimal number from s to end, within [lo, hi]. */
+static bool whole(const char *s, const char *end, long lo, long hi, int *out)
+{
+	long v = 0;
+
+	if (s == end || end - s > 9)
+		return false;
+	for (const char *q = s; q < end; q++) {
+		if (*q < '0' || *q > '9')
+			return false;
+		v = v * 10 + (*q - '0');
+	}
+	if (v < lo || v > hi)
+		return false;
+	*out = (int)v;
+	return true;
+}
+
+int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port)
+{
+	const char *end = s + n, *hs = s, *he, *colon;
+	unsigned char a[16];
+	size_t hl;
+
+	if (n && *s == '[') {
+		hs = s + 1;
+		he = memchr(hs, ']', (size_t)(end - hs));
+		colon = he && he + 1 < end && he[1] == ':' ? he + 1 : NULL;
+	} else {
+		colon = memrchr(s, ':', n);
+		he = colon;
+		if (colon && memchr(s, ':', (size_t)(colon - s)))
+			colon = NULL; /* an IPv6 address wants brackets */
+	}
+	if (!colon || he <= hs || (size_t)(he - hs) >= hostlen)
+		return -EINVAL;
+	hl = (size_t)(he - hs);
+	memcpy(host, hs, hl);
+	host[hl] = '\0';
+	if (hs != s) {
+		if (inet_pton(AF_INET6, host, a) != 1)
+			return -EINVAL;
+	} else if (inet_pton(AF_INET, host, a) != 1) {
+		/* a host name: letters, digits, '-' and '.', no empty label */
+		if (host[0] == '.' || host[0] == '-' || host[hl - 1] == '.' || strstr(host, ".."))
+			return -EINVAL;
+		for (const char *q = host; *q; q++)
+			if (!isalnum((unsigned char)*q) && *q != '-' && *q != '.')
+				return -EINVAL;
+	}
+	return whole(colon + 1, end, 1, 65535, port) ? 0 : -ERANGE;
+}
+
+/*
+ * memory | redis://[[USER]:PASSWORD@]HOST:PORT[/DB], HOST a name, an IPv4
+ * address or [an IPv6 one]; USER and PASSWORD %XX-encoded where they hold
+ * ':', '@', '/' or '%'. What an error says never shows the password.
+ */
+int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen)
+{
+	const char *p, *at, *end, *slash;
+	char user[sizeof(c->redis_user)] = "", pass[sizeof(c->redis_pass)] = "";
+	int port, db = 0;
+
+	if (!strcmp(s, "memory")) {
+		c->redis = false;
+		return 0;
+	}
+	if (strncmp(s, "redis://", 8)) {
+		snprintf(err, errlen,
+			 "backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB], "
+			 "got '%.40s'",
+			 strchr(s, '@') ? "(a URL with a password, not shown)" : s);
+		return -EINVAL;
+	}
+	p = s + 8;
+	at = strrchr(p, '@');
+	if (at) {
+		const char *ui_colon = memchr(p, ':', (size_t)(at - p));
+
+		if (!ui_colon) {
+			snprintf(err, errlen,
+				 "backend: redis://USER@...: a user needs a password "
+				 "(redis://USER:PASSWORD@HOST:PORT, or redis://:PASSWORD@HOST:PORT)");
+			return -EINVAL;
+		}
+		if (url_decode(p, (size_t)(ui_colon - p), user, sizeof(user))) {
+			snprintf(err, errlen,
+				 "backend: the user in the redis:// URL is longer than %zu bytes "
+				 "or has a bad %%XX escape",
+				 sizeof(user) - 1);
+			return -EINVAL;
+		}
+		if (url_decode(ui_colon + 1, (size_t)(at - ui_colon - 1), pass, sizeof(pass)) ||
+		    !pass[0]) {
+			snprintf(err, errlen,
+				 "backend: the password in the redis:// URL is empty, longer than "
+				 "%zu bytes or has a bad %%XX escape (not shown)",
+				 sizeof(pass) - 1);
+			return -EINVAL;
+		}
+		p = at + 1;
+	}
+	slash = strchr(p, '/');
+	end = slash ? slash : p + strlen(p);
+	switch (xrl_hostport_parse(p, (size_t)(end - p), c->redis_host, sizeof(c->redis_host),
+				   &port)) {
+	case 0:
+		break;
+	case -ERANGE: {
+		const char *colon = memrchr(p, ':', (size_t)(end - p));
+
+		snprintf(err, errlen,
+			 "backend: the port in the redis:// URL must be a number from 1 to "
+			 "65535, got '%.*s'",
+			 (int)(end - colon - 1 > 20 ? 20 : end - colon - 1), colon + 1);
+		return -EINVAL;
+	}
+	default:
+		snprintf(err, errlen,
+			 "backend: expected redis://[[USER]:PASSWORD@]HOST:PORT[/DB] "
+			 "(an IPv6 HOST in brackets), got '%s%.*s'",
+			 at ? "redis://(not shown)@" : "redis://",
+			 (int)(strlen(p) > 100 ? 100 : strlen(p)), p);
+		return -EINVAL;
+	}
+	if (slash && !whole(slash + 1, slash + strlen(slash), 0, 1000, &db)) {
+		snprintf(err, errlen,
+			 "backend: the database in the redis:// URL must be a number from 0 "
+			 "to 1000, got '%.20s'",
+			 slash + 1);
+		return -EINVAL;
+	}
+	c->redis_port = port;
+	c->redis_db = db;
+	memcpy(c->redis_user, user, sizeof(user));
+	memcpy(c->redis_pass, pass, sizeof(pass));
+	c->redis = true;
+	return 0;
+}
+
+int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
+{
+	for (__u32 i = 0; i < c->n_rules; i++) {
+		struct xrl_http_rule *r = &c->rules[i];
+		int rc;
+
+		for (__u32 j = 0; j < i; j++)
+			if (!strcmp(c->rules[j].name, r->name)) {
+				snprintf(err, errlen, "http rule name '%s' is used twice", r->name);
+				return -EINVAL;
+			}
+		if (!r->cost)
+			r->cost = 1;
+		rc = xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g);
+		if (rc) {
+			snprintf(err, errlen, "http rule %s: rate and burst out of range", r->name);
+			return rc;
+		}
+		if (r->cost > r->burst) {
+			snprintf(err, errlen,
+				 "http rule %s: cost %u above burst %u could never be allowed",
+				 r->name, r->cost, r->burst);
+			return -EINVAL;
+		}
+		if (r->key_kind == XRL_KEY_HEADER && !r->header[0]) {
+			snprintf(err, errlen, "http rule %s: key header: needs a header name",
+				 r->name);
+			return -EINVAL;
+		}
+		r->id = xrl_rule_id(r->name);
+	}
+	if (c->shed_enabled &&
+	    xrl_gcra_init(c->shed_rate.tokens, c->shed_rate.period_ns, c->shed_burst, &c->shed_g)) {
+		snprintf(err, errlen, "http shed: rate and burst out of range");
+		return -ERANGE;
+	}
+	return 0;
+}
+
+int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
+			      char *out, size_t outlen)
+{
+	const struct {
+		const char *name;
+		bool differs;
+	} f[] = {
+		{ "listen", strcmp(run->listen, next->listen) != 0 },
+		{ "idle_timeout", run->idle_timeout_ns != next->idle_timeout_ns },
+		{ "max_connections", run->max_connections != next->max_connections },
+		{ "max_header_bytes", run->max_header_bytes != next->max_header_bytes },
+		{ "max_keys", run->memory_max_keys != next->memory_max_keys },
+		{ "threads", run->threads != next->threads },
+	};
+	size_t o = 0;
+	int n = 0;
+
+	if (outlen)
+		out[0] = '\0';
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+		if (!f[i].differs)
+			continue;
+		if (o < outlen)
+			o += (size_t)snprintf(out + o, outlen - o, "%s%s", n ? ", " : "",
+					      f[i].name);
+		n++;
+	}
+	return n;
+}

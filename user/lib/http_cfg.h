@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * http_cfg.h - the `http:` section of the policy file: the identity tier's
+ * rules and settings as plain types. The library parses and checks them
+ * (config.c, http_cfg.c) without depending on the tier that runs them
+ * (user/http/), which includes this header in turn.
+ */
+#ifndef XRL_HTTP_CFG_H
+#define XRL_HTTP_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "xrl.h"
+
+#define XRL_HTTP_MAX_RULES   64
+#define XRL_HTTP_MAX_TRUSTED 64
+#define XRL_HTTP_MAX_MATCH   8 /* rules one request is checked against */
+#define XRL_HTTP_KEY_MAX \
+	256 /* a derived key (address, bearer digest); header keys are used whole */
+#define XRL_HTTP_PATH_MAX 8192 /* bytes of a request path (query cut); beyond: 414 */
+
+enum xrl_key_kind {
+	XRL_KEY_HEADER = 0, /* header:NAME */
+	XRL_KEY_BEARER,	    /* Authorization: Bearer <token>, hashed */
+	XRL_KEY_CLIENT_IP,  /* the client address (trusted proxies walked) */
+};
+
+enum xrl_backend_err {
+	XRL_BE_OPEN = 0, /* allow (fail open: fairness limits) */
+	XRL_BE_CLOSED,	 /* 503 (fail closed: capacity limits) */
+	XRL_BE_LOCAL,	 /* an in-process bucket */
+};
+
+enum xrl_missing_key {
+	XRL_MISSING_SKIP = 0,  /* the rule does not apply to this request */
+	XRL_MISSING_REFUSE,    /* refuse: 429 naming the missing identity */
+	XRL_MISSING_CLIENT_IP, /* fall back to the client address */
+};
+
+/*
+ * Who tells xrld the original request's method and URI (http.forwarded_from).
+ * The headers of the chosen kind are believed only from a trusted proxy;
+ * those of any other kind are never read.
+ */
+enum xrl_fwd_from {
+	XRL_FWD_NGINX = 0, /* X-Original-Method, X-Original-URI (default) */
+	XRL_FWD_TRAEFIK,   /* X-Forwarded-Method, X-Forwarded-Uri */
+	XRL_FWD_CADDY,	   /* the same headers as Traefik */
+	XRL_FWD_ENVOY,	   /* ext_authz: the request's own method, its path after /v1/auth */
+	XRL_FWD_NONE,	   /* the same as envoy: no header is read */
+};
+
+struct xrl_http_rule {
+	char name[XRL_RULE_NAME_LEN];
+	char method[16];       /* "" = any */
+	char path_prefix[256]; /* "" = any */
+	enum xrl_key_kind key_kind;
+	char header[64]; /* for XRL_KEY_HEADER */
+	struct xrl_rate rate;
+	__u32 burst;
+	__u32 cost;		  /* tokens per request, default 1 */
+	struct xrl_gcra_params g; /* from rate and burst */
+	enum xrl_backend_err on_backend_error;
+	enum xrl_missing_key on_missing_key;
+	bool shadow;
+	__u32 id; /* xrl_rule_id(name) */
+};
+
+struct xrl_http_cfg {
+	bool enabled;	 /* an http: section was present */
+	char listen[64]; /* "127.0.0.1:9090" */
+	bool redis;	 /* backend: redis://... */
+	char redis_host[128];
+	int redis_port;
+	int redis_db;
+	char redis_user[64];	   /* AUTH user (Redis 6 ACL); "": the default user */
+	char redis_pass[256];	   /* AUTH password; "": no AUTH. Never logged */
+	__u64 redis_timeout_ns;	   /* connect and command; default 50 ms */
+	__u64 breaker_cooldown_ns; /* how long a dead Redis is left alone; 1 s */
+	__u32 n_trusted;
+	struct xrl_prefix trusted[XRL_HTTP_MAX_TRUSTED];
+	enum xrl_fwd_from forwarded_from; /* default nginx */
+	bool ignore_path_case;		  /* match path_prefix case-insensitively */
+	__u32 n_rules;
+	struct xrl_http_rule rules[XRL_HTTP_MAX_RULES];
+	bool x_ratelimit_headers; /* X-RateLimit-*; default on */
+	bool ietf_headers;	  /* RateLimit-Policy / RateLimit; default on */
+	__u32 max_connections;	  /* default 1024 */
+	__u64 idle_timeout_ns;	  /* default 30 s; whole seconds, 1 s to 1 day */
+	__u32 max_header_bytes;	  /* default 8192; beyond: 431 */
+	__u32 memory_max_keys;	  /* in-process buckets; default 1,000,000 */
+	__u32 threads;		  /* server threads; default 2 */
+	bool shed_enabled;	  /* shed: global capacity bucket -> 503 */
+	struct xrl_rate shed_rate;
+	__u32 shed_burst;
+	struct xrl_gcra_params shed_g;
+	struct {
+		bool enabled;
+		__u32 strikes;
+		__u64 window_ns, base_ns, max_ns;
+	} penalty; /* key escalation, as in the packet tier */
+};
+
+/* Fill defaults for a new http: section. */
+void xrl_http_cfg_init(struct xrl_http_cfg *c);
+/* Validate and derive (gcra params, ids); err names the problem. */
+int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen);
+/* "redis://HOST:PORT[/DB]" or "memory". */
+int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen);
+/* HOST:PORT or [V6]:PORT, the n bytes at s (HOST an IPv4 address or a host
+ * name): host (brackets off) and port. -EINVAL: not that shape, or not such
+ * a host, or one too long; -ERANGE: the port is not a number from 1 to
+ * 65535. */
+int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port);
+
+/*
+ * Fields libmicrohttpd is started with, which a reload cannot change: the
+ * names of those that differ between the running configuration and the
+ * new one, comma-separated, into out (empty when none does). Returns how
+ * many differ.
+ */
+int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
+			      char *out, size_t outlen);
+
+/*
+ * The path a rule is matched against, from a request target (the n bytes at
+ * in: origin-form "/p?q", or absolute-form "http://h/p"), into out (at most
+ * n + 1 bytes are written, NUL included; the result is never longer than
+ * the input). What the backend could route to one handler comes out as one
+ * string: query and fragment cut; %XX of unreserved characters and of '/'
+ * decoded (as nginx does), other escapes kept with upper-case hex; ";params"
+ * cut from each segment (Tomcat's "..;/"); "." and ".." segments removed
+ * (RFC 3986 5.2.4, ".." above the root stays at the root); runs of '/'
+ * merged. Case is kept (RFC 3986: paths are case-sensitive).
+ * Returns the length, -EINVAL for what no server accepts (an empty or
+ * relative target, a bad or truncated escape, %00, a control byte), or
+ * -ENAMETOOLONG when the path does not fit outlen. Idempotent: normalising
+ * the result again gives it back.
+ */
+int xrl_http_path_norm(const char *in, size_t n, char *out, size_t outlen);
+
+#endif /* XRL_HTTP_CFG_H */

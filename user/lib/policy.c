@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * policy.c - prefixes, rates, durations and rules: from the words an
+ * operator writes to the ABI form the program reads. Pure functions, no
+ * root, unit-tested in tests/unit/test_policy.c.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xrl.h"
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+void xrl_prefix_mask(__u8 family, __u8 plen, __u32 mask[4])
+{
+	int words = family == XRL_AF_INET ? 1 : 4;
+
+	for (int i = 0; i < 4; i++) {
+		int bits = (int)plen - 32 * i;
+
+		if (i >= words || bits <= 0)
+			mask[i] = 0;
+		else if (bits >= 32)
+			mask[i] = 0xffffffffu;
+		else
+			mask[i] = htonl(0xffffffffu << (32 - bits));
+	}
+}
+
+int xrl_prefix_parse(const char *s, struct xrl_prefix *out, char *err, size_t errlen)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+	struct xrl_prefix p = {};
+	__u32 mask[4];
+	long plen;
+	int maxlen;
+
+	if (!s || !*s)
+		return fail(err, errlen, -EINVAL, "empty address prefix");
+	if (strlen(s) >= sizeof(buf))
+		return fail(err, errlen, -EINVAL, "'%s' is too long for an address prefix", s);
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (slash)
+		*slash = '\0';
+
+	if (inet_pton(AF_INET, buf, &p.addr[0]) == 1) {
+		p.family = XRL_AF_INET;
+		maxlen = 32;
+	} else if (inet_pton(AF_INET6, buf, p.addr) == 1) {
+		p.family = XRL_AF_INET6;
+		maxlen = 128;
+	} else {
+		return fail(err, errlen, -EINVAL,
+			    "'%s' is not an IPv4 or IPv6 address prefix (want e.g. 10.0.0.0/8 or 2001:db8::/48)",
+			    s);
+	}
+
+	plen = maxlen;
+	if (slash) {
+		errno = 0;
+		plen = strtol(slash + 1, &end, 10);
+		if (!isdigit((unsigned char)slash[1]) || *end || errno || plen < 0 || plen > maxlen)
+			return fail(err, errlen, -EINVAL, "'%s': prefix length must be 0..%d", s,
+				    maxlen);
+	}
+	p.plen = (__u8)plen;
+	xrl_prefix_mask(p.family, p.plen, mask);
+	for (int i = 0; i < 4; i++) {
+		if (p.addr[i] & ~mask[i])
+			return fail(err, errlen, -EINVAL,
+				    "'%s' has host bits set beyond /%ld; did you mean the network address?",
+				    s, plen);
+	}
+	*out = p;
+	return 0;
+}
+
+const char *xrl_prefix_str(const struct xrl_prefix *p, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!inet_ntop(p->family == XRL_AF_INET ? AF_INET : AF_INET6, p->addr, a, sizeof(a)))
+		snprintf(a, sizeof(a), "?");
+	snprintf(buf, len, "%s/%u", a, p->plen);
+	return buf;
+}
+
+/* A unit word to ns; 0 if unknown. */
+static __u64 unit_ns(const char *u)
+{
+	static const struct {
+		const char *name;
+		__u64 ns;
+	} units[] = {
+		{ "ns", 1ULL },
+		{ "us", 1000ULL },
+		{ "ms", 1000000ULL },
+		{ "s", XRL_NSEC_PER_SEC },
+		{ "sec", XRL_NSEC_PER_SEC },
+		{ "second", XRL_NSEC_PER_SEC },
+		{ "m", 60 * XRL_NSEC_PER_SEC },
+		{ "min", 60 * XRL_NSEC_PER_SEC },
+		{ "minute", 60 * XRL_NSEC_PER_SEC },
+		{ "h", 3600 * XRL_NSEC_PER_SEC },
+		{ "hour", 3600 * XRL_NSEC_PER_SEC },
+		{ "d", 86400 * XRL_NSEC_PER_SEC },
+		{ "day", 86400 * XRL_NSEC_PER_SEC },
+	};
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(u, units[i].name))
+			return units[i].ns;
+	return 0;
+}
+
+/*
+ * A decimal number "12", "2.5", "0.125" as mantissa / 10^scale, at most
+ * six decimals. Returns the number of characters read, 0 on error.
+ */
+static size_t parse_decimal(const char *s, __u64 *mant, __u64 *scale)
+{
+	const char *p = s;
+	__u64 m = 0, sc = 1;
+	int digits = 0, frac = -1;
+
+	for (; *p; p++) {
+		if (*p == '.' && frac < 0) {
+			frac = 0;
+			continue;
+		}
+		if (!isdigit((unsigned char)*p))
+			break;
+		if (m > (UINT64_MAX - 9) / 10)
+			return 0;
+		m = m * 10 + (__u64)(*p - '0');
+		digits++;
+		if (frac >= 0) {
+			if (++frac > 6)
+				return 0;
+			sc *= 10;
+		}
+	}
+	if (!digits)
+		return 0;
+	*mant = m;
+	*scale = sc;
+	return (size_t)(p - s);
+}
+
+int xrl_duration_parse(const char *s, __u64 *ns, char *err, size_t errlen)
+{
+	__u64 m, sc, u;
+	size_t n;
+
+	if (!s || !*s)
+		return fail(err, errlen, -EINVAL, "empty duration");
+	n = parse_decimal(s, &m, &sc);
+	if (!n)
+		return fail(err, errlen, -EINVAL,
+			    "'%s' is not a duration (want e.g. 2s, 500ms, 10m, 1h, 1d)", s);
+	u = unit_ns(s + n);
+	if (!u)
+		return fail(err, errlen, -EINVAL, "'%s': unknown or missing unit (ms, s, m, h, d)",
+			    s);
+	if (m && u > UINT64_MAX / m)
+		return fail(err, errlen, -ERANGE, "'%s' is too long", s);
+	*ns = m * u / sc;
+	return 0;
+}
+
+int xrl_rate_parse(const char *s, struct xrl_rate *out, char *err, size_t errlen)
+{
+	__u64 m, sc, pm = 1, psc = 1, u;
+	const char *slash, *unit;
+	size_t n;
+
+	if (!s || !*s)
+		return fail(err, errlen, -EINVAL, "empty rate");
+	slash = strchr(s, '/');
+	if (!slash)
+		return fail(err, errlen, -EINVAL,
+			    "'%s' is not a rate (want COUNT/PERIOD: 100/s, 10/min, 1/6s, 20/h)", s);
+	n = parse_decimal(s, &m, &sc);
+	if (!n || s + n != slash)
+		return fail(err, errlen, -EINVAL, "'%s': the count before '/' must be a number", s);
+	if (!m)
+		return fail(err, errlen, -EINVAL,
+			    "'%s': a rate of zero refuses everything; use a deny entry instead", s);
+	unit = slash + 1;
+	if (isdigit((unsigned char)*unit) || *unit == '.') {
+		n = parse_decimal(unit, &pm, &psc);
+		if (!n)
+			return fail(err, errlen, -EINVAL, "'%s': bad period", s);
+		unit += n;
+		if (!pm)
+			return fail(err, errlen, -EINVAL, "'%s': the period must not be zero", s);
+	}
+	u = unit_ns(unit);
+	if (!u)
+		return fail(err, errlen, -EINVAL,
+			    "'%s': unknown period unit '%s' (ms, s, min, h, d)", s, unit);
+	/* m/sc tokens per pm/psc units: tokens = m*psc, period = pm*u*sc */
+	if (pm > UINT64_MAX / u || pm * u > UINT64_MAX / sc || m > UINT64_MAX / psc)
+		return fail(err, errlen, -ERANGE, "'%s' is out of range", s);
+	out->tokens = m * psc;
+	out->period_ns = pm * u * sc;
+	return 0;
+}
+
+void xrl_rule_spec_init(struct xrl_rule_spec *r, const char *name)
+{
+	memset(r, 0, sizeof(*r));
+	if (name)
+		snprintf(r->name, sizeof(r->name), "%s", name);
+	r->proto = XRL_PROTO_ANY;
+	r->tcp_class = XRL_TCP_ANY;
+	r->action = XRL_ACT_DROP;
+	r->key_plen4 = 32;
+	r->key_plen6 = 64;
+}
+
+__u32 xrl_rule_id(const char *name)
+{
+	__u32 h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+		h ^= *p;
+		h *= 16777619u;
+	}
+	return h ? h : 1;
+}
+
+int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err, size_t errlen)
+{
+	struct xrl_gcra_params g;
+	const char *nm = in->name[0] ? in->name : "(unnamed)";
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!in->name[0])
+		return fail(err, errlen, -EINVAL, "a rule needs a name");
+	if (strnlen(in->name, XRL_RULE_NAME_LEN) == XRL_RULE_NAME_LEN)
+		return fail(err, errlen, -EINVAL, "rule names are at most %d characters",
+			    XRL_RULE_NAME_LEN - 1);
+	if (in->proto != XRL_PROTO_ANY && in->proto != XRL_PROTO_TCP && in->proto != XRL_PROTO_UDP)
+		return fail(err, errlen, -EINVAL, "rule %s: proto must be tcp, udp or any", nm);
+	if (in->tcp_class > XRL_TCP_SYN)
+		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags must be syn or any", nm);
+	if (in->tcp_class == XRL_TCP_SYN && in->proto == XRL_PROTO_UDP)
+		return fail(err, errlen, -EINVAL, "rule %s: tcp_flags syn cannot match proto udp",
+			    nm);
+	if (in->action > XRL_ACT_SHADOW)
+		return fail(err, errlen, -EINVAL, "rule %s: action must be drop or shadow", nm);
+	if (in->syn_cookies > XRL_COOKIES_ON)
+		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on or off", nm);
+	if (in->syn_cookies && in->proto != XRL_PROTO_TCP)
+		return fail(err, errlen, -EINVAL, "rule %s: SYN cookies need proto tcp", nm);
+	if (in->n_ports > XRL_MAX_PORT_RANGES)
+		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm,
+			    XRL_MAX_PORT_RANGES);
+	for (int i = 0; i < in->n_ports; i++)
+		if (in->ports[i].lo > in->ports[i].hi)
+			return fail(err, errlen, -EINVAL, "rule %s: port range %u-%u is backwards",
+				    nm, in->ports[i].lo, in->ports[i].hi);
+	if (in->key_plen4 > 32 || in->key_plen6 > 128)
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: key prefix must be 0..32 (IPv4) and 0..128 (IPv6)", nm);
+	if (in->has_dst && in->dst.family != XRL_AF_INET && in->dst.family != XRL_AF_INET6)
+		return fail(err, errlen, -EINVAL, "rule %s: bad destination family", nm);
+	if (in->has_dst && in->dst.plen > (in->dst.family == XRL_AF_INET ? 32 : 128))
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: destination prefix /%u is longer than the address", nm,
+			    in->dst.plen);
+
+	rc = xrl_gcra_init(in->rate.tokens, in->rate.period_ns, in->burst, &g);
+	if (rc == -EINVAL)
+		return fail(err, errlen, rc, "rule %s: rate and burst must both be above zero", nm);
+	if (rc)
+		return fail(err, errlen, rc,
+			    "rule %s: rate must be between 1 per 52 days and 1e9/s, and burst x (1/rate) at most 146 years",
+			    nm);
+
+	out->emit_ns = g.emit_ns;
+	out->tau_ns = g.tau_ns;
+	out->id = in->id ? in->id : xrl_rule_id(in->name);
+	out->proto = in->proto;
+	out->tcp_class = in->tcp_class;
+	out->action = in->action;
+	out->syn_cookies = in->syn_cookies;
+	out->n_ports = in->n_ports;
+	memcpy(out->ports, in->ports, sizeof(out->ports));
+	out->key_plen4 = in->key_plen4;
+	out->key_plen6 = in->key_plen6;
+	xrl_prefix_mask(XRL_AF_INET, in->key_plen4, out->key_mask6);
+	out->key_mask4 = out->key_mask6[0];
+	xrl_prefix_mask(XRL_AF_INET6, in->key_plen6, out->key_mask6);
+	if (in->has_dst) {
+		out->dst_family = in->dst.family;
+		out->dst_plen = in->dst.plen;
+		xrl_prefix_mask(in->dst.family, in->dst.plen, out->dst_mask);
+		for (int i = 0; i < 4; i++)
+			out->dst[i] = in->dst.addr[i] & out->dst_mask[i];
+	}
+	return 0;
+}
+
+int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
+{
+	struct xrl_rule r;
+	int rc;
+
+	if (p->n_rules > XRL_MAX_RULES)
+		return fail(err, errlen, -E2BIG, "%u rules; at most %d", p->n_rules, XRL_MAX_RULES);
+	if (p->n_allow > XRL_POLICY_MAX_ALLOW)
+		return fail(err, errlen, -E2BIG, "%u allowlist entries; at most %d", p->n_allow,
+			    XRL_POLICY_MAX_ALLOW);
+	for (__u32 i = 0; i < p->n_rules; i++) {
+		rc = xrl_rule_compile(&p->rules[i], &r, err, errlen);
+		if (rc)
+			return rc;
+		for (__u32 j = 0; j < i; j++) {
+			if (!strcmp(p->rules[i].name, p->rules[j].name))
+				return fail(err, errlen, -EINVAL, "rule name '%s' is used twice",
+					    p->rules[i].name);
+			struct xrl_rule o;
+
+			xrl_rule_compile(&p->rules[j], &o, NULL, 0);
+			if (o.id == r.id)
+				return fail(err, errlen, -EINVAL,
+					    "rules '%s' and '%s' have the same id %u",
+					    p->rules[j].name, p->rules[i].name, r.id);
+		}
+	}
+	for (__u32 i = 0; i < p->n_allow; i++) {
+		if (p->allow[i].family != XRL_AF_INET && p->allow[i].family != XRL_AF_INET6)
+			return fail(err, errlen, -EINVAL,
+				    "allowlist entry %u has no address family", i);
+	}
+	return 0;
+}
+
+const char *xrl_global_name(int idx)
+{
+	static const char *names[XRL_G_MAX] = {
+		[XRL_G_SEEN] = "seen",
+		[XRL_G_NON_IP] = "non_ip",
+		[XRL_G_MALFORMED] = "malformed",
+		[XRL_G_FRAGMENTS] = "fragments",
+		[XRL_G_ALLOWLISTED] = "allowlisted",
+		[XRL_G_DENYLISTED] = "denylisted",
+		[XRL_G_DENY_EXPIRED] = "deny_expired",
+		[XRL_G_NO_RULE] = "no_rule",
+		[XRL_G_BUCKET_NEW] = "bucket_new",
+		[XRL_G_BUCKET_INSERT_FAIL] = "bucket_insert_fail",
+		[XRL_G_CAS_RETRY] = "cas_retry",
+		[XRL_G_CAS_GIVEUP] = "cas_giveup",
+		[XRL_G_REFUSED_CACHED] = "refused_cached",
+		[XRL_G_EVENTS_SENT] = "events_sent",
+		[XRL_G_EVENTS_LOST] = "events_lost",
+		[XRL_G_NO_POLICY] = "no_policy",
+		[XRL_G_TINY_FRAGMENT] = "tiny_fragment",
+		[XRL_G_LEASED] = "leased",
+		[XRL_G_UNWALKABLE_DROPPED] = "unwalkable_dropped",
+		[XRL_G_UNWALKABLE_PASSED] = "unwalkable_passed",
+		[XRL_G_COOKIES_SENT] = "cookies_sent",
+		[XRL_G_COOKIES_VALID] = "cookies_valid",
+		[XRL_G_COOKIES_BAD] = "cookies_bad",
+		[XRL_G_COOKIE_PRIMERS] = "cookie_primers",
+		[XRL_G_COOKIE_FALLBACK] = "cookie_fallback",
+	};
+
+	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])
+		return "unknown";
+	return names[idx];
+}
+
+/* The one table of verdict names (counters, metrics, JSON keys). */
+const char *xrl_verdict_name(int v)
+{
+	static const char *const names[XRL_V_MAX] = {
+		[XRL_V_PASSED] = "passed",
+		[XRL_V_DROPPED] = "dropped",
+		[XRL_V_SHADOW_DROPPED] = "shadow_dropped",
+	};
+
+	return v >= 0 && v < XRL_V_MAX ? names[v] : "unknown";
+}

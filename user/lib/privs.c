@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * privs.c - least privilege for xrld: capabilities and a per-thread
+ * seccomp filter, with raw syscalls (no libcap, no libseccomp).
+ *
+ * Linux keeps capabilities, the bounding set, no_new_privs and seccomp
+ * filters per thread, and a new thread starts with its creator's. So xrld
+ * drops what it no longer needs in the main thread before it starts any
+ * other thread (all of them inherit the smaller set), and each of the
+ * identity tier's threads, which parse what clients send, confines itself
+ * further when it starts: no capability at all, and no bpf(), ptrace(),
+ * process_vm_writev() or execve(). Such a thread still shares the process's
+ * memory: this stops a parser bug from reaching the kernel's BPF interface
+ * or a new program, not an attacker who has taken over the thread's code
+ * and then writes the main thread's memory (directly, or through
+ * /proc/self/mem, which a filter on syscall numbers cannot tell from any
+ * other file). docs/design.md has the model.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "privs.h"
+
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT		 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+static int capset_mask(__u64 eff, __u64 prm)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {
+		{ .effective = (__u32)eff, .permitted = (__u32)prm },
+		{ .effective = (__u32)(eff >> 32), .permitted = (__u32)(prm >> 32) },
+	};
+
+	if (syscall(SYS_capset, &hdr, d))
+		return -errno;
+	return 0;
+}
+
+int xrl_caps_get(__u64 *eff, __u64 *prm)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (syscall(SYS_capget, &hdr, d))
+		return -errno;
+	*eff = (__u64)d[1].effective << 32 | d[0].effective;
+	*prm = (__u64)d[1].permitted << 32 | d[0].permitted;
+	return 0;
+}
+
+/*
+ * Keep only the capabilities in `keep`, for good: the bounding set loses the
+ * others (no execve can bring them back), ambient and inheritable sets are
+ * emptied and no_new_privs is set. Costs a syscall per capability; run once.
+ */
+int xrl_caps_limit(__u64 keep)
+{
+	__u64 eff, prm;
+	int err;
+
+	if ((err = xrl_caps_get(&eff, &prm)))
+		return err;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	/* the bounding set needs CAP_SETPCAP, so it goes first */
+	for (int c = 0; c <= CAP_LAST_CAP; c++) {
+		if (keep & (1ULL << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL && errno != EPERM)
+			return -errno;
+	}
+	return capset_mask(keep & prm, keep & prm);
+}
+
+#define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define DENY_NR(n) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+
+/*
+ * The calling thread: no capabilities, and the syscalls that reach BPF
+ * maps, other processes or new programs answer EPERM. Threads it creates
+ * inherit both. Other threads of the process are untouched.
+ */
+int xrl_thread_confine(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		LOAD_NR,
+		/* x32 numbers (bit 30) reach the same calls: none is ours */
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		DENY_NR(__NR_bpf),
+		DENY_NR(__NR_ptrace),
+		DENY_NR(__NR_process_vm_writev),
+		DENY_NR(__NR_execve),
+		DENY_NR(__NR_execveat),
+		DENY_NR(__NR_init_module),
+		DENY_NR(__NR_finit_module),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	int err;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	if ((err = capset_mask(0, 0)))
+		return err;
+	/* no SECCOMP_FILTER_FLAG_TSYNC: this thread only */
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+		return -errno;
+	return 0;
+}
+
+/*
+ * The calling thread gives up its capabilities, nothing else: for threads
+ * that still read maps with bpf() on descriptors xrld holds (which needs no
+ * capability), such as the metrics server's.
+ */
+int xrl_thread_drop_caps(void)
+{
+	return capset_mask(0, 0);
+}

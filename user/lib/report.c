@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+
+#include "report.h"
+
+int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta)
+{
+	struct xrl_config cfg;
+	__u32 zero = 0;
+
+	memset(meta, 0, sizeof(*meta));
+	if (bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_CONFIG), &zero, &cfg) ||
+	    bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_META), &cfg.active_ruleset, meta))
+		return -errno;
+	return 0;
+}
+
+/* One rule's counters: {"name":..,"passed":N,"passed_bytes":N,..[,"passed_per_s":R,..]}. */
+static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c,
+			 const struct xrl_rule_ctr *prev, double dt_s)
+{
+	json_t *o = json_pack("{s:s}", "name", name);
+	char k[40];
+
+	for (int v = 0; v < XRL_V_MAX; v++) {
+		snprintf(k, sizeof(k), "%s_bytes", xrl_verdict_name(v));
+		json_object_set_new(o, xrl_verdict_name(v), json_integer((json_int_t)c->pkts[v]));
+		json_object_set_new(o, k, json_integer((json_int_t)c->bytes[v]));
+	}
+	for (int v = 0; prev && dt_s > 0 && v < XRL_V_MAX; v++) {
+		snprintf(k, sizeof(k), "%s_per_s", xrl_verdict_name(v));
+		json_object_set_new(o, k, json_real((double)(c->pkts[v] - prev->pkts[v]) / dt_s));
+	}
+	return o;
+}
+
+json_t *xrl_global_json(const struct xrl_global_ctr *g)
+{
+	json_t *o = json_object();
+
+	for (int i = 0; i < XRL_G_MAX; i++)
+		json_object_set_new(o, xrl_global_name(i), json_integer((json_int_t)g->c[i]));
+	return o;
+}
+
+json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
+			      const struct xrl_ruleset_meta *meta, long buckets,
+			      const struct xrl_stats *prev, double dt_s)
+{
+	json_t *rules = json_array();
+
+	for (__u32 r = 0; r < st->n_rules; r++)
+		json_array_append_new(rules, rule_json(meta->names[r], &st->rules[r],
+						       prev ? &prev->rules[r] : NULL, dt_s));
+	return json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules, "global",
+			 xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
+}
+
+void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_stats *st,
+		      const struct xrl_ruleset_meta *meta, long buckets,
+		      const struct xrl_stats *prev, double dt_s)
+{
+	bool rates = prev && dt_s > 0;
+
+	xrl_buf_printf(b, "%s\n", ifname);
+	xrl_buf_printf(b, "  %-20s %14s %14s %14s", "RULE", "PASSED", "DROPPED", "SHADOW");
+	if (rates)
+		xrl_buf_printf(b, " %12s %12s", "PASSED/s", "DROPPED/s");
+	xrl_buf_printf(b, "\n");
+	for (__u32 r = 0; r < st->n_rules; r++) {
+		xrl_buf_printf(b, "  %-20s %14llu %14llu %14llu", meta->names[r],
+			       (unsigned long long)st->rules[r].pkts[XRL_V_PASSED],
+			       (unsigned long long)st->rules[r].pkts[XRL_V_DROPPED],
+			       (unsigned long long)st->rules[r].pkts[XRL_V_SHADOW_DROPPED]);
+		if (rates)
+			xrl_buf_printf(b, " %12.1f %12.1f",
+				       (double)(st->rules[r].pkts[XRL_V_PASSED] -
+						prev->rules[r].pkts[XRL_V_PASSED]) /
+					       dt_s,
+				       (double)(st->rules[r].pkts[XRL_V_DROPPED] -
+						prev->rules[r].pkts[XRL_V_DROPPED]) /
+					       dt_s);
+		xrl_buf_printf(b, "\n");
+	}
+	xrl_buf_printf(b, "  global:");
+	for (int i = 0; i < XRL_G_MAX; i++) {
+		if (i % 4 == 0)
+			xrl_buf_printf(b, "\n   ");
+		xrl_buf_printf(b, " %-18s %-12llu", xrl_global_name(i),
+			       (unsigned long long)st->global.c[i]);
+	}
+	xrl_buf_printf(b, "\n  buckets in use: %ld\n", buckets);
+}
+
+/* Walk one allow or deny map; fn sees each entry's prefix, origin and expiry (ns, 0: none). */
+static void list_walk(struct xrl_handle *h, int deny,
+		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp),
+		      void *arg)
+{
+	static const char *origin[] = { "policy", "runtime", "penalty" };
+
+	for (int fam = 0; fam < 2; fam++) {
+		const char *name = deny ? (fam ? XRL_MAP_DENY_V6 : XRL_MAP_DENY_V4)
+					: (fam ? XRL_MAP_ALLOW_V6 : XRL_MAP_ALLOW_V4);
+		int fd = xrl_map_fd(h, name);
+		struct xrl_lpm_v6 k6, n6;
+		struct xrl_lpm_v4 k4, n4;
+		void *prev = NULL, *next = fam ? (void *)&n6 : (void *)&n4;
+
+		while (!bpf_map_get_next_key(fd, prev, next)) {
+			struct xrl_prefix p = { .family = fam ? XRL_AF_INET6 : XRL_AF_INET };
+			union {
+				struct xrl_deny_val d;
+				struct xrl_allow_val a;
+			} v;
+			char buf[64];
+			__u32 org;
+
+			if (fam) {
+				k6 = n6;
+				prev = &k6;
+				p.plen = (__u8)k6.prefixlen;
+				memcpy(p.addr, k6.addr, 16);
+			} else {
+				k4 = n4;
+				prev = &k4;
+				p.plen = (__u8)k4.prefixlen;
+				p.addr[0] = k4.addr;
+			}
+			if (bpf_map_lookup_elem(fd, prev, &v))
+				continue;
+			org = deny ? v.d.origin : v.a.origin;
+			xrl_prefix_str(&p, buf, sizeof(buf));
+			fn(arg, buf, org < 3 ? origin[org] : "?", deny ? v.d.expires_ns : 0);
+		}
+	}
+}
+
+struct list_arg {
+	struct xrl_buf *b;
+	json_t *a;
+	int deny;
+	__u64 now;
+};
+
+static void list_text_one(void *arg, const char *prefix, const char *origin, __u64 exp)
+{
+	struct list_arg *x = arg;
+
+	xrl_buf_printf(x->b, "%-44s %-8s ", prefix, origin);
+	if (x->deny && exp)
+		xrl_buf_printf(x->b, "%.1fs%s", exp > x->now ? (double)(exp - x->now) / 1e9 : 0.0,
+			       exp > x->now ? "" : " (expired)");
+	else if (x->deny)
+		xrl_buf_printf(x->b, "never");
+	xrl_buf_printf(x->b, "\n");
+}
+
+static void list_json_one(void *arg, const char *prefix, const char *origin, __u64 exp)
+{
+	struct list_arg *x = arg;
+	json_t *o = json_pack("{s:s,s:s}", "prefix", prefix, "origin", origin);
+
+	if (x->deny)
+		json_object_set_new(o, "expires_in_s",
+				    exp ? json_real(exp > x->now ? (double)(exp - x->now) / 1e9
+								 : 0.0)
+					: json_null());
+	json_array_append_new(x->a, o);
+}
+
+void xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny)
+{
+	struct list_arg x = { .b = b, .deny = deny, .now = xrl_now_ns() };
+
+	xrl_buf_printf(b, "%-44s %-8s %s\n", "PREFIX", "ORIGIN", deny ? "EXPIRES IN" : "");
+	list_walk(h, deny, list_text_one, &x);
+}
+
+json_t *xrl_report_list_json(struct xrl_handle *h, int deny)
+{
+	struct list_arg x = { .a = json_array(), .deny = deny, .now = xrl_now_ns() };
+
+	list_walk(h, deny, list_json_one, &x);
+	return x.a;
+}
+
+void xrl_buf_json(struct xrl_buf *b, json_t *j)
+{
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+
+	if (!s)
+		b->oom = 1;
+	else
+		xrl_buf_printf(b, "%s\n", s);
+	free(s);
+	json_decref(j);
+}
+
+void xrl_buf_json_error(struct xrl_buf *b, const char *msg)
+{
+	xrl_buf_json(b, json_pack("{s:s}", "error", msg));
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * verbs.h - the control protocol's verbs as one table, read by xrlctl (which
+ * parses and validates a command line with it, and prints each verb's
+ * usage) and by xrld (which parses what arrives on its socket with the same
+ * walker, then calls its handler for the verb's id). A verb is a row: its
+ * words, its arguments, its options and its help, so usage cannot drift
+ * from what is accepted (bpftool's cmd_select, xdp-tools' cmds[]).
+ */
+#ifndef XRL_VERBS_H
+#define XRL_VERBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum xrl_verb_id {
+	XRL_VERB_STATUS = 0,
+	XRL_VERB_ATTACH,
+	XRL_VERB_DETACH,
+	XRL_VERB_POLICY_CHECK,
+	XRL_VERB_POLICY_APPLY,
+	XRL_VERB_POLICY_SHOW,
+	XRL_VERB_STATS,
+	XRL_VERB_TOP,
+	XRL_VERB_ALLOW_ADD,
+	XRL_VERB_ALLOW_DEL,
+	XRL_VERB_ALLOW_LIST,
+	XRL_VERB_DENY_ADD,
+	XRL_VERB_DENY_DEL,
+	XRL_VERB_DENY_LIST,
+	XRL_VERB_SHADOW,
+	XRL_VERB_MAX
+};
+
+/* What a value must be; each is checked by the parser, not by the handlers. */
+enum xrl_arg_type {
+	XRL_ARG_NAME = 0, /* any word: an interface, a rule */
+	XRL_ARG_FILE,	  /* a path, read by xrlctl */
+	XRL_ARG_CIDR,	  /* xrl_prefix_parse */
+	XRL_ARG_DURATION, /* xrl_duration_parse, above zero */
+	XRL_ARG_COUNT,	  /* a whole number >= 1 */
+	XRL_ARG_SECONDS,  /* a number > 0 (fractions allowed) */
+	XRL_ARG_MODE,	  /* native | skb | auto */
+	XRL_ARG_ONOFF,	  /* on | off */
+};
+
+#define XRL_VERB_POS  2 /* positional arguments of a verb at most */
+#define XRL_VERB_OPTS 2 /* options (--name VALUE) of a verb at most */
+
+struct xrl_verb_arg {
+	const char *name; /* "IFACE" for a positional; "--mode" for an option */
+	enum xrl_arg_type type;
+	const char *meta; /* an option's value in usage: "native|skb|auto" */
+};
+
+enum {
+	XRL_VERB_LOCAL = 1 << 0,      /* xrlctl does it alone; never sent to xrld */
+	XRL_VERB_SENDS_FILE = 1 << 1, /* the FILE's text travels as one more argument */
+};
+
+struct xrl_verb {
+	enum xrl_verb_id id;
+	const char *word;			/* "deny" */
+	const char *sub;			/* "add"; NULL: none */
+	struct xrl_verb_arg pos[XRL_VERB_POS];	/* all required, in order */
+	struct xrl_verb_arg opt[XRL_VERB_OPTS]; /* all optional */
+	unsigned flags;
+	const char *help;
+};
+
+/* A parsed command: the values are argv's strings, already validated. */
+struct xrl_verb_call {
+	const struct xrl_verb *v;
+	const char *pos[XRL_VERB_POS];
+	const char *opt[XRL_VERB_OPTS]; /* NULL: not given */
+	const char *text;		/* XRL_VERB_SENDS_FILE, on the wire */
+	bool json;			/* --json anywhere */
+	bool help;			/* --help anywhere */
+};
+
+extern const struct xrl_verb xrl_verbs[XRL_VERB_MAX];
+
+/*
+ * Parse argv (the verb's words first; --json and --help may stand anywhere)
+ * into c. wire: argv came over xrld's socket (a SENDS_FILE verb carries the
+ * file's text after its positionals). Returns 0, or 2 (a usage error) with
+ * err saying what was wrong. With --help, c->v is the verb (NULL when only
+ * the first word was known: every verb of that word applies) and 0 returns
+ * whatever else was on the line.
+ */
+int xrl_verb_parse(int argc, char *const *argv, bool wire, struct xrl_verb_call *c,
+		   const char **word, char *err, size_t errlen);
+
+/* "deny add CIDR [--ttl DURATION]" into buf. */
+void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len);
+/* Usage lines of every verb whose first word is word (NULL: all) to f. */
+void xrl_verb_usage(FILE *f, const char *word);
+
+#endif /* XRL_VERBS_H */

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * xrl.h - the loader library: policy in a C struct, the XDP program loaded,
+ * pinned, attached, fed and read. The daemon, the CLI, the tests and the
+ * benchmarks are all built on it.
+ *
+ * Conventions: functions return 0 or -errno; where an `err` buffer is taken
+ * it receives a sentence a person can act on. Nothing here exits or prints
+ * to stdout; diagnostics go through log.h.
+ */
+#ifndef XRL_H
+#define XRL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+
+#include "xrl_abi.h"
+#include "xrl_gcra.h"
+#include "util.h"
+
+#define XRL_PIN_ROOT_DEFAULT "/sys/fs/bpf/xrl"
+#define XRL_POLICY_MAX_ALLOW 1024
+#define XRL_ERRLEN	     256
+
+/* An address prefix; host bits are always zero. */
+struct xrl_prefix {
+	__u8 family; /* XRL_AF_INET or XRL_AF_INET6 */
+	__u8 plen;
+	__u8 pad[2];
+	__u32 addr[4]; /* network byte order, v4 in [0] */
+};
+
+/* "tokens per period": 100/s is {100, 1e9}, 10/min is {10, 60e9}. */
+struct xrl_rate {
+	__u64 tokens;
+	__u64 period_ns;
+};
+
+/* One rule as an operator writes it; xrl_rule_compile makes the ABI form. */
+struct xrl_rule_spec {
+	char name[XRL_RULE_NAME_LEN];
+	__u8 proto;	/* enum xrl_proto */
+	__u8 tcp_class; /* enum xrl_tcp_class */
+	__u8 action;	/* enum xrl_action */
+	__u8 n_ports;
+	struct xrl_port_range ports[XRL_MAX_PORT_RANGES];
+	bool has_dst;
+	struct xrl_prefix dst;
+	__u8 key_plen4; /* default 32 */
+	__u8 key_plen6; /* default 64 */
+	struct xrl_rate rate;
+	__u32 burst;
+	__u32 id;          /* 0: derived from the name (stable across reloads) */
+	__u8 penalty;      /* enum xrl_penalty_mode; userspace only */
+	__u8 syn_cookies;  /* enum xrl_syn_cookies */
+};
+
+/*
+ * What a rule's refusals may earn towards a penalty (xrld's escalation).
+ * Default VERIFIED: only refusals whose source is proven (XRL_EVF_VERIFIED),
+ * so forged packets never get an address denied. UNVERIFIED trusts that the
+ * rule's sources cannot be forged (the operator says so per rule).
+ */
+enum xrl_penalty_mode {
+	XRL_PEN_VERIFIED = 0,
+	XRL_PEN_UNVERIFIED = 1,
+	XRL_PEN_OFF = 2,
+};
+
+struct xrl_policy {
+	__u32 n_rules;
+	struct xrl_rule_spec rules[XRL_MAX_RULES];
+	__u32 n_allow;
+	struct xrl_prefix allow[XRL_POLICY_MAX_ALLOW];
+};
+
+/* ---- parsing and compiling (pure, no root) ---------------------------- */
+
+/* "10.0.0.0/8", "2001:db8::/48", "192.0.2.1" (= /32), "::1" (= /128).
+ * Host bits set is an error (-EINVAL): "10.0.0.1/8" is almost always a typo. */
+int xrl_prefix_parse(const char *s, struct xrl_prefix *out, char *err, size_t errlen);
+/* Inverse of xrl_prefix_parse; buf needs 64 bytes. */
+const char *xrl_prefix_str(const struct xrl_prefix *p, char *buf, size_t len);
+/* Network-order mask words for plen bits of the family. */
+void xrl_prefix_mask(__u8 family, __u8 plen, __u32 mask[4]);
+
+/* "100/s", "10/min", "1/6s", "20/h", "2.5/s", "3/500ms". */
+int xrl_rate_parse(const char *s, struct xrl_rate *out, char *err, size_t errlen);
+/* "2s", "500ms", "1h", "90m", "1d" -> ns. */
+int xrl_duration_parse(const char *s, __u64 *ns, char *err, size_t errlen);
+
+/* Fill defaults (key /32 and /64, action drop, tcp_class any). */
+void xrl_rule_spec_init(struct xrl_rule_spec *r, const char *name);
+/* Stable, non-zero rule id from a name (FNV-1a). */
+__u32 xrl_rule_id(const char *name);
+/* The ABI form of one rule. */
+int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err,
+		     size_t errlen);
+/* Whole-policy checks: counts, unique names and ids, every rule compiles. */
+int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen);
+
+/* ---- the loaded program --------------------------------------------- */
+
+enum xrl_attach_mode {
+	XRL_MODE_AUTO = 0, /* native, falling back to skb with a warning */
+	XRL_MODE_NATIVE,
+	XRL_MODE_SKB,
+};
+
+struct xrl_open_opts {
+	const char *ifname;   /* NULL: load only (tests, benchmarks) */
+	const char *pin_root; /* NULL: no pinning; else <pin_root>/<ifname>/ */
+	enum xrl_attach_mode mode;
+	__u32 buckets_max;   /* 0: XRL_BUCKETS_DEFAULT */
+	__u32 refused_max;   /* 0: XRL_REFUSED_DEFAULT */
+	bool fine_clock;     /* bpf_ktime_get_ns instead of jiffies */
+	bool no_lease;	     /* every admit asks the shared bucket */
+	const char *bpf_obj; /* unused: the object is embedded (skeleton) */
+};
+
+/* How the program ended up attached, for status lines. */
+struct xrl_attach_info {
+	bool attached;
+	bool reused_pins;	   /* maps came from existing pins: state kept */
+	bool reused_prog;	   /* an xrl program was already attached: kept */
+	bool multiprog;		   /* libxdp dispatcher (false: single program) */
+	enum xrl_attach_mode mode; /* NATIVE or SKB, as attached */
+	int ifindex;
+	__u32 prog_id;
+};
+
+struct xrl_handle;
+
+/*
+ * Load the program, reusing pinned maps under <pin_root>/<ifname>/ when
+ * they exist (buckets, lists and counters keep their state), and attach it
+ * to ifname unless an xrl program is attached already, in which case that
+ * one is kept: there is no moment without enforcement.
+ */
+int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out);
+/*
+ * Open the pinned maps of <pin_root>/<ifname>/ without loading anything:
+ * for readers (xrlctl stats/status) when the daemon is down. Map access
+ * works; xrl_prog_fd returns -ENOENT.
+ */
+int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle **out);
+/* Release userspace resources; the program stays attached and enforcing. */
+void xrl_close(struct xrl_handle *h);
+/* Detach from the interface and remove the pins; then xrl_close. */
+int xrl_detach(struct xrl_handle *h);
+const struct xrl_attach_info *xrl_info(const struct xrl_handle *h);
+int xrl_prog_fd(const struct xrl_handle *h);
+/* fd of one of the program's maps by its XRL_MAP_* name, or -ENOENT. */
+int xrl_map_fd(const struct xrl_handle *h, const char *name);
+
+/*
+ * Apply rules and allowlist atomically (double-buffered ruleset). Allowlist
+ * entries added with xrl_allow_add (runtime origin) are kept; entries of an
+ * earlier policy that this one no longer lists are removed.
+ */
+int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen);
+
+/* Runtime allowlist entry (origin XRL_ORIGIN_RUNTIME). */
+int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p);
+int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* ttl_ns 0 = no expiry; origin is an enum xrl_origin. */
+int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin);
+int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* Entries in use and the capacity of one family's denylist. */
+int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
+/* One bounded step of the expiry sweep (XRL_GC_BUDGET keys per family, so
+ * a full list is swept over several calls); returns how many expired
+ * entries it removed. */
+int xrl_deny_gc(struct xrl_handle *h);
+/* Gap between refusal samples per source per CPU (default 1 s). */
+int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);
+
+/* Counters summed over CPUs. */
+struct xrl_stats {
+	__u32 n_rules; /* of the ruleset in force */
+	struct xrl_rule_ctr rules[XRL_MAX_RULES];
+	struct xrl_global_ctr global;
+};
+int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
+/* Entries in the shared bucket table (walks it: O(n)). */
+long xrl_bucket_count(struct xrl_handle *h);
+
+/* The window scale the kernel gives connections it creates from a cookie,
+ * for buffer limits tcp_rmem[2] and rmem_max; and from this namespace's
+ * sysctls (7 if unreadable). The XDP program's SYN-ACKs offer it. */
+__u8 xrl_syn_wscale_of(__u64 tcp_rmem_max, __u64 rmem_max);
+__u8 xrl_syn_wscale(void);
+const char *xrl_global_name(int idx);
+const char *xrl_verdict_name(int v);
+
+#endif /* XRL_H */

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * ctlsock.c - the control socket: clients served from the event loop.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/epoll.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "log.h"
+#include "xrld.h"
+
+/* ---- control socket clients -------------------------------------------- */
+
+#define CTL_CLIENTS	16		    /* control connections open at once */
+#define CTL_DEADLINE_NS (2 * 1000000000ULL) /* to send the request; to take the answer */
+
+/*
+ * A control client, served from the event loop without blocking it: the
+ * request is read as it arrives, handled when the client shuts down its
+ * write side, and the answer written as the socket takes it. Each phase has
+ * CTL_DEADLINE_NS in total, however the client dribbles its bytes, so no
+ * client holds the loop or a slot for longer. The socket is 0600 (root's),
+ * so the slots bound mistakes more than attacks.
+ */
+struct ctl_client {
+	struct xrld_io io; /* the client's socket in the loop */
+	struct xrld *d;
+	bool used;
+	bool answering; /* the request was handled; writing hdr + out */
+	int fd;
+	char *buf; /* the request so far, not NUL-terminated */
+	size_t len, cap;
+	char hdr[16]; /* "<exit code>\n" */
+	size_t hdr_len;
+	struct xrl_buf out; /* the payload */
+	size_t off;	    /* bytes of hdr + out written */
+	__u64 deadline;	    /* CLOCK_MONOTONIC ns */
+};
+
+static struct ctl_client ctl_cl[CTL_CLIENTS];
+
+static void ctl_close(struct ctl_client *c)
+{
+	/* closing the fd also takes it out of the epoll set */
+	close(c->fd);
+	free(c->buf);
+	xrl_buf_free(&c->out);
+	*c = (struct ctl_client){ .fd = -1, .io.fd = -1 };
+}
+
+/* Write what the socket takes of hdr + out; close when all is out. */
+static void ctl_write(struct ctl_client *c)
+{
+	size_t total = c->hdr_len + c->out.len;
+
+	while (c->off < total) {
+		struct iovec iov[2];
+		int n = 0;
+		ssize_t w;
+
+		if (c->off < c->hdr_len)
+			iov[n++] = (struct iovec){ c->hdr + c->off, c->hdr_len - c->off };
+		if (c->out.len) {
+			size_t o = c->off > c->hdr_len ? c->off - c->hdr_len : 0;
+
+			iov[n++] = (struct iovec){ c->out.p + o, c->out.len - o };
+		}
+		w = writev(c->fd, iov, n);
+		if (w < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (w <= 0)
+			break;
+		c->off += (size_t)w;
+	}
+	ctl_close(c);
+}
+
+/* The whole request is in: handle it and start the answer. */
+static void ctl_answer(struct ctl_client *c)
+{
+	char *argv[XRL_CTL_MAXARGS + 1];
+	int code, argc;
+
+	if (xrl_ctl_decode(c->buf, c->len, &argc, argv)) {
+		xrl_buf_printf(&c->out, "malformed request\n");
+		code = 2;
+	} else {
+		code = xrld_handle(c->d, argc, argv, &c->out);
+	}
+	if (c->out.oom)
+		code = 1;
+	c->hdr_len = (size_t)snprintf(c->hdr, sizeof(c->hdr), "%d\n", code);
+	c->answering = true;
+	c->deadline = xrl_now_ns() + CTL_DEADLINE_NS;
+	if (xrld_io_mod(c->d, &c->io, EPOLLOUT)) {
+		ctl_close(c);
+		return;
+	}
+	ctl_write(c);
+}
+
+/* Read what has arrived; the client's shutdown (EOF) ends the request. */
+static void ctl_read(struct ctl_client *c)
+{
+	for (;;) {
+		ssize_t r;
+
+		if (c->len == c->cap) {
+			/* one byte past the limit tells a full request from a larger one */
+			size_t cap = c->cap ? c->cap * 2 : 4096;
+			char *np;
+
+			if (c->len > XRL_CTL_MAX) {
+				log_warnx("control client dropped: request larger than %d bytes",
+					  XRL_CTL_MAX);
+				ctl_close(c);
+				return;
+			}
+			if (cap > XRL_CTL_MAX + 1)
+				cap = XRL_CTL_MAX + 1;
+			np = realloc(c->buf, cap);
+			if (!np) {
+				ctl_close(c);
+				return;
+			}
+			c->buf = np;
+			c->cap = cap;
+		}
+		r = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (r < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (r < 0) {
+			ctl_close(c);
+			return;
+		}
+		if (r == 0)
+			break;
+		c->len += (size_t)r;
+	}
+	ctl_answer(c);
+}
+
+/* The loop's handler of a client's socket. */
+static void ctl_event(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct ctl_client *c = io->arg;
+
+	if (!c->used)
+		return;
+	if (c->answering)
+		ctl_write(c);
+	else
+		ctl_read(c);
+}
+
+/* The loop's handler of the listening socket. */
+static void ctl_accept(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	static const char busy[] = "1\nxrld is busy: too many control connections, try again\n";
+	int fd, i;
+
+	fd = accept4(io->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	for (i = 0; i < CTL_CLIENTS && ctl_cl[i].used; i++)
+		;
+	if (i == CTL_CLIENTS) {
+		/* best effort: an empty socket buffer takes one line without blocking */
+		if (write(fd, busy, sizeof(busy) - 1) < 0)
+			log_debug("couldn't tell a control client that xrld is busy");
+		close(fd);
+		return;
+	}
+	ctl_cl[i] = (struct ctl_client){
+		.used = true, .fd = fd, .d = d, .deadline = xrl_now_ns() + CTL_DEADLINE_NS
+	};
+	ctl_cl[i].io = (struct xrld_io){ .fd = fd, .fn = ctl_event, .arg = &ctl_cl[i] };
+	if (xrld_io_add(d, &ctl_cl[i].io, EPOLLIN)) {
+		ctl_close(&ctl_cl[i]);
+		return;
+	}
+	ctl_read(&ctl_cl[i]);
+}
+
+int xrld_ctl_expire(void)
+{
+	__u64 now = xrl_now_ns(), next = 0;
+
+	for (int i = 0; i < CTL_CLIENTS; i++) {
+		struct ctl_client *c = &ctl_cl[i];
+
+		if (!c->used)
+			continue;
+		if (c->deadline <= now) {
+			log_warnx("control client dropped: %s not done within %llu s",
+				  c->answering ? "answer" : "request",
+				  CTL_DEADLINE_NS / 1000000000ULL);
+			ctl_close(c);
+			continue;
+		}
+		if (!next || c->deadline < next)
+			next = c->deadline;
+	}
+	/* rounded up, so the loop does not wake just before the deadline */
+	return next ? (int)((next - now + 999999) / 1000000) : -1;
+}
+
+static int listen_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[PATH_MAX], *slash;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return -errno;
+	}
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	/* someone answering there means another xrld: refuse to start */
+	if (!connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) || listen(fd, 16)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Listen on d->sock_path and serve clients from d's loop. */
+int xrld_ctl_listen(struct xrld *d)
+{
+	int fd = listen_socket(d->sock_path);
+
+	if (fd < 0)
+		return fd;
+	d->lio = (struct xrld_io){ .fd = fd, .fn = ctl_accept };
+	return xrld_io_add(d, &d->lio, EPOLLIN);
+}

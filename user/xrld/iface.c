@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * iface.c - the interfaces xrld enforces on, and the policy it pushes to
+ * them: attach, remove, push, and the reload that installs a new config.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#include <bpf/libbpf.h>
+
+#include "http/http.h"
+#include "log.h"
+#include "xrld.h"
+
+struct xrld_iface *xrld_iface(struct xrld *d, const char *name)
+{
+	for (int i = 0; i < d->n_ifs; i++)
+		if (!strcmp(d->ifs[i].name, name))
+			return &d->ifs[i];
+	return NULL;
+}
+
+/* The loop's handler: consume what the program sampled. A slot that a
+ * removal emptied in the same round of events is skipped. */
+static void samples_ready(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct xrld_iface *f = io->arg;
+
+	if (f - d->ifs < d->n_ifs && f->rb)
+		ring_buffer__consume(f->rb);
+}
+
+/* Read f's refusal samples from the loop: its ring buffer, registered. */
+static int samples_open(struct xrld *d, struct xrld_iface *f)
+{
+	f->d = d;
+	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), xrld_on_event, f, NULL);
+	if (!f->rb)
+		return -errno;
+	f->io = (struct xrld_io){ .fd = ring_buffer__epoll_fd(f->rb),
+				  .fn = samples_ready,
+				  .arg = f };
+	return xrld_io_add(d, &f->io, EPOLLIN);
+}
+
+static void samples_close(struct xrld *d, struct xrld_iface *f)
+{
+	if (!f->rb)
+		return;
+	xrld_io_del(d, &f->io);
+	ring_buffer__free(f->rb);
+	f->rb = NULL;
+}
+
+/* The config's policy with the operator's shadow overrides on top. */
+static void effective_policy(struct xrld *d, const struct xrld_config *c, struct xrl_policy *p)
+{
+	*p = c->policy;
+	for (__u32 i = 0; i < p->n_rules; i++)
+		for (int j = 0; j < d->n_override; j++)
+			if (!strcmp(p->rules[i].name, d->shadow_override[j]))
+				p->rules[i].action = d->shadow_val[j] ? XRL_ACT_SHADOW
+								      : XRL_ACT_DROP;
+}
+
+int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
+		      char *err, size_t errlen)
+{
+	struct xrl_open_opts o = { .ifname = name, .pin_root = d->pin_root, .mode = mode };
+	static struct xrl_policy pol;
+	struct xrld_iface *f;
+	int rc;
+
+	if (xrld_iface(d, name)) {
+		snprintf(err, errlen, "%s is already attached", name);
+		return -EEXIST;
+	}
+	if (d->n_ifs >= MAX_IFACES) {
+		snprintf(err, errlen, "at most %d interfaces", MAX_IFACES);
+		return -E2BIG;
+	}
+	if (d->cfg->buckets_max)
+		o.buckets_max = d->cfg->buckets_max;
+	f = &d->ifs[d->n_ifs];
+	memset(f, 0, sizeof(*f));
+	snprintf(f->name, sizeof(f->name), "%s", name);
+	f->mode = mode;
+	f->from_config = from_config;
+	rc = xrl_open(&o, &f->h);
+	if (rc) {
+		snprintf(err, errlen, "couldn't attach to %s: %s", name, strerror(-rc));
+		return rc;
+	}
+	effective_policy(d, d->cfg, &pol);
+	rc = xrl_apply_policy(f->h, &pol, err, errlen);
+	if (!rc && d->cfg->event_interval_ns)
+		rc = xrl_set_event_interval(f->h, d->cfg->event_interval_ns);
+	if (rc) {
+		xrl_close(f->h);
+		return rc;
+	}
+	if (samples_open(d, f))
+		log_warn("%s: couldn't read refusal samples", name);
+	pthread_mutex_lock(&d->lock);
+	d->n_ifs++;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+void xrld_iface_remove(struct xrld *d, int i, bool detach)
+{
+	struct xrld_iface *f = &d->ifs[i];
+
+	pthread_mutex_lock(&d->lock);
+	samples_close(d, f);
+	if (detach)
+		xrl_detach(f->h);
+	else
+		xrl_close(f->h);
+	/* keep indices of the ring buffer contexts stable: re-register the rest */
+	for (int j = i; j < d->n_ifs - 1; j++) {
+		d->ifs[j] = d->ifs[j + 1];
+		if (d->ifs[j].rb) {
+			/* the ring buffer's context and the epoll entry point at the slot */
+			samples_close(d, &d->ifs[j]);
+			samples_open(d, &d->ifs[j]);
+		}
+	}
+	d->n_ifs--;
+	memset(d->top, 0, sizeof(*d->top) * TOP_SLOTS);
+	memset(d->pen, 0, sizeof(*d->pen) * PEN_SLOTS);
+	pthread_mutex_unlock(&d->lock);
+}
+
+int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
+{
+	static struct xrl_policy pol;
+	int rc;
+
+	effective_policy(d, d->cfg, &pol);
+	rc = xrl_policy_validate(&pol, err, errlen);
+	if (rc)
+		return rc;
+	for (int i = 0; i < d->n_ifs; i++) {
+		rc = xrl_apply_policy(d->ifs[i].h, &pol, err, errlen);
+		if (!rc && d->cfg->event_interval_ns)
+			rc = xrl_set_event_interval(d->ifs[i].h, d->cfg->event_interval_ns);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * Replace the running config by `next` (already parsed and valid). The new
+ * policy is validated before anything is touched; an interface that cannot
+ * be attached is reported and the rest goes on.
+ */
+static int install_config(struct xrld *d, struct xrld_config *next, char *err, size_t errlen)
+{
+	static struct xrl_policy pol;
+	struct xrld_config *old = d->cfg;
+	int rc;
+
+	effective_policy(d, next, &pol);
+	rc = xrl_policy_validate(&pol, err, errlen);
+	if (rc)
+		return rc;
+	/* the metrics thread reads d->cfg and d->http under d->lock */
+	pthread_mutex_lock(&d->lock);
+	d->cfg = next;
+	pthread_mutex_unlock(&d->lock);
+	rc = xrld_push_policy(d, err, errlen);
+	if (rc) {
+		/* should not happen after validation; restore the old one */
+		pthread_mutex_lock(&d->lock);
+		d->cfg = old;
+		pthread_mutex_unlock(&d->lock);
+		xrld_push_policy(d, NULL, 0);
+		return rc;
+	}
+	for (__u32 i = 0; i < next->n_ifaces; i++) {
+		char e2[XRL_ERRLEN];
+
+		if (xrld_iface(d, next->ifaces[i].name))
+			continue;
+		if (xrld_iface_attach(d, next->ifaces[i].name, next->ifaces[i].mode, true, e2,
+				      sizeof(e2)))
+			log_warnx("%s", e2);
+	}
+	for (int i = 0; i < d->n_ifs; i++) {
+		bool listed = false;
+
+		for (__u32 j = 0; j < next->n_ifaces; j++)
+			listed |= !strcmp(next->ifaces[j].name, d->ifs[i].name);
+		if (d->ifs[i].from_config && !listed)
+			log_warnx("%s is no longer in the policy file but stays attached and "
+				  "enforcing; `xrlctl detach %s` removes it",
+				  d->ifs[i].name, d->ifs[i].name);
+	}
+	if (d->cfg->log_level >= 0 && !d->foreground)
+		log_set_level(d->cfg->log_level);
+	if (next->has_http && d->http) {
+		xrl_http_reload(d->http, &next->http);
+	} else if (next->has_http) {
+		struct xrl_http_server *srv = NULL;
+		char e2[XRL_ERRLEN];
+
+		if (xrl_http_start(&next->http, &srv, e2, sizeof(e2)))
+			log_err("%s", e2);
+		pthread_mutex_lock(&d->lock);
+		d->http = srv;
+		pthread_mutex_unlock(&d->lock);
+	} else if (d->http) {
+		struct xrl_http_server *gone = d->http;
+
+		log_warnx("the http: section is gone: the identity tier stops");
+		/* unpublished first: a scrape in progress finishes with it */
+		pthread_mutex_lock(&d->lock);
+		d->http = NULL;
+		pthread_mutex_unlock(&d->lock);
+		xrl_http_stop(gone);
+	}
+	free(old);
+	return 0;
+}
+
+int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, char *err,
+		size_t errlen)
+{
+	struct xrld_config *next = calloc(1, sizeof(*next));
+	int rc;
+
+	if (!next)
+		return -ENOMEM;
+	rc = text ? xrl_config_parse(text, len, name, next, err, errlen)
+		  : xrl_config_load(name, next, err, errlen);
+	if (!rc)
+		rc = install_config(d, next, err, errlen);
+	if (rc) {
+		free(next);
+		COUNT(d->reload_failures);
+		return rc;
+	}
+	COUNT(d->reloads);
+	return 0;
+}

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xrld - the xrl daemon: attaches the packet tier to the configured
+ * interfaces, pushes policy, reads refusal samples, escalates penalties,
+ * serves metrics and answers xrlctl over a unix socket.
+ *
+ * One epoll loop. Signals arrive through a signalfd, so no handler does
+ * anything but wake the loop. The data plane never depends on this process:
+ * kill -9 leaves the program attached and enforcing with its pinned maps,
+ * and a restarted xrld picks the same maps up (see loader.c).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+#include <microhttpd.h>
+
+#include "http/http.h"
+#include "log.h"
+#include "privs.h"
+#include "xrl_version.h"
+#include "xrld.h"
+
+static struct xrld D = { .sock_path = XRL_SOCKET_DEFAULT,
+			 .pin_root = XRL_PIN_ROOT_DEFAULT,
+			 .lock = PTHREAD_MUTEX_INITIALIZER,
+			 .epfd = -1 };
+
+/* ---- the event loop --------------------------------------------------------- */
+
+int xrld_io_add(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = io };
+
+	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, io->fd, &ev) ? -errno : 0;
+}
+
+int xrld_io_mod(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = io };
+
+	return epoll_ctl(d->epfd, EPOLL_CTL_MOD, io->fd, &ev) ? -errno : 0;
+}
+
+void xrld_io_del(struct xrld *d, struct xrld_io *io)
+{
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+}
+
+/* SIGHUP reloads the policy file; SIGTERM and SIGINT stop the loop. */
+static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct signalfd_siginfo si;
+	char err[XRL_ERRLEN];
+
+	if (read(io->fd, &si, sizeof(si)) != sizeof(si))
+		return;
+	if (si.ssi_signo != SIGHUP) {
+		d->stop = 1;
+		return;
+	}
+	if (xrld_reload(d, NULL, 0, d->config_path, err, sizeof(err)))
+		log_err("reload refused, the running policy stays in force: %s", err);
+	else
+		log_info("reloaded %s", d->config_path);
+}
+
+/* Once a second: expired deny entries out. */
+static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	__u64 exp;
+
+	if (read(io->fd, &exp, sizeof(exp)) != sizeof(exp))
+		return;
+	for (int i = 0; i < d->n_ifs; i++)
+		xrl_deny_gc(d->ifs[i].h);
+}
+
+/* Signals through a signalfd (no handler runs), a 1 s timer, and epoll. */
+static int loop_open(struct xrld *d)
+{
+	struct itimerspec its = { .it_interval.tv_sec = 1, .it_value.tv_sec = 1 };
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	d->sio = (struct xrld_io){ .fd = signalfd(-1, &mask, SFD_CLOEXEC), .fn = on_signal };
+	d->tio = (struct xrld_io){ .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC),
+				   .fn = on_tick };
+	d->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->sio.fd < 0 || d->tio.fd < 0 || d->epfd < 0)
+		return -errno;
+	timerfd_settime(d->tio.fd, 0, &its, NULL);
+	return 0;
+}
+
+static void loop_run(struct xrld *d)
+{
+	while (!d->stop) {
+		struct epoll_event evs[16];
+		int n = epoll_wait(d->epfd, evs, 16, xrld_ctl_expire());
+
+		if (n < 0 && errno != EINTR) {
+			log_warn("epoll_wait");
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct xrld_io *io = evs[i].data.ptr;
+
+			io->fn(d, io, evs[i].events);
+		}
+	}
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR] [-v]\n"
+		   "       xrld --check FILE\n"
+		   "       xrld --version\n");
+}
+
+/* Is HOST:PORT's port below 1024 (binding it needs CAP_NET_BIND_SERVICE)? */
+static bool low_port(const char *hostport)
+{
+	char host[256];
+	int port;
+
+	return hostport[0] &&
+	       !xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port) &&
+	       port < 1024;
+}
+
+/*
+ * After the interfaces are attached and before any thread starts: keep
+ * what a reload needs to attach or detach an interface, CAP_BPF and
+ * CAP_NET_ADMIN (an XDP program takes both) and CAP_PERFMON (measured:
+ * without it the verifier refuses xrl's program with EPERM), and
+ * CAP_NET_BIND_SERVICE only for a configured port below 1024. Everything
+ * else goes for good, CAP_SYS_ADMIN first among them: map reads and writes,
+ * the ring buffer and the pins need no capability on descriptors xrld holds.
+ */
+static int drop_privileges(struct xrld *d)
+{
+	__u64 keep = XRL_CAP(CAP_BPF) | XRL_CAP(CAP_NET_ADMIN) | XRL_CAP(CAP_PERFMON);
+	__u64 eff, prm;
+	int err;
+
+	if ((d->cfg->has_http && low_port(d->cfg->http.listen)) || low_port(d->cfg->metrics))
+		keep |= XRL_CAP(CAP_NET_BIND_SERVICE);
+	err = xrl_caps_limit(keep);
+	if (err)
+		return err;
+	if (!xrl_caps_get(&eff, &prm))
+		log_debug("capabilities now 0x%llx (permitted 0x%llx)", (unsigned long long)eff,
+			  (unsigned long long)prm);
+	return 0;
+}
+
+/* --check FILE: parse, summarise, exit. */
+static int check_only(const char *path)
+{
+	struct xrld_config *c;
+	char err[XRL_ERRLEN], *sum;
+
+	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	printf("%s: ok\n%s", path, sum);
+	free(sum);
+	free(c);
+	return 0;
+}
+
+/* Options into d; returns -1 to go on, or the exit code. */
+static int parse_options(struct xrld *d, int argc, char **argv, const char **check, int *verbose)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check", required_argument, NULL, 'n' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "verbose", no_argument, NULL, 'v' },
+		XRL_CTL_LONGOPTS,
+		{},
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:n:fs:p:vh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			d->config_path = optarg;
+			break;
+		case 'n':
+			*check = optarg;
+			break;
+		case 'f':
+			d->foreground = true;
+			break;
+		case 's':
+			d->sock_path = optarg;
+			break;
+		case 'p':
+			d->pin_root = optarg;
+			break;
+		case 'v':
+			(*verbose)++;
+			break;
+		case 'V':
+			printf("xrld %s\n", XRL_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || (!*check && !d->config_path)) {
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
+/*
+ * Everything before the loop: the config, the tables, the loop's fds, the
+ * control socket, the interfaces, the privileges, the identity tier and
+ * the metrics. 0, or the exit code (the socket file removed).
+ */
+static int start(struct xrld *d, int verbose)
+{
+	char err[XRL_ERRLEN];
+	int rc;
+
+	d->cfg = calloc(1, sizeof(*d->cfg));
+	d->top = calloc(TOP_SLOTS, sizeof(*d->top));
+	d->pen = calloc(PEN_SLOTS, sizeof(*d->pen));
+	if (!d->cfg || !d->top || !d->pen)
+		return 1;
+	if (xrl_config_load(d->config_path, d->cfg, err, sizeof(err))) {
+		log_err("%s", err);
+		return 1;
+	}
+	if (d->cfg->log_level >= 0 && !verbose)
+		log_set_level(d->cfg->log_level);
+	if (loop_open(d) || xrld_io_add(d, &d->sio, EPOLLIN) || xrld_io_add(d, &d->tio, EPOLLIN)) {
+		log_warn("couldn't set up the event loop");
+		return 1;
+	}
+	rc = xrld_ctl_listen(d);
+	if (rc < 0) {
+		log_err("couldn't listen on %s: %s", d->sock_path,
+			rc == -EADDRINUSE ? "another xrld answers there" : strerror(-rc));
+		return 1;
+	}
+	for (__u32 i = 0; i < d->cfg->n_ifaces; i++) {
+		if (xrld_iface_attach(d, d->cfg->ifaces[i].name, d->cfg->ifaces[i].mode, true, err,
+				      sizeof(err))) {
+			log_err("%s", err);
+			goto fail;
+		}
+		log_info("%s: enforcing %u rules", d->cfg->ifaces[i].name, d->cfg->policy.n_rules);
+	}
+	if ((rc = drop_privileges(d))) {
+		log_err("couldn't drop privileges: %s", strerror(-rc));
+		goto fail;
+	}
+	if (d->cfg->has_http && xrl_http_start(&d->cfg->http, &d->http, err, sizeof(err))) {
+		log_err("%s", err);
+		goto fail;
+	}
+	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics))) {
+		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(d->sock_path);
+	return 1;
+}
+
+static void stop(struct xrld *d)
+{
+	log_info("stopping; %s", d->cfg->on_exit_detach
+					 ? "detaching (on_exit: detach)"
+					 : "the program stays attached and enforcing");
+	if (d->mhd)
+		MHD_stop_daemon(d->mhd);
+	if (d->http)
+		xrl_http_stop(d->http);
+	while (d->n_ifs)
+		xrld_iface_remove(d, d->n_ifs - 1, d->cfg->on_exit_detach);
+	close(d->lio.fd);
+	unlink(d->sock_path);
+}
+
+int main(int argc, char **argv)
+{
+	const char *check = NULL;
+	int verbose = 0, rc;
+
+	rc = parse_options(&D, argc, argv, &check, &verbose);
+	if (rc >= 0)
+		return rc;
+	log_init("xrld", verbose > 1 ? XRL_LOG_DEBUG : XRL_LOG_INFO, !(D.foreground || check));
+	log_hook_libs();
+	if (check)
+		return check_only(check);
+	rc = start(&D, verbose);
+	if (rc)
+		return rc;
+	if (!D.foreground && daemon(0, 0)) {
+		log_warn("couldn't go to the background");
+		return 1;
+	}
+	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path,
+		 D.pin_root);
+	loop_run(&D);
+	stop(&D);
+	return 0;
+}

@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * verbs.c - xrld's handlers of the control verbs. lib/verbs.c parses and
+ * validates a request against the verb table; a handler here gets the
+ * checked values and writes its answer, a table or one JSON document
+ * (jansson), into the reply. Under --json an error is {"error":"..."}
+ * with the same exit code (0 ok, 1 error, 2 usage).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "xrld.h"
+
+/* What a handler answers with: text into b, or JSON (a document or an error). */
+struct reply {
+	struct xrl_buf *b;
+	bool json;
+};
+
+typedef int (*verb_fn)(struct xrld *d, const struct xrl_verb_call *c, struct reply *r);
+
+/* A message to the client: text, or {"error":msg} / {"ok":true,"message":msg}. */
+static int say(struct reply *r, int code, const char *fmt, va_list ap)
+{
+	char msg[XRL_ERRLEN + 128];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (!r->json)
+		xrl_buf_printf(r->b, "%s\n", msg);
+	else if (code)
+		xrl_buf_json_error(r->b, msg);
+	else
+		xrl_buf_json(r->b, json_pack("{s:b,s:s}", "ok", 1, "message", msg));
+	return code;
+}
+
+/* An error with its exit code. */
+static int fail(struct reply *r, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fail(struct reply *r, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = say(r, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* A success message. */
+static int done(struct reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int done(struct reply *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(r, 0, fmt, ap);
+	va_end(ap);
+	return 0;
+}
+
+static const char *mode_name(enum xrl_attach_mode m)
+{
+	return m == XRL_MODE_SKB ? "skb" : "native";
+}
+
+/* What is attached now: xrl_info() is what attach saw, and the program may
+ * have been removed since (ip link set dev X xdp off, another loader). */
+static struct xrl_attach_info attach_now(struct xrld *d, struct xrld_iface *f)
+{
+	struct xrl_attach_info now = *xrl_info(f->h);
+	struct xrl_handle *ph;
+
+	if (!xrl_open_pinned(d->pin_root, f->name, &ph)) {
+		now.attached = xrl_info(ph)->attached;
+		now.prog_id = xrl_info(ph)->prog_id;
+		xrl_close(ph);
+	}
+	return now;
+}
+
+static json_t *status_json(struct xrld *d)
+{
+	json_t *skipped = json_object(), *ifs = json_array();
+
+	for (int i = 0; i < PEN_SKIP_MAX; i++)
+		json_object_set_new(skipped, pen_skip_name[i],
+				    json_integer((json_int_t)READ(d->pen_skipped[i])));
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrl_attach_info in = attach_now(d, &d->ifs[i]);
+
+		json_array_append_new(ifs,
+				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I}", "name", d->ifs[i].name,
+						"prog_id", (json_int_t)in.prog_id, "mode",
+						mode_name(in.mode), "attached", in.attached,
+						"multiprog", in.multiprog, "rules",
+						(json_int_t)d->cfg->policy.n_rules));
+	}
+	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o}", "daemon", "pid", (int)getpid(),
+			 "config", d->config_path ? d->config_path : "", "pin_dir", d->pin_root,
+			 "reloads", (json_int_t)READ(d->reloads), "reload_failures",
+			 (json_int_t)READ(d->reload_failures), "penalties", (json_int_t)READ(d->penalties),
+			 "penalties_skipped", skipped, "interfaces", ifs);
+}
+
+static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	struct xrl_buf *b = r->b;
+
+	if (r->json) {
+		xrl_buf_json(b, status_json(d));
+		return 0;
+	}
+	xrl_buf_printf(b, "xrld pid %d, config %s, pins %s\n", (int)getpid(),
+		       d->config_path ? d->config_path : "-", d->pin_root);
+	xrl_buf_printf(b, "%-16s %-8s %-8s %-10s %-18s %s\n", "INTERFACE", "PROG", "MODE",
+		       "ATTACHED", "HOW", "RULES");
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrl_attach_info in = attach_now(d, &d->ifs[i]);
+
+		xrl_buf_printf(b, "%-16s %-8u %-8s %-10s %-18s %u\n", d->ifs[i].name, in.prog_id,
+			       mode_name(in.mode), in.attached ? "yes" : "NO",
+			       in.multiprog ? "libxdp dispatcher" : "single program",
+			       d->cfg->policy.n_rules);
+	}
+	return 0;
+}
+
+static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	static struct xrl_stats st;
+	struct xrl_ruleset_meta meta;
+	json_t *ifs = json_array();
+
+	if (c->opt[1])
+		return json_decref(ifs),
+		       fail(r, 2, "--watch is xrlctl's: it polls the pinned maps");
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrld_iface *f = &d->ifs[i];
+
+		if (c->opt[0] && strcmp(c->opt[0], f->name))
+			continue;
+		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
+			return json_decref(ifs),
+			       fail(r, 1, "couldn't read the counters of %s", f->name);
+		if (r->json)
+			json_array_append_new(ifs, xrl_report_stats_json(f->name, &st, &meta,
+									 xrl_bucket_count(f->h),
+									 NULL, 0));
+		else
+			xrl_report_stats(r->b, f->name, &st, &meta, xrl_bucket_count(f->h), NULL,
+					 0);
+	}
+	if (r->json)
+		xrl_buf_json(r->b, json_pack("{s:o}", "interfaces", ifs));
+	else
+		json_decref(ifs);
+	return 0;
+}
+
+static int top_cmp(const void *a, const void *b)
+{
+	const struct xrld_top_ent *x = *(const struct xrld_top_ent *const *)a,
+				  *y = *(const struct xrld_top_ent *const *)b;
+
+	return x->count < y->count ? 1 : x->count > y->count ? -1 : 0;
+}
+
+/* The id of the rule named name; false: no such rule. */
+static bool rule_id(struct xrld *d, const char *name, __u32 *id)
+{
+	for (__u32 i = 0; i < d->cfg->policy.n_rules; i++)
+		if (!strcmp(d->cfg->policy.rules[i].name, name)) {
+			struct xrl_rule cr;
+
+			xrl_rule_compile(&d->cfg->policy.rules[i], &cr, NULL, 0);
+			*id = cr.id;
+			return true;
+		}
+	return false;
+}
+
+static void top_row(struct xrld *d, struct reply *r, json_t *a, const struct xrld_top_ent *t)
+{
+	struct xrl_prefix p = { .family = t->family, .plen = t->plen };
+	const char *iname = t->iface < d->n_ifs ? d->ifs[t->iface].name : "?";
+	char nb[32], buf[64];
+	const char *rn = xrld_rule_name(d, t->rule_id, nb, sizeof(nb));
+	double ago = (double)(xrl_now_ns() - t->last_ns) / 1e9;
+
+	memcpy(p.addr, t->addr, 16);
+	xrl_prefix_str(&p, buf, sizeof(buf));
+	if (a)
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:I,s:f}", "source", buf,
+						   "interface", iname, "rule", rn, "refused",
+						   (json_int_t)t->count, "last_seen_s_ago", ago));
+	else
+		xrl_buf_printf(r->b, "%-44s %-12s %-10s %12llu %10.1f\n", buf, iname, rn,
+			       (unsigned long long)t->count, ago);
+}
+
+static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	const char *rule = c->opt[0];
+	long n = c->opt[1] ? strtol(c->opt[1], NULL, 10) : 20;
+	struct xrld_top_ent **v;
+	__u32 want_id = 0;
+	json_t *a = NULL;
+	size_t m = 0;
+
+	if (rule && !rule_id(d, rule, &want_id))
+		return fail(r, 1, "no rule named '%s'", rule);
+	v = malloc(sizeof(*v) * TOP_SLOTS);
+	if (!v)
+		return fail(r, 1, "couldn't list the sources: %s", strerror(ENOMEM));
+	for (__u32 i = 0; i < TOP_SLOTS; i++)
+		if (d->top[i].used && (!rule || d->top[i].rule_id == want_id))
+			v[m++] = &d->top[i];
+	qsort(v, m, sizeof(*v), top_cmp);
+	if (r->json)
+		a = json_array();
+	else
+		xrl_buf_printf(r->b, "%-44s %-12s %-10s %12s %10s\n", "SOURCE", "INTERFACE", "RULE",
+			       "REFUSED", "LAST (s)");
+	for (size_t i = 0; i < m && (long)i < n; i++)
+		top_row(d, r, a, v[i]);
+	if (a)
+		xrl_buf_json(r->b, a);
+	free(v);
+	return 0;
+}
+
+static int cmd_list_show(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	bool deny = c->v->id == XRL_VERB_DENY_LIST;
+
+	if (r->json) {
+		/* the lists are the same on every interface */
+		xrl_buf_json(r->b,
+			     d->n_ifs ? xrl_report_list_json(d->ifs[0].h, deny) : json_array());
+		return 0;
+	}
+	for (int i = 0; i < d->n_ifs; i++) {
+		xrl_buf_printf(r->b, "%s%s:\n", i ? "\n" : "", d->ifs[i].name);
+		xrl_report_list(r->b, d->ifs[i].h, deny);
+	}
+	return 0;
+}
+
+static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	enum xrl_verb_id id = c->v->id;
+	bool deny = id == XRL_VERB_DENY_ADD || id == XRL_VERB_DENY_DEL;
+	bool add = id == XRL_VERB_ALLOW_ADD || id == XRL_VERB_DENY_ADD;
+	char err[XRL_ERRLEN];
+	struct xrl_prefix p;
+	__u64 ttl = 0;
+	int rc = 0;
+
+	/* both checked by the parser already */
+	xrl_prefix_parse(c->pos[0], &p, err, sizeof(err));
+	if (c->opt[0])
+		xrl_duration_parse(c->opt[0], &ttl, err, sizeof(err));
+	if (!d->n_ifs)
+		return fail(r, 1, "no interface is attached");
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrl_handle *h = d->ifs[i].h;
+
+		if (add)
+			rc = deny ? xrl_deny_add(h, &p, ttl, XRL_ORIGIN_RUNTIME)
+				  : xrl_allow_add(h, &p);
+		else
+			rc = deny ? xrl_deny_del(h, &p) : xrl_allow_del(h, &p);
+		if (rc == -ENOENT)
+			return fail(r, 1, "%s is not on the %s list", c->pos[0],
+				    deny ? "deny" : "allow");
+		if (rc)
+			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
+	}
+	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed", c->pos[0]);
+}
+
+static int cmd_attach(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	enum xrl_attach_mode mode = XRL_MODE_NATIVE;
+	char err[XRL_ERRLEN] = "";
+
+	if (c->opt[0] && !strcmp(c->opt[0], "skb"))
+		mode = XRL_MODE_SKB;
+	else if (c->opt[0] && !strcmp(c->opt[0], "auto"))
+		mode = XRL_MODE_AUTO;
+	if (xrld_iface_attach(d, c->pos[0], mode, false, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	return done(r, "%s attached", c->pos[0]);
+}
+
+static int cmd_detach(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	for (int i = 0; i < d->n_ifs; i++) {
+		if (!strcmp(d->ifs[i].name, c->pos[0])) {
+			xrld_iface_remove(d, i, true);
+			return done(r, "%s detached, pinned state removed", c->pos[0]);
+		}
+	}
+	return fail(r, 1, "%s is not attached by this xrld", c->pos[0]);
+}
+
+static int cmd_policy_show(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char *buf;
+
+	if (r->json) {
+		json_t *ov = json_object();
+
+		for (int i = 0; i < d->n_override; i++)
+			json_object_set_new(ov, d->shadow_override[i],
+					    json_boolean(d->shadow_val[i]));
+		xrl_buf_json(r->b, json_pack("{s:s,s:o,s:o}", "config",
+					     d->config_path ? d->config_path : "", "policy",
+					     xrl_config_json(d->cfg), "shadow_overrides", ov));
+		return 0;
+	}
+	buf = malloc(XRL_SUMMARY_MAX);
+	if (!buf)
+		return fail(r, 1, "couldn't show the policy: %s", strerror(ENOMEM));
+	xrl_config_summary(d->cfg, buf, XRL_SUMMARY_MAX);
+	xrl_buf_printf(r->b, "%s", buf);
+	for (int i = 0; i < d->n_override; i++)
+		xrl_buf_printf(r->b, "override: rule %s shadow %s (xrlctl shadow)\n",
+			       d->shadow_override[i], d->shadow_val[i] ? "on" : "off");
+	free(buf);
+	return 0;
+}
+
+static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char err[XRL_ERRLEN] = "";
+
+	/* pos[0] = the file's name, text = its contents */
+	if (xrld_reload(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
+		return fail(r, 1, "policy refused, the running policy stays in force: %s", err);
+	log_info("policy from %s applied by xrlctl", c->pos[0]);
+	return done(r, "policy from %s applied to %d interface(s)", c->pos[0], d->n_ifs);
+}
+
+static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	const char *rule = c->pos[0];
+	bool on = !strcmp(c->pos[1], "on");
+	char err[XRL_ERRLEN] = "";
+	__u32 id;
+	int k;
+
+	if (!rule_id(d, rule, &id))
+		return fail(r, 1, "no rule named '%s'", rule);
+	for (k = 0; k < d->n_override; k++)
+		if (!strcmp(d->shadow_override[k], rule))
+			break;
+	if (k == d->n_override) {
+		if (d->n_override >= XRL_MAX_RULES)
+			return fail(r, 1, "too many overrides");
+		snprintf(d->shadow_override[k], XRL_RULE_NAME_LEN, "%s", rule);
+		d->n_override++;
+	}
+	d->shadow_val[k] = on;
+	if (xrld_push_policy(d, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	return done(r,
+		    "rule %s: shadow %s (until xrld restarts; set `action:` in the policy file "
+		    "to make it permanent)",
+		    rule, on ? "on" : "off");
+}
+
+/* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
+static const verb_fn handlers[XRL_VERB_MAX] = {
+	[XRL_VERB_STATUS] = cmd_status,
+	[XRL_VERB_ATTACH] = cmd_attach,
+	[XRL_VERB_DETACH] = cmd_detach,
+	[XRL_VERB_POLICY_APPLY] = cmd_policy_apply,
+	[XRL_VERB_POLICY_SHOW] = cmd_policy_show,
+	[XRL_VERB_STATS] = cmd_stats,
+	[XRL_VERB_TOP] = cmd_top,
+	[XRL_VERB_ALLOW_ADD] = cmd_list_change,
+	[XRL_VERB_ALLOW_DEL] = cmd_list_change,
+	[XRL_VERB_ALLOW_LIST] = cmd_list_show,
+	[XRL_VERB_DENY_ADD] = cmd_list_change,
+	[XRL_VERB_DENY_DEL] = cmd_list_change,
+	[XRL_VERB_DENY_LIST] = cmd_list_show,
+	[XRL_VERB_SHADOW] = cmd_shadow,
+};
+
+int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b)
+{
+	struct xrl_verb_call c;
+	struct reply r = { .b = b };
+	char err[XRL_ERRLEN + 256];
+	const char *word;
+	int rc;
+
+	rc = xrl_verb_parse(argc, argv, true, &c, &word, err, sizeof(err));
+	r.json = c.json;
+	if (rc)
+		return fail(&r, rc, "%s", err);
+	if (c.help || !c.v)
+		return fail(&r, 2, "--help is answered by xrlctl");
+	if (!handlers[c.v->id])
+		return fail(&r, 2, "'%s %s' is xrlctl's alone", c.v->word,
+			    c.v->sub ? c.v->sub : "");
+	return handlers[c.v->id](d, &c, &r);
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * xrld.h - the daemon's state and its parts. main.c owns one struct xrld
+ * and hands it to each part: interfaces (iface.c), refusal samples and
+ * penalties (samples.c), control verbs (verbs.c) and their socket
+ * (ctlsock.c), metrics (metrics.c). No part keeps a global of its own
+ * except the control clients' slots.
+ */
+#ifndef XRLD_H
+#define XRLD_H
+
+#include <net/if.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "ctl.h"
+#include "report.h"
+#include "verbs.h"
+#include "xrl.h"
+
+#define MAX_IFACES XRL_CFG_MAX_IFACES
+#define TOP_SLOTS  (1u << 16) /* refused-source table; bounded under floods */
+#define PEN_SLOTS  (1u << 16)
+
+struct xrld;
+struct xrl_http_server;
+struct MHD_Daemon;
+
+/*
+ * One file descriptor in the event loop with the handler it wakes (redis
+ * ae.c's file events): epoll's data.ptr points at it, so the loop calls
+ * what it stored instead of switching on a tag.
+ */
+struct xrld_io {
+	int fd;
+	void (*fn)(struct xrld *d, struct xrld_io *io, unsigned events);
+	void *arg;
+};
+
+int xrld_io_add(struct xrld *d, struct xrld_io *io, unsigned events);
+int xrld_io_mod(struct xrld *d, struct xrld_io *io, unsigned events);
+void xrld_io_del(struct xrld *d, struct xrld_io *io);
+
+struct xrld_iface {
+	char name[IF_NAMESIZE];
+	enum xrl_attach_mode mode;
+	struct xrl_handle *h;
+	struct ring_buffer *rb;
+	struct xrld_io io; /* the ring buffer's epoll fd */
+	struct xrld *d;	   /* for the ring buffer's callback */
+	bool from_config;
+};
+
+/* One refused source prefix of one rule on one interface, for `top`. */
+struct xrld_top_ent {
+	bool used;
+	__u8 iface;
+	__u8 family;
+	__u8 plen;
+	__u32 rule_id;
+	__u32 addr[4];
+	__u64 count; /* refusals, summed from samples */
+	__u64 first_ns, last_ns;
+};
+
+/* Why a refusal sample earned no strike, or a due penalty was not made. */
+enum xrld_pen_skip {
+	PEN_SKIP_RULE_OFF,
+	PEN_SKIP_UNVERIFIED,
+	PEN_SKIP_FLOOR,
+	PEN_SKIP_ALLOWLIST,
+	PEN_SKIP_FULL,
+	PEN_SKIP_FAILED,
+	PEN_SKIP_MAX
+};
+extern const char *const pen_skip_name[PEN_SKIP_MAX];
+
+/* Penalty state of one source prefix on one interface. */
+struct xrld_pen_ent {
+	bool used;
+	__u8 iface;
+	__u8 family;
+	__u8 plen;
+	__u32 addr[4];
+	__u64 last_strike_ns; /* sample time of the last strike; 0 = none */
+	__u32 strikes;	      /* separate windows with refusals */
+	__u32 offenses;	      /* deny entries earned so far */
+	__u64 last_offense_ns;
+	/* penalty: verified: the window being watched, decided when it ends */
+	__u64 win_start_ns;   /* 0 = none open */
+	bool win_proven;      /* a sample in it proved its source */
+	bool win_unproven;    /* a sample in it did not: the window is void */
+};
+
+/* The daemon's counters: written by the main thread, read by the metrics
+ * thread without d->lock (relaxed atomics: a count, not a synchronisation). */
+#define COUNT(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
+#define READ(c)	 __atomic_load_n(&(c), __ATOMIC_RELAXED)
+
+struct xrld {
+	const char *config_path;
+	const char *sock_path;
+	const char *pin_root;
+	bool foreground;
+	struct xrld_config *cfg;
+	struct xrld_iface ifs[MAX_IFACES];
+	int n_ifs;
+	char shadow_override[XRL_MAX_RULES][XRL_RULE_NAME_LEN]; /* "name" */
+	int shadow_val[XRL_MAX_RULES];
+	int n_override;
+	int epfd;
+	struct xrld_io lio, sio, tio; /* control listener, signalfd, timerfd */
+	struct xrld_top_ent *top;
+	struct xrld_pen_ent *pen;
+	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
+	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
+	struct MHD_Daemon *mhd;
+	struct xrl_http_server *http; /* the identity tier, when configured */
+	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
+	volatile int stop;
+};
+
+/* ---- samples.c: refusal samples, `top` and penalty escalation ---------- */
+/* The ring buffer callback; ctx is the struct xrld_iface. */
+int xrld_on_event(void *ctx, void *data, size_t size);
+const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len);
+
+/* ---- iface.c: interfaces and policy ------------------------------------- */
+struct xrld_iface *xrld_iface(struct xrld *d, const char *name);
+int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
+		      char *err, size_t errlen);
+void xrld_iface_remove(struct xrld *d, int i, bool detach);
+/* Push the current config's policy (with overrides) to every interface. */
+int xrld_push_policy(struct xrld *d, char *err, size_t errlen);
+/* Parse text (NULL: read the file name) and install it. */
+int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, char *err,
+		size_t errlen);
+
+/* ---- verbs.c: the control verbs ------------------------------------------ */
+/* Handle one decoded request into b; returns the exit code for xrlctl. */
+int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b);
+
+/* ---- ctlsock.c: the control socket --------------------------------------- */
+int xrld_ctl_listen(struct xrld *d);
+/* Drop clients past their deadline; the epoll timeout (ms) until the next. */
+int xrld_ctl_expire(void);
+
+/* ---- metrics.c: Prometheus text ----------------------------------------- */
+int xrld_metrics_start(struct xrld *d, const char *hostport);
+
+#endif /* XRLD_H */
