@@ -277,6 +277,11 @@ static int start(struct xrld *d, int verbose)
 		}
 		log_info("%s: enforcing %u rules", d->cfg->ifaces[i].name, d->cfg->policy.n_rules);
 	}
+	/* before any thread starts: a thread does not survive fork() */
+	if (!d->foreground && daemon(0, 0)) {
+		log_warn("couldn't go to the background");
+		goto fail;
+	}
 	if ((rc = drop_privileges(d))) {
 		log_err("couldn't drop privileges: %s", strerror(-rc));
 		goto fail;
@@ -325,10 +330,6 @@ int main(int argc, char **argv)
 	rc = start(&D, verbose);
 	if (rc)
 		return rc;
-	if (!D.foreground && daemon(0, 0)) {
-		log_warn("couldn't go to the background");
-		return 1;
-	}
 	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path,
 		 D.pin_root);
 	loop_run(&D);
