@@ -792,51 +792,61 @@ static int check_leases(struct run *r)
 {
 	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	struct pspec ps = { .src = "198.51.100.42" };
-	uint64_t sent = 0, passed = 0, t0, el, bound;
+	uint64_t sent, passed, t0, el, bound, leased = 0, leased_all = 0;
+	bool busy = false, any_busy = false;
 	struct pb p;
-	int v, rc;
+	int v, rc, round;
 
 	if (!a || !b || build(&ps, &p)) {
 		check(r, false, "lease check: set-up");
 		goto out;
 	}
-	xrl_read_stats(r->h, a);
-	t0 = xrl_now_ns();
-	while (xrl_now_ns() - t0 < 40000000ULL) {
-		rc = send_pkt(r, &p, &v);
-		if (rc) {
-			check(r, false, "lease check: test run: %d", rc);
-			goto out;
+	/*
+	 * Rounds of 40 ms: the bound is checked in every one (a bucket never
+	 * holds more than its burst, whatever came before). Whether leases are
+	 * taken at all needs this process on its CPU for consecutive jiffies,
+	 * which a loaded machine may not give it in one round: a
+	 * precondition, retried (up to 6 rounds) until some round leased.
+	 */
+	for (round = 0; round < 6 && !leased_all; round++) {
+		sent = passed = 0;
+		xrl_read_stats(r->h, a);
+		t0 = xrl_now_ns();
+		while (xrl_now_ns() - t0 < 40000000ULL) {
+			rc = send_pkt(r, &p, &v);
+			if (rc) {
+				check(r, false, "lease check: test run: %d", rc);
+				goto out;
+			}
+			sent++;
+			passed += v == XDP_PASS_V;
 		}
-		sent++;
-		passed += v == XDP_PASS_V;
+		el = xrl_now_ns() - t0;
+		xrl_read_stats(r->h, b);
+		/* 200,000/s is 200 a millisecond; one jiffy of slack for the clock */
+		bound = 400 + (el + 4000000ULL) * 200000ULL / 1000000000ULL;
+		check(r, passed <= bound,
+		      "round %d: leases never over-admit: %llu admitted of %llu sent in %.1f ms, "
+		      "bound burst + rate x (t + 1 jiffy) = %llu", round, (unsigned long long)passed,
+		      (unsigned long long)sent, (double)el / 1e6, (unsigned long long)bound);
+		check(r, b->rules[0].pkts[XRL_V_PASSED] - a->rules[0].pkts[XRL_V_PASSED] == passed,
+		      "round %d: every admit counted as passed, leased or not", round);
+		/* leases need a busy source (dozens of admits a jiffy on this
+		 * CPU) and a bucket with tokens to spare: a sender faster than
+		 * the rate keeps it dry, and then (rightly) no lease is granted */
+		busy = sent * 4000000ULL / (el ? el : 1) >= 100 &&
+		       sent < el * 200000ULL / 1000000000ULL * 9 / 10;
+		leased = b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED];
+		leased_all += leased;
+		any_busy |= busy;
+		printf("  info round %d: %llu packets a jiffy, %llu sent against a rate of %llu, "
+		       "%llu leased\n", round, (unsigned long long)(sent * 4000000ULL / (el ? el : 1)),
+		       (unsigned long long)sent, (unsigned long long)(el * 200000ULL / 1000000000ULL),
+		       (unsigned long long)leased);
 	}
-	el = xrl_now_ns() - t0;
-	xrl_read_stats(r->h, b);
-	/* 200,000/s is 200 a millisecond; one jiffy of slack for the clock */
-	bound = 400 + (el + 4000000ULL) * 200000ULL / 1000000000ULL;
-	check(r, passed <= bound, "leases never over-admit: %llu admitted of %llu sent in %.1f ms, "
-	      "bound burst + rate x (t + 1 jiffy) = %llu", (unsigned long long)passed,
-	      (unsigned long long)sent, (double)el / 1e6, (unsigned long long)bound);
-	/* how much of the budget was used depends on how evenly this process
-	 * got the CPU: printed, not asserted */
-	printf("  info admitted %.1f%% of min(sent, burst + rate x t)\n",
-	       100.0 * (double)passed / (double)(sent < 400 + el / 5000 ? sent : 400 + el / 5000));
-	/* leases need a busy source: dozens of admits a jiffy on this CPU. A
-	 * starved test process (a loaded machine) may not get there. */
-	/* ...and a bucket with tokens to spare: a sender faster than the rate
-	 * keeps it dry, and then (rightly) no lease is granted */
-	if (sent * 4000000ULL / (el ? el : 1) >= 100 &&
-	    sent < el * 200000ULL / 1000000000ULL * 9 / 10)
-		check(r, b->global.c[XRL_G_LEASED] > a->global.c[XRL_G_LEASED],
-		      "some admits came from a lease: %llu", (unsigned long long)
-		      (b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED]));
-	else
-		printf("  info %llu packets a jiffy, %llu sent against a rate of %llu in the time:"
-		       " no lease expected\n", (unsigned long long)(sent * 4000000ULL / (el ? el : 1)),
-		       (unsigned long long)sent, (unsigned long long)(el * 200000ULL / 1000000000ULL));
-	check(r, b->rules[0].pkts[XRL_V_PASSED] - a->rules[0].pkts[XRL_V_PASSED] == passed,
-	      "every admit counted as passed, leased or not");
+	if (any_busy || leased_all)
+		check(r, leased_all > 0, "some admits came from a lease: %llu",
+		      (unsigned long long)leased_all);
 out:
 	free(a);
 	free(b);
@@ -851,37 +861,46 @@ static int check_leases_busy(struct run *r)
 {
 	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	struct pspec ps = { .src = "198.51.100.43" };
-	uint64_t sent = 0, passed = 0, t0, el;
+	uint64_t sent = 0, passed = 0, t0, el, rate = 0, leased = 0;
 	struct pb p;
-	int v, rc;
+	int v, rc, round;
 
 	if (!a || !b || build(&ps, &p)) {
 		check(r, false, "lease check: set-up");
 		goto out;
 	}
-	xrl_read_stats(r->h, a);
-	t0 = xrl_now_ns();
-	while (xrl_now_ns() - t0 < 30000000ULL) {
-		rc = send_pkt(r, &p, &v);
-		if (rc) {
-			check(r, false, "lease check: test run: %d", rc);
-			goto out;
+	/*
+	 * Whether a lease is taken depends on the jiffy ticking while this
+	 * CPU runs the test (a busy previous jiffy); a round of 30 ms in
+	 * which the scheduler took the CPU away can see none. That is a
+	 * precondition, retried (up to 10 rounds); every round's admissions
+	 * are checked in full.
+	 */
+	for (round = 0; round < 10 && !leased; round++) {
+		xrl_read_stats(r->h, a);
+		t0 = xrl_now_ns();
+		while (xrl_now_ns() - t0 < 30000000ULL) {
+			rc = send_pkt(r, &p, &v);
+			if (rc) {
+				check(r, false, "lease check: test run: %d", rc);
+				goto out;
+			}
+			sent++;
+			passed += v == XDP_PASS_V;
 		}
-		sent++;
-		passed += v == XDP_PASS_V;
+		el = xrl_now_ns() - t0;
+		xrl_read_stats(r->h, b);
+		rate = sent * 4000000ULL / (el ? el : 1) / (round + 1);
+		leased = b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED];
 	}
-	el = xrl_now_ns() - t0;
-	xrl_read_stats(r->h, b);
 	check(r, passed == sent, "a source under its rate is admitted in full: %llu of %llu",
 	      (unsigned long long)passed, (unsigned long long)sent);
-	if (sent * 4000000ULL / (el ? el : 1) >= 100)
-		check(r, b->global.c[XRL_G_LEASED] > a->global.c[XRL_G_LEASED],
-		      "busy (%llu a jiffy): admits came from leases: %llu",
-		      (unsigned long long)(sent * 4000000ULL / (el ? el : 1)), (unsigned long long)
-		      (b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED]));
+	if (rate >= 100)
+		check(r, leased > 0, "busy (%llu a jiffy): admits came from leases: %llu (round %d)",
+		      (unsigned long long)rate, (unsigned long long)leased, round);
 	else
 		printf("  info only %llu packets a jiffy: too few to lease\n",
-		       (unsigned long long)(sent * 4000000ULL / (el ? el : 1)));
+		       (unsigned long long)rate);
 out:
 	free(a);
 	free(b);
