@@ -174,7 +174,9 @@ $(BUILD)/tests/test_policy: $(BUILD)/tests/unit/test_policy.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
-$(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BUILD)/tests/bpf/pktbuild.o $(BUILD)/libxrl.a
+BPF_CASES := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%.o,$(wildcard tests/bpf/cases_*.c))
+$(BUILD)/tests/test_bpf: $(BUILD)/tests/bpf/test_bpf.o $(BPF_CASES) $(BUILD)/tests/bpf/pktbuild.o \
+			 $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
 

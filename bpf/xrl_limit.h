@@ -9,10 +9,11 @@
  *    (rule, source prefix), advanced only by compare-and-swap. Any number of
  *    CPUs admitting for one source therefore admit exactly what one bucket
  *    would: burst + rate * t, whatever RSS does with the flows.
- *  - xrl_refused (per-CPU LRU hash): "refused until t". When the shared
- *    state refuses, this CPU remembers the moment the next token exists and
- *    refuses every packet before it from per-CPU memory alone. The TAT only
- *    ever moves forward, so the cached moment can be early but never late:
+ *  - xrl_refused (per-CPU array, direct-mapped, sized at load time):
+ *    "refused until t". When the shared state refuses, this CPU remembers
+ *    the moment the next token exists and refuses every packet before it
+ *    from per-CPU memory alone. The TAT only ever moves forward, so the
+ *    cached moment can be early but never late:
  *    the cache can send a packet to the shared map needlessly, it can never
  *    refuse one the shared map would admit.
  */

@@ -50,6 +50,9 @@
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# netns_new, netns_veth: the builder tests/e2e/lib.sh uses too
+# shellcheck source=scripts/lib/common.sh
+. "$ROOT/scripts/lib/common.sh"
 RX_CPU=${RX_CPU:-1}
 GEN_CPU=${GEN_CPU:-0}
 NLEGIT=${NLEGIT:-32}
@@ -85,7 +88,7 @@ in_ns() { local ns=$1; shift; nsenter --net="/run/netns/$ns" -- "$@"; }
 # sysfs of a namespace's devices: only `ip netns exec` mounts a /sys that
 # shows them (nsenter --net keeps the host's /sys)
 ns_sysfs_write() { ip netns exec "$1" sh -c "echo $3 > $2"; }
-ns_sysctl() { in_ns "$1" sysctl -qw "$2" >/dev/null || die "couldn't set $2 in $1"; }
+ns_sysctl() { netns_sysctl "$1" "$2" || die "couldn't set $2 in $1"; }
 
 legit_ips() {
 	local i
@@ -179,28 +182,17 @@ lab_up() {
 	trap 'lab_down; exit 143' TERM
 
 	for ns in "$NS_FE" "$NS_ATK" "$NS_CLI"; do
-		ip netns add "$ns" || die "couldn't create namespace $ns"
-		ip -n "$ns" link set lo up
-		ns_sysctl "$ns" net.ipv4.conf.all.rp_filter=0
-		ns_sysctl "$ns" net.ipv4.conf.default.rp_filter=0
+		netns_new "$ns" || die "couldn't set up namespace $ns"
 		ns_sysctl "$ns" net.ipv6.conf.all.disable_ipv6=1
 		ns_sysctl "$ns" net.ipv6.conf.default.disable_ipv6=1
 	done
-	ip -n "$NS_FE" link add "$FE_IF" type veth peer name "$ATK_IF" netns "$NS_ATK" ||
-		die "couldn't create the veth $FE_IF/$ATK_IF"
-	ip -n "$NS_CLI" link add "$CLI_IF" type veth peer name "$RTR_IF" netns "$NS_ATK" ||
-		die "couldn't create the veth $CLI_IF/$RTR_IF"
-	ip -n "$NS_FE" addr add "$FE_IP/24" dev "$FE_IF"
-	ip -n "$NS_ATK" addr add "$ATK_IP/24" dev "$ATK_IF"
-	ip -n "$NS_ATK" addr add "$RTR_IP/24" dev "$RTR_IF"
-	ip -n "$NS_CLI" addr add "$CLI_IP/24" dev "$CLI_IF"
+	netns_veth "$NS_FE" "$FE_IF" "$FE_IP/24" "$NS_ATK" "$ATK_IF" "$ATK_IP/24" ||
+		die "couldn't set up the veth $FE_IF/$ATK_IF"
+	netns_veth "$NS_CLI" "$CLI_IF" "$CLI_IP/24" "$NS_ATK" "$RTR_IF" "$RTR_IP/24" ||
+		die "couldn't set up the veth $CLI_IF/$RTR_IF"
 	for ip in $(legit_ips); do
 		ip -n "$NS_CLI" addr add "$ip/24" dev "$CLI_IF"
 	done
-	ip -n "$NS_FE" link set "$FE_IF" up
-	ip -n "$NS_ATK" link set "$ATK_IF" up
-	ip -n "$NS_ATK" link set "$RTR_IF" up
-	ip -n "$NS_CLI" link set "$CLI_IF" up
 	ip -n "$NS_FE" route add default via "$ATK_IP"
 	ip -n "$NS_CLI" route add default via "$RTR_IP"
 	# the router forwards between its two subnets only: a reply to a spoofed

@@ -3,7 +3,8 @@
 #
 # scripts/lib/common.sh - the shell helpers the end-to-end tests
 # (tests/e2e/lib.sh), the benchmarks (scripts/bench/) and the demo share:
-# stopping what we started, free ports, and reading JSON.
+# stopping what we started, free ports, reading JSON, and building labs of
+# network namespaces (tests/e2e/lib.sh and scripts/lab.sh).
 #
 # Sourced, not run; defines functions and XRL_PY, changes no shell option.
 
@@ -89,3 +90,37 @@ else:
 # jq_py EXPR: json_eval list; jget EXPR: json_eval err.
 jq_py() { json_eval list "$1"; }
 jget() { json_eval err "$1"; }
+
+# ---- labs: namespaces joined by veth pairs ----------------------------------
+# One builder for the e2e lab (tests/e2e/lib.sh: two namespaces) and the
+# flood lab (scripts/lab.sh: three). Each returns non-zero on the first
+# failure and says what failed on stderr; the caller decides to die, skip or
+# log. Commands in a namespace go through nsenter --net: `ip netns exec`
+# remounts /sys, which hides the pins under /sys/fs/bpf.
+
+# netns_sysctl NS KEY=VALUE
+netns_sysctl() {
+	nsenter --net="/run/netns/$1" -- sysctl -qw "$2" >/dev/null 2>&1 ||
+		{ echo "couldn't set $2 in $1" >&2; return 1; }
+}
+
+# netns_new NS: a fresh namespace (a leftover of that name is removed) with
+# lo up and no reverse-path filter: spoofed sources must reach the stack.
+netns_new() {
+	if [ -e "/run/netns/$1" ]; then
+		ip netns del "$1" || { echo "couldn't remove the leftover namespace $1" >&2; return 1; }
+	fi
+	ip netns add "$1" || { echo "couldn't create namespace $1" >&2; return 1; }
+	ip -n "$1" link set lo up &&
+		netns_sysctl "$1" net.ipv4.conf.all.rp_filter=0 &&
+		netns_sysctl "$1" net.ipv4.conf.default.rp_filter=0
+}
+
+# netns_veth NS_A IF_A ADDR_A NS_B IF_B ADDR_B: a veth pair from NS_A to
+# NS_B, each end with its address (CIDR), both up.
+netns_veth() {
+	ip -n "$1" link add "$2" type veth peer name "$5" netns "$4" ||
+		{ echo "couldn't create the veth $2/$5" >&2; return 1; }
+	ip -n "$1" addr add "$3" dev "$2" && ip -n "$4" addr add "$6" dev "$5" &&
+		ip -n "$1" link set "$2" up && ip -n "$4" link set "$5" up
+}

@@ -209,27 +209,16 @@ lab_up() {
 
 	lab_sweep_stale
 	for ns in "$LAB_PROT" "$LAB_ATK"; do
-		if [ -e "/run/netns/$ns" ]; then
-			log "removing a leftover namespace $ns"
-			ip netns del "$ns" || fatal "couldn't remove the leftover namespace $ns"
-		fi
-		ip netns add "$ns" || fatal "couldn't create namespace $ns"
-		ip -n "$ns" link set lo up
-		# no DAD: addresses are usable at once; no rp_filter: spoofed
-		# sources must reach the stack so the kernel counters see them
+		[ -e "/run/netns/$ns" ] && log "removing a leftover namespace $ns"
+		netns_new "$ns" || fatal "couldn't set up namespace $ns"
+		# no DAD: addresses are usable at once
 		in_ns_sysctl "$ns" net.ipv6.conf.default.accept_dad=0
-		in_ns_sysctl "$ns" net.ipv4.conf.all.rp_filter=0
-		in_ns_sysctl "$ns" net.ipv4.conf.default.rp_filter=0
 	done
 	rm -rf "$PIN_DIR"
-	ip -n "$LAB_PROT" link add "$LAB_PROT_IF" type veth peer name "$LAB_ATK_IF" \
-		netns "$LAB_ATK" || fatal "couldn't create the veth pair"
-	ip -n "$LAB_PROT" addr add "$LAB_PROT_IP/24" dev "$LAB_PROT_IF"
-	ip -n "$LAB_ATK" addr add "$LAB_ATK_IP/24" dev "$LAB_ATK_IF"
+	netns_veth "$LAB_PROT" "$LAB_PROT_IF" "$LAB_PROT_IP/24" "$LAB_ATK" "$LAB_ATK_IF" \
+		"$LAB_ATK_IP/24" || fatal "couldn't create the veth pair"
 	ip -n "$LAB_PROT" addr add "$LAB_PROT_IP6/64" dev "$LAB_PROT_IF" nodad
 	ip -n "$LAB_ATK" addr add "$LAB_ATK_IP6/64" dev "$LAB_ATK_IF" nodad
-	ip -n "$LAB_PROT" link set "$LAB_PROT_IF" up
-	ip -n "$LAB_ATK" link set "$LAB_ATK_IF" up
 	ip -n "$LAB_PROT" route add default via "$LAB_ATK_IP"
 	ip -n "$LAB_PROT" -6 route add default via "$LAB_ATK_IP6"
 	in_ns_sysctl "$LAB_PROT" "net.ipv4.conf.$LAB_PROT_IF.rp_filter=0"
@@ -262,8 +251,7 @@ lab_sweep_stale() {
 }
 
 in_ns_sysctl() {
-	nsenter --net="/run/netns/$1" -- sysctl -qw "$2" >/dev/null 2>&1 ||
-		log "note: couldn't set $2 in $1"
+	netns_sysctl "$1" "$2" 2>/dev/null || log "note: couldn't set $2 in $1"
 }
 
 # Does the kernel take a native XDP program on this veth? Probes with the
