@@ -83,6 +83,7 @@ static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
 		return;
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_deny_gc(d->ifs[i].h);
+	log_agg_flush(xrl_now_ns(), false);
 }
 
 /* Signals through a signalfd (no handler runs), a 1 s timer, and epoll. */
@@ -178,7 +179,8 @@ static int check_only(const char *path)
 	char err[XRL_ERRLEN], *sum;
 
 	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
-		fprintf(stderr, "%s\n", err);
+		/* through the log: under systemd it carries the journal's priority 3 */
+		log_err("%s", err);
 		return 1;
 	}
 	printf("%s: ok\n%s", path, sum);
@@ -309,6 +311,7 @@ static void stop(struct xrld *d)
 		MHD_stop_daemon(d->mhd);
 	if (d->http)
 		xrl_http_stop(d->http);
+	log_agg_flush(xrl_now_ns(), true);
 	while (d->n_ifs)
 		xrld_iface_remove(d, d->n_ifs - 1, d->cfg->on_exit_detach);
 	close(d->lio.fd);
