@@ -138,8 +138,11 @@ int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, 
 		size_t errlen);
 
 /* ---- verbs.c: the control verbs ------------------------------------------ */
-/* Handle one decoded request into b; returns the exit code for xrlctl. */
-int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b);
+/* Handle one decoded request into b; returns the exit code for xrlctl.
+ * A request that changes what is enforced is logged with who (the
+ * caller's credentials; NULL: unknown) and how it ended. */
+struct ucred;
+int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, struct xrl_buf *b);
 
 /* ---- ctlsock.c: the control socket --------------------------------------- */
 int xrld_ctl_listen(struct xrld *d);
