@@ -289,7 +289,7 @@ install: all
 	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 scripts/completion/xrlctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
-	sed 's|/usr/local/sbin/xrld|$(PREFIX)/sbin/xrld|' scripts/systemd/xrld.service \
+	sed 's|/usr/local/sbin/|$(PREFIX)/sbin/|' scripts/systemd/xrld.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	[ -e $(DESTDIR)/etc/xrl/policy.yaml ] || \

@@ -68,7 +68,7 @@ static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
 		d->stop = 1;
 		return;
 	}
-	if (xrld_reload(d, NULL, 0, d->config_path, err, sizeof(err)))
+	if (xrld_reload_notified(d, NULL, 0, d->config_path, err, sizeof(err)))
 		log_err("reload refused, the running policy stays in force: %s", err);
 	else
 		log_info("reloaded %s", d->config_path);
@@ -304,6 +304,7 @@ fail:
 
 static void stop(struct xrld *d)
 {
+	xrld_notify("STOPPING=1");
 	log_info("stopping; %s", d->cfg->on_exit_detach
 					 ? "detaching (on_exit: detach)"
 					 : "the program stays attached and enforcing");
@@ -335,6 +336,10 @@ int main(int argc, char **argv)
 		return rc;
 	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path,
 		 D.pin_root);
+	/* every interface is attached: systemctl start may return (MAINPID:
+	 * without --foreground this is daemon()'s child) */
+	xrld_notify("READY=1\nMAINPID=%d\nSTATUS=enforcing on %d interface(s)", (int)getpid(),
+		    D.n_ifs);
 	loop_run(&D);
 	stop(&D);
 	return 0;

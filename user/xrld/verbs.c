@@ -344,7 +344,7 @@ static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struc
 	char err[XRL_ERRLEN] = "";
 
 	/* pos[0] = the file's name, text = its contents */
-	if (xrld_reload(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
+	if (xrld_reload_notified(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
 		return fail(r, 1, "policy refused, the running policy stays in force: %s", err);
 	return done(r, "policy from %s applied to %d interface(s)", c->pos[0], d->n_ifs);
 }
