@@ -45,7 +45,7 @@ GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
-              $(BUILD)/tests/test_http
+              $(BUILD)/tests/test_http $(BUILD)/tests/test_log
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -131,6 +131,10 @@ $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_verify: $(BUILD)/tests/unit/test_verify.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_log: $(BUILD)/tests/unit/test_log.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
@@ -287,7 +291,7 @@ install: all
 	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 scripts/completion/xrlctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
-	sed 's|/usr/local/sbin/xrld|$(PREFIX)/sbin/xrld|' scripts/systemd/xrld.service \
+	sed 's|/usr/local/sbin/|$(PREFIX)/sbin/|' scripts/systemd/xrld.service \
 		> $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	[ -e $(DESTDIR)/etc/xrl/policy.yaml ] || \

@@ -30,7 +30,7 @@ RATE=${DEMO_RATE:-20}
 BURST=${DEMO_BURST:-10}
 NSRC=64
 SOURCES=198.51.100.0/26
-METRICS=127.0.0.1:9101
+METRICS=127.0.0.1:8434
 
 die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 

@@ -192,10 +192,10 @@ render_checked() {
 # nginx_render SNIPPET NGINX-PORT XRLD-PORT UPSTREAM-PORT OUT: the example
 # snippet with this test's ports.
 nginx_render() {
-	grep -qF -- 'http://127.0.0.1:9090/v1/auth/nginx' "$1" ||
-		fatal "the snippet no longer has 'http://127.0.0.1:9090/v1/auth/nginx'"
+	grep -qF -- 'http://127.0.0.1:8433/v1/auth/nginx' "$1" ||
+		fatal "the snippet no longer has 'http://127.0.0.1:8433/v1/auth/nginx'"
 	render_checked snippet "$1" "$5" 'listen 127.0.0.1:8080;' "listen 127.0.0.1:$2;" \
-		'http://127.0.0.1:9090/' "http://127.0.0.1:$3/" \
+		'http://127.0.0.1:8433/' "http://127.0.0.1:$3/" \
 		'http://127.0.0.1:8000;' "http://127.0.0.1:$4;"
 }
 

@@ -72,10 +72,10 @@ PY
 HT_PIDS+=("$!")
 wait_for 10 port_listens "$UP" || fatal "the backend did not start"
 
-for ph in 'http://:8080 {' 'forward_auth 127.0.0.1:9090 {' 'reverse_proxy 127.0.0.1:8000'; do
+for ph in 'http://:8080 {' 'forward_auth 127.0.0.1:8433 {' 'reverse_proxy 127.0.0.1:8000'; do
 	grep -qF -- "$ph" "$SNIPPET" || fatal "the Caddyfile no longer has '$ph'"
 done
-sed -e "s|^http://:8080 {|http://127.0.0.1:$C {|" -e "s|forward_auth 127.0.0.1:9090 {|forward_auth 127.0.0.1:$X {|" \
+sed -e "s|^http://:8080 {|http://127.0.0.1:$C {|" -e "s|forward_auth 127.0.0.1:8433 {|forward_auth 127.0.0.1:$X {|" \
 	-e "s|reverse_proxy 127.0.0.1:8000|reverse_proxy 127.0.0.1:$UP|" "$SNIPPET" >"$T/Caddyfile"
 HOME=$T XDG_DATA_HOME=$T XDG_CONFIG_HOME=$T "$CADDY" run --config "$T/Caddyfile" --adapter caddyfile \
 	>"$T/caddy.log" 2>&1 &

@@ -34,9 +34,9 @@ redis_start redis
 P=$(free_port)
 M=$(free_port)
 render_checked example "$EXAMPLE" "$HT_TMP/xrld.yaml" \
-	'listen: 127.0.0.1:9090' "listen: 127.0.0.1:$P" \
+	'listen: 127.0.0.1:8433' "listen: 127.0.0.1:$P" \
 	'backend: redis://127.0.0.1:6379/0' "backend: redis://127.0.0.1:${HT_PORT[redis]}/0" \
-	'metrics: 127.0.0.1:9101' "metrics: 127.0.0.1:$M"
+	'metrics: 127.0.0.1:8434' "metrics: 127.0.0.1:$M"
 xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 AUTH=http://127.0.0.1:$P/v1/auth
 

@@ -13,6 +13,10 @@
 #   3. a permanent entry on a /26 (no --ttl): expires_in_s null, a source
 #      inside it is dropped, `deny del` removes it (exit 0) and a second
 #      `deny del` exits 1
+#   4. xrld logs every change with the caller's uid (SO_PEERCRED): the
+#      adds and dels above by uid 0, a refused `deny del` as refused, and,
+#      with the socket opened to all for the test, an `allow add` and
+#      `allow del` by uid 65534
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments; functions run through wait_for
@@ -99,6 +103,28 @@ ctl deny del 198.51.100.64/26 >/dev/null 2>&1
 check_rc "deny del 198.51.100.64/26 again" "$?" 1
 flood_measure 198.51.100.70/32 --threads 1 --cpus 0 --duration 1
 check_expect "after del: 198.51.100.70 limited, not denied (InSegs)" "$ADM" "$EXP" "$TOL"
+
+log "4. the log of changes: who, what, how it ended"
+chmod 0666 "$XRLD_SOCK"
+nobody() { in_prot setpriv --reuid=65534 --regid=65534 --clear-groups "$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"; }
+nobody allow add 198.51.100.5/32 >/dev/null 2>&1
+check_rc "allow add as uid 65534" "$?" 0
+nobody allow del 198.51.100.5/32 >/dev/null 2>&1
+check_rc "allow del as uid 65534" "$?" 0
+chmod 0600 "$XRLD_SOCK"
+lg=$(cat "$XRLD_LOG")
+grep 'change' "$XRLD_LOG" | sed 's/^/    /'
+check_match "log: deny add by uid 0" "$lg" \
+	"info: change: \`deny add $SRC/32 --ttl 2s\` by uid 0 \(pid [0-9]+\): deny added $SRC/32"
+check_match "log: deny del by uid 0" "$lg" \
+	"info: change: \`deny del 198.51.100.64/26\` by uid 0 \(pid [0-9]+\): deny removed"
+check_match "log: the second deny del, refused" "$lg" \
+	"warning: change refused: \`deny del 198.51.100.64/26\` by uid 0 \(pid [0-9]+\): 198.51.100.64/26 is not on the deny list"
+check_match "log: allow add by uid 65534" "$lg" \
+	"info: change: \`allow add 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
+check_match "log: allow del by uid 65534" "$lg" \
+	"info: change: \`allow del 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
+check_eq "log: no change line for a read (deny list)" "$(grep -c 'change: .deny list' "$XRLD_LOG")" 0
 
 log "summary: $R"
 finish

@@ -14,7 +14,13 @@
 #      answers and is never on the deny list nor in `top`.
 #   2. the entry expires (gone from `deny list`); a second flood from the
 #      same source earns a longer one: expires_in_s > base (doubled: ~6 s),
-#      xrld's log says offense 2
+#      xrld's log says offense 2 (within the 10 s its penalty lines of one
+#      rule are apart)
+#   3. a flood from 200 forged sources (198.51.100.0/24, penalty:
+#      unverified) earns a penalty for many of them, and xrld's log has at
+#      most one penalty line for rule syn per 10 s: a line in full for the
+#      first, then one with the count and 3 examples; the counts add up to
+#      the penalties xrld counted (issue 14: one line per penalised prefix)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments; functions run through wait_for
@@ -110,12 +116,55 @@ watch_flood 3 0
 info "deny entry first seen $SEEN_AFTER_MS ms into the flood: origin $SEEN_ORIGIN, expires in $SEEN_TTL s"
 check_eq "second entry: origin" "$SEEN_ORIGIN" penalty
 check_float "second entry: expires_in_s when first seen (> base, <= 2*base)" "$SEEN_TTL" "$BASE.1" $((2 * BASE))
+# its line may wait out the rule's 10 s since the first one
+offense2() { grep -Eq "$SRC/32 refused in 2 windows: denied for $((2 * BASE))s \(offense 2\)" "$XRLD_LOG"; }
+wait_for 12 offense2
 check_match "xrld log: offense 2, $((2 * BASE))s" "$(cat "$XRLD_LOG")" \
 	"$SRC/32 refused in 2 windows: denied for $((2 * BASE))s \(offense 2\)"
 check_eq "legitimate client: on the deny list at the end" "$(deny_field "$LEGIT/32" origin)" absent
 R2="second offense: deny seen ${SEEN_AFTER_MS} ms into the flood, expires_in_s $SEEN_TTL"
 
+log "3. 200 forged sources: at most one penalty line for rule syn per 10 s"
+penalties() { ctl --json status | jq_py "d['daemon']['penalties']"; }
+# pen_lines: xrld's penalty lines so far (the policy's one rule: syn)
+pen_lines() { grep -E "refused in [0-9]+ windows: denied for|prefixes denied in" "$XRLD_LOG"; }
+# pen_logged: the penalties those lines stand for (a counted line says N)
+pen_logged() {
+	pen_lines | sed -nE 's/.*: rule syn: ([0-9]+) prefixes denied in .*/\1/p; t; s/.*/1/p' |
+		awk '{ n += $1 } END { print n + 0 }'
+}
+sleep 10 # case 2's line, if any, is 10 s old: case 3 starts on a quiet rule
+n0=$(pen_lines | wc -l); l0=$(pen_logged); k0=$(penalties)
+t0=$(now_ms)
+flood_bg "$LAB_TMP/flood3.out" --dst "$LAB_PROT_IP" --dport 80 --sources 198.51.100.0/24 \
+	--nsrc 200 --threads 1 --cpus 0 --duration 4
+TIMES=()
+# poll the log every 0.2 s for 25 s: the time of each new penalty line
+for _ in $(seq 125); do
+	while [ "$(pen_lines | wc -l)" -gt $((n0 + ${#TIMES[@]})) ]; do TIMES+=($(( $(now_ms) - t0 ))); done
+	if ! kill -0 "$FLOOD_PID" 2>/dev/null && [ "$(( $(pen_logged) - l0 ))" = "$(( $(penalties) - k0 ))" ] &&
+		[ "$(( $(now_ms) - t0 ))" -gt 12000 ]; then
+		break
+	fi
+	sleep 0.2
+done
+flood_wait "$LAB_TMP/flood3.out"
+K=$(( $(penalties) - k0 )); L=$(( $(pen_logged) - l0 )); E=$(( $(now_ms) - t0 ))
+info "flood: sent $FLOOD_SENT in $FLOOD_MS ms from 200 sources; penalties +$K; penalty lines ${#TIMES[@]} at ms ${TIMES[*]} (of $E ms)"
+pen_lines | tail -n "${#TIMES[@]}" | cut -c1-300 | sed 's/^/    /'
+check_ge "penalties earned by the forged sources" "$K" 20
+check_eq "penalties the lines count = penalties xrld counted" "$L" "$K"
+check_range "penalty lines of rule syn in $E ms (one per 10 s)" "${#TIMES[@]}" 1 $(( E / 10000 + 1 ))
+gap=999999
+for ((i = 1; i < ${#TIMES[@]}; i++)); do
+	[ $(( TIMES[i] - TIMES[i - 1] )) -lt "$gap" ] && gap=$(( TIMES[i] - TIMES[i - 1] ))
+done
+[ "${#TIMES[@]}" -ge 2 ] && check_range "least time between two penalty lines (ms; 10 s, polled every 0.2 s)" "$gap" 9500 99999
+check_match "a counted line: N prefixes denied, 3 examples" "$(pen_lines | tail -n 1)" \
+	": rule syn: [0-9]+ prefixes denied in [0-9.]+ s, e.g. [^;]+; [^;]+; [^;]+$"
+R3="200 forged sources: $K penalties in ${#TIMES[@]} log lines over $E ms"
+
 log "xrld's penalty log:"
-grep 'denied for' "$XRLD_LOG" | sed 's/^/    /'
-log "summary: $R1; $R2"
+pen_lines | cut -c1-200 | sed 's/^/    /'
+log "summary: $R1; $R2; $R3"
 finish

@@ -14,6 +14,8 @@
 #   4. `xrlctl shadow syn on`: a flood is fully admitted (Tcp InSegs delta =
 #      frames sent), shadow_dropped > 0, dropped unchanged, passed still
 #      burst + rate * t; `shadow syn off` restores refusals
+#   5. xrld's log has each change above with the caller's uid: the refused
+#      applies (with their reason), the applied one, shadow on and off
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments; functions run through wait_for
@@ -142,6 +144,18 @@ check_ge "shadow off: dropped" "$XD" 1
 check_eq "shadow off: shadow_dropped unchanged" "$XS" 0
 check_expect "shadow off: admitted (InSegs)" "$ADM" "$EXP" "$TOL"
 RES+=("shadow off: admitted $ADM, expected $EXP")
+
+log "5. the log of changes"
+lg=$(cat "$XRLD_LOG")
+grep 'change' "$XRLD_LOG" | cut -c1-160 | sed 's/^/    /'
+check_eq "log: refused applies, by uid 0" \
+	"$(grep -c 'warning: change refused: .policy apply .*. by uid 0 (pid [0-9]*): policy refused' "$XRLD_LOG")" 4
+check_match "log: a refused apply says why" "$lg" \
+	"change refused: \`policy apply .*bad_key.yaml\` by uid 0 .*unknown key 'bursts'"
+check_match "log: the applied policy, by uid 0" "$lg" \
+	"info: change: \`policy apply .*rate100.yaml\` by uid 0 \(pid [0-9]+\): policy from .*rate100.yaml applied"
+check_match "log: shadow on, by uid 0" "$lg" "info: change: \`shadow syn on\` by uid 0 \(pid [0-9]+\)"
+check_match "log: shadow off, by uid 0" "$lg" "info: change: \`shadow syn off\` by uid 0 \(pid [0-9]+\)"
 
 log "summary:"
 for r in "${RES[@]}"; do info "$r"; done

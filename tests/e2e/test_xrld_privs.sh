@@ -14,7 +14,9 @@
 #      capability once it has served a scrape
 #   3. what the kept capabilities are for still works: a reload that adds a
 #      second interface attaches the program there, `xrlctl detach` removes
-#      it, `xrlctl deny add` writes the denylist, /v1/check answers
+#      it, `xrlctl attach` puts it back (each logged by xrld with the
+#      caller's uid), `xrlctl deny add` writes the denylist, /v1/check
+#      answers
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -106,6 +108,17 @@ out=$(ctl detach xrlp1 2>&1); rc=$?
 info "detach: $out"
 check_eq "xrlctl detach xrlp1 (exit status)" "$rc" 0
 check_eq "no program left on xrlp1" "$(in_prot ip link show dev xrlp1 | grep -c 'prog/xdp')" 0
+out=$(ctl attach xrlp1 --mode native 2>&1); rc=$?
+info "attach: $out"
+check_eq "xrlctl attach xrlp1 (exit status)" "$rc" 0
+check_eq "the program on xrlp1 again" "$(in_prot ip link show dev xrlp1 | grep -c 'prog/xdp')" 1
+ctl detach xrlp1 >/dev/null 2>&1
+check_eq "xrlctl detach xrlp1 again (exit status)" "$?" 0
+# every change through xrlctl is in xrld's log with the caller's uid
+check_match "xrld log: detach by uid 0" "$(cat "$XRLD_LOG")" \
+	"info: change: \`detach xrlp1\` by uid 0 \(pid [0-9]+\): xrlp1 detached"
+check_match "xrld log: attach by uid 0" "$(cat "$XRLD_LOG")" \
+	"info: change: \`attach xrlp1 --mode native\` by uid 0 \(pid [0-9]+\): xrlp1 attached"
 out=$(ctl deny add 198.51.100.99/32 --ttl 10s 2>&1); rc=$?
 check_eq "xrlctl deny add (exit status)" "$rc" 0
 check_eq "deny list shows it" "$(deny_field 198.51.100.99/32 origin)" runtime

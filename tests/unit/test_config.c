@@ -246,7 +246,7 @@ static void test_http_only(void **state)
 	CTX("http only");
 	PARSE_OK("# the identity tier alone\n"
 		 "http:\n"
-		 "  listen: 127.0.0.1:9090\n"
+		 "  listen: 127.0.0.1:8433\n"
 		 "  backend: memory\n"
 		 "  trusted_proxies: [127.0.0.1/32]\n"
 		 "  rules:\n"
@@ -332,7 +332,7 @@ static void test_extensions(void **state)
 		 "  window: 10s\n"
 		 "  base: 1h\n"
 		 "  max: 1h\n"
-		 "metrics: 127.0.0.1:9100\n"
+		 "metrics: 127.0.0.1:8434\n"
 		 "on_exit: detach\n"
 		 "log_level: debug\n"
 		 "http:\n"
@@ -392,16 +392,16 @@ static void test_extensions(void **state)
 	EQ(cfg->penalty.window_ns, 10 * SEC);
 	EQ(cfg->penalty.base_ns, HOUR);
 	EQ(cfg->penalty.max_ns, HOUR);
-	STR_EQ(cfg->metrics, "127.0.0.1:9100");
+	STR_EQ(cfg->metrics, "127.0.0.1:8434");
 	EQ(cfg->on_exit_detach, true);
 	EQ(cfg->log_level, XRL_LOG_DEBUG);
 	EQ(cfg->has_http, true);
 
 	CTX("on_exit keep, other log levels, metrics forms");
-	PARSE_OK("on_exit: keep\nlog_level: error\nmetrics: \"[::1]:9100\"\n");
+	PARSE_OK("on_exit: keep\nlog_level: error\nmetrics: \"[::1]:8434\"\n");
 	EQ(cfg->on_exit_detach, false);
 	EQ(cfg->log_level, XRL_LOG_ERR);
-	STR_EQ(cfg->metrics, "[::1]:9100");
+	STR_EQ(cfg->metrics, "[::1]:8434");
 	PARSE_OK("log_level: warning\nmetrics: localhost:65535\n");
 	EQ(cfg->log_level, XRL_LOG_WARN);
 	STR_EQ(cfg->metrics, "localhost:65535");
@@ -663,11 +663,11 @@ static const struct bad bads[] = {
 	{ "buckets too small", "xdp:\n  buckets: 10\n",
 	  "t.yaml:2:12: xdp.buckets: expected a bucket table size from 1024 to 268435456 entries, got '10'" },
 	{ "metrics without a port", "metrics: 127.0.0.1\n",
-	  "t.yaml:1:10: metrics: expected HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535, got '127.0.0.1'" },
+	  "t.yaml:1:10: metrics: expected HOST:PORT such as 127.0.0.1:8434 or [::1]:8434, port 1-65535, got '127.0.0.1'" },
 	{ "metrics port 0", "metrics: 127.0.0.1:0\n", "t.yaml:1:10: metrics: expected HOST:PORT" },
 	{ "metrics port too large", "metrics: localhost:65536\n",
 	  "t.yaml:1:10: metrics: expected HOST:PORT" },
-	{ "metrics IPv6 without brackets", "metrics: \"::1:9100\"\n",
+	{ "metrics IPv6 without brackets", "metrics: \"::1:8434\"\n",
 	  "t.yaml:1:10: metrics: expected HOST:PORT" },
 	{ "bad on_exit", "on_exit: stay\n",
 	  "t.yaml:1:10: on_exit: expected one of detach or keep, got 'stay'" },
@@ -1001,7 +1001,7 @@ static void test_summary(void **state)
 		"    - {name: b, rate: 1/6s, burst: 1, key: {ipv4_prefix: 24, ipv6_prefix: 48}}\n"
 		"    - {name: c, rate: 3/500ms, burst: 1}\n"
 		"    - {name: d, rate: 20/h, burst: 1}\n"
-		"metrics: 127.0.0.1:9100\n"
+		"metrics: 127.0.0.1:8434\n"
 		"on_exit: detach\n"
 		"log_level: info\n"
 		"http: {}\n");
@@ -1013,7 +1013,7 @@ static void test_summary(void **state)
 	HAS(sum, "  d: any proto, key /32 /64, 20/h burst 1, drop\n");
 	HAS(sum, "buckets: 4096, event interval 250ms\n");
 	HAS(sum, "penalty: off\n");
-	HAS(sum, "metrics: 127.0.0.1:9100\n");
+	HAS(sum, "metrics: 127.0.0.1:8434\n");
 	HAS(sum, "on exit: detach\n");
 	HAS(sum, "log level: info\n");
 	HAS(sum, "http: present");

@@ -54,9 +54,13 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 	if (ttl) {
 		xrl_store_put(l->pen_block, x->k, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
-		log_info("identity tier: a key of rule %s refused in %u windows: blocked for %llus",
-			 x->r->name, l->cfg.penalty.strikes,
-			 (unsigned long long)(ttl / XRL_NSEC_PER_SEC));
+		char key[XRL_RULE_NAME_LEN + 32];
+
+		/* one line per rule per interval: a flood of keys is one line */
+		snprintf(key, sizeof(key), "identity tier: rule %s", x->r->name);
+		log_agg(XRL_LOG_INFO, key, "keys blocked",
+			"a key refused in %u windows: blocked for %llus", l->cfg.penalty.strikes,
+			(unsigned long long)(ttl / XRL_NSEC_PER_SEC));
 	}
 }
 

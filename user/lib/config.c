@@ -916,7 +916,7 @@ static int parse_penalty(struct cx *x, yaml_node_t *n, bool packet)
 	return 0;
 }
 
-/* "127.0.0.1:9100", "[::1]:9100", "localhost:9100". */
+/* "127.0.0.1:8434", "[::1]:8434", "localhost:8434". */
 static bool hostport_ok(const char *s)
 {
 	char host[64];
@@ -1357,11 +1357,11 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[F_LISTEN].v) {
 		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen",
-				 "HOST:PORT such as 127.0.0.1:9090", &s)))
+				 "HOST:PORT such as 127.0.0.1:8433", &s)))
 			return rc;
 		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
 			return at(x, f[F_LISTEN].v,
-				  "http.listen: expected HOST:PORT such as 127.0.0.1:9090 or [::1]:9090, got %s",
+				  "http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
 				  desc(f[F_LISTEN].v, d, sizeof(d)));
 		snprintf(h->listen, sizeof(h->listen), "%s", s);
 	}
@@ -1406,7 +1406,7 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
 	static const int lvals[] = { XRL_LOG_ERR, XRL_LOG_WARN, XRL_LOG_INFO, XRL_LOG_DEBUG };
 	static const char metrics_what[] =
-		"HOST:PORT such as 127.0.0.1:9100 or [::1]:9100, port 1-65535";
+		"HOST:PORT such as 127.0.0.1:8434 or [::1]:8434, port 1-65535";
 	enum { F_INTERFACES, F_XDP, F_PENALTY, F_METRICS, F_ON_EXIT, F_LOG_LEVEL, F_HTTP, F_COUNT };
 	struct field f[F_COUNT] = {
 		[F_INTERFACES] = { .key = "interfaces" },

@@ -43,7 +43,7 @@ struct xrld_config {
 	__u32 buckets_max;	  /* xdp.buckets: 0 = default */
 	__u64 event_interval_ns;  /* xdp.event_interval: 0 = default 1s */
 	struct xrl_penalty_cfg penalty;
-	char metrics[64];	  /* "127.0.0.1:9100"; "" = off */
+	char metrics[64];	  /* "127.0.0.1:8434"; "" = off */
 	bool on_exit_detach;	  /* on_exit: detach | keep (default) */
 	int log_level;		  /* log_level: error|warning|info|debug; -1 unset */
 	bool has_http;		  /* an http: section (the identity tier) */

@@ -18,7 +18,7 @@ void xrl_http_cfg_init(struct xrl_http_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->enabled = true;
-	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:9090");
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8433");
 	c->redis_port = 6379;
 	c->redis_timeout_ns = 50 * 1000000ULL;
 	c->breaker_cooldown_ns = XRL_NSEC_PER_SEC;

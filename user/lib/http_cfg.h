@@ -69,7 +69,7 @@ struct xrl_http_rule {
 
 struct xrl_http_cfg {
 	bool enabled;	 /* an http: section was present */
-	char listen[64]; /* "127.0.0.1:9090" */
+	char listen[64]; /* "127.0.0.1:8433" */
 	bool redis;	 /* backend: redis://... */
 	char redis_host[128];
 	int redis_port;

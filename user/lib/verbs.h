@@ -57,6 +57,7 @@ struct xrl_verb_arg {
 enum {
 	XRL_VERB_LOCAL = 1 << 0,      /* xrlctl does it alone; never sent to xrld */
 	XRL_VERB_SENDS_FILE = 1 << 1, /* the FILE's text travels as one more argument */
+	XRL_VERB_CHANGES = 1 << 2,    /* changes what xrld enforces: xrld logs who asked */
 };
 
 struct xrl_verb {

@@ -46,6 +46,7 @@ struct ctl_client {
 	struct xrl_buf out; /* the payload */
 	size_t off;	    /* bytes of hdr + out written */
 	__u64 deadline;	    /* CLOCK_MONOTONIC ns */
+	struct ucred cred;  /* the caller (SO_PEERCRED); pid 0: unknown */
 };
 
 static struct ctl_client ctl_cl[CTL_CLIENTS];
@@ -96,7 +97,7 @@ static void ctl_answer(struct ctl_client *c)
 		xrl_buf_printf(&c->out, "malformed request\n");
 		code = 2;
 	} else {
-		code = xrld_handle(c->d, argc, argv, &c->out);
+		code = xrld_handle(c->d, c->cred.pid ? &c->cred : NULL, argc, argv, &c->out);
 	}
 	if (c->out.oom)
 		code = 1;
@@ -186,6 +187,10 @@ static void ctl_accept(struct xrld *d, struct xrld_io *io, unsigned events)
 		.used = true, .fd = fd, .d = d, .deadline = xrl_now_ns() + CTL_DEADLINE_NS
 	};
 	ctl_cl[i].io = (struct xrld_io){ .fd = fd, .fn = ctl_event, .arg = &ctl_cl[i] };
+	/* who asked, for the log of changes: the kernel's word, not the client's */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &ctl_cl[i].cred,
+		       &(socklen_t){ sizeof(ctl_cl[i].cred) }))
+		ctl_cl[i].cred = (struct ucred){ 0 };
 	if (xrld_io_add(d, &ctl_cl[i].io, EPOLLIN)) {
 		ctl_close(&ctl_cl[i]);
 		return;

@@ -68,7 +68,7 @@ static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
 		d->stop = 1;
 		return;
 	}
-	if (xrld_reload(d, NULL, 0, d->config_path, err, sizeof(err)))
+	if (xrld_reload_notified(d, NULL, 0, d->config_path, err, sizeof(err)))
 		log_err("reload refused, the running policy stays in force: %s", err);
 	else
 		log_info("reloaded %s", d->config_path);
@@ -83,6 +83,7 @@ static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
 		return;
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_deny_gc(d->ifs[i].h);
+	log_agg_flush(xrl_now_ns(), false);
 }
 
 /* Signals through a signalfd (no handler runs), a 1 s timer, and epoll. */
@@ -178,7 +179,8 @@ static int check_only(const char *path)
 	char err[XRL_ERRLEN], *sum;
 
 	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
-		fprintf(stderr, "%s\n", err);
+		/* through the log: under systemd it carries the journal's priority 3 */
+		log_err("%s", err);
 		return 1;
 	}
 	printf("%s: ok\n%s", path, sum);
@@ -302,6 +304,7 @@ fail:
 
 static void stop(struct xrld *d)
 {
+	xrld_notify("STOPPING=1");
 	log_info("stopping; %s", d->cfg->on_exit_detach
 					 ? "detaching (on_exit: detach)"
 					 : "the program stays attached and enforcing");
@@ -309,6 +312,7 @@ static void stop(struct xrld *d)
 		MHD_stop_daemon(d->mhd);
 	if (d->http)
 		xrl_http_stop(d->http);
+	log_agg_flush(xrl_now_ns(), true);
 	while (d->n_ifs)
 		xrld_iface_remove(d, d->n_ifs - 1, d->cfg->on_exit_detach);
 	close(d->lio.fd);
@@ -332,6 +336,10 @@ int main(int argc, char **argv)
 		return rc;
 	log_info("ready: %d interface(s), socket %s, pins under %s", D.n_ifs, D.sock_path,
 		 D.pin_root);
+	/* every interface is attached: systemctl start may return (MAINPID:
+	 * without --foreground this is daemon()'s child) */
+	xrld_notify("READY=1\nMAINPID=%d\nSTATUS=enforcing on %d interface(s)", (int)getpid(),
+		    D.n_ifs);
 	loop_run(&D);
 	stop(&D);
 	return 0;

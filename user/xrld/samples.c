@@ -158,7 +158,8 @@ static bool allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
  * address or fill the list: penalties may use three quarters of it, so an
  * operator's `deny add` always finds room. Returns 0 when denied.
  */
-static int penalty_deny(struct xrld *d, struct xrld_iface *f, const struct xrl_prefix *p, __u64 ttl)
+static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
+			const struct xrl_prefix *p, __u64 ttl)
 {
 	__u32 used, cap;
 	char buf[64];
@@ -178,8 +179,8 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const struct xrl_p
 	err = xrl_deny_add(f->h, p, ttl, XRL_ORIGIN_PENALTY);
 	if (err) {
 		COUNT(d->pen_skipped[PEN_SKIP_FAILED]);
-		log_warnx("couldn't deny %s on %s: %s", xrl_prefix_str(p, buf, sizeof(buf)),
-			  f->name, strerror(-err));
+		log_agg(XRL_LOG_WARN, key, "deny writes failed", "couldn't deny %s: %s",
+			xrl_prefix_str(p, buf, sizeof(buf)), strerror(-err));
 	}
 	return err;
 }
@@ -280,7 +281,7 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
 	struct xrl_prefix p = { .family = e->family, .plen = e->plen };
 	__u64 ttl = pc->base_ns;
-	char buf[64];
+	char buf[64], nb[32], key[XRL_RULE_NAME_LEN + IF_NAMESIZE + 16];
 
 	/* strikes must be recent; a long quiet spell forgives */
 	if (pe->last_strike_ns && at - pe->last_strike_ns > pc->strikes * pc->window_ns)
@@ -297,14 +298,18 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 		ttl = pc->max_ns;
 	memcpy(p.addr, e->addr, 16);
 	pe->strikes = 0;
-	if (penalty_deny(d, f, &p, ttl))
+	/* one line per rule per interval, however many sources a flood forges */
+	snprintf(key, sizeof(key), "%s: rule %s", f->name,
+		 xrld_rule_name(d, e->rule_id, nb, sizeof(nb)));
+	if (penalty_deny(d, f, key, &p, ttl))
 		return;
 	pe->offenses++;
 	pe->last_offense_ns = now;
 	COUNT(d->penalties);
-	log_info("%s: %s refused in %u windows: denied for %llus (offense %u)", f->name,
-		 xrl_prefix_str(&p, buf, sizeof(buf)), pc->strikes,
-		 (unsigned long long)(ttl / XRL_NSEC_PER_SEC), pe->offenses);
+	log_agg(XRL_LOG_INFO, key, "prefixes denied",
+		"%s refused in %u windows: denied for %llus (offense %u)",
+		xrl_prefix_str(&p, buf, sizeof(buf)), pc->strikes,
+		(unsigned long long)(ttl / XRL_NSEC_PER_SEC), pe->offenses);
 }
 
 static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e)

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -20,6 +21,7 @@
 struct reply {
 	struct xrl_buf *b;
 	bool json;
+	char msg[XRL_ERRLEN + 128]; /* the last message, for the log of changes */
 };
 
 typedef int (*verb_fn)(struct xrld *d, const struct xrl_verb_call *c, struct reply *r);
@@ -27,9 +29,9 @@ typedef int (*verb_fn)(struct xrld *d, const struct xrl_verb_call *c, struct rep
 /* A message to the client: text, or {"error":msg} / {"ok":true,"message":msg}. */
 static int say(struct reply *r, int code, const char *fmt, va_list ap)
 {
-	char msg[XRL_ERRLEN + 128];
+	char *msg = r->msg;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(msg, sizeof(r->msg), fmt, ap);
 	if (!r->json)
 		xrl_buf_printf(r->b, "%s\n", msg);
 	else if (code)
@@ -342,9 +344,8 @@ static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struc
 	char err[XRL_ERRLEN] = "";
 
 	/* pos[0] = the file's name, text = its contents */
-	if (xrld_reload(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
+	if (xrld_reload_notified(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
 		return fail(r, 1, "policy refused, the running policy stays in force: %s", err);
-	log_info("policy from %s applied by xrlctl", c->pos[0]);
 	return done(r, "policy from %s applied to %d interface(s)", c->pos[0], d->n_ifs);
 }
 
@@ -394,7 +395,34 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_SHADOW] = cmd_shadow,
 };
 
-int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b)
+/*
+ * One line per request that changes what is enforced, refused ones
+ * included: who (uid and pid from SO_PEERCRED), the command as parsed (a
+ * policy's file name, not its text) and how it ended.
+ */
+static void log_change(const struct ucred *who, const struct xrl_verb_call *c, int code,
+		       const struct reply *r)
+{
+	char cmd[512], by[64] = "an unknown caller";
+	size_t o;
+
+	o = (size_t)snprintf(cmd, sizeof(cmd), "%s%s%s", c->v->word, c->v->sub ? " " : "",
+			     c->v->sub ? c->v->sub : "");
+	for (int i = 0; i < XRL_VERB_POS && c->v->pos[i].name && o < sizeof(cmd); i++)
+		o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s", c->pos[i]);
+	for (int i = 0; i < XRL_VERB_OPTS && c->v->opt[i].name && o < sizeof(cmd); i++)
+		if (c->opt[i])
+			o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s %s", c->v->opt[i].name,
+					      c->opt[i]);
+	if (who)
+		snprintf(by, sizeof(by), "uid %u (pid %d)", (unsigned)who->uid, (int)who->pid);
+	if (code)
+		log_warnx("change refused: `%s` by %s: %s", cmd, by, r->msg);
+	else
+		log_info("change: `%s` by %s: %s", cmd, by, r->msg);
+}
+
+int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, struct xrl_buf *b)
 {
 	struct xrl_verb_call c;
 	struct reply r = { .b = b };
@@ -411,5 +439,8 @@ int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b)
 	if (!handlers[c.v->id])
 		return fail(&r, 2, "'%s %s' is xrlctl's alone", c.v->word,
 			    c.v->sub ? c.v->sub : "");
-	return handlers[c.v->id](d, &c, &r);
+	rc = handlers[c.v->id](d, &c, &r);
+	if (c.v->flags & XRL_VERB_CHANGES)
+		log_change(who, &c, rc, &r);
+	return rc;
 }

@@ -137,9 +137,19 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen);
 int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, char *err,
 		size_t errlen);
 
+/* ---- notify.c: systemd's readiness protocol -------------------------------- */
+/* One sd_notify(3) message ("READY=1", ...) to $NOTIFY_SOCKET, if set. */
+int xrld_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* xrld_reload between RELOADING=1 and READY=1. */
+int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const char *name,
+			 char *err, size_t errlen);
+
 /* ---- verbs.c: the control verbs ------------------------------------------ */
-/* Handle one decoded request into b; returns the exit code for xrlctl. */
-int xrld_handle(struct xrld *d, int argc, char **argv, struct xrl_buf *b);
+/* Handle one decoded request into b; returns the exit code for xrlctl.
+ * A request that changes what is enforced is logged with who (the
+ * caller's credentials; NULL: unknown) and how it ended. */
+struct ucred;
+int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, struct xrl_buf *b);
 
 /* ---- ctlsock.c: the control socket --------------------------------------- */
 int xrld_ctl_listen(struct xrld *d);
