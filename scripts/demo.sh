@@ -173,10 +173,11 @@ watch_fmt() {
 			fi
 			den0=$den ;;
 		*)
-			if [ "${f[0]:-}" = syn ]; then
+			if [ "${f[0]:-}" = syn ] && [ "${f[1]:-}" != cookies: ]; then
 				p=${f[1]} d=${f[2]} ps=${f[4]:-} ds=${f[5]:-}
 			elif [ "$g" = 1 ]; then
-				for ((i = 0; i + 1 < ${#f[@]}; i += 2)); do
+				# "name total" cells, and "rate/s" after each when watching
+				for ((i = 0; i + 1 < ${#f[@]}; i++)); do
 					[ "${f[i]}" = denylisted ] && den=${f[i + 1]}
 				done
 			fi ;;
@@ -247,7 +248,7 @@ if [ -n "$line" ]; then
 fi
 cmd "curl -s http://$METRICS/metrics   # in $LAB_PROT"
 in_prot curl -s --max-time 3 "http://$METRICS/metrics" |
-	grep -E '^(xrld_penalties_total|xrl_denylist_entries)' | out
+	grep -E '^(xrl_penalties_total|xrl_denylist_entries)' | out
 
 tries=$(wc -l <"$LAB_TMP/client")
 ok=$(grep -c '^200 ' "$LAB_TMP/client")

@@ -11,8 +11,9 @@
 #
 # Idempotent: installs only what is missing, and runs apt-get update only
 # when something is. Services that Debian starts on install (nginx,
-# redis-server) are not started: the tests start their own on free ports, and
-# a front end must not gain a web server by installing a rate limiter.
+# redis-server, prometheus) are not started: the tests start their own on
+# free ports (and use only prometheus's promtool, to check /metrics), and a
+# front end must not gain a web server by installing a rate limiter.
 set -euo pipefail
 
 RUNTIME=(
@@ -25,7 +26,7 @@ LAB=(
 	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
 	redis-server nginx wrk
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin ethtool
-	nftables iptables gnuplot-nox dpkg-dev caddy
+	nftables iptables gnuplot-nox dpkg-dev caddy prometheus
 )
 
 usage() {

@@ -163,9 +163,10 @@ _xrlctl()
 		case $prev in
 		--rule) _xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"; return 0 ;;
 		-n) _xrlctl_words "10 20 50 100"; return 0 ;;
+		--watch) _xrlctl_words "1 2 5 10"; return 0 ;;
 		esac
 		local opts="" o
-		for o in --rule -n; do
+		for o in --rule -n --watch; do
 			[[ " ${args[*]} " == *" $o "* ]] || opts+=" $o"
 		done
 		_xrlctl_words "$opts $j"

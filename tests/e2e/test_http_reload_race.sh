@@ -65,8 +65,8 @@ sleep 0.5
 kill -0 "${HT_PID[x]}" 2>/dev/null
 check_eq "xrld alive after the reloads" "$?" 0
 st=$(curl -s -m 2 "http://127.0.0.1:$M/metrics")
-check_eq "reloads counted" "$(awk '$1 == "xrld_reloads_total" { print $2 }' <<<"$st")" 20
-check_eq "reload failures" "$(awk '$1 == "xrld_reload_failures_total" { print $2 }' <<<"$st")" 0
+check_eq "reloads counted" "$(awk '$1 == "xrl_config_reloads_total{result=\"success\"}" { print $2 }' <<<"$st")" 20
+check_eq "reload failures" "$(awk '$1 == "xrl_config_reloads_total{result=\"failure\"}" { print $2 }' <<<"$st")" 0
 
 log "2. no sanitizer report in xrld's log"
 check_eq "AddressSanitizer / runtime error lines" \

@@ -13,8 +13,8 @@
 #   3. `xrlctl --json top`: the flooder's /32 listed with rule syn and
 #      0 < refused <= dropped; --rule syn -n 1 puts it first
 #   4. metrics (curl 127.0.0.1:9101/metrics in the protected namespace):
-#      xrl_rule_packets_total{...,rule="syn",verdict="dropped"} > 0 and equal
-#      to xrlctl's count; /healthz
+#      xrl_rule_packets_total{...,rule="syn",verdict="refused"} > 0 and equal
+#      to xrlctl's dropped count (allowed: passed); /healthz
 #   5. exit codes: unknown verb 2, bad CIDR in deny add 2, bad --ttl 2,
 #      deny del of an absent prefix 1, shadow of an unknown rule 1
 #
@@ -101,15 +101,15 @@ check_match "top --rule nosuch: message" "$out" "no rule named 'nosuch'"
 
 log "4. metrics on 127.0.0.1:9101 (protected namespace)"
 m=$(in_prot curl -s --max-time 5 http://127.0.0.1:9101/metrics) || fatal "curl /metrics failed"
-mdrop=$(awk -v k="xrl_rule_packets_total{interface=\"$LAB_PROT_IF\",rule=\"syn\",verdict=\"dropped\"}" \
+mdrop=$(awk -v k="xrl_rule_packets_total{interface=\"$LAB_PROT_IF\",rule=\"syn\",verdict=\"refused\"}" \
 	'$1 == k { print $2 }' <<<"$m")
-mpass=$(awk -v k="xrl_rule_packets_total{interface=\"$LAB_PROT_IF\",rule=\"syn\",verdict=\"passed\"}" \
+mpass=$(awk -v k="xrl_rule_packets_total{interface=\"$LAB_PROT_IF\",rule=\"syn\",verdict=\"allowed\"}" \
 	'$1 == k { print $2 }' <<<"$m")
 info "$(grep 'rule="syn"' <<<"$m" | grep packets | tr '\n' ' ')"
 check_ge "metrics: syn dropped" "${mdrop:-none}" 1
 check_eq "metrics: syn dropped = xrlctl stats" "$mdrop" "$dropped_now"
 check_eq "metrics: syn passed = xrlctl stats" "$mpass" "$passed_now"
-check_ge "metrics: xrld_events_total" "$(awk '$1 == "xrld_events_total" { print $2 }' <<<"$m")" 1
+check_ge "metrics: xrl_samples_read_total" "$(awk '$1 == "xrl_samples_read_total" { print $2 }' <<<"$m")" 1
 check_eq "metrics: /healthz" "$(in_prot curl -s --max-time 5 http://127.0.0.1:9101/healthz)" ok
 
 log "5. exit codes"

@@ -10,6 +10,7 @@
 
 #include "check.h"
 
+#include "report.h"
 #include "xrl.h"
 
 /* An error was reported, with a sentence. */
@@ -876,9 +877,75 @@ static void test_policy_validate(void **state)
 	free(p);
 }
 
+/* xrl_human: what the live view prints for a count or a rate. */
+static void test_human_numbers(void **state)
+{
+	static const struct {
+		double v;
+		const char *want;
+	} t[] = {
+		{ 0, "0" },	     { 7, "7" },	  { 49.4, "49.4" },    { 999, "999" },
+		{ 1000, "1.0k" },    { 1234, "1.2k" },	  { 99940, "99.9k" },  { 99960, "100k" },
+		{ 387123, "387k" },  { 999949, "1000k" }, { 999960, "1.0M" },  { 1.25e6, "1.2M" },
+		{ 12.3e6, "12.3M" }, { 4.0e9, "4.0G" },	  { 1.8e19, "18.0E" },
+	};
+	char out[16];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		CTX("xrl_human(%g)", t[i].v);
+		xrl_human(t[i].v, out, sizeof(out));
+		STR_EQ(out, t[i].want);
+	}
+}
+
+/* The stats table: SHADOW/s, the SYN-cookie line, rates of the global
+ * counters, "-" before a second snapshot, exact numbers unless human. */
+static void test_stats_table(void **state)
+{
+	static struct xrl_stats st, prev;
+	static struct xrl_ruleset_meta meta;
+	struct xrl_buf b = {};
+
+	(void)state;
+	st.n_rules = prev.n_rules = 1;
+	strcpy(meta.names[0], "syn");
+	st.rules[0].pkts[XRL_V_DROPPED] = 2500000;
+	st.rules[0].pkts[XRL_V_SHADOW_DROPPED] = 3000;
+	prev.rules[0].pkts[XRL_V_SHADOW_DROPPED] = 1000;
+	st.global.c[XRL_G_COOKIES_SENT] = 4000;
+	prev.global.c[XRL_G_COOKIES_SENT] = 2000;
+
+	CTX("human, with a previous snapshot 2 s before");
+	xrl_report_stats(&b, "eth0", &st, &meta, 1, &prev, 2.0, XRL_REPORT_HUMAN);
+	HAS(b.p, "SHADOW/s");
+	HAS(b.p, "      2.5M");
+	HAS(b.p, "      1.0k\n"); /* SHADOW/s: 2000 in 2 s */
+	HAS(b.p, "  syn cookies:\n    cookies_sent          4.0k    1.0k/s");
+	HAS(b.p, "seen                     0       0/s");
+	xrl_buf_free(&b);
+
+	CTX("human, watching, first screen");
+	b = (struct xrl_buf){};
+	xrl_report_stats(&b, "eth0", &st, &meta, 1, NULL, 0, XRL_REPORT_HUMAN | XRL_REPORT_RATES);
+	HAS(b.p, "SHADOW/s");
+	HAS(b.p, "cookies_sent          4.0k       -/s");
+	xrl_buf_free(&b);
+
+	CTX("exact, one snapshot");
+	b = (struct xrl_buf){};
+	xrl_report_stats(&b, "eth0", &st, &meta, 1, NULL, 0, 0);
+	HAS(b.p, " 2500000 ");
+	HAS(b.p, "cookies_sent       4000");
+	assert_null(strstr(b.p, "/s"));
+	xrl_buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_human_numbers),
+		cmocka_unit_test(test_stats_table),
 		cmocka_unit_test(test_prefix_parse_v4),
 		cmocka_unit_test(test_prefix_parse_v6),
 		cmocka_unit_test(test_prefix_parse_bare_address),

@@ -73,21 +73,34 @@ static void put_json(json_t *j)
 	xrl_buf_free(&b);
 }
 
-/* Send to xrld; print its answer; return its exit code (1 if unreachable). */
-static int call(int argc, const char *const *argv)
+/* Send to xrld; its answer into *payload; its exit code, or -errno unreachable. */
+static int call_get(int argc, const char *const *argv, char **payload)
 {
 	const char *args[XRL_CTL_MAXARGS + 1];
-	char *payload = NULL;
-	int n = 0, rc;
+	int n = 0;
 
+	*payload = NULL;
 	for (int i = 0; i < argc && n < XRL_CTL_MAXARGS - 1; i++)
 		args[n++] = argv[i];
 	if (json)
 		args[n++] = "--json";
-	rc = xrl_ctl_call(sock_path, n, args, &payload, 10000);
+	return xrl_ctl_call(sock_path, n, args, payload, 10000);
+}
+
+static int unreachable(int rc)
+{
+	return fail(1, "couldn't reach xrld at %s: %s%s", sock_path, strerror(-rc),
+		    rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
+}
+
+/* Send to xrld; print its answer; return its exit code (1 if unreachable). */
+static int call(int argc, const char *const *argv)
+{
+	char *payload;
+	int rc = call_get(argc, argv, &payload);
+
 	if (rc < 0)
-		return fail(1, "couldn't reach xrld at %s: %s%s", sock_path, strerror(-rc),
-			    rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
+		return unreachable(rc);
 	/* a JSON answer, error or not, is the document a script reads on stdout */
 	fputs(payload, rc && !json ? stderr : stdout);
 	free(payload);
@@ -225,20 +238,15 @@ static json_t *snaps_json(struct snap *s, int n, struct snap *prev, double dt)
 			 "interfaces", ifs);
 }
 
-static void print_snaps(struct snap *s, int n, struct snap *prev, double dt)
+static void snaps_text(struct xrl_buf *b, struct snap *s, int n, struct snap *prev, double dt,
+		       unsigned flags)
 {
-	struct xrl_buf b = {};
-
 	if (json)
-		xrl_buf_json(&b, snaps_json(s, n, prev, dt));
+		xrl_buf_json(b, snaps_json(s, n, prev, dt));
 	else
 		for (int i = 0; i < n; i++)
-			xrl_report_stats(&b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
-					 prev ? &prev[i].st : NULL, dt);
-	if (b.p)
-		fputs(b.p, stdout);
-	fflush(stdout);
-	xrl_buf_free(&b);
+			xrl_report_stats(b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
+					 prev ? &prev[i].st : NULL, dt, flags);
 }
 
 static volatile sig_atomic_t stop_watch;
@@ -248,49 +256,147 @@ static void on_int(int sig)
 	stop_watch = 1;
 }
 
+/*
+ * The watch modes' output. On a terminal, each screen is drawn over the
+ * last like top(1): cursor home, every line cleared to its end, the rest
+ * of the screen cleared after it, so it does not flicker. Piped, or with
+ * --json, each screen is appended (a "--- HH:MM:SS" line before each text
+ * block after the first), for scripts and logs.
+ */
+struct watch_out {
+	bool tty;
+	int n;	      /* screens shown */
+	double every; /* seconds */
+	const char *what;
+};
+
+static void watch_show(struct watch_out *w, const char *text)
+{
+	time_t now = time(NULL);
+	char tb[32];
+
+	strftime(tb, sizeof(tb), "%H:%M:%S", localtime(&now));
+	if (w->tty) {
+		/* ESC[H: home; ESC[K: clear to end of line; ESC[J: clear below */
+		fputs("\033[H", stdout);
+		printf("xrlctl %s, every %gs, %s (Ctrl-C to stop)\033[K\n", w->what, w->every, tb);
+		for (const char *p = text, *e; p && *p; p = e ? e + 1 : NULL) {
+			e = strchr(p, '\n');
+			fwrite(p, 1, e ? (size_t)(e - p) : strlen(p), stdout);
+			fputs("\033[K\n", stdout);
+		}
+		fputs("\033[J", stdout);
+	} else {
+		if (w->n && !json)
+			printf("\n--- %s\n", tb);
+		fputs(text, stdout);
+	}
+	fflush(stdout);
+	w->n++;
+}
+
+/* Sleep the watch interval; false once SIGINT or SIGTERM came. */
+static bool watch_sleep(double every)
+{
+	struct timespec ts = { .tv_sec = (time_t)every,
+			       .tv_nsec = (long)((every - (double)(time_t)every) * 1e9) };
+
+	nanosleep(&ts, NULL);
+	return !stop_watch;
+}
+
+static void watch_begin(struct watch_out *w, double every, const char *what)
+{
+	*w = (struct watch_out){ .tty = !json && isatty(STDOUT_FILENO),
+				 .every = every,
+				 .what = what };
+	signal(SIGINT, on_int);
+	signal(SIGTERM, on_int);
+	if (w->tty)
+		fputs("\033[H\033[2J", stdout); /* a clean screen to draw on */
+}
+
+static double elapsed_s(struct timespec *t0)
+{
+	struct timespec t1;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dt = (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+	*t0 = t1;
+	return dt;
+}
+
 static int cmd_stats(const struct xrl_verb_call *c)
 {
 	static struct snap cur[XRL_CFG_MAX_IFACES], prev[XRL_CFG_MAX_IFACES];
 	const char *only = c->opt[0];
-	double watch = c->opt[1] ? strtod(c->opt[1], NULL) : 0;
-	struct timespec t0, t1;
+	double watch = c->opt[1] ? strtod(c->opt[1], NULL) : 0, dt = 0;
+	/* on a terminal: human numbers; watching, the rate columns from the
+	 * first screen on, so the layout does not jump */
+	unsigned flags = !json && isatty(STDOUT_FILENO) ? XRL_REPORT_HUMAN : 0;
+	struct watch_out w;
+	struct timespec t0;
 	int n, pn = 0;
 
 	n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
 	if (n <= 0)
 		return fail(1, "no xrl state under %s%s%s", pin_root, only ? " for " : "",
 			    only ? only : "");
-	if (!watch) {
-		print_snaps(cur, n, NULL, 0);
-		return 0;
-	}
-	signal(SIGINT, on_int);
-	signal(SIGTERM, on_int);
+	if (watch)
+		watch_begin(&w, watch, "stats");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	print_snaps(cur, n, NULL, 0);
-	while (!stop_watch) {
-		struct timespec ts = { .tv_sec = (time_t)watch,
-				       .tv_nsec = (long)((watch - (double)(time_t)watch) * 1e9) };
+	for (;;) {
+		struct xrl_buf b = {};
 
+		snaps_text(&b, cur, n, pn && n == pn ? prev : NULL, dt,
+			   flags | (watch && (flags & XRL_REPORT_HUMAN) ? XRL_REPORT_RATES : 0));
+		if (!watch) {
+			fputs(b.p ? b.p : "", stdout);
+			xrl_buf_free(&b);
+			return 0;
+		}
+		watch_show(&w, b.p ? b.p : "");
+		xrl_buf_free(&b);
 		memcpy(prev, cur, sizeof(cur));
 		pn = n;
-		nanosleep(&ts, NULL);
-		if (stop_watch)
-			break;
+		if (!watch_sleep(watch))
+			return 0;
 		n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (!json) {
-			time_t now = time(NULL);
-			char tb[32];
-
-			strftime(tb, sizeof(tb), "%H:%M:%S", localtime(&now));
-			printf("\n--- %s\n", tb);
-		}
-		print_snaps(cur, n, n == pn ? prev : NULL,
-			    (double)(t1.tv_sec - t0.tv_sec) +
-				    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-		t0 = t1;
+		dt = elapsed_s(&t0);
 	}
+}
+
+/* `top --watch N`: xrld's answer, again every N seconds (without --watch
+ * on the wire: the daemon answers one screen). */
+static int cmd_top_watch(const struct xrl_verb_call *c, int argc, char **argv)
+{
+	const char *args[XRL_CTL_MAXARGS];
+	double watch = strtod(c->opt[2], NULL);
+	struct watch_out w;
+	int n = 0, rc;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--watch") && i + 1 < argc)
+			i++;
+		else
+			args[n++] = argv[i];
+	}
+	watch_begin(&w, watch, "top");
+	do {
+		char *payload;
+
+		rc = call_get(n, args, &payload);
+		if (rc < 0)
+			return unreachable(rc);
+		if (rc) {
+			fputs(payload, json ? stdout : stderr);
+			free(payload);
+			return rc;
+		}
+		watch_show(&w, payload);
+		free(payload);
+	} while (watch_sleep(watch));
 	return 0;
 }
 
@@ -390,6 +496,8 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 		return cmd_policy_apply(c->pos[0]);
 	case XRL_VERB_STATS:
 		return cmd_stats(c);
+	case XRL_VERB_TOP:
+		return c->opt[2] ? cmd_top_watch(c, argc, argv) : call(argc, args);
 	default:
 		return call(argc, args);
 	}

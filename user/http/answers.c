@@ -335,9 +335,23 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 {
 	int ri = rule_index(c, d->rule);
 
+	/* a shadow rule that would have refused is counted as such, not as
+	 * allowed: each rule's request is in one verdict, as in the packet tier */
+	for (__u32 i = 0; i < d->n_shadow; i++) {
+		int si = rule_index(c, d->shadow[i]);
+
+		if (si >= 0 && si < XRL_HTTP_MAX_RULES)
+			atomic_fetch_add(&s->rule_shadow[si], 1);
+	}
 	if (d->allowed) {
-		for (int i = 0; i < n; i++)
-			atomic_fetch_add(&s->rule_allowed[rule_index(c, rules[i])], 1);
+		for (int i = 0; i < n; i++) {
+			bool shadowed = false;
+
+			for (__u32 k = 0; k < d->n_shadow; k++)
+				shadowed |= d->shadow[k] == rules[i];
+			if (!shadowed)
+				atomic_fetch_add(&s->rule_allowed[rule_index(c, rules[i])], 1);
+		}
 	} else if (ri >= 0 && ri < XRL_HTTP_MAX_RULES) {
 		atomic_fetch_add(&s->rule_refused[ri], 1);
 	}

@@ -87,6 +87,10 @@ struct xrl_decision {
 	__u64 reset_s;			  /* seconds until its bucket is full */
 	__u64 retry_after_s;		  /* refusals: whole seconds, >= 1 */
 	__u32 n_rules;			  /* rules checked */
+	/* shadow rules that would have refused (counted per rule, never told
+	 * to the client) */
+	__u32 n_shadow;
+	const struct xrl_http_rule *shadow[XRL_HTTP_MAX_MATCH];
 };
 
 struct xrl_limiter_stats {

@@ -209,6 +209,15 @@ static void overlimit_note(struct xrl_limiter *l, struct xrl_lim_item *it, int m
 	}
 }
 
+/* A shadow rule would have refused: counted, in total and for its rule. */
+static void shadow_refusal(struct xrl_limiter *l, struct xrl_decision *d,
+			   const struct xrl_http_rule *r)
+{
+	STAT_ADD(l, shadow_refused, 1);
+	if (d->n_shadow < XRL_HTTP_MAX_MATCH)
+		d->shadow[d->n_shadow++] = r;
+}
+
 /* The end of every decision (cfg_mu held): the answer from the items, the
  * counters, the over-limit cache and penalties of a refusal. */
 static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
@@ -227,7 +236,7 @@ static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m
 	}
 	for (int i = 0; i < m; i++)
 		if (!it[i].ok && it[i].r->shadow)
-			STAT_ADD(l, shadow_refused, 1);
+			shadow_refusal(l, d, it[i].r);
 }
 
 /*
@@ -323,7 +332,7 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 
 		if (!keys[i]) {		 /* on_missing_key: refuse, decided by the caller */
 			if (r->shadow) { /* a shadow refusal: counted, not enforced */
-				STAT_ADD(l, shadow_refused, 1);
+				shadow_refusal(l, d, r);
 				continue;
 			}
 			d->allowed = false;

@@ -104,8 +104,11 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
 	int rc;
 
-	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s)
-		return xrl_limiter_decide(s->lim, rules, keys, costs, n, &rq->d);
+	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s) {
+		rc = xrl_limiter_decide(s->lim, rules, keys, costs, n, &rq->d);
+		rq->timed = rc >= 0;
+		return rc;
+	}
 	rq->cfg = sc;
 	rq->n = n;
 	memcpy(rq->rules, rules, sizeof(rules[0]) * (size_t)n);
@@ -113,6 +116,7 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 				      &w);
 	if (rc != 1)
 		rq->cfg = NULL;
+	rq->timed = rc >= 0;
 	return rc;
 }
 
@@ -139,6 +143,7 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc
 		d.retry_after_s = (wait + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
 		if (!d.retry_after_s)
 			d.retry_after_s = 1;
+		rq->timed = true;
 		return xrl_srv_auth_answer(s, sc, conn, nginx, NULL, 0, &d);
 	}
 
@@ -281,6 +286,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 						  rq->n, &rq->d);
 		rq_release(rq);
 		pthread_rwlock_unlock(&s->mu);
+		if (rq->timed)
+			xrl_srv_lat_observe(s, xrl_now_ns() - rq->t0_ns);
 		return ret;
 	}
 	if (*upload_size) {
@@ -299,6 +306,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 
+	rq->t0_ns = xrl_now_ns();
 	pthread_rwlock_rdlock(&s->mu);
 	if (!strcmp(url, "/v1/auth") || (own_line(&s->cfg->c) && !strncmp(url, "/v1/auth/", 9)))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
@@ -328,6 +336,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				      "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
 	}
 	pthread_rwlock_unlock(&s->mu);
+	/* answered now, not waiting for Redis */
+	if (rq->timed && rq->phase == RQ_NEW)
+		xrl_srv_lat_observe(s, xrl_now_ns() - rq->t0_ns);
 	return ret;
 }
 
@@ -458,12 +469,15 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		flags |= MHD_USE_IPv6;
 	s->cfg = calloc(1, sizeof(*s->cfg));
 	s->loops = calloc(n, sizeof(*s->loops));
-	if (!s->cfg || !s->loops) {
+	s->lat = aligned_alloc(_Alignof(struct xrl_srv_lat), (n + 1) * sizeof(*s->lat));
+	if (!s->cfg || !s->loops || !s->lat) {
 		free(s->cfg);
 		free(s->loops);
+		free(s->lat);
 		free(s);
 		return -ENOMEM;
 	}
+	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
 	s->n_loops = n;
 	s->cfg->c = *c;
 	pthread_rwlock_init(&s->mu, NULL);
@@ -472,6 +486,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
 		free(s->cfg);
 		free(s->loops);
+		free(s->lat);
 		free(s);
 		return rc;
 	}
@@ -519,6 +534,7 @@ fail:
 	xrl_srv_loops_stop(s);
 	xrl_limiter_free(s->lim);
 	free(s->cfg);
+	free(s->lat);
 	free(s);
 	return rc;
 }
@@ -559,6 +575,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	xrl_limiter_set_cfg(s->lim, &n->c);
 	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
 	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
+	memset((void *)s->rule_shadow, 0, sizeof(s->rule_shadow));
 	pthread_rwlock_unlock(&s->mu);
 	if (changed[0])
 		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
@@ -580,62 +597,6 @@ void xrl_http_stop(struct xrl_http_server *s)
 		free(x);
 	}
 	free(s->cfg);
+	free(s->lat);
 	free(s);
-}
-
-void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
-{
-	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404",
-					  "405", "413", "414", "429", "503" };
-	struct xrl_limiter_stats st;
-
-	xrl_limiter_get_stats(s->lim, &st);
-	xrl_buf_printf(b, "# HELP xrl_http_responses_total Identity-tier answers by status.\n"
-			  "# TYPE xrl_http_responses_total counter\n");
-	for (int i = 0; i < ST_MAX; i++)
-		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
-			       (unsigned long long)atomic_load(&s->status[i]));
-	xrl_buf_printf(b, "# HELP xrl_http_rule_decisions_total Identity-tier decisions per rule.\n"
-			  "# TYPE xrl_http_rule_decisions_total counter\n");
-	pthread_rwlock_rdlock(&s->mu);
-	for (__u32 i = 0; i < s->cfg->c.n_rules; i++) {
-		xrl_buf_printf(b,
-			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"allowed\"} %llu\n",
-			       s->cfg->c.rules[i].name,
-			       (unsigned long long)atomic_load(&s->rule_allowed[i]));
-		xrl_buf_printf(b,
-			       "xrl_http_rule_decisions_total{rule=\"%s\",verdict=\"refused\"} %llu\n",
-			       s->cfg->c.rules[i].name,
-			       (unsigned long long)atomic_load(&s->rule_refused[i]));
-	}
-	pthread_rwlock_unlock(&s->mu);
-	xrl_buf_printf(
-		b,
-		"# TYPE xrl_http_decisions_total counter\nxrl_http_decisions_total %llu\n"
-		"# TYPE xrl_http_shadow_refusals_total counter\nxrl_http_shadow_refusals_total %llu\n"
-		"# TYPE xrl_http_backend_errors_total counter\nxrl_http_backend_errors_total %llu\n"
-		"# TYPE xrl_http_breaker_skips_total counter\nxrl_http_breaker_skips_total %llu\n"
-		"# TYPE xrl_http_overlimit_cache_hits_total counter\nxrl_http_overlimit_cache_hits_total %llu\n"
-		"# TYPE xrl_http_fallback_total counter\n"
-		"xrl_http_fallback_total{mode=\"open\"} %llu\nxrl_http_fallback_total{mode=\"closed\"} %llu\n"
-		"xrl_http_fallback_total{mode=\"local\"} %llu\n"
-		"# TYPE xrl_http_keys gauge\nxrl_http_keys %llu\n"
-		"# TYPE xrl_http_key_evictions_total counter\n"
-		"xrl_http_key_evictions_total{state=\"idle\"} %llu\nxrl_http_key_evictions_total{state=\"active\"} %llu\n"
-		"# TYPE xrl_http_penalties_total counter\nxrl_http_penalties_total %llu\n"
-		"# TYPE xrl_http_redis_breaker_open gauge\nxrl_http_redis_breaker_open %d\n"
-		"# HELP xrl_http_redis_round_trips_total Batches written to Redis.\n"
-		"# TYPE xrl_http_redis_round_trips_total counter\nxrl_http_redis_round_trips_total %llu\n"
-		"# HELP xrl_http_redis_calls_total Script calls sent to Redis.\n"
-		"# TYPE xrl_http_redis_calls_total counter\nxrl_http_redis_calls_total %llu\n"
-		"# HELP xrl_http_redis_decisions_total Decisions sent to Redis in those calls.\n"
-		"# TYPE xrl_http_redis_decisions_total counter\nxrl_http_redis_decisions_total %llu\n",
-		(unsigned long long)st.decisions, (unsigned long long)st.shadow_refused,
-		(unsigned long long)st.backend_errors, (unsigned long long)st.breaker_open_skips,
-		(unsigned long long)st.overlimit_cache_hits, (unsigned long long)st.fallback_open,
-		(unsigned long long)st.fallback_closed, (unsigned long long)st.fallback_local,
-		(unsigned long long)st.keys, (unsigned long long)st.evictions_idle,
-		(unsigned long long)st.evictions_active, (unsigned long long)st.penalties,
-		xrl_limiter_breaker_state(s->lim) != 0, (unsigned long long)st.redis_round_trips,
-		(unsigned long long)st.redis_calls, (unsigned long long)st.redis_decisions);
 }

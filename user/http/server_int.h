@@ -46,6 +46,20 @@ struct xrl_srv_loop {
 	int waiting; /* handlers that wait for Redis, unanswered */
 };
 
+/*
+ * Decision latency, from the request read to its answer (Redis round trips
+ * included), as a histogram of fixed buckets (XRL_LAT_LE_NS, in ns;
+ * one more for +Inf). One per server thread, written only by it with
+ * relaxed stores (no locked instruction, no shared cache line: each is
+ * aligned to one), summed by the scrape; the last one, shared, takes
+ * decisions made off the loops (atomic adds).
+ */
+#define XRL_LAT_BUCKETS 15
+struct xrl_srv_lat {
+	_Alignas(64) _Atomic __u64 n[XRL_LAT_BUCKETS + 1]; /* per bucket, not cumulative */
+	_Atomic __u64 sum_ns;
+};
+
 struct xrl_http_server {
 	struct xrl_srv_loop *loops;
 	unsigned n_loops;
@@ -60,6 +74,7 @@ struct xrl_http_server {
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+	struct xrl_srv_lat *lat; /* n_loops + 1 */
 };
 
 /*
@@ -83,6 +98,8 @@ struct xrl_srv_req {
 	const struct xrl_http_rule *rules[XRL_HTTP_MAX_MATCH];
 	__u32 cost;
 	struct xrl_decision d;
+	__u64 t0_ns; /* CLOCK_MONOTONIC when it was read whole */
+	bool timed;  /* a decision: its latency is observed when answered */
 };
 
 /* What woke a loop: epoll data.u32 of its three fds. */
@@ -115,6 +132,8 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 void *xrl_srv_loop_main(void *arg);
 void xrl_srv_loops_stop(struct xrl_http_server *s);
 void xrl_srv_refusal_drop(void);
+/* A decision answered ns after its request was read (xrl_srv_lat). */
+void xrl_srv_lat_observe(struct xrl_http_server *s, __u64 ns);
 int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 
 #endif /* XRL_SERVER_INT_H */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,43 @@ int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta)
 	return 0;
 }
 
+void xrl_prom_family(struct xrl_buf *b, const char *name, const char *type, const char *help)
+{
+	xrl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void xrl_human(double v, char *out, size_t len)
+{
+	static const char unit[] = " kMGTPE";
+	int u = 0;
+
+	while ((v >= 999.95 || v <= -999.95) && u < 6) {
+		v /= 1000;
+		u++;
+	}
+	if (!u)
+		snprintf(out, len, v == (double)(long long)v ? "%.0f" : "%.1f", v);
+	else
+		snprintf(out, len, "%.*f%c", v >= 99.95 || v <= -99.95 ? 0 : 1, v, unit[u]);
+}
+
+/* A count in a column: exact, or human-readable (1.2M). */
+static const char *num(char *buf, size_t len, double v, bool human)
+{
+	if (human)
+		xrl_human(v, buf, len);
+	else if (v == (double)(unsigned long long)v)
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+	else
+		snprintf(buf, len, "%.1f", v);
+	return buf;
+}
+
+static double rate(__u64 now, __u64 then, double dt_s)
+{
+	return now >= then ? (double)(now - then) / dt_s : 0;
+}
+
 /* One rule's counters: {"name":..,"passed":N,"passed_bytes":N,..[,"passed_per_s":R,..]}. */
 static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c,
 			 const struct xrl_rule_ctr *prev, double dt_s)
@@ -34,7 +72,7 @@ static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c,
 	}
 	for (int v = 0; prev && dt_s > 0 && v < XRL_V_MAX; v++) {
 		snprintf(k, sizeof(k), "%s_per_s", xrl_verdict_name(v));
-		json_object_set_new(o, k, json_real((double)(c->pkts[v] - prev->pkts[v]) / dt_s));
+		json_object_set_new(o, k, json_real(rate(c->pkts[v], prev->pkts[v], dt_s)));
 	}
 	return o;
 }
@@ -52,48 +90,123 @@ json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
 			      const struct xrl_ruleset_meta *meta, long buckets,
 			      const struct xrl_stats *prev, double dt_s)
 {
-	json_t *rules = json_array();
+	json_t *rules = json_array(), *o;
 
 	for (__u32 r = 0; r < st->n_rules; r++)
 		json_array_append_new(rules, rule_json(meta->names[r], &st->rules[r],
 						       prev ? &prev->rules[r] : NULL, dt_s));
-	return json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules, "global",
-			 xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
+	o = json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules, "global",
+		      xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
+	if (o && prev && dt_s > 0) {
+		json_t *g = json_object();
+
+		for (int i = 0; i < XRL_G_MAX; i++)
+			json_object_set_new(g, xrl_global_name(i),
+					    json_real(rate(st->global.c[i], prev->global.c[i],
+							   dt_s)));
+		json_object_set_new(o, "global_per_s", g);
+	}
+	return o;
+}
+
+static bool is_cookie_ctr(int i)
+{
+	return i >= XRL_G_COOKIES_SENT && i <= XRL_G_COOKIE_FALLBACK;
+}
+
+/* What one table is drawn from, and how. */
+struct stats_tab {
+	const struct xrl_stats *st, *prev; /* prev: NULL for no rates (yet) */
+	double dt_s;
+	bool human; /* 1.2M */
+	bool rates; /* rate columns ("-" until there is a prev) */
+};
+
+/* The rate of now - then in a column, or "-" without a previous snapshot. */
+static const char *rate_str(char *buf, size_t len, const struct stats_tab *t, __u64 now, __u64 then)
+{
+	if (!t->prev)
+		return "-";
+	return num(buf, len, rate(now, then, t->dt_s), t->human);
+}
+
+/* The rules: totals, and the rate columns. */
+static void stats_rules(struct xrl_buf *b, const struct stats_tab *t,
+			const struct xrl_ruleset_meta *meta)
+{
+	static const int col[] = { XRL_V_PASSED, XRL_V_DROPPED, XRL_V_SHADOW_DROPPED };
+	/* human numbers are at most 6 wide: the live view fits 80 columns */
+	int nw = t->human ? 17 : 20, w = t->human ? 9 : 14, wr = t->human ? 9 : 11;
+	char x[32];
+
+	xrl_buf_printf(b, "  %-*s %*s %*s %*s", nw, "RULE", w, "PASSED", w, "DROPPED", w, "SHADOW");
+	if (t->rates)
+		xrl_buf_printf(b, " %*s %*s %*s", wr, "PASSED/s", wr, "DROPPED/s", wr, "SHADOW/s");
+	xrl_buf_printf(b, "\n");
+	for (__u32 r = 0; r < t->st->n_rules; r++) {
+		const struct xrl_rule_ctr *c = &t->st->rules[r];
+
+		xrl_buf_printf(b, "  %-*s", nw, meta->names[r]);
+		for (int i = 0; i < 3; i++)
+			xrl_buf_printf(b, " %*s", w,
+				       num(x, sizeof(x), (double)c->pkts[col[i]], t->human));
+		for (int i = 0; t->rates && i < 3; i++)
+			xrl_buf_printf(b, " %*s", wr,
+				       rate_str(x, sizeof(x), t, c->pkts[col[i]],
+						t->prev ? t->prev->rules[r].pkts[col[i]] : 0));
+		xrl_buf_printf(b, "\n");
+	}
+}
+
+/* One global counter: "name total" and, with rates, "rate/s". */
+static void stats_cell(struct xrl_buf *b, const struct stats_tab *t, int i)
+{
+	__u64 v = t->st->global.c[i];
+	char x[32];
+
+	if (!t->rates) {
+		xrl_buf_printf(b, " %-18s %-12s", xrl_global_name(i),
+			       num(x, sizeof(x), (double)v, t->human));
+		return;
+	}
+	xrl_buf_printf(b, " %-18s %7s", xrl_global_name(i), num(x, sizeof(x), (double)v, t->human));
+	xrl_buf_printf(b, " %7s/s",
+		       rate_str(x, sizeof(x), t, v, t->prev ? t->prev->global.c[i] : 0));
+}
+
+/* Global counters first..last, cookie ones or the others, per_line a line. */
+static void stats_cells(struct xrl_buf *b, const struct stats_tab *t, bool cookies)
+{
+	int n = 0, per_line = t->rates ? 2 : 4; /* with rates: 77 columns */
+
+	for (int i = 0; i < XRL_G_MAX; i++) {
+		if (is_cookie_ctr(i) != cookies)
+			continue;
+		if (n++ % per_line == 0)
+			xrl_buf_printf(b, "\n   ");
+		stats_cell(b, t, i);
+	}
 }
 
 void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_stats *st,
 		      const struct xrl_ruleset_meta *meta, long buckets,
-		      const struct xrl_stats *prev, double dt_s)
+		      const struct xrl_stats *prev, double dt_s, unsigned flags)
 {
-	bool rates = prev && dt_s > 0;
+	struct stats_tab t = { .st = st,
+			       .prev = dt_s > 0 ? prev : NULL,
+			       .dt_s = dt_s,
+			       .human = flags & XRL_REPORT_HUMAN };
 
+	t.rates = t.prev || (flags & XRL_REPORT_RATES);
 	xrl_buf_printf(b, "%s\n", ifname);
-	xrl_buf_printf(b, "  %-20s %14s %14s %14s", "RULE", "PASSED", "DROPPED", "SHADOW");
-	if (rates)
-		xrl_buf_printf(b, " %12s %12s", "PASSED/s", "DROPPED/s");
-	xrl_buf_printf(b, "\n");
-	for (__u32 r = 0; r < st->n_rules; r++) {
-		xrl_buf_printf(b, "  %-20s %14llu %14llu %14llu", meta->names[r],
-			       (unsigned long long)st->rules[r].pkts[XRL_V_PASSED],
-			       (unsigned long long)st->rules[r].pkts[XRL_V_DROPPED],
-			       (unsigned long long)st->rules[r].pkts[XRL_V_SHADOW_DROPPED]);
-		if (rates)
-			xrl_buf_printf(b, " %12.1f %12.1f",
-				       (double)(st->rules[r].pkts[XRL_V_PASSED] -
-						prev->rules[r].pkts[XRL_V_PASSED]) /
-					       dt_s,
-				       (double)(st->rules[r].pkts[XRL_V_DROPPED] -
-						prev->rules[r].pkts[XRL_V_DROPPED]) /
-					       dt_s);
-		xrl_buf_printf(b, "\n");
-	}
-	xrl_buf_printf(b, "  global:");
-	for (int i = 0; i < XRL_G_MAX; i++) {
-		if (i % 4 == 0)
-			xrl_buf_printf(b, "\n   ");
-		xrl_buf_printf(b, " %-18s %-12llu", xrl_global_name(i),
-			       (unsigned long long)st->global.c[i]);
-	}
+	stats_rules(b, &t, meta);
+	/* the SYN-cookie counters (docs/operations.md, "SYN cookies"): SYN-ACKs
+	 * sent, ACKs whose cookie checked out or did not, primer SYNs passed to
+	 * the kernel, SYNs a cookie rule could not answer */
+	xrl_buf_printf(b, "  syn cookies:");
+	stats_cells(b, &t, true);
+	xrl_buf_printf(b, "\n  global:");
+	stats_cells(b, &t, false);
 	xrl_buf_printf(b, "\n  buckets in use: %ld\n", buckets);
 }
 

@@ -8,6 +8,7 @@
 #define XRL_REPORT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <jansson.h>
@@ -25,18 +26,39 @@ int xrl_read_rule_names(struct xrl_handle *h, struct xrl_ruleset_meta *meta);
 
 /*
  * One interface's counters, as a table or as JSON. `prev` and `dt_s`
- * (optional) add per-second rates for watch mode. JSON shape:
+ * (optional) add per-second rates for watch mode: PASSED/s, DROPPED/s and
+ * SHADOW/s per rule, and one per global counter (the SYN-cookie counters
+ * on a line of their own). Numbers are human-readable (1.2M) in the table.
+ * JSON shape:
  * {"interface":"eth0","rules":[{"name":"syn","passed":N,"dropped":N,
- *   "shadow_dropped":N,"passed_bytes":N,...}],"global":{"seen":N,...},"buckets":N}
+ *   "shadow_dropped":N,"passed_bytes":N,...[,"passed_per_s":R,...]}],
+ *  "global":{"seen":N,...,"cookies_sent":N,...},"buckets":N
+ *  [,"global_per_s":{"seen":R,...}]}
  */
 void xrl_report_stats(struct xrl_buf *b, const char *ifname, const struct xrl_stats *st,
 		      const struct xrl_ruleset_meta *meta, long buckets,
-		      const struct xrl_stats *prev, double dt_s);
+		      const struct xrl_stats *prev, double dt_s, unsigned flags);
+enum {
+	XRL_REPORT_HUMAN = 1 << 0, /* numbers as 1.2M */
+	XRL_REPORT_RATES = 1 << 1, /* rate columns even without prev ("-"),
+				    * so a live view keeps its layout */
+};
 json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
 			      const struct xrl_ruleset_meta *meta, long buckets,
 			      const struct xrl_stats *prev, double dt_s);
 /* The global counters as {"seen":N,...}. */
 json_t *xrl_global_json(const struct xrl_global_ctr *g);
+
+/*
+ * Prometheus text: a family's HELP and TYPE lines. Every family xrld
+ * serves is opened through here, so none goes without them. help must not
+ * hold a newline or a backslash (the exposition format escapes them).
+ */
+void xrl_prom_family(struct xrl_buf *b, const char *name, const char *type, const char *help);
+
+/* v as an operator reads it at a glance: "999", "1.2k", "12.3M", "4.0G"
+ * (SI, three significant figures at most); out holds at least 8 bytes. */
+void xrl_human(double v, char *out, size_t len);
 
 /* Allow or deny list entries of one interface: a table, or an array of
  * {"prefix":..,"origin":..[,"expires_in_s":S|null]} ([] when empty). */

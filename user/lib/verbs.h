@@ -46,7 +46,7 @@ enum xrl_arg_type {
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
-#define XRL_VERB_OPTS 2 /* options (--name VALUE) of a verb at most */
+#define XRL_VERB_OPTS 3 /* options (--name VALUE) of a verb at most */
 
 struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */

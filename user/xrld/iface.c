@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/epoll.h>
 
 #include <bpf/libbpf.h>
@@ -241,6 +242,9 @@ int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, 
 		  : xrl_config_load(name, next, err, errlen);
 	if (!rc)
 		rc = install_config(d, next, err, errlen);
+	if (!rc)
+		__atomic_store_n(&d->last_reload_time_s, (__u64)time(NULL), __ATOMIC_RELAXED);
+	__atomic_store_n(&d->last_reload_ok, rc ? 0 : 1, __ATOMIC_RELAXED);
 	if (rc) {
 		free(next);
 		COUNT(d->reload_failures);

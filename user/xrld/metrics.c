@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * metrics.c - Prometheus text for /metrics, served by libmicrohttpd.
+ * metrics.c - Prometheus text for /metrics, served by libmicrohttpd. Every
+ * family goes through xrl_prom_family (HELP and TYPE); the names and their
+ * renames are in docs/operations.md, "Metrics".
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 #include <microhttpd.h>
@@ -14,18 +17,27 @@
 #include "http/http.h"
 #include "log.h"
 #include "privs.h"
+#include "xrl_version.h"
 #include "xrld.h"
 
-/* A metric's HELP and TYPE lines: every family is written through here. */
-static void family(struct xrl_buf *b, const char *name, const char *type, const char *help)
-{
-	xrl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
+/*
+ * Naming (docs/operations.md, "Metrics"): one namespace, xrl_; the identity
+ * tier's families carry the subsystem http_. A family means one thing in
+ * one unit; verdict labels say allowed, refused or shadow_refused in both
+ * tiers (the program's XDP_PASS and XDP_DROP are an allowed and a refused
+ * packet).
+ */
+static const char *const verdict_label[XRL_V_MAX] = {
+	[XRL_V_PASSED] = "allowed",
+	[XRL_V_DROPPED] = "refused",
+	[XRL_V_SHADOW_DROPPED] = "shadow_refused",
+};
 
-/* One unlabelled counter of xrld's own. */
-static void own_counter(struct xrl_buf *b, const char *name, const char *help, __u64 v)
+/* One unlabelled series of xrld's own. */
+static void own_series(struct xrl_buf *b, const char *name, const char *type, const char *help,
+		       __u64 v)
 {
-	family(b, name, "counter", help);
+	xrl_prom_family(b, name, type, help);
 	xrl_buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
 }
 
@@ -36,8 +48,9 @@ static void rule_series(struct xrld *d, struct xrl_buf *b, bool bytes)
 	struct xrl_ruleset_meta meta;
 	const char *name = bytes ? "xrl_rule_bytes_total" : "xrl_rule_packets_total";
 
-	family(b, name, "counter",
-	       bytes ? "Bytes per rule and verdict." : "Packets per rule and verdict.");
+	xrl_prom_family(b, name, "counter",
+			bytes ? "Bytes (whole frames) a rule matched, by verdict."
+			      : "Packets a rule matched, by verdict.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
 			continue;
@@ -46,43 +59,107 @@ static void rule_series(struct xrld *d, struct xrl_buf *b, bool bytes)
 				xrl_buf_printf(b,
 					       "%s{interface=\"%s\",rule=\"%s\",verdict=\"%s\"} %llu\n",
 					       name, d->ifs[i].name, meta.names[r],
-					       xrl_verdict_name(v),
+					       verdict_label[v],
 					       (unsigned long long)(bytes ? st.rules[r].bytes[v]
 									  : st.rules[r].pkts[v]));
 	}
 }
 
-/* The program's global counters, bucket table and lists, per interface. */
+/*
+ * The program's global counters, each in the one family it means: every
+ * XRL_G_* index is a row here, exactly once (the e2e metrics test checks
+ * that the families hold as many series as the program has counters).
+ */
+struct gseries {
+	int g;
+	int fam;	    /* index into gfam[] */
+	const char *labels; /* after interface=".." */
+};
+
+static const struct {
+	const char *name, *help;
+} gfam[] = {
+	{ "xrl_seen_packets_total", "Packets the XDP program ran on." },
+	{ "xrl_packets_by_reason_total",
+	  "Packets decided before or without a rule's bucket, by verdict and reason." },
+	{ "xrl_bucket_events_total",
+	  "Source bucket table events: buckets created, compare-and-swap races retried." },
+	{ "xrl_fast_path_packets_total",
+	  "Rule decisions taken without the shared bucket: refusals from the per-CPU cache, "
+	  "admits from a per-CPU lease (also counted in xrl_rule_packets_total)." },
+	{ "xrl_denylist_expired_hits_total",
+	  "Denylist hits on an expired entry, ignored (the packet went on to the rules)." },
+	{ "xrl_samples_total", "Refusal samples for xrld, by outcome (sent to, or lost from, "
+			       "the ring buffer)." },
+	{ "xrl_syncookie_packets_total",
+	  "SYN-cookie path packets: SYN-ACKs sent (sent), ACKs with a valid (valid) or bad "
+	  "(bad, refused) cookie, SYNs passed to prime the kernel (primer), SYNs a cookie "
+	  "rule could not answer (fallback)." },
+};
+
+static const struct gseries gmap[] = {
+	{ XRL_G_SEEN, 0, "" },
+	{ XRL_G_NON_IP, 1, ",verdict=\"allowed\",reason=\"non_ip\"" },
+	{ XRL_G_MALFORMED, 1, ",verdict=\"allowed\",reason=\"malformed\"" },
+	{ XRL_G_FRAGMENTS, 1, ",verdict=\"allowed\",reason=\"fragment\"" },
+	{ XRL_G_ALLOWLISTED, 1, ",verdict=\"allowed\",reason=\"allowlisted\"" },
+	{ XRL_G_NO_RULE, 1, ",verdict=\"allowed\",reason=\"no_rule\"" },
+	{ XRL_G_NO_POLICY, 1, ",verdict=\"allowed\",reason=\"no_policy\"" },
+	{ XRL_G_BUCKET_INSERT_FAIL, 1, ",verdict=\"allowed\",reason=\"bucket_insert_failed\"" },
+	{ XRL_G_CAS_GIVEUP, 1, ",verdict=\"allowed\",reason=\"cas_gave_up\"" },
+	{ XRL_G_UNWALKABLE_PASSED, 1, ",verdict=\"allowed\",reason=\"unwalkable\"" },
+	{ XRL_G_DENYLISTED, 1, ",verdict=\"refused\",reason=\"denylisted\"" },
+	{ XRL_G_TINY_FRAGMENT, 1, ",verdict=\"refused\",reason=\"tiny_fragment\"" },
+	{ XRL_G_UNWALKABLE_DROPPED, 1, ",verdict=\"refused\",reason=\"unwalkable\"" },
+	{ XRL_G_BUCKET_NEW, 2, ",event=\"created\"" },
+	{ XRL_G_CAS_RETRY, 2, ",event=\"cas_retried\"" },
+	{ XRL_G_REFUSED_CACHED, 3, ",path=\"refusal_cache\"" },
+	{ XRL_G_LEASED, 3, ",path=\"lease\"" },
+	{ XRL_G_DENY_EXPIRED, 4, "" },
+	{ XRL_G_EVENTS_SENT, 5, ",outcome=\"sent\"" },
+	{ XRL_G_EVENTS_LOST, 5, ",outcome=\"lost\"" },
+	{ XRL_G_COOKIES_SENT, 6, ",event=\"sent\"" },
+	{ XRL_G_COOKIES_VALID, 6, ",event=\"valid\"" },
+	{ XRL_G_COOKIES_BAD, 6, ",event=\"bad\"" },
+	{ XRL_G_COOKIE_PRIMERS, 6, ",event=\"primer\"" },
+	{ XRL_G_COOKIE_FALLBACK, 6, ",event=\"fallback\"" },
+};
+_Static_assert(sizeof(gmap) / sizeof(gmap[0]) == XRL_G_MAX,
+	       "every global counter is in exactly one metrics family");
+
 static void global_series(struct xrld *d, struct xrl_buf *b)
 {
-	static struct xrl_stats st;
+	static struct xrl_stats st[MAX_IFACES];
+	bool ok[MAX_IFACES];
 
-	family(b, "xrl_packets_total", "counter", "Global packet counters of the XDP program.");
-	for (int i = 0; i < d->n_ifs; i++) {
-		if (xrl_read_stats(d->ifs[i].h, &st))
-			continue;
-		for (int g = 0; g < XRL_G_MAX; g++)
-			xrl_buf_printf(b,
-				       "xrl_packets_total{interface=\"%s\",counter=\"%s\"} %llu\n",
-				       d->ifs[i].name, xrl_global_name(g),
-				       (unsigned long long)st.global.c[g]);
+	for (int i = 0; i < d->n_ifs; i++)
+		ok[i] = !xrl_read_stats(d->ifs[i].h, &st[i]);
+	for (size_t f = 0; f < sizeof(gfam) / sizeof(gfam[0]); f++) {
+		xrl_prom_family(b, gfam[f].name, "counter", gfam[f].help);
+		for (int i = 0; i < d->n_ifs; i++)
+			for (size_t k = 0; ok[i] && k < sizeof(gmap) / sizeof(gmap[0]); k++)
+				if (gmap[k].fam == (int)f)
+					xrl_buf_printf(b, "%s{interface=\"%s\"%s} %llu\n",
+						       gfam[f].name, d->ifs[i].name, gmap[k].labels,
+						       (unsigned long long)st[i]
+							       .global.c[gmap[k].g]);
 	}
-	family(b, "xrl_buckets", "gauge", "Source buckets in the shared table.");
+	xrl_prom_family(b, "xrl_buckets", "gauge", "Source buckets in the shared table.");
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_buf_printf(b, "xrl_buckets{interface=\"%s\"} %ld\n", d->ifs[i].name,
 			       xrl_bucket_count(d->ifs[i].h));
-	family(b, "xrl_bucket_evictions_total", "counter",
-	       "Buckets evicted from the full LRU table (new - in use).");
+	xrl_prom_family(b, "xrl_bucket_evictions_total", "counter",
+			"Buckets evicted from the full LRU table (created - in use).");
 	for (int i = 0; i < d->n_ifs; i++) {
 		long long n = xrl_bucket_count(d->ifs[i].h), made;
 
-		if (xrl_read_stats(d->ifs[i].h, &st))
+		if (!ok[i])
 			continue;
-		made = (long long)st.global.c[XRL_G_BUCKET_NEW];
+		made = (long long)st[i].global.c[XRL_G_BUCKET_NEW];
 		xrl_buf_printf(b, "xrl_bucket_evictions_total{interface=\"%s\"} %lld\n",
 			       d->ifs[i].name, made > n ? made - n : 0LL);
 	}
-	family(b, "xrl_denylist_entries", "gauge", "Entries on the denylist.");
+	xrl_prom_family(b, "xrl_denylist_entries", "gauge", "Entries on the denylist.");
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_config c;
 		__u32 zero = 0;
@@ -91,31 +168,49 @@ static void global_series(struct xrld *d, struct xrl_buf *b)
 			xrl_buf_printf(b, "xrl_denylist_entries{interface=\"%s\"} %u\n",
 				       d->ifs[i].name, c.deny_v4_n + c.deny_v6_n);
 	}
-	family(b, "xrl_events_lost_total", "counter", "Refusal samples lost (ring buffer full).");
-	for (int i = 0; i < d->n_ifs; i++)
-		if (!xrl_read_stats(d->ifs[i].h, &st))
-			xrl_buf_printf(b, "xrl_events_lost_total{interface=\"%s\"} %llu\n",
-				       d->ifs[i].name,
-				       (unsigned long long)st.global.c[XRL_G_EVENTS_LOST]);
+}
+
+/* xrld's own: build, reloads, samples, penalties. */
+static void daemon_series(struct xrld *d, struct xrl_buf *b)
+{
+	xrl_prom_family(b, "xrl_build_info", "gauge",
+			"The running xrld's version and commit (always 1).");
+	xrl_buf_printf(b, "xrl_build_info{version=\"%s\",commit=\"%s\"} 1\n", XRL_VERSION,
+		       XRL_COMMIT);
+	xrl_prom_family(b, "xrl_config_reloads_total", "counter",
+			"Policy reloads and applies, by result (the start is not counted).");
+	xrl_buf_printf(b, "xrl_config_reloads_total{result=\"success\"} %llu\n",
+		       (unsigned long long)READ(d->reloads));
+	xrl_buf_printf(b, "xrl_config_reloads_total{result=\"failure\"} %llu\n",
+		       (unsigned long long)READ(d->reload_failures));
+	own_series(b, "xrl_config_last_reload_successful", "gauge",
+		   "1 if the last reload or apply (or the start) installed its policy, 0 if it "
+		   "was refused and the previous policy stayed in force.",
+		   READ(d->last_reload_ok));
+	own_series(b, "xrl_config_last_reload_success_timestamp_seconds", "gauge",
+		   "Unix time of the last policy installed (the start, a reload or an apply).",
+		   READ(d->last_reload_time_s));
+	own_series(b, "xrl_samples_read_total", "counter", "Refusal samples xrld read.",
+		   READ(d->events_seen));
+	own_series(b, "xrl_top_samples_dropped_total", "counter",
+		   "Refusal samples the top table had no room for.", READ(d->top_dropped));
+	own_series(b, "xrl_penalties_total", "counter",
+		   "Penalties xrld put on the denylist (packet tier).", READ(d->penalties));
+	xrl_prom_family(b, "xrl_penalties_skipped_total", "counter",
+			"Refusal samples that earned no strike, and due penalties not made, by "
+			"reason.");
+	for (int i = 0; i < PEN_SKIP_MAX; i++)
+		xrl_buf_printf(b, "xrl_penalties_skipped_total{reason=\"%s\"} %llu\n",
+			       pen_skip_name[i], (unsigned long long)READ(d->pen_skipped[i]));
 }
 
 static void metrics_text(struct xrld *d, struct xrl_buf *b)
 {
 	pthread_mutex_lock(&d->lock);
+	daemon_series(d, b);
 	rule_series(d, b, false);
 	rule_series(d, b, true);
 	global_series(d, b);
-	own_counter(b, "xrld_events_total", "Refusal samples read.", READ(d->events_seen));
-	own_counter(b, "xrld_penalties_total", "Penalties put on the denylist.", READ(d->penalties));
-	own_counter(b, "xrld_reloads_total", "Policies installed by reload or apply.", READ(d->reloads));
-	own_counter(b, "xrld_reload_failures_total", "Policies refused.", READ(d->reload_failures));
-	own_counter(b, "xrld_top_dropped_total", "Samples the top table had no room for.",
-		    READ(d->top_dropped));
-	family(b, "xrld_penalties_skipped_total", "counter",
-	       "Refusal samples that earned no strike, and due penalties not made, by reason.");
-	for (int i = 0; i < PEN_SKIP_MAX; i++)
-		xrl_buf_printf(b, "xrld_penalties_skipped_total{reason=\"%s\"} %llu\n",
-			       pen_skip_name[i], (unsigned long long)READ(d->pen_skipped[i]));
 	if (d->http)
 		xrl_http_metrics(d->http, b);
 	pthread_mutex_unlock(&d->lock);
@@ -177,6 +272,11 @@ int xrld_metrics_start(struct xrld *d, const char *hostport)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
 	int port;
 
+	/* the start installed the first policy: the last reload gauges' start */
+	if (!READ(d->last_reload_time_s)) {
+		__atomic_store_n(&d->last_reload_time_s, (__u64)time(NULL), __ATOMIC_RELAXED);
+		__atomic_store_n(&d->last_reload_ok, 1, __ATOMIC_RELAXED);
+	}
 	if (xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port))
 		return -EINVAL;
 	snprintf(port_s, sizeof(port_s), "%d", port);

@@ -172,7 +172,7 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
 	if (!xrl_deny_room(f->h, p->family, &used, &cap) && used >= cap / 4 * 3) {
 		if (!COUNT(d->pen_skipped[PEN_SKIP_FULL]))
 			log_warnx("%s: penalties fill 3/4 of the denylist (%u of %u): no new penalty "
-				  "until entries expire (counted in xrld_penalties_skipped_total)",
+				  "until entries expire (counted in xrl_penalties_skipped_total)",
 				  f->name, used, cap);
 		return -ENOSPC;
 	}

@@ -155,7 +155,7 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 									 xrl_bucket_count(f->h),
 									 NULL, 0));
 		else
-			xrl_report_stats(r->b, f->name, &st, &meta, xrl_bucket_count(f->h), NULL,
+			xrl_report_stats(r->b, f->name, &st, &meta, xrl_bucket_count(f->h), NULL, 0,
 					 0);
 	}
 	if (r->json)

@@ -114,6 +114,10 @@ struct xrld {
 	struct xrld_top_ent *top;
 	struct xrld_pen_ent *pen;
 	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
+	/* the last reload or apply (the start counts as one): 1 installed, 0
+	 * refused; and the wall-clock time of the last one installed, seconds
+	 * since the epoch (xrl_config_last_reload_*, as Prometheus's own) */
+	__u64 last_reload_ok, last_reload_time_s;
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
