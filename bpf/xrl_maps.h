@@ -118,6 +118,15 @@ struct {
 	__type(value, __u32);
 } xrl_cookie_prime SEC(".maps");
 
+/* The namespace's sysctls as they were before cookies needed them:
+ * userspace's memory, pinned with the rest; never read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_sysctl_saved);
+} xrl_sysctl SEC(".maps");
+
 /* Refusal samples for the daemon (top, penalty escalation). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -55,6 +55,7 @@
 #define XRL_MAP_ALLOW_SMALL  "xrl_allow_small"
 #define XRL_MAP_SCRATCH      "xrl_scratch"
 #define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
+#define XRL_MAP_SYSCTL       "xrl_sysctl"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -279,6 +280,22 @@ struct xrl_allow_small {
  * host order) holds the jiffy of the last primer per port.
  */
 #define XRL_COOKIE_PRIME_S   30
+
+/*
+ * xrl_sysctl (ARRAY, 1 entry, pinned; userspace only): the sysctls that
+ * cookies need (net.ipv4.tcp_syncookies = 2, tcp_timestamps = 2), as they
+ * were before xrl changed them in the interface's network namespace, so
+ * that a restarted daemon or `detach` restores them (user/lib/syncookie.c).
+ */
+struct xrl_sysctl_saved {
+	__u64 netns_dev;          /* st_dev, st_ino of /proc/self/ns/net where */
+	__u64 netns_ino;          /* they were changed */
+	__s32 syncookies;         /* the value before xrl set 2 */
+	__s32 timestamps;         /* the value before xrl set 2 */
+	__u32 held;               /* 1: xrl set them and owes the restore */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct xrl_sysctl_saved) == 32, "xrl_sysctl_saved layout");
 
 /* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
 

@@ -192,6 +192,11 @@ long xrl_bucket_count(struct xrl_handle *h);
  * sysctls (7 if unreadable). The XDP program's SYN-ACKs offer it. */
 __u8 xrl_syn_wscale_of(__u64 tcp_rmem_max, __u64 rmem_max);
 __u8 xrl_syn_wscale(void);
+/* Hold (want) or let go of net.ipv4.tcp_syncookies = 2 and tcp_timestamps =
+ * 2 in this network namespace, remembering in the pinned xrl_sysctl map
+ * (fd) what they were, and restoring that when the last interface under
+ * the same pin root lets go. who names the interface in logs. */
+int xrl_cookie_sysctls(int fd, const char *pin_dir, const char *who, bool want);
 const char *xrl_global_name(int idx);
 const char *xrl_verdict_name(int v);
 
