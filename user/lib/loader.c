@@ -34,7 +34,7 @@ static const char *const pinned_maps[] = {
 	XRL_MAP_CONFIG,	     XRL_MAP_RULESETS,	 XRL_MAP_META,	       XRL_MAP_BUCKETS,
 	XRL_MAP_REFUSED,     XRL_MAP_ALLOW_V4,	 XRL_MAP_ALLOW_V6,     XRL_MAP_DENY_V4,
 	XRL_MAP_DENY_V6,     XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
-	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,
+	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,	 XRL_MAP_VOUCH,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
@@ -791,6 +791,74 @@ int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	if (bpf_map_delete_elem(fd, key))
 		return -errno;
 	return deny_count_add(h, p->family, -1);
+}
+
+/* The vouch key of a prefix: its /24 or /48 (a longer prefix is widened:
+ * vouches are per network); a shorter one is refused. */
+static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)
+{
+	__u32 m[4];
+	__u8 plen = p->family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+
+	if ((p->family != XRL_AF_INET && p->family != XRL_AF_INET6) || p->plen < plen)
+		return -EINVAL;
+	memset(k, 0, sizeof(*k));
+	k->family = p->family;
+	xrl_prefix_mask(p->family, plen, m);
+	for (int i = 0; i < 4; i++)
+		k->addr[i] = p->addr[i] & m[i];
+	return 0;
+}
+
+int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns)
+{
+	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME };
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k);
+
+	if (err)
+		return err;
+	/* bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC, as xrl_now_ns */
+	v.expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0;
+	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k, &v, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k);
+
+	if (err)
+		return err;
+	if (bpf_map_delete_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k))
+		return -errno;
+	return 0;
+}
+
+int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n)
+{
+	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_key key, next;
+	struct xrl_vouch_val v;
+	void *prev = NULL;
+
+	*n = 0;
+	while (*n < max && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		memset(&out[*n], 0, sizeof(out[*n]));
+		out[*n].prefix.family = (__u8)key.family;
+		out[*n].prefix.plen = key.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+		memcpy(out[*n].prefix.addr, key.addr, sizeof(key.addr));
+		out[*n].expires_ns = v.expires_ns;
+		out[*n].origin = v.origin;
+		(*n)++;
+	}
+	return 0;
 }
 
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap)
