@@ -25,6 +25,7 @@
 #include "xrl_parse.h"
 #include "xrl_limit.h"
 #include "xrl_cookie.h"
+#include "xrl_vouch.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -225,6 +226,7 @@ struct xrl_scratch {
 	__u8  shadowed;
 	__u8  cookie;                /* a matching rule has SYN cookies on */
 	__u8  cookie_ack;            /* an ACK whose cookie checked out */
+	__u8  agg;                   /* a matching rule has an aggregate cap */
 	__u64 now;                   /* the clock of the last rule asked */
 	__u64 fine;                  /* the one ktime read, 0 until made */
 	__u64 conform;               /* when the refusing bucket admits again */
@@ -361,6 +363,7 @@ __noinline int xrl_classify(struct xrl_scratch *s)
 		if (xrl_rule_match(&rs->rules[i], &s->pkt)) {
 			s->matched[n++] = i;
 			s->cookie |= rs->rules[i].syn_cookies;
+			s->agg |= rs->rules[i].agg_emit_ns != 0;
 		}
 	}
 	s->n_match = n;
@@ -563,6 +566,73 @@ static __always_inline void xrl_ask(struct xrl_global_ctr *gc, struct xrl_scratc
 	}
 }
 
+/*
+ * The aggregate caps of the rules whose buckets admitted the packet (see
+ * xrl_vouch.h): a vouched source draws on a cap's reserved share first,
+ * then on its open share. Returns 1 when a drop rule's cap refuses
+ * (s->refuse_slot; the caps already charged are given back), else 0. A
+ * shadow rule's cap only counts its refusals. A global function.
+ */
+__noinline int xrl_aggregate(struct xrl_scratch *s, struct xrl_global_ctr *gc, __u64 bytes)
+{
+	__u32 t_idx[XRL_MAX_MATCH];
+	__u64 t_inc[XRL_MAX_MATCH];
+	struct xrl_ruleset *rs;
+	__u32 n = 0;
+	int vouched = -1;
+
+	if (!s || !gc)
+		return 0;
+	rs = bpf_map_lookup_elem(&xrl_rulesets, &s->ruleset);
+	if (!rs)
+		return 0;
+	for (__u32 m = 0; m < XRL_MAX_MATCH; m++) {
+		struct xrl_rule *r;
+		__u32 slot, idx;
+
+		if (m >= s->n_match)
+			break;
+		slot = s->matched[m];
+		if (slot >= XRL_MAX_RULES)
+			continue;
+		r = &rs->rules[slot];
+		if (!r->agg_emit_ns)
+			continue;
+		if (vouched < 0)
+			vouched = xrl_vouched(&s->pkt);
+		if (!s->fine)
+			s->fine = bpf_ktime_get_ns();
+		idx = ((s->ruleset & 1) * XRL_MAX_RULES + slot) * 2;
+		if (vouched && r->agg_vemit_ns &&
+		    xrl_agg_take(idx + 1, s->fine, r->agg_vemit_ns, r->agg_vtau_ns, gc)) {
+			t_idx[n] = idx + 1;
+			t_inc[n++] = r->agg_vemit_ns;
+			continue;
+		}
+		if (xrl_agg_take(idx, s->fine, r->agg_emit_ns, r->agg_tau_ns, gc)) {
+			t_idx[n] = idx;
+			t_inc[n++] = r->agg_emit_ns;
+			continue;
+		}
+		if (r->action == XRL_ACT_SHADOW) {
+			xrl_count_rule(s->ruleset, slot, XRL_V_SHADOW_DROPPED, bytes);
+			s->matched[m] = XRL_MAX_RULES; /* not counted as passed */
+			continue;
+		}
+		for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+			if (k >= n)
+				break;
+			xrl_agg_refund(t_idx[k], t_inc[k]);
+		}
+		gc->c[XRL_G_AGG_REFUSED]++;
+		s->refuse_slot = slot;
+		return 1;
+	}
+	if (n && vouched > 0)
+		gc->c[XRL_G_VOUCHED_ADMITS]++;
+	return 0;
+}
+
 /* A drop rule refused: give back the tokens taken, count, remember. */
 static __always_inline int xrl_refuse(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
 				      struct xrl_scratch *s, struct xrl_refused *rv,
@@ -617,6 +687,17 @@ static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr 
 	xrl_ask(gc, s, rs, j, bytes, &tat);
 	if (s->refused)
 		return xrl_refuse(gc, cfg, s, rv, ctx, j, bytes);
+	if (s->agg && xrl_aggregate(s, gc, bytes)) {
+		/* the rule as a whole is full, not this source: its tokens go
+		 * back, and nothing is remembered or sampled (no strike) */
+		for (__u32 k = 0; k < XRL_MAX_MATCH; k++) {
+			if (k >= s->n_admitted)
+				break;
+			xrl_refund(&s->admitted[k], s->admitted_inc[k]);
+		}
+		xrl_count_rule(s->ruleset, s->refuse_slot, XRL_V_DROPPED, bytes);
+		return XDP_DROP;
+	}
 	if (s->shadowed) {
 		/* sampled like a refusal, never answered from the cache */
 		if (s->shadow_slot < XRL_MAX_RULES)
@@ -629,8 +710,11 @@ static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr 
 		if (s->matched[k] < XRL_MAX_RULES)
 			xrl_count_rule(s->ruleset, s->matched[k], XRL_V_PASSED, bytes);
 	}
-	/* no lease for cookie ACKs: a lease answers before the cookie check */
-	if (s->n_match == 1 && s->n_admitted == 1 && !s->shadowed && !s->cookie_ack &&
+	if (s->cookie_ack)
+		xrl_vouch_admit(&s->pkt);
+	/* no lease for cookie ACKs (a lease answers before the cookie check),
+	 * nor under an aggregate cap (it answers before the cap) */
+	if (s->n_match == 1 && s->n_admitted == 1 && !s->shadowed && !s->cookie_ack && !s->agg &&
 	    s->matched[0] < XRL_MAX_RULES)
 		xrl_lease(gc, rv, s, &rs->rules[s->matched[0]], s->matched[0], tat, s->now, j);
 	return XDP_PASS;
@@ -667,6 +751,7 @@ int xrl_xdp(struct xdp_md *ctx)
 	s->shadowed = 0;
 	s->cookie = 0;
 	s->cookie_ack = 0;
+	s->agg = 0;
 	s->fine = 0;
 	s->now = 0;
 	s->conform = 0;

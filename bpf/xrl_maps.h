@@ -118,6 +118,36 @@ struct {
 	__type(value, __u32);
 } xrl_cookie_prime SEC(".maps");
 
+/* Vouched source prefixes (/24, /48) with an expiry: the reserved share of
+ * an aggregate cap is theirs. LRU: verified sources cannot fill it, only
+ * push out the least recently vouched. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, XRL_VOUCH_DEFAULT);
+	__type(key, struct xrl_vouch_key);
+	__type(value, struct xrl_vouch_val);
+} xrl_vouch SEC(".maps");
+
+/* Aggregate caps' GCRA TATs (bpf_ktime_get_ns), per [ruleset slot][rule
+ * slot][0 open share, 1 reserved share]; updated by CAS. Not pinned: a
+ * newly loaded program starts them full, and a slot written by a reload
+ * holds at most one burst owed from the rule it held before. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2 * XRL_MAX_RULES * 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} xrl_agg SEC(".maps");
+
+/* The namespace's sysctls as they were before cookies needed them:
+ * userspace's memory, pinned with the rest; never read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_sysctl_saved);
+} xrl_sysctl SEC(".maps");
+
 /* Refusal samples for the daemon (top, penalty escalation). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);

@@ -37,6 +37,7 @@
 #define XRL_ALLOW_SMALL          8          /* allowlists this short are checked inline */
 #define XRL_LIST_DEFAULT         (1u << 16) /* allow/deny entries per family */
 #define XRL_EVENTS_BYTES         (1u << 20) /* ring buffer size, power of 2 */
+#define XRL_VOUCH_DEFAULT        (1u << 16) /* vouched prefixes (LRU) */
 
 /* ---- map names (pinned under <pin-dir>/<ifname>/<name>) ----------------- */
 
@@ -55,6 +56,8 @@
 #define XRL_MAP_ALLOW_SMALL  "xrl_allow_small"
 #define XRL_MAP_SCRATCH      "xrl_scratch"
 #define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
+#define XRL_MAP_SYSCTL       "xrl_sysctl"
+#define XRL_MAP_VOUCH        "xrl_vouch"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -135,6 +138,10 @@ enum xrl_global {
 	XRL_G_COOKIE_FALLBACK,   /* SYNs a cookie rule matched but the program
 	                          * cannot answer (IPv4 options, IPv6 extension
 	                          * headers, fragments): they meet the bucket */
+	XRL_G_AGG_REFUSED,       /* new connections an aggregate cap refused
+	                          * (a rule's `aggregate`): dropped */
+	XRL_G_VOUCHED_ADMITS,    /* new connections of vouched sources an
+	                          * aggregate cap admitted */
 	XRL_G_MAX,
 };
 
@@ -196,8 +203,17 @@ struct xrl_rule {
 	                           * two jiffies of tokens); 0: on jiffies */
 	__u8  syn_cookies;        /* enum xrl_syn_cookies */
 	__u8  pad[2];
+	/* Aggregate cap (docs/design.md, "Aggregate caps"): what reaches the
+	 * rule's buckets and is admitted there is also charged to one of two
+	 * rule-wide GCRA buckets. Any source draws on the open one; vouched
+	 * sources (xrl_vouch) first on the reserved one. Together at most the
+	 * aggregate rate and burst. */
+	__u64 agg_emit_ns;        /* open share: ns per token; 0 = no cap */
+	__u64 agg_tau_ns;         /* agg_emit_ns * its burst */
+	__u64 agg_vemit_ns;       /* reserved share: ns per token; 0 = none */
+	__u64 agg_vtau_ns;        /* agg_vemit_ns * its burst */
 };
-_Static_assert(sizeof(struct xrl_rule) == 120, "xrl_rule layout");
+_Static_assert(sizeof(struct xrl_rule) == 152, "xrl_rule layout");
 
 struct xrl_ruleset {
 	__u32 n_rules;            /* used entries of rules[] */
@@ -280,6 +296,45 @@ struct xrl_allow_small {
  */
 #define XRL_COOKIE_PRIME_S   30
 
+/*
+ * xrl_sysctl (ARRAY, 1 entry, pinned; userspace only): the sysctls that
+ * cookies need (net.ipv4.tcp_syncookies = 2, tcp_timestamps = 2), as they
+ * were before xrl changed them in the interface's network namespace, so
+ * that a restarted daemon or `detach` restores them (user/lib/syncookie.c).
+ */
+struct xrl_sysctl_saved {
+	__u64 netns_dev;          /* st_dev, st_ino of /proc/self/ns/net where */
+	__u64 netns_ino;          /* they were changed */
+	__s32 syncookies;         /* the value before xrl set 2 */
+	__s32 timestamps;         /* the value before xrl set 2 */
+	__u32 held;               /* 1: xrl set them and owes the restore */
+	__u32 pad;
+};
+_Static_assert(sizeof(struct xrl_sysctl_saved) == 32, "xrl_sysctl_saved layout");
+
+/*
+ * Vouched sources (LRU_HASH xrl_vouch): prefixes that proved themselves
+ * (a connection admitted with a valid cookie, or an operator's or the
+ * identity tier's word). An aggregate cap reserves a share for them. The
+ * key is the source masked to XRL_VOUCH_PLEN4 / XRL_VOUCH_PLEN6: one entry
+ * per /24 or /48, so the vouches of a network's clients share it.
+ */
+#define XRL_VOUCH_PLEN4      24
+#define XRL_VOUCH_PLEN6      48
+#define XRL_VOUCH_TTL_S      600    /* a cookie-verified admit vouches this long */
+
+struct xrl_vouch_key {
+	__u32 family;             /* enum xrl_family */
+	__u32 addr[4];            /* network byte order, masked; v4 in [0] */
+};
+_Static_assert(sizeof(struct xrl_vouch_key) == 20, "xrl_vouch_key layout");
+
+struct xrl_vouch_val {
+	__u64 expires_ns;         /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
+	__u32 origin;             /* enum xrl_origin, or XRL_ORIGIN_COOKIE */
+	__u32 pad;
+};
+
 /* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
 
 struct xrl_lpm_v4 {
@@ -296,6 +351,7 @@ enum xrl_origin {
 	XRL_ORIGIN_POLICY  = 0,   /* from the policy file: replaced on apply */
 	XRL_ORIGIN_RUNTIME = 1,   /* added by an operator: kept across applies */
 	XRL_ORIGIN_PENALTY = 2,   /* deny entries earned by escalation */
+	XRL_ORIGIN_COOKIE  = 3,   /* vouches earned by a cookie-verified admit */
 };
 
 /* Allowlist value; the program only tests for presence. */

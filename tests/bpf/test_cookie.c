@@ -550,6 +550,122 @@ out:
 
 static void case_est(struct ctx *c) { case_established(c, 18080); }
 
+/* Is src's /24 (or /48) vouched, with origin *origin? */
+static bool vouched(struct ctx *c, const char *src, __u32 *origin)
+{
+	struct xrl_vouch v[16];
+	struct xrl_prefix p;
+	size_t n = 0;
+
+	if (xrl_prefix_parse(src, &p, NULL, 0) || xrl_vouch_list(c->h, v, 16, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		__u32 m[4];
+		bool eq = v[i].prefix.family == p.family;
+
+		xrl_prefix_mask(p.family, v[i].prefix.plen, m);
+		for (int w = 0; w < 4; w++)
+			eq = eq && (p.addr[w] & m[w]) == v[i].prefix.addr[w];
+		if (eq) {
+			*origin = v[i].origin;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A verified connection vouches its source's /24. */
+static void case_vouch_cookie(struct ctx *c)
+{
+	struct synack sa;
+	struct out o;
+	__u32 origin = 99;
+
+	prime(c, full4.src, 0);
+	check(!vouched(c, full4.src, &origin), "198.51.100.0/24 is not vouched before");
+	CHECK_EQ("the ACK with a valid cookie: XDP_PASS", handshake(c, full4, &sa, &o), V_PASS);
+	check(vouched(c, full4.src, &origin), "198.51.100.0/24 is vouched after");
+	CHECK_EQ("... by a cookie", origin, XRL_ORIGIN_COOKIE);
+}
+
+/*
+ * n SYNs to port 80 from src_fmt % i (i from first): how many passed.
+ * The rule has no cookies here: SYNs meet the buckets and the cap.
+ */
+static int syns(struct ctx *c, const char *src_fmt, int first, int n)
+{
+	struct seg s = { .sport = 1000, .flags = PB_TCP_SYN, .mss = true };
+	int passed = 0;
+	char src[48];
+	struct out o;
+	struct pb p;
+
+	for (int i = first; i < first + n; i++) {
+		snprintf(src, sizeof(src), src_fmt, i);
+		s.src = src;
+		if (send_seg(c, &s, &p, &o) == V_PASS)
+			passed++;
+	}
+	return passed;
+}
+
+/*
+ * An aggregate cap of burst 10 (1/min: nothing refills during the test),
+ * half of it reserved for vouched sources: 5 + 5. Sources' own buckets
+ * are wide (burst 1000) so only the cap refuses.
+ */
+static void case_aggregate(struct ctx *c)
+{
+	struct xrl_policy *pol = calloc(1, sizeof(*pol));
+	struct xrl_vouch_key k = { .family = XRL_AF_INET };
+	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME, .expires_ns = 1 };
+	char err[XRL_ERRLEN] = "";
+	struct xrl_rule_spec *s;
+	struct xrl_prefix pf;
+	int rc;
+
+	if (!pol)
+		return;
+	s = &pol->rules[pol->n_rules++];
+	xrl_rule_spec_init(s, "agg");
+	s->proto = XRL_PROTO_TCP;
+	s->tcp_class = XRL_TCP_SYN;
+	s->ports[s->n_ports++] = (struct xrl_port_range){ 80, 80 };
+	s->rate = (struct xrl_rate){ .tokens = 1000, .period_ns = XRL_NSEC_PER_SEC };
+	s->burst = 1000;
+	s->agg_rate = (struct xrl_rate){ .tokens = 1, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
+	s->agg_burst = 10;
+	s->agg_vouched_pm = 500;
+	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
+	free(pol);
+	check(rc == 0, "apply the aggregate policy: %d %s", rc, err);
+	if (rc)
+		return;
+	xrl_read_stats(c->h, &c->st0);
+	rc = xrl_prefix_parse("203.0.113.0/24", &pf, NULL, 0);
+	rc = rc ? rc : xrl_vouch_add(c->h, &pf, 60ULL * XRL_NSEC_PER_SEC);
+	check(rc == 0, "vouch for 203.0.113.0/24: %d", rc);
+	/* 198.51.101.0/24 vouched, but expired (CLOCK_MONOTONIC 1 ns) */
+	k.addr[0] = htonl(0xc6336500);
+	bpf_map_update_elem(xrl_map_fd(c->h, XRL_MAP_VOUCH), &k, &v, BPF_ANY);
+
+	CHECK_EQ("20 new sources: the open share (5) passes", syns(c, "10.1.0.%d", 1, 20), 5);
+	CHECK_EQ("aggregate_refused", delta(c, XRL_G_AGG_REFUSED), 15);
+	CHECK_EQ("rule counted them dropped", rule_pkts(c, XRL_V_DROPPED), 15);
+	CHECK_EQ("an expired vouch is no vouch", syns(c, "198.51.101.%d", 1, 3), 0);
+	CHECK_EQ("10 vouched sources: the reserved share (5) passes",
+		 syns(c, "203.0.113.%d", 1, 10), 5);
+	CHECK_EQ("vouched_admits", delta(c, XRL_G_VOUCHED_ADMITS), 5);
+	CHECK_EQ("aggregate_refused", delta(c, XRL_G_AGG_REFUSED), 23);
+	CHECK_EQ("no refusal was cached (the cap is not the source's)",
+		 delta(c, XRL_G_REFUSED_CACHED), 0);
+	CHECK_EQ("no sample, so no strike", delta(c, XRL_G_EVENTS_SENT), 0);
+	rc = xrl_vouch_del(c->h, &pf);
+	check(rc == 0, "xrl_vouch_del: %d", rc);
+	pf.plen = 16;
+	CHECK_EQ("a vouch shorter than /24: -EINVAL", xrl_vouch_add(c->h, &pf, 0), -EINVAL);
+}
+
 static const struct {
 	const char *name;
 	uint16_t port;
@@ -558,6 +674,9 @@ static const struct {
 	{ "v4 SYN-ACK, valid ACK charges the bucket, forged and replayed ACKs dropped", 80, case_v4 },
 	{ "v4 without options, with MSS and timestamp only", 80, case_v4_no_options },
 	{ "v6 SYN-ACK and ACK", 80, case_v6 },
+	{ "a verified connection vouches its /24", 80, case_vouch_cookie },
+	{ "aggregate cap: open share for new sources, reserved share for vouched, expiry", 80,
+	  case_aggregate },
 	{ "VLAN tags (802.1Q v4, 802.1ad v6)", 80, case_vlan },
 	{ "a spoofed SYN flood creates no bucket", 80, case_flood },
 	{ "IPv4 options fall back to the bucket", 80, case_fallback },

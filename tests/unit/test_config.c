@@ -430,6 +430,19 @@ static void test_extensions(void **state)
 	EQ(cfg->policy.rules[0].syn_cookies, XRL_COOKIES_ON);
 	EQ(cfg->policy.rules[1].syn_cookies, XRL_COOKIES_OFF);
 	EQ(cfg->policy.rules[2].syn_cookies, XRL_COOKIES_OFF);
+
+	CTX("aggregate: rate, burst, vouched_share in per mille, none by default");
+	PARSE_OK("xdp:\n  rules:\n"
+		 "    - { name: c, match: { proto: tcp }, rate: 1/s, burst: 1,\n"
+		 "        aggregate: { rate: 1000/s, burst: 200, vouched_share: 0.25 } }\n"
+		 "    - { name: d, rate: 1/s, burst: 1, aggregate: { rate: 5/s, burst: 5 } }\n"
+		 "    - { name: e, rate: 1/s, burst: 1 }\n");
+	EQ(cfg->policy.rules[0].agg_rate.tokens, 1000);
+	EQ(cfg->policy.rules[0].agg_burst, 200);
+	EQ(cfg->policy.rules[0].agg_vouched_pm, 250);
+	EQ(cfg->policy.rules[1].agg_vouched_pm, 0);
+	EQ(cfg->policy.rules[1].agg_burst, 5);
+	EQ(cfg->policy.rules[2].agg_rate.tokens, 0);
 }
 
 static void test_limits(void **state)
@@ -597,13 +610,22 @@ static const struct bad bads[] = {
 	{ "top level a word", "hello\n",
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
 	{ "rule a list", "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
-	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies), got a list" },
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies, aggregate), got a list" },
 	{ "rule syn_cookies word",
 	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: yes }\n",
 	  "xdp.rules[0].syn_cookies: expected one of off or on, got 'yes'" },
 	{ "rule syn_cookies without proto tcp",
 	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, syn_cookies: on }\n",
 	  "t.yaml:3:52: xdp.rules[0].syn_cookies: SYN cookies need match.proto: tcp" },
+	{ "aggregate share too large",
+	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, aggregate: { rate: 9/s, burst: 9, vouched_share: 1 } }\n",
+	  "xdp.rules[0].aggregate.vouched_share: expected a share from 0 to 0.9, such as 0.2 (the rest is how new sources get in), got '1'" },
+	{ "aggregate without burst",
+	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, aggregate: { rate: 9/s } }\n",
+	  "xdp.rules[0].aggregate: needs rate and burst" },
+	{ "aggregate burst 1 with a share",
+	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, aggregate: { rate: 9/s, burst: 1, vouched_share: 0.5 } }\n",
+	  "aggregate burst must be at least 2 with a vouched share" },
 	{ "rule penalty word",
 	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, penalty: yes }\n",
 	  "xdp.rules[0].penalty: expected one of verified, unverified or off, got 'yes'" },

@@ -682,6 +682,109 @@ static int parse_key(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl
 	return 0;
 }
 
+/* A share written 0 to 0.9 with at most three decimals, in per mille. */
+static int share_val(struct cx *x, const yaml_node_t *n, const char *path, __u16 *out)
+{
+	static const char what[] = "a share from 0 to 0.9, such as 0.2";
+	const char *s, *p;
+	__u32 pm = 0, scale = 1000;
+	char d[64];
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	p = s;
+	if (*p != '0' && *p != '.')
+		goto bad;
+	if (*p == '0')
+		p++;
+	if (*p == '.') {
+		for (p++; isdigit((unsigned char)*p) && scale > 1; p++) {
+			scale /= 10;
+			pm += (__u32)(*p - '0') * scale;
+		}
+	}
+	if (*p || pm > XRL_AGG_VOUCHED_MAX_PM)
+		goto bad;
+	*out = (__u16)pm;
+	return 0;
+bad:
+	return at(x, n, "%s: expected %s (the rest is how new sources get in), got %s", path, what,
+		  desc(n, d, sizeof(d)));
+}
+
+/* aggregate: { rate: N/s, burst: B, vouched_share: 0.2 } */
+static int parse_aggregate(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl_rule_spec *r)
+{
+	static const char rate_what[] = "COUNT/PERIOD such as 1000/s";
+	enum { F_RATE, F_BURST, F_SHARE, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_RATE] = { .key = "rate" },
+		[F_BURST] = { .key = "burst" },
+		[F_SHARE] = { .key = "vouched_share" },
+	};
+	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	__u64 v;
+	int rc;
+
+	subpath(path, rpath, ".aggregate");
+	rc = mapping(x, n, path, "aggregate", f, F_COUNT);
+	if (rc)
+		return rc;
+	if (!f[F_RATE].v || !f[F_BURST].v)
+		return at(x, n, "%s: needs rate and burst (e.g. { rate: 1000/s, burst: 200 })",
+			  path);
+	subpath(p2, path, ".rate");
+	rc = scalar(x, f[F_RATE].v, p2, rate_what, &s);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(s, &r->agg_rate, msg, sizeof(msg)))
+		return at(x, f[F_RATE].v, "%s: expected %s, got %s%s", p2, rate_what,
+			  desc(f[F_RATE].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
+	subpath(p2, path, ".burst");
+	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of connections from 1 to 100000000", 1,
+		      XRL_GCRA_BURST_MAX, &v);
+	if (rc)
+		return rc;
+	r->agg_burst = (__u32)v;
+	if (f[F_SHARE].v) {
+		subpath(p2, path, ".vouched_share");
+		rc = share_val(x, f[F_SHARE].v, p2, &r->agg_vouched_pm);
+	}
+	return rc;
+}
+
+/* A rule's action, penalty and syn_cookies words. */
+static int parse_rule_modes(struct cx *x, struct field *fa, struct field *fp, struct field *fc,
+			    const char *path, struct xrl_rule_spec *r)
+{
+	static const char *const acts[] = { "drop", "shadow" };
+	static const int avals[] = { XRL_ACT_DROP, XRL_ACT_SHADOW };
+	static const char *const pens[] = { "verified", "unverified", "off" };
+	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
+	static const char *const cks[] = { "off", "on" };
+	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON };
+	int rc, a;
+
+	a = (int)r->action;
+	if ((rc = OPT_ENUM(x, fa->v, path, ".action", acts, avals, &a)))
+		return rc;
+	r->action = (__u8)a;
+	a = (int)r->penalty;
+	if ((rc = OPT_ENUM(x, fp->v, path, ".penalty", pens, pvals, &a)))
+		return rc;
+	r->penalty = (__u8)a;
+	a = (int)r->syn_cookies;
+	if ((rc = OPT_ENUM(x, fc->v, path, ".syn_cookies", cks, ckvals, &a)))
+		return rc;
+	r->syn_cookies = (__u8)a;
+	if (a && r->proto != XRL_PROTO_TCP)
+		return at(x, fc->v, "%s.syn_cookies: SYN cookies need match.proto: tcp", path);
+	return 0;
+}
+
 static bool rule_name_ok(const char *s)
 {
 	size_t l = strlen(s);
@@ -696,19 +799,25 @@ static bool rule_name_ok(const char *s)
 
 static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
-	static const char *const acts[] = { "drop", "shadow" };
-	static const int avals[] = { XRL_ACT_DROP, XRL_ACT_SHADOW };
-	static const char *const pens[] = { "verified", "unverified", "off" };
-	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
-	static const char *const cks[] = { "off", "on" };
-	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON };
-	enum { F_NAME, F_MATCH, F_KEY, F_RATE, F_BURST, F_ACTION, F_PENALTY, F_COOKIES, F_COUNT };
+	enum {
+		F_NAME,
+		F_MATCH,
+		F_KEY,
+		F_RATE,
+		F_BURST,
+		F_ACTION,
+		F_PENALTY,
+		F_COOKIES,
+		F_AGG,
+		F_COUNT
+	};
 	struct field f[F_COUNT] = {
 		[F_NAME] = { .key = "name" },	    [F_MATCH] = { .key = "match" },
 		[F_KEY] = { .key = "key" },	    [F_RATE] = { .key = "rate" },
 		[F_BURST] = { .key = "burst" },	    [F_ACTION] = { .key = "action" },
 		[F_PENALTY] = { .key = "penalty" }, [F_COOKIES] = { .key = "syn_cookies" },
+		[F_AGG] = { .key = "aggregate" },
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -716,7 +825,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	struct xrl_rule compiled;
 	const char *s;
 	__u64 v;
-	int rc, a;
+	int rc;
 
 	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
 	rc = mapping(x, n, path, "rule", f, F_COUNT);
@@ -777,20 +886,11 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		return rc;
 	r->burst = (__u32)v;
 
-	a = (int)r->action;
-	if ((rc = OPT_ENUM(x, f[F_ACTION].v, path, ".action", acts, avals, &a)))
+	rc = parse_rule_modes(x, &f[F_ACTION], &f[F_PENALTY], &f[F_COOKIES], path, r);
+	if (!rc && f[F_AGG].v)
+		rc = parse_aggregate(x, f[F_AGG].v, path, r);
+	if (rc)
 		return rc;
-	r->action = (__u8)a;
-	a = (int)r->penalty;
-	if ((rc = OPT_ENUM(x, f[F_PENALTY].v, path, ".penalty", pens, pvals, &a)))
-		return rc;
-	r->penalty = (__u8)a;
-	a = (int)r->syn_cookies;
-	if ((rc = OPT_ENUM(x, f[F_COOKIES].v, path, ".syn_cookies", cks, ckvals, &a)))
-		return rc;
-	r->syn_cookies = (__u8)a;
-	if (a && r->proto != XRL_PROTO_TCP)
-		return at(x, f[F_COOKIES].v, "%s.syn_cookies: SYN cookies need match.proto: tcp", path);
 
 	/* rate and burst within what the arithmetic can hold, here with a line */
 	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))

@@ -34,7 +34,7 @@ static const char *const pinned_maps[] = {
 	XRL_MAP_CONFIG,	     XRL_MAP_RULESETS,	 XRL_MAP_META,	       XRL_MAP_BUCKETS,
 	XRL_MAP_REFUSED,     XRL_MAP_ALLOW_V4,	 XRL_MAP_ALLOW_V6,     XRL_MAP_DENY_V4,
 	XRL_MAP_DENY_V6,     XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
-	XRL_MAP_ALLOW_SMALL,
+	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,	 XRL_MAP_VOUCH,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
@@ -525,6 +525,21 @@ static int detach_plain(struct xrl_handle *h)
 	return 0;
 }
 
+/*
+ * Hold or let go of the sysctls SYN cookies need in this namespace
+ * (xrl_cookie_sysctls). Only for a handle on an interface: a test or a
+ * benchmark that loads the program alone leaves the host's sysctls be.
+ */
+static int cookie_sysctls(struct xrl_handle *h, bool want)
+{
+	char name[IF_NAMESIZE] = "?";
+
+	if (!h->info.ifindex)
+		return 0;
+	if_indextoname((unsigned)h->info.ifindex, name);
+	return xrl_cookie_sysctls(xrl_map_fd(h, XRL_MAP_SYSCTL), h->pin_dir, name, want);
+}
+
 int xrl_detach(struct xrl_handle *h)
 {
 	struct xdp_multiprog *mp;
@@ -561,6 +576,8 @@ int xrl_detach(struct xrl_handle *h)
 			log_warnx("couldn't detach program %u: %s", h->info.prog_id,
 				  strerror(-err));
 	}
+	if (!err && h->info.ifindex)
+		cookie_sysctls(h, false);
 	if (!err && h->pin_dir[0]) {
 		char path[PATH_MAX + 64];
 
@@ -774,6 +791,74 @@ int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	if (bpf_map_delete_elem(fd, key))
 		return -errno;
 	return deny_count_add(h, p->family, -1);
+}
+
+/* The vouch key of a prefix: its /24 or /48 (a longer prefix is widened:
+ * vouches are per network); a shorter one is refused. */
+static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)
+{
+	__u32 m[4];
+	__u8 plen = p->family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+
+	if ((p->family != XRL_AF_INET && p->family != XRL_AF_INET6) || p->plen < plen)
+		return -EINVAL;
+	memset(k, 0, sizeof(*k));
+	k->family = p->family;
+	xrl_prefix_mask(p->family, plen, m);
+	for (int i = 0; i < 4; i++)
+		k->addr[i] = p->addr[i] & m[i];
+	return 0;
+}
+
+int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns)
+{
+	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME };
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k);
+
+	if (err)
+		return err;
+	/* bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC, as xrl_now_ns */
+	v.expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0;
+	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k, &v, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k);
+
+	if (err)
+		return err;
+	if (bpf_map_delete_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k))
+		return -errno;
+	return 0;
+}
+
+int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n)
+{
+	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_key key, next;
+	struct xrl_vouch_val v;
+	void *prev = NULL;
+
+	*n = 0;
+	while (*n < max && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v))
+			continue;
+		memset(&out[*n], 0, sizeof(out[*n]));
+		out[*n].prefix.family = (__u8)key.family;
+		out[*n].prefix.plen = key.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+		memcpy(out[*n].prefix.addr, key.addr, sizeof(key.addr));
+		out[*n].expires_ns = v.expires_ns;
+		out[*n].origin = v.origin;
+		(*n)++;
+	}
+	return 0;
 }
 
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap)
@@ -1094,6 +1179,7 @@ out:
 int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen)
 {
 	struct xrl_config cfg;
+	bool cookies = false;
 	int rc;
 
 	if (err && errlen)
@@ -1101,7 +1187,15 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	rc = xrl_policy_validate(p, err, errlen);
 	if (rc)
 		return rc;
-	rc = read_config(h, &cfg);
+	for (__u32 i = 0; i < p->n_rules; i++)
+		cookies |= p->rules[i].syn_cookies != XRL_COOKIES_OFF;
+	/* set before the cookie rules are in force, restored after they left */
+	rc = cookies ? cookie_sysctls(h, true) : 0;
+	if (rc && err && errlen)
+		snprintf(err, errlen, "couldn't set the sysctls SYN cookies need: %s",
+			 strerror(-rc));
+	if (!rc)
+		rc = read_config(h, &cfg);
 	if (!rc)
 		rc = write_next(h, p, cfg.active_ruleset);
 	for (int fam = 0; !rc && fam < 2; fam++)
@@ -1110,6 +1204,8 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 		rc = sync_list_counts(h);
 	if (!rc)
 		rc = flip_ruleset(h, cfg.active_ruleset ^ 1);
+	if (!rc && !cookies)
+		cookie_sysctls(h, false); /* logged; the policy stands either way */
 	if (rc && err && errlen && !err[0])
 		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
 	return rc;

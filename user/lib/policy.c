@@ -250,6 +250,49 @@ __u32 xrl_rule_id(const char *name)
 	return h ? h : 1;
 }
 
+/*
+ * The aggregate cap's two shares (bpf/xrl_vouch.h): of rate R and burst B
+ * with a share s reserved for vouched sources, the reserved bucket gets
+ * R x s and max(1, B x s) tokens, the open one the rest of both; together
+ * never more than R and B.
+ */
+static int agg_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, const char *nm,
+		       char *err, size_t errlen)
+{
+	__u64 pm = in->agg_vouched_pm, tokens = in->agg_rate.tokens;
+	__u64 period = in->agg_rate.period_ns;
+	struct xrl_gcra_params g;
+	__u32 vb, ob;
+
+	if (!tokens)
+		return 0;
+	if (pm > XRL_AGG_VOUCHED_MAX_PM)
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: aggregate vouched_share must be 0 to 0.9 (the rest is how "
+			    "new sources get in)",
+			    nm);
+	vb = pm ? (__u32)(in->agg_burst * pm / 1000) : 0;
+	vb = pm && !vb ? 1 : vb;
+	ob = in->agg_burst > vb ? in->agg_burst - vb : 0;
+	if (!ob)
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: aggregate burst must be at least 2 with a vouched share", nm);
+	/* per mille: the rates are tokens x (1000 - pm) per 1000 periods */
+	if (xrl_gcra_init(tokens * (1000 - pm), period * 1000, ob, &g))
+		return fail(err, errlen, -ERANGE,
+			    "rule %s: aggregate rate and burst out of range (as for rate)", nm);
+	out->agg_emit_ns = g.emit_ns;
+	out->agg_tau_ns = g.tau_ns;
+	if (!pm)
+		return 0;
+	if (xrl_gcra_init(tokens * pm, period * 1000, vb, &g))
+		return fail(err, errlen, -ERANGE,
+			    "rule %s: aggregate rate x vouched_share out of range", nm);
+	out->agg_vemit_ns = g.emit_ns;
+	out->agg_vtau_ns = g.tau_ns;
+	return 0;
+}
+
 int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err, size_t errlen)
 {
 	struct xrl_gcra_params g;
@@ -321,7 +364,7 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char 
 		for (int i = 0; i < 4; i++)
 			out->dst[i] = in->dst.addr[i] & out->dst_mask[i];
 	}
-	return 0;
+	return agg_compile(in, out, nm, err, errlen);
 }
 
 int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
@@ -387,6 +430,8 @@ const char *xrl_global_name(int idx)
 		[XRL_G_COOKIES_BAD] = "cookies_bad",
 		[XRL_G_COOKIE_PRIMERS] = "cookie_primers",
 		[XRL_G_COOKIE_FALLBACK] = "cookie_fallback",
+		[XRL_G_AGG_REFUSED] = "aggregate_refused",
+		[XRL_G_VOUCHED_ADMITS] = "vouched_admits",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])

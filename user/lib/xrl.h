@@ -55,7 +55,18 @@ struct xrl_rule_spec {
 	__u32 id;          /* 0: derived from the name (stable across reloads) */
 	__u8 penalty;      /* enum xrl_penalty_mode; userspace only */
 	__u8 syn_cookies;  /* enum xrl_syn_cookies */
+	/* aggregate cap (docs/policy.md): at most agg_rate new connections for
+	 * the rule as a whole, agg_vouched_pm per mille of it (rate and burst)
+	 * reserved for vouched sources; agg_rate.tokens 0 = no cap */
+	struct xrl_rate agg_rate;
+	__u32 agg_burst;
+	__u16 agg_vouched_pm; /* 0..XRL_AGG_VOUCHED_MAX_PM */
 };
+
+/* At most this share (per mille) of an aggregate cap is reserved for
+ * vouched sources: the rest stays open to new ones, which is how a new
+ * client earns its vouch at all. */
+#define XRL_AGG_VOUCHED_MAX_PM 900
 
 /*
  * What a rule's refusals may earn towards a penalty (xrld's escalation).
@@ -174,6 +185,17 @@ int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
  * a full list is swept over several calls); returns how many expired
  * entries it removed. */
 int xrl_deny_gc(struct xrl_handle *h);
+/* Vouched sources (xrl_abi.h, XRL_VOUCH_PLEN4/6): a prefix is widened to
+ * its /24 or /48 (shorter: -EINVAL); ttl_ns 0 = no expiry. */
+struct xrl_vouch {
+	struct xrl_prefix prefix;
+	__u64 expires_ns; /* CLOCK_MONOTONIC ns; 0 = never */
+	__u32 origin;	  /* enum xrl_origin */
+};
+int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns);
+int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* Up to max entries into out (*n of them), expired ones included. */
+int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n);
 /* Gap between refusal samples per source per CPU (default 1 s). */
 int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);
 
@@ -192,6 +214,11 @@ long xrl_bucket_count(struct xrl_handle *h);
  * sysctls (7 if unreadable). The XDP program's SYN-ACKs offer it. */
 __u8 xrl_syn_wscale_of(__u64 tcp_rmem_max, __u64 rmem_max);
 __u8 xrl_syn_wscale(void);
+/* Hold (want) or let go of net.ipv4.tcp_syncookies = 2 and tcp_timestamps =
+ * 2 in this network namespace, remembering in the pinned xrl_sysctl map
+ * (fd) what they were, and restoring that when the last interface under
+ * the same pin root lets go. who names the interface in logs. */
+int xrl_cookie_sysctls(int fd, const char *pin_dir, const char *who, bool want);
 const char *xrl_global_name(int idx);
 const char *xrl_verdict_name(int v);
 
