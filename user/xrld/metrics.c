@@ -95,6 +95,10 @@ static const struct {
 	  "SYN-cookie path packets: SYN-ACKs sent (sent), ACKs with a valid (valid) or bad "
 	  "(bad, refused) cookie, SYNs passed to prime the kernel (primer), SYNs a cookie "
 	  "rule could not answer (fallback)." },
+	{ "xrl_aggregate_packets_total",
+	  "Rules' aggregate caps: new connections refused by a cap (refused, after the "
+	  "source's own bucket admitted), and admitted from the share kept for vouched "
+	  "sources (vouched_admitted)." },
 };
 
 static const struct gseries gmap[] = {
@@ -123,6 +127,8 @@ static const struct gseries gmap[] = {
 	{ XRL_G_COOKIES_BAD, 6, ",event=\"bad\"" },
 	{ XRL_G_COOKIE_PRIMERS, 6, ",event=\"primer\"" },
 	{ XRL_G_COOKIE_FALLBACK, 6, ",event=\"fallback\"" },
+	{ XRL_G_AGG_REFUSED, 7, ",event=\"refused\"" },
+	{ XRL_G_VOUCHED_ADMITS, 7, ",event=\"vouched_admitted\"" },
 };
 _Static_assert(sizeof(gmap) / sizeof(gmap[0]) == XRL_G_MAX,
 	       "every global counter is in exactly one metrics family");
