@@ -21,6 +21,8 @@
 #   4. a rule with penalty: off never feeds one
 #   5. control: a /32 rule with penalty: unverified does deny its flooder,
 #      so the cases above could fail
+#   5b. the same rule never denies a source whose /24 is vouched for (the
+#      xrl_vouch map of the SYN-cookie work: a handshake, or the operator)
 #   6. penalty: verified on a rule for all TCP to port 8080: 2.5 s of ACKs
 #      forged "from" 198.51.100.70 deny nobody
 #   7. found in review: a real client flooding its own connection while ACKs
@@ -38,7 +40,7 @@ XRL_TEST_NAME=test_xrld_penalty_trust
 # shellcheck source=tests/e2e/lib_xrld.sh
 . "$(dirname "$0")/lib_xrld.sh"
 
-require_xrld ss curl ping
+require_xrld ss curl ping bpftool
 xrld_lab pt$$
 start_server
 cat >"$XRLD_CONF" <<EOF
@@ -128,6 +130,18 @@ check_ge "xrld counted samples of a rule with penalty off" "$(( $(skipped rule_o
 log "5. control: /32 rule, penalty: unverified"
 spoof 85 198.51.100.60/32
 check_eq "198.51.100.60/32 denied by penalty" "$(deny_field 198.51.100.60/32 origin)" penalty
+
+log "5b. a vouched /24: 198.51.100.0/24 vouched, refusals of .62 on the same rule"
+# key: family 4 (u32, little-endian) and the /24 in network order; value:
+# no expiry, origin runtime
+bpftool map update pinned "$PIN_DIR/$LAB_PROT_IF/xrl_vouch" \
+	key hex 04 00 00 00 c6 33 64 00 00 00 00 00 00 00 00 00 00 00 00 00 \
+	value hex 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 ||
+	fatal "couldn't vouch for 198.51.100.0/24"
+v0=$(skipped vouched)
+spoof 85 198.51.100.62/32
+check_eq "198.51.100.62/32 (vouched /24) not denied" "$(deny_field 198.51.100.62/32 origin)" absent
+check_ge "xrld counted a penalty skipped for a vouched prefix" "$(( $(skipped vouched) - v0 ))" 1
 
 log "6. penalty: verified on all TCP to :8080"
 bg_prot "$XRL_PY" -c '

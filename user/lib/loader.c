@@ -837,6 +837,35 @@ int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	return 0;
 }
 
+/*
+ * Is any part of p vouched for, and not expired? A prefix at least as long
+ * as a vouch's (/24, /48) is one lookup; a shorter one (a penalty floor set
+ * below /24) walks the map, which only a due penalty does.
+ */
+bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_key k, next, *prev = NULL;
+	struct xrl_vouch_val v;
+	__u64 now = xrl_now_ns();
+	__u32 m[4];
+
+	if (!vouch_key(p, &k))
+		return !bpf_map_lookup_elem(fd, &k, &v) && (!v.expires_ns || v.expires_ns > now);
+	xrl_prefix_mask(p->family, p->plen, m);
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (k.family != p->family || bpf_map_lookup_elem(fd, &k, &v) ||
+		    (v.expires_ns && v.expires_ns <= now))
+			continue;
+		if ((k.addr[0] & m[0]) == p->addr[0] && (k.addr[1] & m[1]) == p->addr[1] &&
+		    (k.addr[2] & m[2]) == p->addr[2] && (k.addr[3] & m[3]) == p->addr[3])
+			return true;
+	}
+	return false;
+}
+
 int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n)
 {
 	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);

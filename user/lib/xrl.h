@@ -194,6 +194,8 @@ struct xrl_vouch {
 };
 int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns);
 int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* Is any part of p vouched for, unexpired? (A penalty never denies it.) */
+bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p);
 /* Up to max entries into out (*n of them), expired ones included. */
 int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n);
 /* Gap between refusal samples per source per CPU (default 1 s). */

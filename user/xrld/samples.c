@@ -22,6 +22,7 @@ const char *const pen_skip_name[PEN_SKIP_MAX] = {
 	[PEN_SKIP_UNVERIFIED] = "unverified", /* source not proven (e.g. a SYN) */
 	[PEN_SKIP_FLOOR] = "below_floor",     /* rule keyed shorter than the floor */
 	[PEN_SKIP_ALLOWLIST] = "allowlisted", /* prefix overlaps the allowlist */
+	[PEN_SKIP_VOUCHED] = "vouched",         /* prefix holds a vouched source */
 	[PEN_SKIP_FULL] = "denylist_full",    /* penalties' share of the list used */
 	[PEN_SKIP_FAILED] = "deny_failed",    /* the deny write itself failed */
 };
@@ -167,6 +168,10 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
 
 	if (allow_overlaps(f, p)) {
 		COUNT(d->pen_skipped[PEN_SKIP_ALLOWLIST]);
+		return -EPERM;
+	}
+	if (xrl_vouched(f->h, p)) {
+		COUNT(d->pen_skipped[PEN_SKIP_VOUCHED]);
 		return -EPERM;
 	}
 	if (!xrl_deny_room(f->h, p->family, &used, &cap) && used >= cap / 4 * 3) {
