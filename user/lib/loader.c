@@ -751,46 +751,47 @@ static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl
 }
 
 /*
- * Add or refresh a deny entry. O(1) whatever the list's size: one or two
- * updates (NOEXIST says whether it is new), one config write. A full trie
- * answers -ENOSPC.
+ * Add or refresh (v) or delete (v NULL) a deny entry. O(1) whatever the
+ * list's size: one or two updates (NOEXIST says whether it is new), one
+ * config write. A full trie answers -ENOSPC.
  */
+static int deny_write(struct xrl_handle *h, const struct xrl_prefix *p,
+		      const struct xrl_deny_val *v)
+{
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key;
+	int fd = deny_key(h, p, &k4, &k6, &key);
+
+	if (fd < 0)
+		return fd;
+	if (!v) {
+		if (bpf_map_delete_elem(fd, key))
+			return -errno;
+		return deny_count_add(h, p->family, -1);
+	}
+	/* exact: a lookup would answer the longest match, a covering entry */
+	if (!bpf_map_update_elem(fd, key, v, BPF_NOEXIST))
+		return deny_count_add(h, p->family, 1);
+	if (errno != EEXIST)
+		return -errno;
+	if (bpf_map_update_elem(fd, key, v, BPF_EXIST))
+		return -errno;
+	return deny_count_add(h, p->family, 0);
+}
+
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
 	struct xrl_deny_val v = { .expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0,
 				  .origin = origin,
 				  .plen = p->plen };
-	struct xrl_lpm_v4 k4;
-	struct xrl_lpm_v6 k6;
-	void *key;
-	int fd;
 
-	fd = deny_key(h, p, &k4, &k6, &key);
-	if (fd < 0)
-		return fd;
-	/* exact: a lookup would answer the longest match, a covering entry */
-	if (!bpf_map_update_elem(fd, key, &v, BPF_NOEXIST))
-		return deny_count_add(h, p->family, 1);
-	if (errno != EEXIST)
-		return -errno;
-	if (bpf_map_update_elem(fd, key, &v, BPF_EXIST))
-		return -errno;
-	return deny_count_add(h, p->family, 0);
+	return deny_write(h, p, &v);
 }
 
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 {
-	struct xrl_lpm_v4 k4;
-	struct xrl_lpm_v6 k6;
-	void *key;
-	int fd;
-
-	fd = deny_key(h, p, &k4, &k6, &key);
-	if (fd < 0)
-		return fd;
-	if (bpf_map_delete_elem(fd, key))
-		return -errno;
-	return deny_count_add(h, p->family, -1);
+	return deny_write(h, p, NULL);
 }
 
 /* The vouch key of a prefix: its /24 or /48 (a longer prefix is widened:

@@ -32,6 +32,20 @@ static void usage(FILE *f)
 		"      rate=100/s,burst=50,action=drop|shadow,key4=32,key6=64,cookies=on|off\n");
 }
 
+/* A rule option whose value is one of words (NULL-ended), stored as vals[i]. */
+static int word_opt(const char *tok, const char *v, const char *want, const char *const *words,
+		    const int *vals, __u8 *out, char *err, size_t errlen)
+{
+	for (int i = 0; words[i]; i++) {
+		if (!strcmp(v, words[i])) {
+			*out = (__u8)vals[i];
+			return 0;
+		}
+	}
+	snprintf(err, errlen, "%s '%s': want %s", tok, v, want);
+	return -EINVAL;
+}
+
 static int parse_ports(const char *v, struct xrl_rule_spec *r, char *err, size_t errlen)
 {
 	char buf[256], *save = NULL, *tok;
@@ -83,43 +97,19 @@ static int parse_rule(const char *spec, struct xrl_rule_spec *r, char *err, size
 		if (!strcmp(tok, "name")) {
 			snprintf(r->name, sizeof(r->name), "%s", v);
 		} else if (!strcmp(tok, "proto")) {
-			if (!strcmp(v, "tcp"))
-				r->proto = XRL_PROTO_TCP;
-			else if (!strcmp(v, "udp"))
-				r->proto = XRL_PROTO_UDP;
-			else if (!strcmp(v, "any"))
-				r->proto = XRL_PROTO_ANY;
-			else {
-				snprintf(err, errlen, "proto '%s': want tcp, udp or any", v);
-				rc = -EINVAL;
-			}
+			rc = word_opt(tok, v, "tcp, udp or any", (const char *const[]){ "tcp", "udp", "any", NULL },
+				      (const int[]){ XRL_PROTO_TCP, XRL_PROTO_UDP, XRL_PROTO_ANY }, &r->proto,
+				      err, errlen);
 		} else if (!strcmp(tok, "flags")) {
-			if (!strcmp(v, "syn"))
-				r->tcp_class = XRL_TCP_SYN;
-			else if (!strcmp(v, "any"))
-				r->tcp_class = XRL_TCP_ANY;
-			else {
-				snprintf(err, errlen, "flags '%s': want syn or any", v);
-				rc = -EINVAL;
-			}
+			rc = word_opt(tok, v, "syn or any", (const char *const[]){ "syn", "any", NULL },
+				      (const int[]){ XRL_TCP_SYN, XRL_TCP_ANY }, &r->tcp_class, err, errlen);
 		} else if (!strcmp(tok, "action")) {
-			if (!strcmp(v, "drop"))
-				r->action = XRL_ACT_DROP;
-			else if (!strcmp(v, "shadow"))
-				r->action = XRL_ACT_SHADOW;
-			else {
-				snprintf(err, errlen, "action '%s': want drop or shadow", v);
-				rc = -EINVAL;
-			}
+			rc = word_opt(tok, v, "drop or shadow", (const char *const[]){ "drop", "shadow", NULL },
+				      (const int[]){ XRL_ACT_DROP, XRL_ACT_SHADOW }, &r->action, err, errlen);
 		} else if (!strcmp(tok, "cookies")) {
-			if (!strcmp(v, "on"))
-				r->syn_cookies = XRL_COOKIES_ON;
-			else if (!strcmp(v, "off"))
-				r->syn_cookies = XRL_COOKIES_OFF;
-			else {
-				snprintf(err, errlen, "cookies '%s': want on or off", v);
-				rc = -EINVAL;
-			}
+			rc = word_opt(tok, v, "on or off", (const char *const[]){ "on", "off", NULL },
+				      (const int[]){ XRL_COOKIES_ON, XRL_COOKIES_OFF }, &r->syn_cookies, err,
+				      errlen);
 		} else if (!strcmp(tok, "ports")) {
 			rc = parse_ports(v, r, err, errlen);
 		} else if (!strcmp(tok, "dst")) {
