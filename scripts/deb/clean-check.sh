@@ -80,11 +80,11 @@ ps=$(in_root /usr/sbin/xrlctl policy show 2>&1 || true)
 grep -q 'syn: .*, shadow' <<<"$ps" && ok "running in shadow" || bad "not in shadow: $ps"
 ip -n "$NS" link show dev eth0 | grep -q 'prog/xdp' && ok "attached on eth0" || bad "not attached"
 
-files=$(chroot "$ROOT" dpkg -L xrl | while read -r f; do [ -f "$ROOT$f" ] && echo "$f"; done)
+files=$(chroot "$ROOT" dpkg -L xrl | while read -r f; do [ ! -f "$ROOT$f" ] || echo "$f"; done)
 in_root dpkg -r xrl >/dev/null 2>&1 && ok "dpkg -r" || bad "dpkg -r failed"
 ip -n "$NS" link show dev eth0 | grep -q 'prog/xdp' && bad "a program is left on eth0" ||
 	ok "no program left on eth0"
-left=$(for f in $files; do [ -e "$ROOT$f" ] && echo "$f"; done | tr '\n' ' ')
+left=$(for f in $files; do [ ! -e "$ROOT$f" ] || echo "$f"; done | tr '\n' ' ')
 [ "$left" = "/etc/xrl/policy.yaml " ] && ok "dpkg -r left only the conffile" ||
 	bad "dpkg -r left: $left"
 chroot "$ROOT" dpkg -P xrl >/dev/null 2>&1

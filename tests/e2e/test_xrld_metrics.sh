@@ -172,7 +172,7 @@ check_eq "latency histogram: buckets" \
 check_eq "syncookie family: five series for $IF" \
 	"$(grep -c "^xrl_syncookie_packets_total{interface=\"$IF\"," <<<"$M")" 5
 # every counter of the program once: the global families' series of $IF
-nglob=$(grep -cE "^xrl_(seen_packets|packets_by_reason|bucket_events|fast_path_packets|denylist_expired_hits|samples|syncookie_packets)_total\{interface=\"$IF\"" <<<"$M")
+nglob=$(grep -cE "^xrl_(seen_packets|packets_by_reason|bucket_events|fast_path_packets|denylist_expired_hits|samples|syncookie_packets|aggregate_packets)_total\{interface=\"$IF\"" <<<"$M")
 check_eq "program counters in the global families" "$nglob" \
 	"$(ctl --json stats | jq_py "len(d['global'])")"
 # the lab's own traffic (neighbour discovery) may move it between the reads
