@@ -416,6 +416,21 @@ __noinline int xrl_covered(struct xrl_scratch *s)
 	return 0;
 }
 
+/* The allowlist, then the denylist: XDP_PASS, XDP_DROP, or -1 (neither). */
+static __always_inline int xrl_listed(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
+				      const struct xrl_pkt *p)
+{
+	if (xrl_allowlisted(cfg, p)) {
+		gc->c[XRL_G_ALLOWLISTED]++;
+		return XDP_PASS;
+	}
+	if (xrl_denied(gc, cfg, p)) {
+		gc->c[XRL_G_DENYLISTED]++;
+		return XDP_DROP;
+	}
+	return -1;
+}
+
 /*
  * A packet the parser could not classify. It still meets the allowlist and
  * the denylist whenever its source is known, so that no framing is a way
@@ -431,18 +446,11 @@ static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xr
 {
 	struct xrl_config *cfg;
 	__u32 zero = 0;
+	int v;
 
 	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
-	if (cfg && s->pkt.family) {
-		if (xrl_allowlisted(cfg, &s->pkt)) {
-			gc->c[XRL_G_ALLOWLISTED]++;
-			return XDP_PASS;
-		}
-		if (xrl_denied(gc, cfg, &s->pkt)) {
-			gc->c[XRL_G_DENYLISTED]++;
-			return XDP_DROP;
-		}
-	}
+	if (cfg && s->pkt.family && (v = xrl_listed(gc, cfg, &s->pkt)) >= 0)
+		return v;
 	if (res == XRL_P_TINY_FRAG) {
 		gc->c[XRL_G_TINY_FRAGMENT]++;
 		return XDP_DROP;
@@ -738,7 +746,7 @@ int xrl_xdp(struct xdp_md *ctx)
 	struct xrl_config *cfg;
 	struct xrl_refused *rv;
 	__u32 zero = 0, idx;
-	int res;
+	int res, v;
 
 	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
 	s = bpf_map_lookup_elem(&xrl_scratch, &zero);
@@ -789,14 +797,8 @@ int xrl_xdp(struct xdp_md *ctx)
 	}
 
 	/* fragments have addresses: the lists apply to them too */
-	if (xrl_allowlisted(cfg, &s->pkt)) {
-		gc->c[XRL_G_ALLOWLISTED]++;
-		return XDP_PASS;
-	}
-	if (xrl_denied(gc, cfg, &s->pkt)) {
-		gc->c[XRL_G_DENYLISTED]++;
-		return XDP_DROP;
-	}
+	if ((v = xrl_listed(gc, cfg, &s->pkt)) >= 0)
+		return v;
 	if (res == XRL_P_FRAGMENT) {
 		/* No ports, no flags: no rule can classify it. Passed; the
 		 * stack reassembles it only with its first fragment, which

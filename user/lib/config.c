@@ -714,6 +714,31 @@ bad:
 		  desc(n, d, sizeof(d)));
 }
 
+/* PATH.rate (a rate) and PATH.burst (1 to XRL_GCRA_BURST_MAX), both given. */
+static int rate_burst(struct cx *x, yaml_node_t *rn, yaml_node_t *bn, const char *path,
+		      const char *rate_what, const char *burst_what, struct xrl_rate *rate,
+		      __u32 *burst)
+{
+	char p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	__u64 v;
+	int rc;
+
+	subpath(p2, path, ".rate");
+	rc = scalar(x, rn, p2, rate_what, &s);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(s, rate, msg, sizeof(msg)))
+		return at(x, rn, "%s: expected %s, got %s%s", p2, rate_what, desc(rn, d, sizeof(d)),
+			  detail(msg, s, dt, sizeof(dt)));
+	subpath(p2, path, ".burst");
+	rc = uint_val(x, bn, p2, burst_what, 1, XRL_GCRA_BURST_MAX, &v);
+	if (rc)
+		return rc;
+	*burst = (__u32)v;
+	return 0;
+}
+
 /* aggregate: { rate: N/s, burst: B, vouched_share: 0.2 } */
 static int parse_aggregate(struct cx *x, yaml_node_t *n, const char *rpath, struct xrl_rule_spec *r)
 {
@@ -724,9 +749,7 @@ static int parse_aggregate(struct cx *x, yaml_node_t *n, const char *rpath, stru
 		[F_BURST] = { .key = "burst" },
 		[F_SHARE] = { .key = "vouched_share" },
 	};
-	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
-	const char *s;
-	__u64 v;
+	char path[PATHLEN], p2[PATHLEN];
 	int rc;
 
 	subpath(path, rpath, ".aggregate");
@@ -736,19 +759,11 @@ static int parse_aggregate(struct cx *x, yaml_node_t *n, const char *rpath, stru
 	if (!f[F_RATE].v || !f[F_BURST].v)
 		return at(x, n, "%s: needs rate and burst (e.g. { rate: 1000/s, burst: 200 })",
 			  path);
-	subpath(p2, path, ".rate");
-	rc = scalar(x, f[F_RATE].v, p2, rate_what, &s);
+	rc = rate_burst(x, f[F_RATE].v, f[F_BURST].v, path, rate_what,
+			"a whole number of connections from 1 to 100000000", &r->agg_rate,
+			&r->agg_burst);
 	if (rc)
 		return rc;
-	if (xrl_rate_parse(s, &r->agg_rate, msg, sizeof(msg)))
-		return at(x, f[F_RATE].v, "%s: expected %s, got %s%s", p2, rate_what,
-			  desc(f[F_RATE].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
-	subpath(p2, path, ".burst");
-	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of connections from 1 to 100000000", 1,
-		      XRL_GCRA_BURST_MAX, &v);
-	if (rc)
-		return rc;
-	r->agg_burst = (__u32)v;
 	if (f[F_SHARE].v) {
 		subpath(p2, path, ".vouched_share");
 		rc = share_val(x, f[F_SHARE].v, p2, &r->agg_vouched_pm);
@@ -821,10 +836,9 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
-	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], d[64];
 	struct xrl_rule compiled;
 	const char *s;
-	__u64 v;
 	int rc;
 
 	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
@@ -871,20 +885,10 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			return rc;
 	}
 
-	subpath(p2, path, ".rate");
-	rc = scalar(x, f[F_RATE].v, p2, rate_what, &s);
+	rc = rate_burst(x, f[F_RATE].v, f[F_BURST].v, path, rate_what,
+			"a whole number of packets from 1 to 100000000", &r->rate, &r->burst);
 	if (rc)
 		return rc;
-	if (xrl_rate_parse(s, &r->rate, msg, sizeof(msg)))
-		return at(x, f[F_RATE].v, "%s: expected %s, got %s%s", p2, rate_what,
-			  desc(f[F_RATE].v, d, sizeof(d)), detail(msg, s, dt, sizeof(dt)));
-
-	subpath(p2, path, ".burst");
-	rc = uint_val(x, f[F_BURST].v, p2, "a whole number of packets from 1 to 100000000", 1,
-		      XRL_GCRA_BURST_MAX, &v);
-	if (rc)
-		return rc;
-	r->burst = (__u32)v;
 
 	rc = parse_rule_modes(x, &f[F_ACTION], &f[F_PENALTY], &f[F_COOKIES], path, r);
 	if (!rc && f[F_AGG].v)
