@@ -303,11 +303,13 @@ S(("::", 80), H).serve_forever()
 # ---- counters ------------------------------------------------------------------
 
 # snmp NS PROTO FIELD: one counter of /proc/net/snmp read inside namespace NS
-# (e.g. snmp prot Tcp InSegs). /proc/net follows the reader's namespace.
+# (e.g. snmp prot Tcp InSegs; PROTO TcpExt reads /proc/net/netstat, e.g.
+# snmp prot TcpExt SyncookiesSent). /proc/net follows the reader's namespace.
 snmp() {
-	local ns
+	local ns file=/proc/net/snmp
 	case $1 in prot) ns=$LAB_PROT ;; atk) ns=$LAB_ATK ;; *) ns=$1 ;; esac
-	nsenter --net="/run/netns/$ns" -- cat /proc/net/snmp | awk -v p="$2:" -v f="$3" '
+	[ "$2" = TcpExt ] && file=/proc/net/netstat
+	nsenter --net="/run/netns/$ns" -- cat "$file" | awk -v p="$2:" -v f="$3" '
 		$1 == p && !hdr { for (i = 2; i <= NF; i++) if ($i == f) col = i; hdr = 1; next }
 		$1 == p && hdr  { print $col; exit }'
 }

@@ -40,11 +40,7 @@ ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.
 start_server
 
 # netstat NAME: one TcpExt counter of the protected namespace.
-netstat() {
-	in_prot cat /proc/net/netstat | awk -v f="$1" '
-		$1 == "TcpExt:" && !hdr { for (i = 2; i <= NF; i++) if ($i == f) col = i; hdr = 1; next }
-		$1 == "TcpExt:" && hdr  { print $col; exit }'
-}
+netstat() { snmp prot TcpExt "$1"; }
 
 # The transfer server: per connection, read N bytes, send N bytes back,
 # then wait for the client to close (so that `ss -ti` can look at it).
