@@ -667,6 +667,34 @@ int check_deny_gc(struct run *r)
 }
 
 /*
+ * Send p as fast as BPF_PROG_TEST_RUN goes for ns nanoseconds, the stats
+ * read into a before and b after: how many were sent, passed, and the time
+ * it took. Nonzero (a failed check) when a run fails.
+ */
+static int send_for(struct run *r, const struct pb *p, uint64_t ns, struct xrl_stats *a,
+		    struct xrl_stats *b, uint64_t *sent, uint64_t *passed, uint64_t *el)
+{
+	uint64_t t0;
+	int v, rc;
+
+	*sent = *passed = 0;
+	xrl_read_stats(r->h, a);
+	t0 = xrl_now_ns();
+	while (xrl_now_ns() - t0 < ns) {
+		rc = send_pkt(r, p, &v);
+		if (rc) {
+			check(r, false, "lease check: test run: %d", rc);
+			return rc;
+		}
+		(*sent)++;
+		*passed += v == XDP_PASS_V;
+	}
+	*el = xrl_now_ns() - t0;
+	xrl_read_stats(r->h, b);
+	return 0;
+}
+
+/*
  * Admission leases: a source busy enough to lease tokens (hundreds of admits
  * a jiffy) is admitted from this CPU's lease, and leases never admit more
  * than the bucket holds: over any stretch, admitted <= burst + rate x
@@ -678,10 +706,10 @@ int check_leases(struct run *r)
 {
 	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	struct pspec ps = { .src = "198.51.100.42" };
-	uint64_t sent, passed, t0, el, bound, leased = 0, leased_all = 0;
+	uint64_t sent, passed, el, bound, leased = 0, leased_all = 0;
 	bool busy = false, any_busy = false;
 	struct pb p;
-	int v, rc, round;
+	int round;
 
 	if (!a || !b || build(&ps, &p)) {
 		check(r, false, "lease check: set-up");
@@ -695,20 +723,8 @@ int check_leases(struct run *r)
 	 * precondition, retried (up to 6 rounds) until some round leased.
 	 */
 	for (round = 0; round < 6 && !leased_all; round++) {
-		sent = passed = 0;
-		xrl_read_stats(r->h, a);
-		t0 = xrl_now_ns();
-		while (xrl_now_ns() - t0 < 40000000ULL) {
-			rc = send_pkt(r, &p, &v);
-			if (rc) {
-				check(r, false, "lease check: test run: %d", rc);
-				goto out;
-			}
-			sent++;
-			passed += v == XDP_PASS_V;
-		}
-		el = xrl_now_ns() - t0;
-		xrl_read_stats(r->h, b);
+		if (send_for(r, &p, 40000000ULL, a, b, &sent, &passed, &el))
+			goto out;
 		/* 200,000/s is 200 a millisecond; one jiffy of slack for the clock */
 		bound = 400 + (el + 4000000ULL) * 200000ULL / 1000000000ULL;
 		check(r, passed <= bound,
@@ -747,9 +763,9 @@ int check_leases_busy(struct run *r)
 {
 	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
 	struct pspec ps = { .src = "198.51.100.43" };
-	uint64_t sent = 0, passed = 0, t0, el, rate = 0, leased = 0;
+	uint64_t sent = 0, passed = 0, n, ok, el, rate = 0, leased = 0;
 	struct pb p;
-	int v, rc, round;
+	int round;
 
 	if (!a || !b || build(&ps, &p)) {
 		check(r, false, "lease check: set-up");
@@ -763,20 +779,11 @@ int check_leases_busy(struct run *r)
 	 * are checked in full.
 	 */
 	for (round = 0; round < 10 && !leased; round++) {
-		xrl_read_stats(r->h, a);
-		t0 = xrl_now_ns();
-		while (xrl_now_ns() - t0 < 30000000ULL) {
-			rc = send_pkt(r, &p, &v);
-			if (rc) {
-				check(r, false, "lease check: test run: %d", rc);
-				goto out;
-			}
-			sent++;
-			passed += v == XDP_PASS_V;
-		}
-		el = xrl_now_ns() - t0;
-		xrl_read_stats(r->h, b);
-		rate = sent * 4000000ULL / (el ? el : 1) / (round + 1);
+		if (send_for(r, &p, 30000000ULL, a, b, &n, &ok, &el))
+			goto out;
+		sent += n;
+		passed += ok;
+		rate = n * 4000000ULL / (el ? el : 1);
 		leased = b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED];
 	}
 	check(r, passed == sent, "a source under its rate is admitted in full: %llu of %llu",
