@@ -71,12 +71,25 @@ static void journal_priorities(void **state)
 		    "<4>t: warning: odd\n"
 		    "<6>t: info: fine\n"
 		    "<3>t: error: two\n"
-		    "<3>t: error: lines\n");
+		    "<3>t: error:   lines\n");
 	CTX("JOURNAL_STREAM names another stream: no prefix");
 	capture_begin(false, "t", XRL_LOG_INFO);
 	log_err("bad file");
 	capture_end(out, sizeof(out));
 	STR_EQ(out, "t: error: bad file\n");
+	/* what a client sends is quoted in messages (a control request's
+	 * argument, refused): it cannot forge a line of its own, nor send the
+	 * terminal or the journal a control byte */
+	CTX("a forged line and control bytes in a quoted argument");
+	capture_begin(true, "t", XRL_LOG_INFO);
+	log_warnx("change refused: `deny add %s`", "1.2.3.4\n<3>t: error: forged\r\x1b[2J");
+	capture_end(out, sizeof(out));
+	STR_EQ(out, "<4>t: warning: change refused: `deny add 1.2.3.4\n"
+		    "<4>t: warning:   <3>t: error: forged??[2J`\n");
+	capture_begin(false, "t", XRL_LOG_INFO);
+	log_warnx("x %s", "a\nt: error: forged");
+	capture_end(out, sizeof(out));
+	STR_EQ(out, "t: warning: x a\nt: warning:   t: error: forged\n");
 }
 
 /* What the flood's lines said, per key. */

@@ -73,13 +73,16 @@ static void vlog(int level, const char *suffix, const char *fmt, va_list ap)
 	n = strlen(buf);
 	while (n && buf[n - 1] == '\n')
 		buf[--n] = '\0';
+	/* messages quote what clients send (a control request's arguments, a
+	 * header): no control byte reaches the log but the newline, and the
+	 * lines after a message's first are indented, so that no text can
+	 * pass for a line of its own */
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t') ||
+		    buf[i] == 0x7f)
+			buf[i] = '?';
 	if (to_syslog) {
 		syslog(prio[level], "%s%s%s", buf, suffix ? ": " : "", suffix ? suffix : "");
-		return;
-	}
-	if (!to_journal) {
-		fprintf(stderr, "%s: %s: %s%s%s\n", log_ident, tag[level], buf, suffix ? ": " : "",
-			suffix ? suffix : "");
 		return;
 	}
 	/* journald reads a prefix per line: every line of the message carries it */
@@ -87,8 +90,9 @@ static void vlog(int level, const char *suffix, const char *fmt, va_list ap)
 		next = strchr(line, '\n');
 		if (next)
 			*next++ = '\0';
-		fprintf(stderr, "%s%s: %s: %s%s%s\n", sd[level], log_ident, tag[level], line,
-			next || !suffix ? "" : ": ", next || !suffix ? "" : suffix);
+		fprintf(stderr, "%s%s: %s: %s%s%s%s\n", to_journal ? sd[level] : "", log_ident,
+			tag[level], line == buf ? "" : "  ", line, next || !suffix ? "" : ": ",
+			next || !suffix ? "" : suffix);
 	}
 }
 
