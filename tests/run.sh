@@ -6,13 +6,13 @@
 # build ($BUILD/asan, `make asan-build`). A test exits 0 (pass), 77 (skip:
 # needs root/XDP) or anything else (fail). Under CI=true a skip is a failure:
 # CI runs as root with XDP.
-# Usage: tests/run.sh [unit|bpf|e2e|fuzz|asan]...
+# Usage: tests/run.sh [lint|unit|bpf|e2e|fuzz|asan|tsan]...
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 B=${BUILD:-build}
 groups=("$@")
-[ ${#groups[@]} -eq 0 ] && groups=(unit bpf e2e fuzz asan tsan)
+[ ${#groups[@]} -eq 0 ] && groups=(lint unit bpf e2e fuzz asan tsan)
 UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http)
 # The HTTP e2e tests run again on the sanitized xrld: hostile requests, the
 # JSON API, the X-Forwarded-For walk (about a minute together).
@@ -73,6 +73,12 @@ san_run() {
 
 for g in "${groups[@]}"; do
 	case $g in
+	lint)
+		# checks on the tree itself (tests/lint/*.sh)
+		for t in tests/lint/*.sh; do
+			run "lint/$(basename "$t" .sh)" bash "$t"
+		done
+		;;
 	unit)
 		for t in "${UNITS[@]}"; do
 			run "unit/$t" "$B/tests/$t"
@@ -123,7 +129,7 @@ for g in "${groups[@]}"; do
 			XRLD="$B/tsan-xrld/xrld" bash tests/e2e/test_http_reload_race.sh
 		;;
 	*)
-		echo "tests/run.sh: unknown group '$g' (unit, bpf, e2e, fuzz, asan, tsan)" >&2
+		echo "tests/run.sh: unknown group '$g' (lint, unit, bpf, e2e, fuzz, asan, tsan)" >&2
 		exit 2
 		;;
 	esac
