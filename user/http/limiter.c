@@ -640,7 +640,9 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	rc = 0;
 	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
 		/* d is the decision */
-	} else if (!l->cfg.redis || nc) { /* TODO(leases): concurrency in Redis */
+	} else if (!l->cfg.redis || nc) {
+		/* concurrency with Redis: the slots and the buckets of this request
+		 * are this instance's (not shared yet; logged at start) */
 		mem_decide(l, it, m, ci, nc, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
 		/* refused without a round trip */
