@@ -151,7 +151,8 @@ $(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a 
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
 LIMITER_TEST_SRCS := tests/unit/test_limiter.c tests/unit/test_limiter_memory.c \
-                     tests/unit/test_limiter_redis.c tests/unit/limiter_test.c
+                     tests/unit/test_limiter_redis.c tests/unit/limiter_test.c \
+                     tests/unit/test_limiter_lease.c
 $(BUILD)/tests/test_limiter: $(LIMITER_TEST_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)

@@ -131,6 +131,8 @@ struct xrl_http_cfg *model_cfg(const char *url, enum xrl_backend_err be);
 
 extern const struct CMUnitTest xrl_lim_memory_tests[];
 extern const size_t xrl_lim_memory_n;
+extern const struct CMUnitTest xrl_lim_lease_tests[];
+extern const size_t xrl_lim_lease_n;
 extern const struct CMUnitTest xrl_lim_absent_tests[];
 extern const size_t xrl_lim_absent_n;
 extern const struct CMUnitTest xrl_lim_live_tests[];

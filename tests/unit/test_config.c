@@ -643,7 +643,7 @@ static const struct bad bads[] = {
 	{ "http a value", "http: on\n", "t.yaml:1:7: http: expected a mapping (listen, backend" },
 	{ "http bad key kind",
 	  "http:\n  rules:\n    - { name: a, key: cookie, rate: 1/s, burst: 1 }\n",
-	  "t.yaml:3:23: http.rules[0].key: expected header:NAME, bearer or client_ip, got 'cookie'" },
+	  "t.yaml:3:23: http.rules[0].key: expected header:NAME, bearer, client_ip or global, got 'cookie'" },
 	{ "http bad backend", "http:\n  backend: memcached://x\n",
 	  "t.yaml:2:12: http.backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]" },
 	{ "http cost above burst",

@@ -19,6 +19,8 @@ int main(void)
 	log_init("test_limiter", XRL_LOG_ERR, 0);
 	failed += _cmocka_run_group_tests("limiter: memory", xrl_lim_memory_tests, xrl_lim_memory_n,
 					  NULL, NULL);
+	failed += _cmocka_run_group_tests("limiter: leases in memory", xrl_lim_lease_tests,
+					  xrl_lim_lease_n, NULL, NULL);
 	failed += _cmocka_run_group_tests("limiter: no redis", xrl_lim_absent_tests,
 					  xrl_lim_absent_n, NULL, NULL);
 	failed += _cmocka_run_group_tests("limiter: redis-server", xrl_lim_live_tests,

@@ -107,8 +107,17 @@ static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response 
 	char v[160], *p;
 	size_t nl;
 
-	if (!d->rule)
-		return;
+	if (d->n_leases) { /* "ID, ID": an HTTP list, one per concurrency rule */
+		char lv[XRL_HTTP_MAX_MATCH * (XRL_LEASE_ID_MAX + 2)];
+		size_t o = 0;
+
+		for (__u32 i = 0; i < d->n_leases; i++)
+			o += (size_t)snprintf(lv + o, sizeof(lv) - o, "%s%s", i ? ", " : "",
+					      d->lease[i]);
+		MHD_add_response_header(resp, "X-XRL-Lease", lv);
+	}
+	if (!d->rule || !d->rule->has_rate)
+		return; /* a concurrency rule's refusal: no bucket to describe */
 	nl = strnlen(d->rule->name, sizeof(d->rule->name));
 	if (c->ietf_headers) {
 		/* draft-ietf-httpapi-ratelimit-headers: quota q over window w
@@ -202,9 +211,17 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	char rate[96], detail[512];
 	const char *rn = d->rule ? d->rule->name : "capacity";
 
-	if (d->rule)
+	if (d->rule && d->rule->has_rate)
 		rate_words(d->rule, rate, sizeof(rate));
-	if (d->shed && d->backend_error)
+	else
+		rate[0] = '\0';
+	if (d->conc)
+		snprintf(detail, sizeof(detail),
+			 "%s \"%s\" are all in use (%llu at once); try again in %llu second%s.",
+			 d->shed ? "The service's slots of" : "Your slots of", rn,
+			 (unsigned long long)d->limit, (unsigned long long)d->retry_after_s,
+			 d->retry_after_s == 1 ? "" : "s");
+	else if (d->shed && d->backend_error)
 		snprintf(detail, sizeof(detail),
 			 "The rate-limit store for \"%s\" is unavailable and this limit fails closed; "
 			 "try again in %llu second%s.",
@@ -254,7 +271,7 @@ struct refusal_cache {
 	__u64 limit, remaining, reset_s, retry_after_s;
 	time_t now_s;
 	unsigned status;
-	bool missing, penalized;
+	bool missing, penalized, conc;
 	struct MHD_Response *resp;
 };
 static __thread struct refusal_cache tl_refusal;
@@ -278,7 +295,8 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 	if (!rc->resp || rc->srv != s || rc->gen != gen || rc->rule != d->rule ||
 	    rc->status != status || rc->limit != d->limit || rc->remaining != d->remaining ||
 	    rc->reset_s != d->reset_s || rc->retry_after_s != d->retry_after_s ||
-	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized) {
+	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized ||
+	    rc->conc != d->conc) {
 		struct xrl_buf b = {};
 		struct MHD_Response *resp;
 
@@ -300,6 +318,7 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 					      .status = status,
 					      .missing = d->missing_key,
 					      .penalized = d->penalized,
+					      .conc = d->conc,
 					      .resp = resp };
 	}
 	return MHD_queue_response(conn, status, rc->resp);
@@ -415,6 +434,14 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
 		       (unsigned long long)(d->allowed ? 0 : d->retry_after_s),
 		       (unsigned long long)d->reset_s);
+	if (d->n_leases) {
+		xrl_buf_printf(&b, ",\"leases\":[");
+		for (__u32 i = 0; i < d->n_leases; i++) {
+			xrl_buf_printf(&b, i ? "," : "");
+			buf_json_str(&b, d->lease[i]);
+		}
+		xrl_buf_printf(&b, "]");
+	}
 	if (!d->allowed) {
 		struct xrl_buf t = {};
 

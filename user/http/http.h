@@ -73,6 +73,16 @@ bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rul
 
 struct xrl_limiter;
 
+/*
+ * A lease id: RULE "." NONCE "." KEY, NONCE 16 hex digits (random), KEY
+ * the key's name as Redis names it (the key up to 128 bytes, else '#' and
+ * its SHA-256 in hex) in unpadded base64url. Neither part holds a '.', so
+ * it parses from the right whatever the rule's name. An id names its slot
+ * on any instance that shares the backend; guessing another's takes 2^64
+ * tries.
+ */
+#define XRL_LEASE_ID_MAX (XRL_RULE_NAME_LEN + 1 + 16 + 1 + 172 + 1)
+
 /* What one decision concluded, for the headers and the body. */
 struct xrl_decision {
 	bool allowed;
@@ -91,7 +101,33 @@ struct xrl_decision {
 	 * to the client) */
 	__u32 n_shadow;
 	const struct xrl_http_rule *shadow[XRL_HTTP_MAX_MATCH];
+	bool conc;	  /* refused by a concurrency rule: its slots are all held */
+	__u32 n_leases;	  /* admitted: the slots taken, one per concurrency rule */
+	char lease[XRL_HTTP_MAX_MATCH][XRL_LEASE_ID_MAX];
 };
+
+/*
+ * Give back the slots of the lease ids ids[0..n) (as a decision handed them
+ * out) and charge cost (0: none) to the bucket of each lease's rule and key
+ * (a rule with a rate; capped at an empty bucket: never more than a burst
+ * of debt). released[i]: lease i was held (false: given back already, run
+ * out, or not an id). Returns 0, or -EINVAL when an id is not one.
+ */
+struct xrl_release {
+	__u32 n;
+	__u32 cost;
+	bool released[XRL_HTTP_MAX_MATCH];
+	bool charged[XRL_HTTP_MAX_MATCH];
+	bool backend_error; /* Redis did not answer: the slots run out by lease_ttl */
+};
+/* A lease id's parts; -EINVAL if it is not one. */
+int xrl_lease_id_parse(const char *id, char *rule, size_t rulelen, __u64 *nonce, char *kn,
+		       size_t *knl);
+int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			struct xrl_release *res);
+/* Charge cost tokens to rule r's bucket of key (post-paid; capped as above). */
+int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		       __u32 cost);
 
 struct xrl_limiter_stats {
 	__u64 decisions, allowed, refused, shadow_refused, shed;

@@ -201,6 +201,8 @@ const char *xrl_srv_rule_key(const struct xrl_http_cfg *c, struct MHD_Connection
 		return v; /* whole: the limiter copies what it keeps (a 4 KiB JWT too) */
 	case XRL_KEY_BEARER:
 		return bearer_key(conn, kb, kblen) ? kb : NULL;
+	case XRL_KEY_GLOBAL:
+		return "*"; /* one bucket (or set of slots) for every request */
 	case XRL_KEY_CLIENT_IP:
 		break;
 	}

@@ -319,12 +319,44 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	return true;
 }
 
+/* The set of slots of rule r and a key's name kn (memory): apart from its
+ * buckets by the 'c' after the name's NUL, which no key's bytes can forge. */
+static struct xrl_kd set_digest(const struct xrl_limiter *l, const char *rule, const char *kn,
+				size_t knl)
+{
+	struct sip s;
+	__u64 o[2];
+
+	sip_init(&s, l->sip);
+	sip_add(&s, rule, strlen(rule) + 1);
+	sip_add(&s, "c", 2);
+	sip_add(&s, kn, knl);
+	sip_end(&s, o);
+	return (struct xrl_kd){ o[0], o[1] | 1ULL << 16 };
+}
+
+/* Rule r's part of a decision as a concurrency item: its set, its bucket,
+ * a new lease id's nonce (SipHash of a count: unpredictable, never twice). */
+static void conc_item(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		      struct xrl_conc_item *c)
+{
+	__u64 ctr = atomic_fetch_add(&l->lease_ctr, 1), o[2];
+
+	c->r = r;
+	c->knl = xrl_redis_key_name(key, c->kn);
+	c->k = set_digest(l, r->name, c->kn, c->knl);
+	c->rate = r->has_rate ? key_digest(l, r, key) : (struct xrl_kd){ 0, 0 };
+	xrl_siphash128(l->sip, &ctr, sizeof(ctr), o);
+	c->nonce = o[0] ^ o[1];
+	c->ok = c->taken = c->full = false;
+}
+
 /* A key under penalty is refused until its block ends (cfg_mu held). */
 static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		 const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		 struct xrl_lim_item *it, int *pm)
+		 struct xrl_lim_item *it, int *pm, struct xrl_conc_item *ci, int *pnc)
 {
-	int m = 0;
+	int m = 0, nc = 0;
 
 	for (int i = 0; i < n; i++) {
 		const struct xrl_http_rule *r = rules[i];
@@ -344,6 +376,10 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			return 1;
 		}
 		if (cost == 0)
+			continue; /* counted, never refused: no token, no slot */
+		if (r->concurrency)
+			conc_item(l, r, keys[i], &ci[nc++]);
+		if (!r->has_rate)
 			continue;
 		if (cost > r->burst)
 			return -E2BIG;
@@ -354,8 +390,221 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 		m++;
 	}
 	*pm = m;
+	*pnc = nc;
 	return 0;
 }
+
+/* ---- concurrency ------------------------------------------------------------ */
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/* The lease id of c into out (XRL_LEASE_ID_MAX bytes; http.h says its form). */
+static void lease_id(const struct xrl_conc_item *c, char *out)
+{
+	const unsigned char *k = (const unsigned char *)c->kn;
+	size_t nl = strnlen(c->r->name, sizeof(c->r->name));
+	char *p = out;
+	__u32 v = 0;
+	int bits = 0;
+
+	memcpy(p, c->r->name, nl);
+	p += nl;
+	*p++ = '.';
+	for (int i = 15; i >= 0; i--)
+		*p++ = "0123456789abcdef"[(c->nonce >> (4 * i)) & 15];
+	*p++ = '.';
+	for (size_t i = 0; i < c->knl; i++) {
+		v = v << 8 | k[i];
+		for (bits += 8; bits >= 6; bits -= 6)
+			*p++ = b64url[(v >> (bits - 6)) & 63];
+	}
+	if (bits)
+		*p++ = b64url[(v << (6 - bits)) & 63];
+	*p = '\0';
+}
+
+int xrl_lease_id_parse(const char *id, char *rule, size_t rulelen, __u64 *nonce, char *kn,
+		       size_t *knl)
+{
+	const char *d2 = strrchr(id, '.'), *d1, *q;
+	size_t o = 0, rl;
+	__u32 v = 0;
+	int bits = 0;
+
+	if (!d2 || d2 - id < 18 || d2[-17] != '.')
+		return -EINVAL;
+	d1 = d2 - 17;
+	rl = (size_t)(d1 - id);
+	if (!rl || rl >= rulelen || rl >= XRL_RULE_NAME_LEN)
+		return -EINVAL;
+	memcpy(rule, id, rl);
+	rule[rl] = '\0';
+	*nonce = 0;
+	for (q = d1 + 1; q < d2; q++) {
+		const char *h = *q ? strchr("0123456789abcdef", *q) : NULL;
+
+		if (!h)
+			return -EINVAL;
+		*nonce = *nonce << 4 | (__u64)(h - "0123456789abcdef");
+	}
+	for (q = d2 + 1; *q; q++) {
+		const char *b = strchr(b64url, *q);
+
+		if (!b)
+			return -EINVAL;
+		v = v << 6 | (__u32)(b - b64url);
+		bits += 6;
+		if (bits >= 8) {
+			if (o >= XRL_REDIS_KEY_LITERAL)
+				return -EINVAL;
+			kn[o++] = (char)((v >> (bits - 8)) & 0xff);
+			bits -= 8;
+		}
+	}
+	if (!o)
+		return -EINVAL;
+	*knl = o;
+	return 0;
+}
+
+/*
+ * Refused by a concurrency rule (the first without room): Retry-After is
+ * the time until the earliest lease of its key runs out, at least 1 s and
+ * at most 30 s (a slot is usually given back long before its lease_ttl).
+ * A rule on the global key is the service's capacity: 503 (d->shed); one
+ * keyed per caller is the caller's own doing: 429 (docs/policy.md).
+ */
+static void conc_refuse(struct xrl_limiter *l, struct xrl_conc_item *ci, int nc, __u64 now,
+			struct xrl_decision *d)
+{
+	for (int i = 0; i < nc; i++) {
+		const struct xrl_http_rule *r = ci[i].r;
+		__u64 w = ci[i].first_exp > now ? ci[i].first_exp - now : 0;
+
+		if (ci[i].ok || r->shadow)
+			continue;
+		d->allowed = false;
+		d->conc = true;
+		d->shed = r->key_kind == XRL_KEY_GLOBAL;
+		d->rule = r;
+		d->limit = r->concurrency;
+		d->remaining = 0;
+		d->retry_after_s = ceil_s(w < 30 * XRL_NSEC_PER_SEC ? w : 30 * XRL_NSEC_PER_SEC);
+		if (d->retry_after_s < 1)
+			d->retry_after_s = 1;
+		d->reset_s = d->retry_after_s;
+		break;
+	}
+	STAT_ADD(l, refused, 1);
+	for (int i = 0; i < nc; i++)
+		if (!ci[i].ok && ci[i].r->shadow)
+			shadow_refusal(l, d, ci[i].r);
+}
+
+/* The slots a decision took, once its buckets decided: given back if one
+ * refused, else handed out as lease ids; shadow rules without room counted. */
+static void conc_conclude(struct xrl_limiter *l, struct xrl_conc_item *ci, int nc,
+			  struct xrl_decision *d)
+{
+	for (int i = 0; i < nc; i++) {
+		if (!ci[i].taken) {
+			if (!ci[i].ok && ci[i].r->shadow)
+				shadow_refusal(l, d, ci[i].r);
+			continue;
+		}
+		if (!d->allowed)
+			xrl_lease_release(l->leases, ci[i].k, ci[i].nonce, NULL);
+		else
+			lease_id(&ci[i], d->lease[d->n_leases++]);
+	}
+}
+
+/*
+ * Memory (cfg_mu held): slots first, then buckets. A refusal by either
+ * leaves nothing taken: slots are given back exactly, and the buckets are
+ * not charged when a slot was refused.
+ */
+static void mem_decide(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+		       struct xrl_conc_item *ci, int nc, __u64 now, struct xrl_decision *d)
+{
+	if (nc && !xrl_lease_acquire(l->leases, ci, nc, now)) {
+		conc_refuse(l, ci, nc, now, d);
+		return;
+	}
+	xrl_store_decide(l->mem, it, m, now);
+	conclude_count(l, it, m, now, d);
+	conc_conclude(l, ci, nc, d);
+}
+
+/* Charge inc to bucket k of rule r (post-paid): at most to an empty bucket. */
+static void mem_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, struct xrl_kd k,
+		       __u64 inc, __u64 now)
+{
+	struct xrl_shard *sh = xrl_store_shard(l->mem, k);
+	struct xrl_slot *x;
+	__u64 t;
+
+	pthread_mutex_lock(&sh->mu);
+	x = xrl_store_slot(l->mem, sh, k, now, ~0ULL);
+	t = (x->v > now ? x->v : now) + inc;
+	x->v = t < now + r->g.tau_ns ? t : now + r->g.tau_ns;
+	pthread_mutex_unlock(&sh->mu);
+}
+
+/* The rule of that name in force (cfg_mu held), or NULL. */
+static const struct xrl_http_rule *rule_named(const struct xrl_limiter *l, const char *name)
+{
+	for (__u32 i = 0; i < l->cfg.n_rules; i++)
+		if (!strcmp(l->cfg.rules[i].name, name))
+			return &l->cfg.rules[i];
+	return NULL;
+}
+
+int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		       __u32 cost)
+{
+	if (!r->has_rate)
+		return -EINVAL;
+	if (!cost)
+		return 0;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	mem_charge(l, r, key_digest(l, r, key), (__u64)cost * r->g.emit_ns, lim_now(l));
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return 0;
+}
+
+int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			struct xrl_release *res)
+{
+	__u64 now = lim_now(l);
+
+	memset(res, 0, sizeof(*res));
+	if (n > XRL_HTTP_MAX_MATCH)
+		return -E2BIG;
+	res->n = (__u32)n;
+	res->cost = cost;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	for (int i = 0; i < n; i++) {
+		char rule[XRL_RULE_NAME_LEN], kn[XRL_REDIS_KEY_LITERAL];
+		const struct xrl_http_rule *r;
+		struct xrl_kd rate = { 0, 0 };
+		__u64 nonce;
+		size_t knl;
+
+		if (xrl_lease_id_parse(ids[i], rule, sizeof(rule), &nonce, kn, &knl))
+			continue;
+		res->released[i] = xrl_lease_release(l->leases, set_digest(l, rule, kn, knl),
+						     nonce, &rate);
+		r = rule_named(l, rule);
+		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
+			mem_charge(l, r, rate, (__u64)cost * r->g.emit_ns, now);
+			res->charged[i] = true;
+		}
+	}
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return 0;
+}
+
 
 /*
  * Everything before the backend: the items, missing keys, penalties; the
@@ -367,8 +616,9 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
 		   struct xrl_lim_item *it, int *pm)
 {
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	__u64 now = lim_now(l);
-	int m = 0, rc;
+	int m = 0, nc = 0, rc;
 
 	memset(d, 0, sizeof(*d));
 	if (n > XRL_HTTP_MAX_MATCH)
@@ -382,7 +632,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	}
 
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	rc = items(l, rules, keys, costs, n, d, it, &m);
+	rc = items(l, rules, keys, costs, n, d, it, &m, ci, &nc);
 	if (rc) {
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return rc == 1 ? 0 : rc;
@@ -390,9 +640,10 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	rc = 0;
 	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
 		/* d is the decision */
-	} else if (!l->cfg.redis) {
-		xrl_store_decide(l->mem, it, m, now);
-		conclude_count(l, it, m, now, d);
+	} else if (!l->cfg.redis || nc) {
+		/* concurrency with Redis: the slots and the buckets of this request
+		 * are this instance's (not shared yet; logged at start) */
+		mem_decide(l, it, m, ci, nc, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
 		/* refused without a round trip */
 	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
@@ -448,7 +699,8 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->overlimit = xrl_store_new(c->redis ? cap / 4 : 1024);
 	l->pen_block = xrl_store_new(cap / 16);
 	l->pen_state = xrl_store_new(cap / 16);
-	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state) {
+	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases) {
 		xrl_limiter_free(l);
 		return -ENOMEM;
 	}
@@ -466,6 +718,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	xrl_store_free(l->overlimit);
 	xrl_store_free(l->pen_block);
 	xrl_store_free(l->pen_state);
+	xrl_lease_store_free(l->leases);
 	free(l);
 }
 

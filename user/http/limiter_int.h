@@ -74,6 +74,8 @@ struct xrl_limiter {
 	__u64 auth;	       /* xrl_redis_auth_tag(&cfg) */
 	char *load_cmd;	       /* SCRIPT LOAD xrl_lua_gcra, formatted */
 	size_t load_len;
+	struct xrl_lease_store *leases;	  /* concurrency slots (memory; local fallback) */
+	_Atomic __u64 lease_ctr;	  /* lease nonces: SipHash of a count */
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
@@ -97,6 +99,27 @@ struct xrl_lim_item {
 	const char *key;
 };
 
+/* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; longer keys by their SHA-256 */
+#define XRL_REDIS_KEY_LITERAL 128
+
+/*
+ * A concurrency rule's part of a decision: the set of slots of (rule, key
+ * name), the lease it takes, and what the set held (for Retry-After).
+ */
+struct xrl_conc_item {
+	const struct xrl_http_rule *r;
+	struct xrl_kd k;    /* the set: rule and key name (memory) */
+	struct xrl_kd rate; /* the rule's bucket of this key (post-paid cost) */
+	__u64 nonce;	    /* the lease's id */
+	__u64 first_exp;    /* the set's earliest lease runs out (monotonic ns); 0: none */
+	__u32 held;	    /* leases of the set before this one */
+	bool ok;	    /* there was room */
+	bool taken;	    /* the lease is held now */
+	bool full;	    /* the store had no room for a new key */
+	size_t knl;
+	char kn[XRL_REDIS_KEY_LITERAL]; /* the key's name, as Redis names it */
+};
+
 static inline __u64 ceil_s(__u64 ns)
 {
 	return (ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
@@ -111,7 +134,6 @@ static inline __u64 ceil_s(__u64 ns)
 #define FREE_JOBS_MAX 1024
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
-#define XRL_REDIS_KEY_LITERAL 128 /* longer keys are named by their SHA-256 */
 _Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
 _Static_assert(XRL_HTTP_MAX_MATCH *(6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <=
 		       KEYS_MAX,
@@ -158,6 +180,16 @@ void xrl_store_update(struct xrl_store *s, struct xrl_kd k, __u64 v);
 /* Check all items against one store, then take from all or from none. */
 void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now);
 
+/* ---- lease.c --------------------------------------------------------------- */
+struct xrl_lease_store;
+struct xrl_lease_store *xrl_lease_store_new(__u32 max_sets);
+void xrl_lease_store_free(struct xrl_lease_store *s);
+int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n, __u64 now);
+bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
+		       struct xrl_kd *rate);
+__u32 xrl_lease_held(struct xrl_lease_store *s, struct xrl_kd k, __u64 now);
+__u64 xrl_lease_store_full(struct xrl_lease_store *s);
+
 /* ---- penalty.c ------------------------------------------------------------- */
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
@@ -175,6 +207,7 @@ __u64 xrl_redis_now_ns(void);
 char *xrl_redis_put_us(char *p, __u64 ns);
 char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
 __u64 xrl_redis_parse_us(const char *s);
+size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL]);
 void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
 
 /* ---- redis_pipe.c ---------------------------------------------------------- */

@@ -115,7 +115,7 @@ __u64 xrl_redis_parse_us(const char *s)
  * A key that starts with '#' is always digested, so no literal key can be
  * taken for another's digest. Returns the length at out.
  */
-static size_t redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
+size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
 {
 	size_t kl = strlen(key);
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -144,7 +144,7 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 	for (int i = 0; i < m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
 		size_t nl = strnlen(r->name, sizeof(r->name));
-		size_t kl = redis_key_name(keys[i], kn);
+		size_t kl = xrl_redis_key_name(keys[i], kn);
 
 		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
 		*p++ = '$';

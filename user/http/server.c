@@ -137,7 +137,9 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc
 
 	if (xrl_srv_original_of(s, c, conn, method, url, &om, path, sizeof(path), &ret))
 		return ret;
-	if (xrl_srv_shed_check(s, c, &wait)) {
+	if (xrl_srv_exempt(c, om, path))
+		return xrl_srv_exempt_answer(conn);
+	if (xrl_srv_shed_route(s, c, om, path, &wait)) {
 		struct xrl_decision d = { .allowed = false, .shed = true };
 
 		d.retry_after_s = (wait + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
@@ -319,6 +321,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 					      "/v1/check takes POST");
 		} else {
 			ret = do_check(s, s->cfg, conn, rq);
+		}
+	} else if (!strcmp(url, "/v1/release")) {
+		if (!post) {
+			atomic_fetch_add(&s->status[ST_405], 1);
+			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
+					      "/v1/release takes POST");
+		} else {
+			ret = xrl_srv_release(s, &s->cfg->c, conn, rq);
+		}
+	} else if (!strncmp(url, "/v1/lease/", 10)) {
+		if (strcmp(method, MHD_HTTP_METHOD_DELETE)) {
+			atomic_fetch_add(&s->status[ST_405], 1);
+			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
+					      "/v1/lease/ID takes DELETE");
+		} else {
+			ret = xrl_srv_lease_delete(s, conn, url + 10);
 		}
 	} else if (!strcmp(url, "/healthz")) {
 		struct xrl_buf b = {};
@@ -528,6 +546,11 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	}
 	log_info("identity tier listening on %s, %u rules, backend %s, %u threads", c->listen,
 		 c->n_rules, c->redis ? "redis" : "memory", n);
+	for (__u32 i = 0; c->redis && i < c->n_rules; i++)
+		if (c->rules[i].concurrency)
+			log_warnx("http rule %s: concurrency slots are kept per instance, not in "
+				  "Redis (shared slots are not done yet; docs/policy.md)",
+				  c->rules[i].name);
 	*out = s;
 	return 0;
 fail:

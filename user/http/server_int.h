@@ -68,6 +68,7 @@ struct xrl_http_server {
 	struct xrl_srv_cfg *cfg;
 	struct xrl_srv_cfg *retired;   /* still held by a waiting request */
 	_Atomic __u64 shed_tat;	       /* global capacity bucket (GCRA, CAS) */
+	_Atomic __u64 shed_route_tat[XRL_HTTP_MAX_SHED]; /* http.shed's list, by index */
 	_Atomic __u32 gen;	       /* bumped by each reload (refusal cache) */
 	_Atomic bool warned_untrusted; /* forwarded headers from an untrusted peer, logged once */
 	_Atomic __u64 status[ST_MAX];
@@ -130,6 +131,16 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 				     struct MHD_Connection *conn, const struct xrl_http_rule *r,
 				     struct xrl_decision *d);
 void *xrl_srv_loop_main(void *arg);
+/* release.c: POST /v1/release, DELETE /v1/lease/ID */
+enum MHD_Result xrl_srv_release(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				struct MHD_Connection *conn, struct xrl_srv_req *rq);
+enum MHD_Result xrl_srv_lease_delete(struct xrl_http_server *s, struct MHD_Connection *conn,
+				     const char *id);
+/* shed.c: http.exempt and the shedding of a route */
+bool xrl_srv_exempt(const struct xrl_http_cfg *c, const char *method, const char *path);
+enum MHD_Result xrl_srv_exempt_answer(struct MHD_Connection *conn);
+bool xrl_srv_shed_route(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			const char *method, const char *path, __u64 *wait);
 void xrl_srv_loops_stop(struct xrl_http_server *s);
 void xrl_srv_refusal_drop(void);
 /* A decision answered ns after its request was read (xrl_srv_lat). */

@@ -360,9 +360,18 @@ static int mapping(struct cx *x, yaml_node_t *n, const char *path, const char *w
 	for (size_t i = 0; i < nf; i++)
 		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
 					f[i].key);
-	if (n->type != YAML_MAPPING_NODE)
+	if (n->type != YAML_MAPPING_NODE) {
+		/* a long list is cut: the message must fit XRL_ERRLEN with its position */
+		if (off > 120) {
+			char *cut = list + 112;
+
+			while (cut > list && strncmp(cut, ", ", 2))
+				cut--;
+			snprintf(cut, sizeof(list) - (size_t)(cut - list), ", ...");
+		}
 		return at(x, n, "%s%sexpected a mapping (%s), got %s", path, sep, list,
 			  desc(n, d, sizeof(d)));
+	}
 
 	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
 	     p++) {
@@ -1111,7 +1120,7 @@ static int parse_http_match(struct cx *x, yaml_node_t *n, const char *path, stru
 /* http.rules[i].key: header:NAME, bearer or client_ip. */
 static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct xrl_http_rule *r)
 {
-	static const char key_what[] = "header:NAME, bearer or client_ip";
+	static const char key_what[] = "header:NAME, bearer, client_ip or global";
 	char p2[PATHLEN], d[64];
 	const char *s;
 	int rc;
@@ -1123,6 +1132,8 @@ static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct
 		r->key_kind = XRL_KEY_BEARER;
 	} else if (!strcmp(s, "client_ip")) {
 		r->key_kind = XRL_KEY_CLIENT_IP;
+	} else if (!strcmp(s, "global")) {
+		r->key_kind = XRL_KEY_GLOBAL;
 	} else if (!strncmp(s, "header:", 7) && s[7] && strlen(s + 7) < sizeof(r->header) &&
 		   strspn(s + 7,
 			  "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_") ==
@@ -1132,6 +1143,61 @@ static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct
 	} else {
 		return at(x, n, "%s: expected %s, got %s", p2, key_what, desc(n, d, sizeof(d)));
 	}
+	return 0;
+}
+
+/*
+ * A rule's numbers: rate and burst (a token bucket), cost (0: counted,
+ * never refused), concurrency (requests held at once) and lease_ttl (when a
+ * slot not given back is free again). A NULL node: not given.
+ */
+static int parse_http_rule_limits(struct cx *x, yaml_node_t *rate, yaml_node_t *burst,
+				  yaml_node_t *cost, yaml_node_t *conc, yaml_node_t *ttl,
+				  const char *path, struct xrl_http_rule *r)
+{
+	char p2[PATHLEN], d[64];
+	__u64 v;
+	int rc;
+
+	if (rate) {
+		subpath(p2, path, ".rate");
+		if ((rc = rate_val(x, rate, p2, &r->rate)))
+			return rc;
+		subpath(p2, path, ".burst");
+		if ((rc = uint_val(x, burst, p2, "a whole number from 1 to 100000000", 1,
+				   XRL_GCRA_BURST_MAX, &v)))
+			return rc;
+		r->burst = (__u32)v;
+		r->has_rate = true;
+	}
+	if (cost) {
+		subpath(p2, path, ".cost");
+		if ((rc = uint_val(x, cost, p2,
+				   "a whole number of tokens, 0 or more, at most the burst", 0,
+				   r->has_rate ? r->burst : 1, &v)))
+			return rc;
+		r->cost = (__u32)v;
+		r->cost_zero = !v;
+	}
+	if (conc) {
+		subpath(p2, path, ".concurrency");
+		if ((rc = uint_val(x, conc, p2, "a whole number of requests from 1 to 65536", 1,
+				   XRL_HTTP_CONC_MAX, &v)))
+			return rc;
+		r->concurrency = (__u32)v;
+	}
+	if (ttl) {
+		subpath(p2, path, ".lease_ttl");
+		if (!conc)
+			return at(x, ttl, "%s: only a rule with concurrency has leases", p2);
+		if ((rc = dur_val(x, ttl, p2, &v)))
+			return rc;
+		if (v < XRL_NSEC_PER_SEC || v > 86400 * XRL_NSEC_PER_SEC)
+			return at(x, ttl, "%s: expected 1s to 1d, got %s", p2, desc(ttl, d, sizeof(d)));
+		r->lease_ttl_ns = v;
+	}
+	if (r->concurrency && !r->lease_ttl_ns)
+		r->lease_ttl_ns = XRL_HTTP_LEASE_TTL;
 	return 0;
 }
 
@@ -1151,9 +1217,13 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		F_ON_BACKEND_ERROR,
 		F_ON_MISSING_KEY,
 		F_SHADOW,
+		F_CONCURRENCY,
+		F_LEASE_TTL,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
+		[F_CONCURRENCY] = { .key = "concurrency" },
+		[F_LEASE_TTL] = { .key = "lease_ttl" },
 		[F_NAME] = { .key = "name" },
 		[F_MATCH] = { .key = "match" },
 		[F_KEY] = { .key = "key" },
@@ -1167,15 +1237,18 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
 	char path[PATHLEN], p2[PATHLEN], d[64];
 	const char *s;
-	__u64 v;
 	int rc, e;
 
 	snprintf(path, sizeof(path), "http.rules[%zu]", idx);
 	rc = mapping(x, n, path, "http rule", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (is_null(n) || !f[F_NAME].v || !f[F_RATE].v || !f[F_BURST].v)
-		return at(x, n, "%s: a rule needs name, rate and burst", path);
+	if (is_null(n) || !f[F_NAME].v ||
+	    (!f[F_CONCURRENCY].v && (!f[F_RATE].v || !f[F_BURST].v)))
+		return at(x, n, "%s: a rule needs name, and rate and burst or concurrency (or both)",
+			  path);
+	if (!f[F_RATE].v != !f[F_BURST].v)
+		return at(x, n, "%s: rate and burst go together", path);
 	memset(r, 0, sizeof(*r));
 	subpath(p2, path, ".name");
 	if ((rc = scalar(x, f[F_NAME].v, p2, "a rule name", &s)))
@@ -1195,22 +1268,9 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		return rc;
 	if (f[F_KEY].v && (rc = parse_http_key(x, f[F_KEY].v, path, r)))
 		return rc;
-	subpath(p2, path, ".rate");
-	if ((rc = rate_val(x, f[F_RATE].v, p2, &r->rate)))
+	if ((rc = parse_http_rule_limits(x, f[F_RATE].v, f[F_BURST].v, f[F_COST].v,
+					 f[F_CONCURRENCY].v, f[F_LEASE_TTL].v, path, r)))
 		return rc;
-	subpath(p2, path, ".burst");
-	if ((rc = uint_val(x, f[F_BURST].v, p2, "a whole number from 1 to 100000000", 1,
-			   XRL_GCRA_BURST_MAX, &v)))
-		return rc;
-	r->burst = (__u32)v;
-	if (f[F_COST].v) {
-		subpath(p2, path, ".cost");
-		if ((rc = uint_val(x, f[F_COST].v, p2,
-				   "a whole number of tokens, 1 or more, at most the burst", 1,
-				   r->burst, &v)))
-			return rc;
-		r->cost = (__u32)v;
-	}
 	e = (int)r->on_backend_error;
 	if ((rc = OPT_ENUM(x, f[F_ON_BACKEND_ERROR].v, path, ".on_backend_error", be, bev, &e)))
 		return rc;
@@ -1224,7 +1284,7 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		if ((rc = bool_val(x, f[F_SHADOW].v, p2, &r->shadow)))
 			return rc;
 	}
-	if (xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
+	if (r->has_rate && xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
 		return at(x, f[F_RATE].v,
 			  "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
 	x->c->http.n_rules = (__u32)idx + 1;
@@ -1326,6 +1386,97 @@ static int parse_http_bounds(struct cx *x, yaml_node_t *max_conn, yaml_node_t *i
 	return 0;
 }
 
+/* A match of http.exempt or http.shed: the shape of a rule's (method and
+ * path_prefix, each optional). */
+static int parse_http_route(struct cx *x, yaml_node_t *n, const char *path,
+			    struct xrl_http_route *out)
+{
+	struct xrl_http_rule *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	/* its messages name the fields path.match.method and path.match.path_prefix */
+	rc = parse_http_match(x, n, path, t);
+	if (!rc) {
+		memcpy(out->method, t->method, sizeof(out->method));
+		memcpy(out->path_prefix, t->path_prefix, sizeof(out->path_prefix));
+	}
+	free(t);
+	return rc;
+}
+
+/* http.exempt: routes that no rule and no shedding refuses, nor counts. */
+static int parse_http_exempt(struct cx *x, yaml_node_t *n)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	if ((rc = sequence(x, n, "http.exempt", "matches (- { method: GET, path_prefix: /healthz })",
+			   &items, &count)))
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		char p2[PATHLEN];
+
+		if (i >= XRL_HTTP_MAX_EXEMPT)
+			return at(x, item(x, items, i), "http.exempt: at most %d entries",
+				  XRL_HTTP_MAX_EXEMPT);
+		snprintf(p2, sizeof(p2), "http.exempt[%zu]", i);
+		if ((rc = parse_http_route(x, item(x, items, i), p2, &h->exempt[i])))
+			return rc;
+		h->n_exempt = (__u32)i + 1;
+	}
+	return 0;
+}
+
+/* http.shed as a list: a capacity bucket per route, each { match, rate, burst }. */
+static int parse_http_shed_list(struct cx *x, yaml_node_t *n)
+{
+	enum { SF_MATCH, SF_RATE, SF_BURST, SF_COUNT };
+	struct xrl_http_cfg *h = &x->c->http;
+	yaml_node_item_t *items;
+	size_t count;
+	__u64 v;
+	int rc;
+
+	if ((rc = sequence(x, n, "http.shed", "routes (- { match: ..., rate: ..., burst: ... })",
+			   &items, &count)))
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		struct field sf[SF_COUNT] = {
+			[SF_MATCH] = { .key = "match" },
+			[SF_RATE] = { .key = "rate" },
+			[SF_BURST] = { .key = "burst" },
+		};
+		yaml_node_t *e = item(x, items, i);
+		struct xrl_http_shed *sh = &h->shed[i];
+		char p[PATHLEN], p2[PATHLEN];
+
+		if (i >= XRL_HTTP_MAX_SHED)
+			return at(x, e, "http.shed: at most %d routes", XRL_HTTP_MAX_SHED);
+		snprintf(p, sizeof(p), "http.shed[%zu]", i);
+		if ((rc = mapping(x, e, p, "shed route", sf, SF_COUNT)))
+			return rc;
+		if (!sf[SF_RATE].v || !sf[SF_BURST].v)
+			return at(x, e, "%s: needs rate and burst (the capacity of the route)", p);
+		memset(sh, 0, sizeof(*sh));
+		if (sf[SF_MATCH].v && (rc = parse_http_route(x, sf[SF_MATCH].v, p, &sh->match)))
+			return rc;
+		subpath(p2, p, ".rate");
+		if ((rc = rate_val(x, sf[SF_RATE].v, p2, &sh->rate)))
+			return rc;
+		subpath(p2, p, ".burst");
+		if ((rc = uint_val(x, sf[SF_BURST].v, p2, "a whole number from 1 to 100000000", 1,
+				   XRL_GCRA_BURST_MAX, &v)))
+			return rc;
+		sh->burst = (__u32)v;
+		h->n_shed = (__u32)i + 1;
+	}
+	return 0;
+}
+
 /* http.shed and http.penalty. */
 static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t *pen)
 {
@@ -1338,7 +1489,10 @@ static int parse_http_shed_penalty(struct cx *x, yaml_node_t *shed, yaml_node_t 
 	__u64 v;
 	int rc;
 
-	if (shed) {
+	if (shed && shed->type == YAML_SEQUENCE_NODE) {
+		if ((rc = parse_http_shed_list(x, shed)))
+			return rc;
+	} else if (shed) {
 		if ((rc = mapping(x, shed, "http.shed", "shed", sf, SF_COUNT)))
 			return rc;
 		if (!sf[SF_RATE].v || !sf[SF_BURST].v)
@@ -1430,6 +1584,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		F_RULES,
 		F_FORWARDED_FROM,
 		F_IGNORE_PATH_CASE,
+		F_EXEMPT,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
@@ -1449,6 +1604,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		[F_RULES] = { .key = "rules" },
 		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
 		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" },
+		[F_EXEMPT] = { .key = "exempt" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
 	char msg[XRL_ERRLEN], d[64];
@@ -1495,6 +1651,8 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 				    f[F_MAX_HEADER_BYTES].v, f[F_MAX_KEYS].v, f[F_THREADS].v)))
 		return rc;
 	if ((rc = parse_http_shed_penalty(x, f[F_SHED].v, f[F_PENALTY].v)))
+		return rc;
+	if (f[F_EXEMPT].v && (rc = parse_http_exempt(x, f[F_EXEMPT].v)))
 		return rc;
 	if (f[F_RULES].v && (rc = parse_http_rules(x, f[F_RULES].v)))
 		return rc;

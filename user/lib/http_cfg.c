@@ -214,14 +214,24 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 				snprintf(err, errlen, "http rule name '%s' is used twice", r->name);
 				return -EINVAL;
 			}
-		if (!r->cost)
+		if (!r->cost && !r->cost_zero)
 			r->cost = 1;
-		rc = xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g);
+		if (r->rate.tokens && r->burst)
+			r->has_rate = true;
+		if (!r->has_rate && !r->concurrency) {
+			snprintf(err, errlen, "http rule %s: needs rate and burst, or concurrency",
+				 r->name);
+			return -EINVAL;
+		}
+		if (r->concurrency && !r->lease_ttl_ns)
+			r->lease_ttl_ns = XRL_HTTP_LEASE_TTL;
+		rc = r->has_rate ? xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g)
+				 : 0;
 		if (rc) {
 			snprintf(err, errlen, "http rule %s: rate and burst out of range", r->name);
 			return rc;
 		}
-		if (r->cost > r->burst) {
+		if (r->has_rate && r->cost > r->burst) {
 			snprintf(err, errlen,
 				 "http rule %s: cost %u above burst %u could never be allowed",
 				 r->name, r->cost, r->burst);
@@ -239,6 +249,12 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 		snprintf(err, errlen, "http shed: rate and burst out of range");
 		return -ERANGE;
 	}
+	for (__u32 i = 0; i < c->n_shed; i++)
+		if (xrl_gcra_init(c->shed[i].rate.tokens, c->shed[i].rate.period_ns,
+				  c->shed[i].burst, &c->shed[i].g)) {
+			snprintf(err, errlen, "http shed[%u]: rate and burst out of range", i);
+			return -ERANGE;
+		}
 	return 0;
 }
 

@@ -19,11 +19,16 @@
 #define XRL_HTTP_KEY_MAX \
 	256 /* a derived key (address, bearer digest); header keys are used whole */
 #define XRL_HTTP_PATH_MAX 8192 /* bytes of a request path (query cut); beyond: 414 */
+#define XRL_HTTP_MAX_EXEMPT 16	     /* http.exempt entries */
+#define XRL_HTTP_MAX_SHED   16	     /* http.shed routes */
+#define XRL_HTTP_CONC_MAX   65536    /* a concurrency rule's slots per key */
+#define XRL_HTTP_LEASE_TTL  (60 * XRL_NSEC_PER_SEC) /* lease_ttl's default */
 
 enum xrl_key_kind {
 	XRL_KEY_HEADER = 0, /* header:NAME */
 	XRL_KEY_BEARER,	    /* Authorization: Bearer <token>, hashed */
 	XRL_KEY_CLIENT_IP,  /* the client address (trusted proxies walked) */
+	XRL_KEY_GLOBAL,	    /* one key for every request: the service's own limit */
 };
 
 enum xrl_backend_err {
@@ -65,6 +70,24 @@ struct xrl_http_rule {
 	enum xrl_missing_key on_missing_key;
 	bool shadow;
 	__u32 id; /* xrl_rule_id(name) */
+	bool has_rate;	     /* rate and burst given (a rule may have only concurrency) */
+	bool cost_zero;	     /* cost: 0 was written: counted, never refused */
+	__u32 concurrency;   /* requests held at once per key; 0: no such limit */
+	__u64 lease_ttl_ns;  /* a slot not given back is free after this; 60 s */
+};
+
+/* A method and path prefix, as a rule's match (http.exempt, http.shed). */
+struct xrl_http_route {
+	char method[16];       /* "" = any */
+	char path_prefix[256]; /* "" = any */
+};
+
+/* One capacity bucket of http.shed's list form: the requests it matches. */
+struct xrl_http_shed {
+	struct xrl_http_route match;
+	struct xrl_rate rate;
+	__u32 burst;
+	struct xrl_gcra_params g;
 };
 
 struct xrl_http_cfg {
@@ -100,6 +123,13 @@ struct xrl_http_cfg {
 		__u32 strikes;
 		__u64 window_ns, base_ns, max_ns;
 	} penalty; /* key escalation, as in the packet tier */
+	/* never refused, never counted: health checks, load-balancer probes */
+	__u32 n_exempt;
+	struct xrl_http_route exempt[XRL_HTTP_MAX_EXEMPT];
+	/* shed: as a list, a capacity bucket per route; the first that matches
+	 * a request is the one it is shed by (shed_enabled: the mapping form) */
+	__u32 n_shed;
+	struct xrl_http_shed shed[XRL_HTTP_MAX_SHED];
 };
 
 /* Fill defaults for a new http: section. */

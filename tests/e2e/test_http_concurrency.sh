@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_http_concurrency.sh - end to end: concurrency rules, post-paid cost,
+# exempt routes and shedding per route, on one xrld (memory backend).
+#
+#   1. rule checkout {key global, concurrency 20}: 60 requests start at
+#      once and hold their slot 2 s (conc_client.py, timestamps on the
+#      client side): 20 admitted, 40 refused with 503 and Retry-After, never
+#      more than 20 inside; then all 20 slots are free again
+#   2. a holder killed (SIGKILL) without releasing: its slot is refused to
+#      others until lease_ttl (2 s), then free
+#   3. post-paid cost: /v1/check takes a slot and a token, /v1/release
+#      cost=5 takes 5 more: the next decision's RateLimit shows r=3
+#   4. exempt: GET /healthz gets 200 through a shed bucket and a rule that
+#      refuse; GET /healthy (not exempt) gets 429 from the rule, then 503
+#   5. shed per route: checkout sheds (503) while holds keep flowing (200)
+#   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+set -u
+XRL_TEST_NAME=test_http_concurrency
+# shellcheck source=tests/e2e/lib_http.sh
+. "$(dirname "$0")/lib_http.sh"
+
+require_http
+http_setup
+
+P=$(free_port)
+cat >"$HT_TMP/a.yaml" <<YAML
+http:
+  listen: 127.0.0.1:$P
+  forwarded_from: traefik
+  trusted_proxies: [127.0.0.1]
+  threads: 4
+  exempt:
+    - { method: GET, path_prefix: /healthz }
+  shed:
+    - { match: { path_prefix: /api/checkout-shed }, rate: 1/min, burst: 1 }
+    - { match: { method: GET, path_prefix: /health }, rate: 1/min, burst: 2 }
+  rules:
+    - name: checkout
+      match: { method: POST, path_prefix: /api/checkout }
+      key: global
+      concurrency: 20
+      lease_ttl: 30s
+    - name: solo
+      match: { path_prefix: /api/solo }
+      key: global
+      concurrency: 1
+      lease_ttl: 2s
+    - name: report
+      match: { path_prefix: /api/report }
+      key: header:X-User-Id
+      rate: 1/h
+      burst: 10
+      concurrency: 5
+    - name: probes
+      match: { method: GET, path_prefix: /health }
+      key: client_ip
+      rate: 1/h
+      burst: 1
+YAML
+xrld_http_start a "$HT_TMP/a.yaml" "$P"
+URL=http://127.0.0.1:$P
+
+info "1. 60 at once against concurrency 20, each holding 2 s"
+read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$P" 60 2 /api/checkout)
+info "   $out"
+eval "$out"
+check_eq "admitted" "$admitted" 20
+check_eq "refused with 503" "$refused" 40
+check_eq "other answers" "$other" 0
+check_range "at most 20 inside at any moment" "$max_inside" 1 20
+check_range "Retry-After of the refusals (s)" "$retry_after_min" 1 30
+read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$P" 20 0 /api/checkout)
+eval "$out"
+check_eq "all 20 slots given back: 20 admitted again" "$admitted" 20
+
+info "2. a holder killed without releasing"
+"$XRL_PY" - "$P" >"$HT_TMP/holder.out" <<'PY' &
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+c.request("GET", "/v1/auth", headers={"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/api/solo"})
+r = c.getresponse(); r.read()
+print(r.status, flush=True)
+time.sleep(60)
+PY
+HP=$!
+HT_PIDS+=("$HP")
+for _ in $(seq 50); do [ -s "$HT_TMP/holder.out" ] && break; sleep 0.1; done
+check_eq "the holder got its slot" "$(cat "$HT_TMP/holder.out")" 200
+{ kill -KILL "$HP" && wait "$HP"; } 2>/dev/null
+t0=$(date +%s%N)
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
+check_eq "its slot is still held after the kill" "$H_CODE" 503
+while :; do
+	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
+	[ "$H_CODE" = 200 ] && break
+	[ $(($(date +%s%N) - t0)) -gt 5000000000 ] && break
+	sleep 0.1
+done
+check_eq "free again after lease_ttl" "$H_CODE" 200
+solo_lease=$(hdr X-XRL-Lease)
+check_range "freed after (ms; lease_ttl 2 s, less what passed before the kill)" \
+	$((($(date +%s%N) - t0) / 1000000)) 1000 2600
+
+info "3. post-paid cost"
+hreq "$URL/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
+check_eq "check: admitted" "$H_CODE" 200
+lease=$(hdr X-XRL-Lease)
+check_eq "check: the lease is in the body too" "$(jget "d['leases'][0]" <<<"$H_BODY")" "$lease"
+check_eq "RateLimit after one request" "$(hdr RateLimit)" '"report";r=9;t=3600'
+hreq "$URL/v1/release" -X POST -d "lease=$lease&cost=5"
+check_eq "release with cost=5" "$H_BODY" '{"released":1,"unknown":0,"charged":5}'
+hreq "$URL/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
+check_eq "the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
+
+info "4. exempt probes (shed GET /health*: burst 2; rule probes: burst 1)"
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthy"
+check_eq "GET /healthy 1: the rule's one token" "$H_CODE" 200
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthy"
+check_eq "GET /healthy 2, not exempt: the rule refuses" "$H_CODE" 429
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthy"
+check_eq "GET /healthy 3, not exempt: shed" "$H_CODE" 503
+for i in 1 2 3 4; do
+	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthz"
+	check_eq "GET /healthz $i: exempt, through both" "$H_CODE" 200
+	check_eq "GET /healthz $i: no quota headers (not counted)" "$(hdr RateLimit)" ""
+done
+
+info "5. shedding per route"
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
+check_eq "checkout sheds" "$H_CODE" 503
+for i in 1 2 3; do
+	hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/$i"
+	check_eq "holds $i keep flowing" "$H_CODE" 200
+done
+
+info "6. DELETE /v1/lease/ID and bad releases"
+hreq "$URL/v1/lease/$solo_lease" -X DELETE
+check_eq "DELETE a held lease" "$H_CODE" 204
+hreq "$URL/v1/lease/$solo_lease" -X DELETE
+check_eq "DELETE it again" "$H_CODE" 404
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
+check_eq "the slot is free after the DELETE" "$H_CODE" 200
+hreq "$URL/v1/release" -X POST -d '{"lease":5}'
+check_eq "a release body that is not one" "$H_CODE" 400
+hreq "$URL/v1/release" -X GET
+check_eq "GET /v1/release" "$H_CODE" 405
+
+finish
