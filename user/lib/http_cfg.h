@@ -100,6 +100,7 @@ struct xrl_http_cfg {
 		__u32 strikes;
 		__u64 window_ns, base_ns, max_ns;
 	} penalty; /* key escalation, as in the packet tier */
+	char fleet[64]; /* http.fleet: the fleet this instance counts in; "": none */
 };
 
 /* Fill defaults for a new http: section. */
