@@ -128,7 +128,7 @@ $(XRLD): $(XRLD_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 
 $(XRLCTL): $(CTL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) -lcrypto
 
 $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)

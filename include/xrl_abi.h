@@ -352,6 +352,7 @@ enum xrl_origin {
 	XRL_ORIGIN_RUNTIME = 1,   /* added by an operator: kept across applies */
 	XRL_ORIGIN_PENALTY = 2,   /* deny entries earned by escalation */
 	XRL_ORIGIN_COOKIE  = 3,   /* vouches earned by a cookie-verified admit */
+	XRL_ORIGIN_FLEET   = 4,   /* deny entries of another instance of the fleet */
 };
 
 /* Allowlist value; the program only tests for presence. */

@@ -9,6 +9,7 @@
  * codes: 0 ok, 1 error, 2 usage. The verbs, their arguments and their
  * help are lib/verbs.c's table, which xrld parses requests with as well.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "config.h"
 #include "ctl.h"
@@ -477,6 +480,36 @@ static int list_from_pins(bool deny)
 }
 
 /* What xrlctl does for a verb: the daemon when it is up, the pins otherwise. */
+/*
+ * penalty del KEY|HASH: 8 to 32 hex digits are a key hash (as `penalty
+ * list` shows it); anything else is a key, and only its hash (SHA-256,
+ * the first 32 hex digits) leaves xrlctl: the key, a bearer token perhaps,
+ * is never on the socket nor in xrld's log of changes. A key that is
+ * itself 8 to 32 hex digits is given by its hash (`printf %s KEY |
+ * sha256sum`).
+ */
+static int cmd_penalty_del(const char *arg)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char hex[65];
+	unsigned int n = 0;
+	size_t len = strlen(arg), i;
+	const char *argv[3] = { "penalty", "del", hex };
+
+	for (i = 0; i < len && isxdigit((unsigned char)arg[i]); i++)
+		;
+	if (i == len && len >= 8 && len <= 32) {
+		for (i = 0; i <= len; i++)
+			hex[i] = (char)tolower((unsigned char)arg[i]);
+	} else {
+		if (!EVP_Digest(arg, len, md, &n, EVP_sha256(), NULL) || n < 16)
+			return fail(1, "couldn't hash the key: %s", strerror(EIO));
+		for (i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	}
+	return call(3, argv);
+}
+
 static int run(const struct xrl_verb_call *c, int argc, char **argv)
 {
 	const char *const *args = (const char *const *)argv;
@@ -498,6 +531,8 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 		return cmd_stats(c);
 	case XRL_VERB_TOP:
 		return c->opt[2] ? cmd_top_watch(c, argc, argv) : call(argc, args);
+	case XRL_VERB_PENALTY_DEL:
+		return cmd_penalty_del(c->pos[0]);
 	default:
 		return call(argc, args);
 	}

@@ -258,6 +258,16 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 /* Reload: new rules and limits; the listener stays. */
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
+/* The fleet this tier counts in and shares its penalties with (pen_list.c):
+ * set once, before the fleet's thread runs. */
+struct xrl_fleet;
+void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f);
+/* The penalties in force: [{rule, key_hash, level, remaining_s}]. */
+struct json_t;
+struct json_t *xrl_http_penalties(struct xrl_http_server *s);
+/* Lift the penalties whose key hash starts with hex (here and, in a
+ * fleet, everywhere); *lifted: how many. */
+int xrl_http_penalty_del(struct xrl_http_server *s, const char *hex, int *lifted);
 /* Prometheus lines for the tier (appended to xrld's /metrics). */
 struct xrl_buf;
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);

@@ -248,6 +248,9 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 		    struct xrl_decision *d)
 {
 	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
+	struct xrl_http_rule shr[XRL_HTTP_MAX_MATCH]; /* NODE_SHARE's copies */
+	const struct xrl_http_rule *orig[XRL_HTTP_MAX_MATCH];
+	__u32 live = 1;
 	int k = 0;
 
 	if (st == J_OK) {
@@ -279,9 +282,12 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 	}
 	if (k) {
 		STAT_ADD(l, fallback_local, 1);
+		live = xrl_lim_share(l, loc, k, shr, orig);
 		xrl_store_decide(l->mem, loc, k, now);
 	}
 	conclude_count(l, loc, k, now, d);
+	if (live > 1)
+		xrl_lim_unshare(k, shr, orig, d);
 }
 
 /*
@@ -307,6 +313,12 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	}
 	if (pick < 0)
 		return false;
+	/* a refusal, as Redis would give it: it strikes as one of Redis's does
+	 * (else a key the cache keeps refusing never earns a second strike) */
+	for (int i = 0; i < m && l->cfg.penalty.enabled; i++)
+		if (!it[i].r->shadow &&
+		    xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns) > 0)
+			xrl_lim_penalty_strike(l, &it[i], now);
 	tat = it[pick].tat;
 	d->allowed = false;
 	d->rule = it[pick].r;
@@ -387,6 +399,8 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 					       .k = key_digest(l, r, keys[i]),
 					       .inc = (__u64)cost * r->g.emit_ns,
 					       .key = keys[i] };
+		if (l->cfg.penalty.enabled)
+			xrl_pen_item(&it[m]);
 		m++;
 	}
 	*pm = m;
@@ -700,7 +714,8 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->pen_block = xrl_store_new(cap / 16);
 	l->pen_state = xrl_store_new(cap / 16);
 	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
-	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases) {
+	l->pens = xrl_pen_list_new();
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens) {
 		xrl_limiter_free(l);
 		return -ENOMEM;
 	}
@@ -719,6 +734,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	xrl_store_free(l->pen_block);
 	xrl_store_free(l->pen_state);
 	xrl_lease_store_free(l->leases);
+	free(l->pens);
 	free(l);
 }
 

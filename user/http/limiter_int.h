@@ -79,6 +79,8 @@ struct xrl_limiter {
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
+	struct xrl_fleet *fleet;	  /* set once, before the first decision */
+	struct xrl_pen_list *pens;	  /* penalties, for xrlctl penalty list|del */
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -97,6 +99,11 @@ struct xrl_lim_item {
 	__u64 new_tat;	 /* after an admit */
 	bool ok;
 	const char *key;
+	/* with penalties on: the penalty's identity, the same in every
+	 * instance (SHA-256 of the key, mixed with the rule's name; see
+	 * pen_list.c), and the first 16 bytes of SHA-256 of the key */
+	struct xrl_kd pk;
+	__u8 kh[16];
 };
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; longer keys by their SHA-256 */
@@ -194,6 +201,30 @@ __u64 xrl_lease_store_full(struct xrl_lease_store *s);
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			     struct xrl_decision *d);
+
+/* ---- pen_list.c ------------------------------------------------------------ */
+struct xrl_pen_list *xrl_pen_list_new(void);
+/* The identity of rule's penalty for the key whose SHA-256 starts kh. */
+struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
+/* it's pk and kh, from its key (penalties on). */
+void xrl_pen_item(struct xrl_lim_item *it);
+/* A penalty was made here (until: monotonic ns): listed, and told to the fleet. */
+void xrl_pen_made(struct xrl_limiter *l, const struct xrl_lim_item *x, __u64 until, __u64 ttl,
+		  __u32 level, __u64 now);
+/* Forget the escalation state of pk (penalty.c). */
+void xrl_lim_penalty_forget(struct xrl_limiter *l, struct xrl_kd pk);
+/* Set pk's offence count to at least level (penalty.c). */
+void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level, __u64 now);
+
+/* ---- node_share.c ---------------------------------------------------------- */
+/* Local fallback of a fleet: loc's rules replaced by copies at rate/live
+ * and burst/live (floored at 1 token) in tmp; orig keeps the originals.
+ * Returns live (1: nothing changed). */
+__u32 xrl_lim_share(struct xrl_limiter *l, struct xrl_lim_item *loc, int k,
+		    struct xrl_http_rule *tmp, const struct xrl_http_rule **orig);
+/* d's rule pointers back from the copies to the rules. */
+void xrl_lim_unshare(int k, const struct xrl_http_rule *tmp, const struct xrl_http_rule **orig,
+		     struct xrl_decision *d);
 
 /* ---- limiter.c ------------------------------------------------------------- */
 void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,

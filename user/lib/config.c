@@ -1565,6 +1565,133 @@ static int parse_http_rules(struct cx *x, yaml_node_t *n)
 	return 0;
 }
 
+/* A fleet's name: what its Redis keys are named after (xrl:{fleet:NAME}:...). */
+static int fleet_name(struct cx *x, yaml_node_t *n, const char *path, char out[64])
+{
+	char d[64];
+	const char *s;
+	int rc;
+
+	if ((rc = scalar(x, n, path, "a fleet name ([A-Za-z0-9_.-], 1 to 63 bytes)", &s)))
+		return rc;
+	if (!rule_name_ok(s) || strlen(s) >= 64)
+		return at(x, n, "%s: expected a fleet name ([A-Za-z0-9_.-], 1 to 63 bytes), got %s",
+			  path, desc(n, d, sizeof(d)));
+	snprintf(out, 64, "%s", s);
+	return 0;
+}
+
+/* fleet: { name: NAME, redis: redis://... } (redis: optional when the
+ * identity tier's backend is a redis:// URL; fleet_resolve checks). */
+static int parse_fleet(struct cx *x, yaml_node_t *n)
+{
+	enum { F_NAME, F_REDIS, F_COUNT };
+	struct field f[F_COUNT] = { [F_NAME] = { .key = "name" }, [F_REDIS] = { .key = "redis" } };
+	struct xrl_fleet_cfg *fc = &x->c->fleet;
+	struct xrl_http_cfg *tmp;
+	char msg[XRL_ERRLEN];
+	const char *s;
+	int rc;
+
+	if ((rc = mapping(x, n, "fleet", "fleet", f, F_COUNT)))
+		return rc;
+	if (!f[F_NAME].v)
+		return at(x, n,
+			  "fleet: missing 'name' (the fleet's name, shared by its instances)");
+	if ((rc = fleet_name(x, f[F_NAME].v, "fleet.name", fc->name)))
+		return rc;
+	fc->enabled = fc->packet = true;
+	if (!f[F_REDIS].v)
+		return 0;
+	if ((rc = scalar(x, f[F_REDIS].v, "fleet.redis", "redis://[[USER]:PASSWORD@]HOST:PORT[/DB]",
+			 &s)))
+		return rc;
+	tmp = calloc(1, sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	xrl_http_cfg_init(tmp);
+	rc = xrl_http_backend_parse(s, tmp, msg, sizeof(msg));
+	if (!rc && !tmp->redis)
+		snprintf(msg, sizeof(msg), "backend: expected a redis:// URL, got memory"),
+			rc = -EINVAL;
+	if (!rc) {
+		fc->own_redis = true;
+		memcpy(fc->redis_host, tmp->redis_host, sizeof(fc->redis_host));
+		fc->redis_port = tmp->redis_port;
+		fc->redis_db = tmp->redis_db;
+		memcpy(fc->redis_user, tmp->redis_user, sizeof(fc->redis_user));
+		memcpy(fc->redis_pass, tmp->redis_pass, sizeof(fc->redis_pass));
+	}
+	explicit_bzero(tmp, sizeof(*tmp));
+	free(tmp);
+	/* msg reads "backend: ...": say which key it was */
+	if (rc)
+		return at(x, f[F_REDIS].v, "fleet.redis%s",
+			  strchr(msg, ':') ? strchr(msg, ':') : msg);
+	return 0;
+}
+
+/* After fleet: and http: are read: one fleet, one Redis. */
+static int fleet_resolve(struct cx *x, yaml_node_t *root)
+{
+	struct xrl_fleet_cfg *fc = &x->c->fleet;
+	struct xrl_http_cfg *h = &x->c->http;
+
+	if (x->c->has_http && h->fleet[0] && fc->enabled && strcmp(h->fleet, fc->name))
+		return at(x, root,
+			  "http.fleet: '%s' is not the fleet '%s' of fleet.name: an instance "
+			  "is in one fleet",
+			  h->fleet, fc->name);
+	if (x->c->has_http && fc->enabled && !h->fleet[0])
+		snprintf(h->fleet, sizeof(h->fleet), "%s", fc->name); /* the tier joins too */
+	if (x->c->has_http && h->fleet[0] && !fc->enabled) {
+		fc->enabled = true;
+		snprintf(fc->name, sizeof(fc->name), "%s", h->fleet);
+	}
+	if (!fc->enabled || fc->own_redis)
+		return 0;
+	if (!x->c->has_http || !h->redis)
+		return at(x, root,
+			  "fleet '%s': no Redis to meet in: give fleet.redis: redis://..., "
+			  "or an http.backend: redis://...",
+			  fc->name);
+	memcpy(fc->redis_host, h->redis_host, sizeof(fc->redis_host));
+	fc->redis_port = h->redis_port;
+	fc->redis_db = h->redis_db;
+	memcpy(fc->redis_user, h->redis_user, sizeof(fc->redis_user));
+	memcpy(fc->redis_pass, h->redis_pass, sizeof(fc->redis_pass));
+	return 0;
+}
+
+/* http.listen and http.backend: where the identity tier answers and where
+ * its buckets live */
+static int parse_http_endpoints(struct cx *x, yaml_node_t *ln, yaml_node_t *bn)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	char msg[XRL_ERRLEN], d[64];
+	const char *s;
+	int rc;
+
+	if (ln) {
+		if ((rc = scalar(x, ln, "http.listen",
+				 "HOST:PORT such as 127.0.0.1:8433", &s)))
+			return rc;
+		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
+			return at(x, ln,
+				  "http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
+				  desc(ln, d, sizeof(d)));
+		snprintf(h->listen, sizeof(h->listen), "%s", s);
+	}
+	if (bn) {
+		if ((rc = scalar(x, bn, "http.backend",
+				 "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
+			return rc;
+		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
+			return at(x, bn, "http.%s", msg);
+	}
+	return 0;
+}
+
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
 	enum {
@@ -1585,6 +1712,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		F_FORWARDED_FROM,
 		F_IGNORE_PATH_CASE,
 		F_EXEMPT,
+		F_FLEET,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
@@ -1605,33 +1733,18 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
 		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" },
 		[F_EXEMPT] = { .key = "exempt" },
+		[F_FLEET] = { .key = "fleet" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
-	char msg[XRL_ERRLEN], d[64];
-	const char *s;
+	char msg[XRL_ERRLEN];
 	int rc;
 
 	xrl_http_cfg_init(h);
 	x->c->has_http = true;
 	if ((rc = mapping(x, n, "http", "http", f, F_COUNT)))
 		return rc;
-	if (f[F_LISTEN].v) {
-		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen",
-				 "HOST:PORT such as 127.0.0.1:8433", &s)))
-			return rc;
-		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
-			return at(x, f[F_LISTEN].v,
-				  "http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
-				  desc(f[F_LISTEN].v, d, sizeof(d)));
-		snprintf(h->listen, sizeof(h->listen), "%s", s);
-	}
-	if (f[F_BACKEND].v) {
-		if ((rc = scalar(x, f[F_BACKEND].v, "http.backend",
-				 "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
-			return rc;
-		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
-			return at(x, f[F_BACKEND].v, "http.%s", msg);
-	}
+	if ((rc = parse_http_endpoints(x, f[F_LISTEN].v, f[F_BACKEND].v)))
+		return rc;
 	if (f[F_REDIS_TIMEOUT].v &&
 	    (rc = dur_val(x, f[F_REDIS_TIMEOUT].v, "http.redis_timeout", &h->redis_timeout_ns)))
 		return rc;
@@ -1656,6 +1769,8 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[F_RULES].v && (rc = parse_http_rules(x, f[F_RULES].v)))
 		return rc;
+	if (f[F_FLEET].v && (rc = fleet_name(x, f[F_FLEET].v, "http.fleet", h->fleet)))
+		return rc;
 	if ((rc = xrl_http_cfg_finish(h, msg, sizeof(msg))))
 		return at(x, n, "http: %s", msg);
 	return 0;
@@ -1669,7 +1784,17 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 	static const int lvals[] = { XRL_LOG_ERR, XRL_LOG_WARN, XRL_LOG_INFO, XRL_LOG_DEBUG };
 	static const char metrics_what[] =
 		"HOST:PORT such as 127.0.0.1:8434 or [::1]:8434, port 1-65535";
-	enum { F_INTERFACES, F_XDP, F_PENALTY, F_METRICS, F_ON_EXIT, F_LOG_LEVEL, F_HTTP, F_COUNT };
+	enum {
+		F_INTERFACES,
+		F_XDP,
+		F_PENALTY,
+		F_METRICS,
+		F_ON_EXIT,
+		F_LOG_LEVEL,
+		F_HTTP,
+		F_FLEET,
+		F_COUNT
+	};
 	struct field f[F_COUNT] = {
 		[F_INTERFACES] = { .key = "interfaces" },
 		[F_XDP] = { .key = "xdp" },
@@ -1678,6 +1803,7 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		[F_ON_EXIT] = { .key = "on_exit" },
 		[F_LOG_LEVEL] = { .key = "log_level" },
 		[F_HTTP] = { .key = "http" },
+		[F_FLEET] = { .key = "fleet" },
 	};
 	const char *s;
 	char d[64];
@@ -1720,7 +1846,9 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	if (f[F_FLEET].v && (rc = parse_fleet(x, f[F_FLEET].v)))
+		return rc;
+	return fleet_resolve(x, root);
 }
 
 /* ---- entry points ------------------------------------------------------ */

@@ -271,6 +271,7 @@ int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_h
 		{ "max_header_bytes", run->max_header_bytes != next->max_header_bytes },
 		{ "max_keys", run->memory_max_keys != next->memory_max_keys },
 		{ "threads", run->threads != next->threads },
+		{ "fleet", strcmp(run->fleet, next->fleet) != 0 },
 	};
 	size_t o = 0;
 	int n = 0;

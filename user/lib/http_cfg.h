@@ -130,6 +130,7 @@ struct xrl_http_cfg {
 	 * a request is the one it is shed by (shed_enabled: the mapping form) */
 	__u32 n_shed;
 	struct xrl_http_shed shed[XRL_HTTP_MAX_SHED];
+	char fleet[64]; /* http.fleet: the fleet this instance counts in; "": none */
 };
 
 /* Fill defaults for a new http: section. */

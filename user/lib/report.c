@@ -215,7 +215,7 @@ static void list_walk(struct xrl_handle *h, int deny,
 		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp),
 		      void *arg)
 {
-	static const char *origin[] = { "policy", "runtime", "penalty" };
+	static const char *origin[] = { "policy", "runtime", "penalty", "cookie", "fleet" };
 
 	for (int fam = 0; fam < 2; fam++) {
 		const char *name = deny ? (fam ? XRL_MAP_DENY_V6 : XRL_MAP_DENY_V4)
@@ -249,7 +249,7 @@ static void list_walk(struct xrl_handle *h, int deny,
 				continue;
 			org = deny ? v.d.origin : v.a.origin;
 			xrl_prefix_str(&p, buf, sizeof(buf));
-			fn(arg, buf, org < 3 ? origin[org] : "?", deny ? v.d.expires_ns : 0);
+			fn(arg, buf, org < 5 ? origin[org] : "?", deny ? v.d.expires_ns : 0);
 		}
 	}
 }

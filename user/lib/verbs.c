@@ -61,6 +61,11 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 	[XRL_VERB_SHADOW] = { XRL_VERB_SHADOW, "shadow", NULL,
 		{ POS("RULE", XRL_ARG_NAME), POS("on|off", XRL_ARG_ONOFF) }, {}, XRL_VERB_CHANGES,
 		"count a rule's refusals without dropping (until xrld restarts)" },
+	[XRL_VERB_PENALTY_LIST] = { XRL_VERB_PENALTY_LIST, "penalty", "list", {}, {}, 0,
+		"identity-tier key penalties: rule, key hash, level, time left" },
+	[XRL_VERB_PENALTY_DEL] = { XRL_VERB_PENALTY_DEL, "penalty", "del",
+		{ POS("KEY|HASH", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
+		"lift a key's penalties (in a fleet: on every instance); xrlctl sends the key's hash" },
 };
 /* clang-format on */
 

@@ -292,6 +292,10 @@ static int start(struct xrld *d, int verbose)
 		log_err("%s", err);
 		goto fail;
 	}
+	if ((rc = xrld_fleet_start(d))) {
+		log_err("couldn't join the fleet %s: %s", d->cfg->fleet.name, strerror(-rc));
+		goto fail;
+	}
 	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics))) {
 		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
 		goto fail;
@@ -310,6 +314,7 @@ static void stop(struct xrld *d)
 					 : "the program stays attached and enforcing");
 	if (d->mhd)
 		MHD_stop_daemon(d->mhd);
+	xrld_fleet_stop(d); /* first: its thread calls into the identity tier */
 	if (d->http)
 		xrl_http_stop(d->http);
 	log_agg_flush(xrl_now_ns(), true);

@@ -219,6 +219,7 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	global_series(d, b);
 	if (d->http)
 		xrl_http_metrics(d->http, b);
+	xrld_fleet_metrics(d, b);
 	pthread_mutex_unlock(&d->lock);
 }
 

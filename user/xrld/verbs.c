@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/http.h"
 #include "log.h"
 #include "xrld.h"
 
@@ -115,11 +116,15 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	struct xrl_buf *b = r->b;
 
 	if (r->json) {
-		xrl_buf_json(b, status_json(d));
+		json_t *o = status_json(d);
+
+		xrld_fleet_status(d, NULL, json_object_get(o, "daemon"));
+		xrl_buf_json(b, o);
 		return 0;
 	}
 	xrl_buf_printf(b, "xrld pid %d, config %s, pins %s\n", (int)getpid(),
 		       d->config_path ? d->config_path : "-", d->pin_root);
+	xrld_fleet_status(d, b, NULL);
 	xrl_buf_printf(b, "%-16s %-8s %-8s %-10s %-18s %s\n", "INTERFACE", "PROG", "MODE",
 		       "ATTACHED", "HOW", "RULES");
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -284,6 +289,8 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		if (rc)
 			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
 	}
+	if (deny)
+		xrld_fleet_deny_out(d, &p, ttl, add);
 	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed", c->pos[0]);
 }
 
@@ -377,6 +384,49 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		    rule, on ? "on" : "off");
 }
 
+static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	json_t *a;
+	size_t i;
+	json_t *e;
+
+	if (!d->http)
+		return fail(r, 1, "no identity tier runs here (no http: section)");
+	a = xrl_http_penalties(d->http);
+	if (!a)
+		return fail(r, 1, "couldn't list the penalties: %s", strerror(ENOMEM));
+	if (r->json) {
+		xrl_buf_json(r->b, a);
+		return 0;
+	}
+	xrl_buf_printf(r->b, "%-24s %-14s %6s %10s\n", "RULE", "KEY HASH", "LEVEL", "LEFT (s)");
+	json_array_foreach (a, i, e)
+		xrl_buf_printf(r->b, "%-24s %-14.12s %6lld %10lld\n",
+			       json_string_value(json_object_get(e, "rule")),
+			       json_string_value(json_object_get(e, "key_hash")),
+			       (long long)json_integer_value(json_object_get(e, "level")),
+			       (long long)json_integer_value(json_object_get(e, "remaining_s")));
+	json_decref(a);
+	return 0;
+}
+
+/* pos[0]: a key hash's first 8 to 32 hex digits (xrlctl hashes a key). */
+static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	size_t n = strlen(c->pos[0]);
+	int lifted = 0;
+
+	if (!d->http)
+		return fail(r, 1, "no identity tier runs here (no http: section)");
+	if (n < 8 || n > 32 || strspn(c->pos[0], "0123456789abcdef") != n)
+		return fail(r, 2, "penalty del: want 8 to 32 hex digits of a key hash");
+	xrl_http_penalty_del(d->http, c->pos[0], &lifted);
+	if (!lifted)
+		return fail(r, 1, "no penalty with key hash %s", c->pos[0]);
+	return done(r, "%d penalt%s lifted (key hash %s)%s", lifted, lifted == 1 ? "y" : "ies",
+		    c->pos[0], d->fleet && d->cfg->http.fleet[0] ? ", on every instance" : "");
+}
+
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
 static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_STATUS] = cmd_status,
@@ -393,6 +443,8 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_DENY_DEL] = cmd_list_change,
 	[XRL_VERB_DENY_LIST] = cmd_list_show,
 	[XRL_VERB_SHADOW] = cmd_shadow,
+	[XRL_VERB_PENALTY_LIST] = cmd_penalty_list,
+	[XRL_VERB_PENALTY_DEL] = cmd_penalty_del,
 };
 
 /*

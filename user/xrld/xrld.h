@@ -122,6 +122,7 @@ struct xrld {
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
+	struct xrld_fleet *fleet;     /* the fleet, when configured (fleet.c) */
 	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -160,6 +161,18 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 int xrld_ctl_listen(struct xrld *d);
 /* Drop clients past their deadline; the epoll timeout (ms) until the next. */
 int xrld_ctl_expire(void);
+
+/* ---- fleet.c: the fleet's denials and the fleet's thread ------------------- */
+struct xrld_fleet;
+/* After the identity tier started: the fleet's thread, its entries applied
+ * on this loop (never blocking it on Redis). 0, or -errno. */
+int xrld_fleet_start(struct xrld *d);
+void xrld_fleet_stop(struct xrld *d);
+/* A deny made here (an operator's, or a verified penalty's): to the fleet. */
+void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
+/* `status` lines or fields ({} when there is no fleet). */
+void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
+void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);
