@@ -94,6 +94,17 @@ struct xrld_pen_ent {
 	bool win_unproven;    /* a sample in it did not: the window is void */
 };
 
+/* syn_cookies: auto, per interface and rule (cookies.c) */
+struct xrld_auto {
+	char rule[XRL_RULE_NAME_LEN]; /* "": unused */
+	__u64 syns;		      /* the rule's SYN counter at the last tick */
+	__u64 seen_ns;		      /* when it was read; 0: not yet */
+	__u64 below_ns;		      /* since when under both off thresholds; 0: not */
+	__u64 rate;		      /* SYNs a second over the last tick */
+	unsigned queue_pct;	      /* the fullest accept queue on its ports */
+	__u64 engaged, released;      /* transitions, for metrics */
+};
+
 /* The daemon's counters: written by the main thread, read by the metrics
  * thread without d->lock (relaxed atomics: a count, not a synchronisation). */
 #define COUNT(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
@@ -122,6 +133,7 @@ struct xrld {
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
+	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
 	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -160,6 +172,15 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 int xrld_ctl_listen(struct xrld *d);
 /* Drop clients past their deadline; the epoll timeout (ms) until the next. */
 int xrld_ctl_expire(void);
+
+/* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
+/* Once a second: measure each auto rule, engage or let go of its cookies. */
+void xrld_cookies_tick(struct xrld *d);
+/* The auto state of rule name on interface i (NULL: none yet). */
+const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
+const char *xrld_cookies_word(__u8 mode);
+/* Prometheus families of cookies and auto (called with d->lock held). */
+void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);
