@@ -222,6 +222,15 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 /* Reload: new rules and limits; the listener stays. */
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
+/*
+ * A request that rules with vouch: true admitted (/v1/auth): fn(arg,
+ * client, ttl_ns) with the client's address as the tier determined it
+ * (trusted proxies walked) and the longest vouch_ttl of those rules. Called
+ * on a server thread, which may not make bpf() calls (seccomp): fn only
+ * queues. Set once, after xrl_http_start; NULL: nobody listens.
+ */
+typedef void (*xrl_http_vouch_fn)(void *arg, const struct xrl_prefix *client, __u64 ttl_ns);
+void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg);
 /* Prometheus lines for the tier (appended to xrld's /metrics). */
 struct xrl_buf;
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);

@@ -1198,6 +1198,36 @@ static int parse_http_key(struct cx *x, yaml_node_t *n, const char *path, struct
 	return 0;
 }
 
+/*
+ * An http rule's vouch and vouch_ttl. The vouch map is the packet tier's:
+ * an xrld without interfaces (an identity tier alone) has none to write,
+ * so vouch: true is refused there rather than silently doing nothing.
+ */
+static int parse_http_vouch(struct cx *x, yaml_node_t *vn, yaml_node_t *tn, const char *path,
+			    struct xrl_http_rule *r)
+{
+	char p2[PATHLEN];
+	int rc;
+
+	r->vouch_ttl_ns = (__u64)XRL_VOUCH_TTL_S * XRL_NSEC_PER_SEC;
+	if (vn) {
+		subpath(p2, path, ".vouch");
+		if ((rc = bool_val(x, vn, p2, &r->vouch)))
+			return rc;
+		if (r->vouch && !x->c->n_ifaces)
+			return at(x, vn,
+				  "%s: vouch: true needs the packet tier in this xrld (an "
+				  "interfaces: entry): the vouched sources live in its XDP maps",
+				  p2);
+	}
+	if (tn) {
+		subpath(p2, path, ".vouch_ttl");
+		if ((rc = dur_val(x, tn, p2, &r->vouch_ttl_ns)))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
 	static const char *const be[] = { "open", "closed", "local" };
@@ -1214,9 +1244,13 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		F_ON_BACKEND_ERROR,
 		F_ON_MISSING_KEY,
 		F_SHADOW,
+		F_VOUCH,
+		F_VOUCH_TTL,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
+		[F_VOUCH] = { .key = "vouch" },
+		[F_VOUCH_TTL] = { .key = "vouch_ttl" },
 		[F_NAME] = { .key = "name" },
 		[F_MATCH] = { .key = "match" },
 		[F_KEY] = { .key = "key" },
@@ -1287,6 +1321,8 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		if ((rc = bool_val(x, f[F_SHADOW].v, p2, &r->shadow)))
 			return rc;
 	}
+	if ((rc = parse_http_vouch(x, f[F_VOUCH].v, f[F_VOUCH_TTL].v, path, r)))
+		return rc;
 	if (xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
 		return at(x, f[F_RATE].v,
 			  "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);

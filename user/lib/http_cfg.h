@@ -65,6 +65,11 @@ struct xrl_http_rule {
 	enum xrl_missing_key on_missing_key;
 	bool shadow;
 	__u32 id; /* xrl_rule_id(name) */
+	/* vouch: true: a request this rule admits vouches for the client's
+	 * /24 or /48 in the packet tier's xrl_vouch map for vouch_ttl_ns
+	 * (xrld writes it; docs/security.md says when to use it) */
+	bool vouch;
+	__u64 vouch_ttl_ns; /* default XRL_VOUCH_TTL_S */
 };
 
 struct xrl_http_cfg {

@@ -293,6 +293,10 @@ static int start(struct xrld *d, int verbose)
 		log_err("%s", err);
 		goto fail;
 	}
+	if ((rc = xrld_vouch_start(d))) {
+		log_err("couldn't set up the identity tier's vouches: %s", strerror(-rc));
+		goto fail;
+	}
 	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics))) {
 		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
 		goto fail;

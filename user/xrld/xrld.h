@@ -134,6 +134,8 @@ struct xrld {
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
 	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
+	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
+	__u64 vouched_identity, vouch_skipped, vouch_dropped;
 	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -181,6 +183,12 @@ const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
 const char *xrld_cookies_word(__u8 mode);
 /* Prometheus families of cookies and auto (called with d->lock held). */
 void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
+
+/* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
+/* After the identity tier started: its admits by vouch: true rules queued
+ * for the main loop, which writes them (0 without an identity tier). */
+int xrld_vouch_start(struct xrld *d);
+void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);
