@@ -666,11 +666,65 @@ static void case_aggregate(struct ctx *c)
 	CHECK_EQ("a vouch shorter than /24: -EINVAL", xrl_vouch_add(c->h, &pf, 0), -EINVAL);
 }
 
+/* The rule's SYN counter since setup. */
+static uint64_t rule_syns(struct ctx *c)
+{
+	struct xrl_stats st;
+
+	if (xrl_read_stats(c->h, &st))
+		return ~0ULL;
+	return st.rules[0].syns - c->st0.rules[0].syns;
+}
+
+/*
+ * syn_cookies: auto. Idle, the rule is one without cookies: a SYN meets
+ * the bucket, an ACK is not its business. Engaged (the byte xrld flips,
+ * here flipped by the library call xrld uses), SYNs get cookie SYN-ACKs;
+ * let go, they meet the bucket again. The SYN counter counts all of them.
+ */
+static void case_auto(struct ctx *c)
+{
+	struct seg s = full4, a = full4;
+	struct out o;
+	struct pb p;
+	__u8 was = 0;
+
+	CHECK_EQ("web to auto", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO, &was), 0);
+	CHECK_EQ("it was on", was, XRL_COOKIES_ON);
+	s.flags = PB_TCP_SYN;
+	CHECK_EQ("auto, idle: a SYN meets the bucket (XDP_PASS)", send_seg(c, &s, &p, &o), V_PASS);
+	CHECK_EQ("no cookie sent", delta(c, XRL_G_COOKIES_SENT), 0);
+	CHECK_EQ("the source has a bucket", xrl_bucket_count(c->h), 1);
+	a.flags = PB_TCP_ACK;
+	a.ack = 12345;
+	CHECK_EQ("auto, idle: an ACK of no connection is not the rule's (XDP_PASS)",
+		 send_seg(c, &a, &p, &o), V_PASS);
+	CHECK_EQ("no cookie checked", delta(c, XRL_G_COOKIES_BAD), 0);
+
+	CHECK_EQ("engage", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO_ON, NULL), 0);
+	prime(c, "192.0.2.1", 0);
+	s.src = "198.51.100.99";
+	CHECK_EQ("auto, engaged: a SYN gets a SYN-ACK (XDP_TX)", send_seg(c, &s, &p, &o), V_TX);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("auto, engaged: the ACK of no connection is a bad cookie (XDP_DROP)",
+		 send_seg(c, &a, &p, &o), V_DROP);
+
+	CHECK_EQ("let go", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO, &was), 0);
+	CHECK_EQ("it was engaged", was, XRL_COOKIES_AUTO_ON);
+	s.src = "198.51.100.100";
+	CHECK_EQ("auto, let go: a SYN meets the bucket again", send_seg(c, &s, &p, &o), V_PASS);
+	CHECK_EQ("cookies_sent unchanged", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("the rule counted every SYN (2 idle, the primer, 1 engaged)", rule_syns(c), 4);
+	CHECK_EQ("no such rule: -ENOENT",
+		 xrl_rule_cookies_set(c->h, "nope", XRL_COOKIES_ON, NULL), -ENOENT);
+}
+
 static const struct {
 	const char *name;
 	uint16_t port;
 	void (*fn)(struct ctx *c);
 } cases[] = {
+	{ "syn_cookies auto: idle as off, engaged as on, let go", 80, case_auto },
 	{ "v4 SYN-ACK, valid ACK charges the bucket, forged and replayed ACKs dropped", 80, case_v4 },
 	{ "v4 without options, with MSS and timestamp only", 80, case_v4_no_options },
 	{ "v6 SYN-ACK and ACK", 80, case_v6 },

@@ -431,6 +431,21 @@ static void test_extensions(void **state)
 	EQ(cfg->policy.rules[1].syn_cookies, XRL_COOKIES_OFF);
 	EQ(cfg->policy.rules[2].syn_cookies, XRL_COOKIES_OFF);
 
+	CTX("syn_cookies auto and its thresholds, with defaults");
+	PARSE_OK("xdp:\n  rules:\n"
+		 "    - { name: c, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+		 "        syn_cookies_auto: { on_rate: 600/min, off_rate: 2/s, hold: 3s, queue_pct: 0 } }\n"
+		 "    - { name: d, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto }\n");
+	EQ(cfg->policy.rules[0].syn_cookies, XRL_COOKIES_AUTO);
+	EQ(cfg->policy.rules[0].auto_on_rate, 10);
+	EQ(cfg->policy.rules[0].auto_off_rate, 2);
+	EQ(cfg->policy.rules[0].auto_hold_ns, 3 * XRL_NSEC_PER_SEC);
+	EQ(cfg->policy.rules[0].auto_queue_pct, 0);
+	EQ(cfg->policy.rules[1].auto_on_rate, XRL_AUTO_ON_RATE);
+	EQ(cfg->policy.rules[1].auto_off_rate, XRL_AUTO_OFF_RATE);
+	EQ(cfg->policy.rules[1].auto_hold_ns, XRL_AUTO_HOLD_NS);
+	EQ(cfg->policy.rules[1].auto_queue_pct, XRL_AUTO_QUEUE_PCT);
+
 	CTX("aggregate: rate, burst, vouched_share in per mille, none by default");
 	PARSE_OK("xdp:\n  rules:\n"
 		 "    - { name: c, match: { proto: tcp }, rate: 1/s, burst: 1,\n"
@@ -610,10 +625,22 @@ static const struct bad bads[] = {
 	{ "top level a word", "hello\n",
 	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http, fleet), got 'hello'" },
 	{ "rule a list", "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
-	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies, aggregate), got a list" },
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies, aggregate, syn_cookies_auto), got a list" },
 	{ "rule syn_cookies word",
 	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: yes }\n",
-	  "xdp.rules[0].syn_cookies: expected one of off or on, got 'yes'" },
+	  "xdp.rules[0].syn_cookies: expected one of off, on or auto, got 'yes'" },
+	{ "syn_cookies_auto without hysteresis",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+	  "        syn_cookies_auto: { on_rate: 100/s, off_rate: 100/s } }\n",
+	  "xdp.rules[0].syn_cookies_auto: off_rate (100/s) must be below on_rate (100/s)" },
+	{ "syn_cookies_auto queue_pct above 100",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+	  "        syn_cookies_auto: { queue_pct: 101 } }\n",
+	  "xdp.rules[0].syn_cookies_auto.queue_pct: expected a percentage from 0 (not watched) to 100, got '101'" },
+	{ "syn_cookies_auto unknown key",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1,\n"
+	  "        syn_cookies_auto: { on: 5/s } }\n",
+	  "xdp.rules[0].syn_cookies_auto: unknown key 'on'" },
 	{ "rule syn_cookies without proto tcp",
 	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, syn_cookies: on }\n",
 	  "t.yaml:3:52: xdp.rules[0].syn_cookies: SYN cookies need match.proto: tcp" },

@@ -543,7 +543,14 @@ static void test_rule_compile_basic(void **state)
 	s.proto = XRL_PROTO_TCP;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
 	EQ(r.syn_cookies, XRL_COOKIES_ON);
-	s.syn_cookies = 2;
+	s.syn_cookies = XRL_COOKIES_AUTO; /* auto compiles idle: as off until xrld engages */
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_AUTO);
+	EQ(r.syn_cookies & XRL_COOKIES_LIVE, 0);
+	s.auto_off_rate = s.auto_on_rate; /* no hysteresis */
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "off_rate below on_rate"));
+	s.syn_cookies = 4;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
 
 	/* the window scale the kernel picks for cookie connections */

@@ -479,6 +479,36 @@ static int list_from_pins(bool deny)
 	return 0;
 }
 
+static int vouch_from_pins(void)
+{
+	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES), rc;
+	struct xrl_buf b = {};
+	struct xrl_handle *h;
+	json_t *a = NULL;
+
+	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h))
+		return fail(1, "xrld is not running and there is no pinned state under %s",
+			    pin_root);
+	if (json) {
+		a = xrl_report_vouch_json(h);
+		rc = a ? 0 : -EIO;
+		if (a)
+			xrl_buf_json(&b, a);
+	} else {
+		rc = xrl_report_vouch(&b, h);
+	}
+	xrl_close(h);
+	if (rc) {
+		xrl_buf_free(&b);
+		return fail(1, "couldn't read the vouched sources: %s", strerror(-rc));
+	}
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+	return 0;
+}
+
 /* What xrlctl does for a verb: the daemon when it is up, the pins otherwise. */
 /*
  * penalty del KEY|HASH: 8 to 32 hex digits are a key hash (as `penalty
@@ -523,6 +553,8 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 	case XRL_VERB_DENY_LIST:
 		return daemon_up() ? call(argc, args)
 				   : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+	case XRL_VERB_VOUCH_LIST:
+		return daemon_up() ? call(argc, args) : vouch_from_pins();
 	case XRL_VERB_POLICY_CHECK:
 		return cmd_policy_check(c->pos[0]);
 	case XRL_VERB_POLICY_APPLY:

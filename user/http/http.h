@@ -268,6 +268,15 @@ struct json_t *xrl_http_penalties(struct xrl_http_server *s);
 /* Lift the penalties whose key hash starts with hex (here and, in a
  * fleet, everywhere); *lifted: how many. */
 int xrl_http_penalty_del(struct xrl_http_server *s, const char *hex, int *lifted);
+/*
+ * A request that rules with vouch: true admitted (/v1/auth): fn(arg,
+ * client, ttl_ns) with the client's address as the tier determined it
+ * (trusted proxies walked) and the longest vouch_ttl of those rules. Called
+ * on a server thread, which may not make bpf() calls (seccomp): fn only
+ * queues. Set once, after xrl_http_start; NULL: nobody listens.
+ */
+typedef void (*xrl_http_vouch_fn)(void *arg, const struct xrl_prefix *client, __u64 ttl_ns);
+void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg);
 /* Prometheus lines for the tier (appended to xrld's /metrics). */
 struct xrl_buf;
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);

@@ -76,6 +76,8 @@ struct xrl_http_server {
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
 	struct xrl_srv_lat *lat; /* n_loops + 1 */
+	_Atomic(xrl_http_vouch_fn) vouch_fn; /* xrl_http_set_vouch */
+	void *_Atomic vouch_arg;
 };
 
 /*

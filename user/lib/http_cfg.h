@@ -74,6 +74,11 @@ struct xrl_http_rule {
 	bool cost_zero;	     /* cost: 0 was written: counted, never refused */
 	__u32 concurrency;   /* requests held at once per key; 0: no such limit */
 	__u64 lease_ttl_ns;  /* a slot not given back is free after this; 60 s */
+	/* vouch: true: a request this rule admits vouches for the client's
+	 * /24 or /48 in the packet tier's xrl_vouch map for vouch_ttl_ns
+	 * (xrld writes it; docs/security.md says when to use it) */
+	bool vouch;
+	__u64 vouch_ttl_ns; /* default XRL_VOUCH_TTL_S */
 };
 
 /* A method and path prefix, as a rule's match (http.exempt, http.shed). */

@@ -66,6 +66,17 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 	[XRL_VERB_PENALTY_DEL] = { XRL_VERB_PENALTY_DEL, "penalty", "del",
 		{ POS("KEY|HASH", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
 		"lift a key's penalties (in a fleet: on every instance); xrlctl sends the key's hash" },
+	[XRL_VERB_COOKIES] = { XRL_VERB_COOKIES, "cookies", NULL,
+		{ POS("RULE", XRL_ARG_NAME), POS("on|auto|off", XRL_ARG_COOKIES) }, {},
+		XRL_VERB_CHANGES,
+		"a rule's SYN cookies now, without a reload (until the next policy apply or reload)" },
+	[XRL_VERB_VOUCH_ADD] = { XRL_VERB_VOUCH_ADD, "vouch", "add", { POS("PREFIX", XRL_ARG_VOUCH) },
+		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
+		"vouch for PREFIX's /24 or /48 (for DURATION; without it, until removed)" },
+	[XRL_VERB_VOUCH_DEL] = { XRL_VERB_VOUCH_DEL, "vouch", "del", { POS("PREFIX", XRL_ARG_VOUCH) },
+		{}, XRL_VERB_CHANGES, "take PREFIX's /24 or /48 off the vouched sources" },
+	[XRL_VERB_VOUCH_LIST] = { XRL_VERB_VOUCH_LIST, "vouch", "list", {}, {}, 0,
+		"vouched sources with origin and time left (from the pins if xrld is down)" },
 };
 /* clang-format on */
 
@@ -161,6 +172,22 @@ static int check_value(const struct xrl_verb_arg *a, const char *s, char *err, s
 	case XRL_ARG_ONOFF:
 		if (strcmp(s, "on") && strcmp(s, "off"))
 			return snprintf(err, errlen, "%s: want on or off, got '%s'", a->name, s), 2;
+		return 0;
+	case XRL_ARG_COOKIES:
+		if (strcmp(s, "on") && strcmp(s, "auto") && strcmp(s, "off"))
+			return snprintf(err, errlen, "%s: want on, auto or off, got '%s'", a->name,
+					s),
+			       2;
+		return 0;
+	case XRL_ARG_VOUCH:
+		if (xrl_prefix_parse(s, &p, why, sizeof(why)))
+			return snprintf(err, errlen, "%s", why), 2;
+		if (p.plen < (p.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6))
+			return snprintf(err, errlen,
+					"%s: a vouch covers one /%d (IPv4) or /%d (IPv6); '%s' is "
+					"wider",
+					a->name, XRL_VOUCH_PLEN4, XRL_VOUCH_PLEN6, s),
+			       2;
 		return 0;
 	default:
 		return 0;

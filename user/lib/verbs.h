@@ -32,6 +32,10 @@ enum xrl_verb_id {
 	XRL_VERB_SHADOW,
 	XRL_VERB_PENALTY_LIST,
 	XRL_VERB_PENALTY_DEL,
+	XRL_VERB_COOKIES,
+	XRL_VERB_VOUCH_ADD,
+	XRL_VERB_VOUCH_DEL,
+	XRL_VERB_VOUCH_LIST,
 	XRL_VERB_MAX
 };
 
@@ -45,6 +49,8 @@ enum xrl_arg_type {
 	XRL_ARG_SECONDS,  /* a number > 0 (fractions allowed) */
 	XRL_ARG_MODE,	  /* native | skb | auto */
 	XRL_ARG_ONOFF,	  /* on | off */
+	XRL_ARG_COOKIES,  /* on | auto | off */
+	XRL_ARG_VOUCH,	  /* a CIDR at least /24 (IPv4) or /48 (IPv6) long */
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */

@@ -427,6 +427,90 @@ static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct
 		    c->pos[0], d->fleet && d->cfg->http.fleet[0] ? ", on every instance" : "");
 }
 
+/* cookies RULE on|auto|off: the rule's mode in force on every interface. */
+static int cmd_cookies(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	__u8 mode = !strcmp(c->pos[1], "on")	 ? XRL_COOKIES_ON
+		    : !strcmp(c->pos[1], "auto") ? XRL_COOKIES_AUTO
+						 : XRL_COOKIES_OFF;
+	__u8 was = 0;
+	int rc;
+
+	if (!d->n_ifs)
+		return fail(r, 1, "no interface is attached");
+	for (int i = 0; i < d->n_ifs; i++) {
+		rc = xrl_rule_cookies_set(d->ifs[i].h, c->pos[0], mode, &was);
+		if (rc == -ENOENT)
+			return fail(r, 1, "no rule named '%s'", c->pos[0]);
+		if (rc == -EPROTONOSUPPORT)
+			return fail(r, 1, "rule %s does not match tcp: SYN cookies need proto tcp",
+				    c->pos[0]);
+		if (rc)
+			return fail(r, 1, "couldn't set the SYN cookies of rule %s on %s: %s",
+				    c->pos[0], d->ifs[i].name, strerror(-rc));
+	}
+	return done(r,
+		    "rule %s: SYN cookies %s (were %s; until the next policy apply or reload)",
+		    c->pos[0], c->pos[1], xrld_cookies_word(was));
+}
+
+/* vouch list: the map of the first interface (one map a pin directory;
+ * the identity tier and operators write every interface's). */
+static int cmd_vouch_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	json_t *a;
+
+	if (!d->n_ifs)
+		return r->json ? (xrl_buf_json(r->b, json_array()), 0)
+			       : fail(r, 1, "no interface is attached");
+	if (!r->json)
+		return xrl_report_vouch(r->b, d->ifs[0].h)
+			       ? fail(r, 1, "couldn't read the vouched sources")
+			       : 0;
+	a = xrl_report_vouch_json(d->ifs[0].h);
+	if (!a)
+		return fail(r, 1, "couldn't read the vouched sources");
+	xrl_buf_json(r->b, a);
+	return 0;
+}
+
+static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	bool add = c->v->id == XRL_VERB_VOUCH_ADD;
+	char err[XRL_ERRLEN], buf[64];
+	struct xrl_prefix p, k;
+	__u64 ttl = 0;
+	int rc;
+
+	xrl_prefix_parse(c->pos[0], &p, err, sizeof(err)); /* checked by the parser */
+	if (add && c->opt[0])
+		xrl_duration_parse(c->opt[0], &ttl, err, sizeof(err));
+	if (!d->n_ifs)
+		return fail(r, 1, "no interface is attached");
+	k = p; /* the key's prefix, for the answer */
+	k.plen = p.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+	{
+		__u32 m[4];
+
+		xrl_prefix_mask(k.family, k.plen, m);
+		for (int i = 0; i < 4; i++)
+			k.addr[i] &= m[i];
+	}
+	xrl_prefix_str(&k, buf, sizeof(buf));
+	for (int i = 0; i < d->n_ifs; i++) {
+		rc = add ? xrl_vouch_add(d->ifs[i].h, &p, ttl) : xrl_vouch_del(d->ifs[i].h, &p);
+		if (rc == -ENOENT)
+			return fail(r, 1, "%s is not vouched for", buf);
+		if (rc)
+			return fail(r, 1, "couldn't update the vouched sources of %s: %s",
+				    d->ifs[i].name, strerror(-rc));
+	}
+	if (!add)
+		return done(r, "vouch for %s removed", buf);
+	return done(r, "vouched for %s%s%s", buf, c->opt[0] ? " for " : " until removed",
+		    c->opt[0] ? c->opt[0] : "");
+}
+
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
 static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_STATUS] = cmd_status,
@@ -445,6 +529,10 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_SHADOW] = cmd_shadow,
 	[XRL_VERB_PENALTY_LIST] = cmd_penalty_list,
 	[XRL_VERB_PENALTY_DEL] = cmd_penalty_del,
+	[XRL_VERB_COOKIES] = cmd_cookies,
+	[XRL_VERB_VOUCH_ADD] = cmd_vouch_change,
+	[XRL_VERB_VOUCH_DEL] = cmd_vouch_change,
+	[XRL_VERB_VOUCH_LIST] = cmd_vouch_list,
 };
 
 /*

@@ -94,6 +94,17 @@ struct xrld_pen_ent {
 	bool win_unproven;    /* a sample in it did not: the window is void */
 };
 
+/* syn_cookies: auto, per interface and rule (cookies.c) */
+struct xrld_auto {
+	char rule[XRL_RULE_NAME_LEN]; /* "": unused */
+	__u64 syns;		      /* the rule's SYN counter at the last tick */
+	__u64 seen_ns;		      /* when it was read; 0: not yet */
+	__u64 below_ns;		      /* since when under both off thresholds; 0: not */
+	__u64 rate;		      /* SYNs a second over the last tick */
+	unsigned queue_pct;	      /* the fullest accept queue on its ports */
+	__u64 engaged, released;      /* transitions, for metrics */
+};
+
 /* The daemon's counters: written by the main thread, read by the metrics
  * thread without d->lock (relaxed atomics: a count, not a synchronisation). */
 #define COUNT(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
@@ -123,6 +134,9 @@ struct xrld {
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
 	struct xrld_fleet *fleet;     /* the fleet, when configured (fleet.c) */
+	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
+	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
+	__u64 vouched_identity, vouch_skipped, vouch_dropped;
 	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -173,6 +187,20 @@ void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_n
 /* `status` lines or fields ({} when there is no fleet). */
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
 void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
+/* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
+/* Once a second: measure each auto rule, engage or let go of its cookies. */
+void xrld_cookies_tick(struct xrld *d);
+/* The auto state of rule name on interface i (NULL: none yet). */
+const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
+const char *xrld_cookies_word(__u8 mode);
+/* Prometheus families of cookies and auto (called with d->lock held). */
+void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
+
+/* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
+/* After the identity tier started: its admits by vouch: true rules queued
+ * for the main loop, which writes them (0 without an identity tier). */
+int xrld_vouch_start(struct xrld *d);
+void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);
