@@ -219,6 +219,24 @@ static const struct orig_case orig_cases[] = {
 	  "/api/holds" },
 	{ XRL_FWD_ENVOY, false, "GET", "/v1/auth", NULL, NULL, false, 0, "GET", "/" },
 	{ XRL_FWD_NONE, true, "PUT", "/v1/auth/api/x", NULL, NULL, false, 0, "PUT", "/api/x" },
+	/* Envoy's path_prefix form under nginx/traefik: the path after
+	 * /v1/auth, normalised as a forwarded URI; a trusted proxy's headers win */
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/holds", NULL, NULL, false, 0, "POST",
+	  "/api/holds" },
+	{ XRL_FWD_NGINX, true, "POST", "/v1/auth/api/./x/../holds;a=b/1", NULL, NULL, false, 0,
+	  "POST", "/api/holds/1" },
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/%2e%2e/admin", NULL, NULL, false, 0, "POST",
+	  "/admin" },
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/%00", NULL, NULL, false, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", "POST", "/api/holds", false, 0,
+	  "POST", "/api/holds" },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", "POST", NULL, false, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", NULL, NULL, true, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, false, "PUT", "/v1/auth/api/x", "POST", "/y", false, 0, "PUT",
+	  "/api/x" },
 };
 
 static void test_original_table(void **state)

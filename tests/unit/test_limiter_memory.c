@@ -603,7 +603,7 @@ static void test_missing_key_refused(void **state)
 	RULE_IS(d.rule, b);
 	EQ(d.limit, 3);
 	EQ(d.remaining, 0);
-	EQ(d.retry_after_s, 1);
+	EQ(d.retry_after_s, 0); /* 401 without Retry-After: waiting never helps */
 	EQ(d.penalized, false);
 	EQ(d.shed, false);
 	for (int i = 0; i < 5; i++) {
@@ -810,6 +810,9 @@ static void test_penalty_two_windows(void **state)
 	RULE_IS(d.rule, r);
 	EQ(d.limit, 1);
 	EQ(d.retry_after_s, 2);
+	CTX("mallory under penalty: RateLimit's r= and t= agree with Retry-After");
+	EQ(d.remaining, 0);
+	EQ(d.reset_s, d.retry_after_s);
 
 	CTX("bob: another key of the same rule");
 	d = dec1(l, r, "bob");

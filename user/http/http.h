@@ -55,7 +55,10 @@ void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const ch
  * the peer is trusted (NULL: absent); dup: one of them came more than once.
  * With headers of the configured kind, a trusted peer must send both, once.
  * Otherwise (envoy, none, or an untrusted peer) the request's own method
- * and its path after "/v1/auth" are used. On success *om is the method and
+ * and its path after "/v1/auth" are used. Envoy's path-prefix form
+ * (/v1/auth/PATH) is taken for every kind when a trusted proxy sent none
+ * of the headers (they win when it sent one); /v1/auth/nginx is nginx's
+ * endpoint, not a path, unless the kind reads no header. On success *om is the method and
  * path holds the normalised path (pathlen bytes at most).
  * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
  */

@@ -339,7 +339,8 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			d->missing_key = true;
 			d->rule = r;
 			d->limit = r->burst;
-			d->retry_after_s = 1;
+			/* no Retry-After: waiting never brings an identity (401) */
+			d->retry_after_s = 0;
 			STAT_ADD(l, refused, 1);
 			return 1;
 		}

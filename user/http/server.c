@@ -312,11 +312,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/auth/nginx"))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, true);
+	else if (!strncmp(url, "/v1/auth/", 9)) /* Envoy's path_prefix form */
+		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/check")) {
 		if (!post) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/check takes POST");
+			ret = xrl_srv_not_allowed(conn, "POST", "/v1/check takes POST");
 		} else {
 			ret = do_check(s, s->cfg, conn, rq);
 		}

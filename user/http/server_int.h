@@ -115,6 +115,9 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 				 const struct xrl_decision *d);
 enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
 				const char *detail);
+/* 405 with Allow: allow (RFC 9110 15.5.6) and a problem+json body. */
+enum MHD_Result xrl_srv_not_allowed(struct MHD_Connection *conn, const char *allow,
+				    const char *detail);
 bool xrl_srv_shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait);
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, bool nginx,
