@@ -61,7 +61,7 @@ static void buf_json_str(struct xrl_buf *b, const char *s)
 	xrl_buf_add(b, "\"", 1);
 }
 
-static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
+static void rate_words(const struct xrl_rate *rt, char *buf, size_t len)
 {
 	static const struct {
 		__u64 ns;
@@ -73,7 +73,7 @@ static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
 		{ XRL_NSEC_PER_SEC, "second", "seconds" },
 		{ 1000000, "millisecond", "milliseconds" },
 	};
-	__u64 per = r->rate.period_ns, tok = r->rate.tokens;
+	__u64 per = rt->period_ns, tok = rt->tokens;
 
 	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
 		if (per % u[i].ns)
@@ -118,7 +118,9 @@ static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response 
 		p = put_str(p, "\";q=", 4);
 		p = xrl_put_u64(p, d->limit);
 		p = put_str(p, ";w=", 3);
-		p = xrl_put_u64(p, (d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC);
+		/* a key's override has a window of its own */
+		p = xrl_put_u64(p, ((d->tau_ns ? d->tau_ns : d->rule->g.tau_ns) + XRL_NSEC_PER_SEC -
+				    1) / XRL_NSEC_PER_SEC);
 		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit-Policy", v);
 		p = put_str(v, "\"", 1);
@@ -249,7 +251,7 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	const char *rn = d->rule ? d->rule->name : "capacity";
 
 	if (d->rule)
-		rate_words(d->rule, rate, sizeof(rate));
+		rate_words(d->rate.period_ns ? &d->rate : &d->rule->rate, rate, sizeof(rate));
 	if (d->shed && d->backend_error)
 		snprintf(detail, sizeof(detail),
 			 "The rate-limit store for \"%s\" is unavailable and this limit fails closed; "
@@ -304,6 +306,7 @@ struct refusal_cache {
 	__u32 gen;
 	const struct xrl_http_rule *rule;
 	__u64 limit, remaining, reset_s, retry_after_s;
+	__u64 tau_ns, per_ns, tokens; /* an override's, in the headers and body */
 	time_t now_s;
 	unsigned status;
 	bool missing, penalized;
@@ -330,7 +333,9 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 	if (!rc->resp || rc->srv != s || rc->gen != gen || rc->rule != d->rule ||
 	    rc->status != status || rc->limit != d->limit || rc->remaining != d->remaining ||
 	    rc->reset_s != d->reset_s || rc->retry_after_s != d->retry_after_s ||
-	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized) {
+	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized ||
+	    rc->tau_ns != d->tau_ns || rc->per_ns != d->rate.period_ns ||
+	    rc->tokens != d->rate.tokens) {
 		struct xrl_buf b = {};
 		struct MHD_Response *resp;
 
@@ -348,6 +353,9 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 					      .remaining = d->remaining,
 					      .reset_s = d->reset_s,
 					      .retry_after_s = d->retry_after_s,
+					      .tau_ns = d->tau_ns,
+					      .per_ns = d->rate.period_ns,
+					      .tokens = d->rate.tokens,
 					      .now_s = now_s,
 					      .status = status,
 					      .missing = d->missing_key,

@@ -77,6 +77,7 @@ struct xrl_limiter {
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
+	struct xrl_ovr_tab *ovr;	  /* per-key overrides (override.c) */
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -89,7 +90,9 @@ static inline __u64 lim_now(const struct xrl_limiter *l)
 
 struct xrl_lim_item {
 	const struct xrl_http_rule *r;
-	struct xrl_kd k; /* the bucket's identity */
+	struct xrl_kd k;	  /* the bucket's identity */
+	struct xrl_gcra_params g; /* the rule's, or the key's override */
+	struct xrl_rate rate;	  /* likewise, for the answer's sentence */
 	__u64 inc;	 /* cost * emit, ns */
 	__u64 tat;	 /* before */
 	__u64 new_tat;	 /* after an admit */
@@ -157,6 +160,16 @@ void xrl_store_put(struct xrl_store *s, struct xrl_kd k, __u64 v, __u64 now);
 void xrl_store_update(struct xrl_store *s, struct xrl_kd k, __u64 v);
 /* Check all items against one store, then take from all or from none. */
 void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now);
+
+/* ---- override.c ------------------------------------------------------------ */
+struct xrl_ovr_tab;
+struct xrl_ovr_tab *xrl_ovr_new(void);
+void xrl_ovr_free(struct xrl_ovr_tab *t);
+/* The digest of (rule name, key), as key_digest makes it. */
+struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key);
+/* k's override in force: true with *g and *rate set (cfg_mu held or not). */
+bool xrl_lim_ovr_lookup(struct xrl_limiter *l, struct xrl_kd k, struct xrl_gcra_params *g,
+			struct xrl_rate *rate);
 
 /* ---- penalty.c ------------------------------------------------------------- */
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
