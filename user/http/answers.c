@@ -395,6 +395,10 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 {
 	int ri = rule_index(c, d->rule);
 
+	/* Redis did not decide: every rule of the request fell back to its
+	 * on_backend_error (a closed one stops at the first) */
+	for (int i = 0; d->backend_error && i < n; i++)
+		atomic_fetch_add(&s->rule_fallback[rule_index(c, rules[i])], 1);
 	/* a shadow rule that would have refused is counted as such, not as
 	 * allowed: each rule's request is in one verdict, as in the packet tier */
 	for (__u32 i = 0; i < d->n_shadow; i++) {

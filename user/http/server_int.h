@@ -16,6 +16,7 @@
 
 #include "http.h"
 #include "report.h"
+#include "topk.h"
 
 #define BODY_MAX 16384
 
@@ -74,7 +75,14 @@ struct xrl_http_server {
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_fallback[XRL_HTTP_MAX_RULES]; /* decided by on_backend_error */
 	struct xrl_srv_lat *lat; /* n_loops + 1 */
+	struct xrl_topk *topk;	 /* most refused keys per rule */
+	/* `xrlctl shadow RULE on|off` of HTTP rules, kept over reloads (mu) */
+	char shadow_name[XRL_HTTP_MAX_RULES][XRL_RULE_NAME_LEN];
+	bool shadow_on[XRL_HTTP_MAX_RULES];
+	int n_shadow;
+	struct xrl_ovr_sync *ovr_sync; /* overrides shared through Redis (ctl.c) */
 };
 
 /*
@@ -100,6 +108,8 @@ struct xrl_srv_req {
 	struct xrl_decision d;
 	__u64 t0_ns; /* CLOCK_MONOTONIC when it was read whole */
 	bool timed;  /* a decision: its latency is observed when answered */
+	/* waiting for Redis: the keys as top --http counts them */
+	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH];
 };
 
 /* What woke a loop: epoll data.u32 of its three fds. */
@@ -138,5 +148,13 @@ void xrl_srv_refusal_drop(void);
 /* A decision answered ns after its request was read (xrl_srv_lat). */
 void xrl_srv_lat_observe(struct xrl_http_server *s, __u64 ns);
 int xrl_srv_loop_init(struct xrl_srv_loop *lp);
+/* A decision refused a key: counted for `top --http` (s->mu held). */
+void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
+			  const struct xrl_topk_key *tk, int n);
+/* ctl.c: the shadow overrides onto c; the Redis sync of overrides. */
+void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
+int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
+void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);
 
 #endif /* XRL_SERVER_INT_H */

@@ -30,6 +30,11 @@ enum xrl_verb_id {
 	XRL_VERB_DENY_DEL,
 	XRL_VERB_DENY_LIST,
 	XRL_VERB_SHADOW,
+	/* "override list|del" before "override RULE KEY": the walker takes
+	 * the first row whose words match */
+	XRL_VERB_OVERRIDE_LIST,
+	XRL_VERB_OVERRIDE_DEL,
+	XRL_VERB_OVERRIDE,
 	XRL_VERB_MAX
 };
 
@@ -43,10 +48,11 @@ enum xrl_arg_type {
 	XRL_ARG_SECONDS,  /* a number > 0 (fractions allowed) */
 	XRL_ARG_MODE,	  /* native | skb | auto */
 	XRL_ARG_ONOFF,	  /* on | off */
+	XRL_ARG_RATE,	  /* xrl_rate_parse: "10/s", "100/min" */
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
-#define XRL_VERB_OPTS 3 /* options (--name VALUE) of a verb at most */
+#define XRL_VERB_OPTS 4 /* options (--name VALUE) of a verb at most */
 
 struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */
