@@ -76,7 +76,7 @@ redis_start redis
 RP=${HT_PORT[redis]}
 P=$(free_port)
 conf "$P" memory >"$HT_TMP/M.yaml"
-xrld_http_start M "$HT_TMP/M.yaml" "$P"
+xrld_http_start M "$HT_TMP/M.yaml" "$P" -v # debug: the token must not show there either
 AUTH=http://127.0.0.1:$P/v1/auth
 holds() { hreq "${2:-$AUTH}" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1" -H "X-User-Id: $1"; }
 

@@ -103,7 +103,12 @@ void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *s
 		return;
 	for (int i = 0; i < n; i++)
 		if (rules[i] == d->rule && tk[i].h) {
-			xrl_topk_note(s->topk, (unsigned)(d->rule - sc->c.rules), &tk[i],
+			/* this loop's shard, or the shared last one off the loops */
+			unsigned sh = xrl_srv_tl_loop && xrl_srv_tl_loop->s == s
+					      ? (unsigned)(xrl_srv_tl_loop - s->loops)
+					      : s->n_loops;
+
+			xrl_topk_note(s->topk, sh, (unsigned)(d->rule - sc->c.rules), &tk[i],
 				      (__u64)time(NULL));
 			return;
 		}
@@ -523,7 +528,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		return -ENOMEM;
 	}
 	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
-	s->topk = xrl_topk_new();
+	s->topk = xrl_topk_new(n + 1);
 	if (!s->topk) {
 		free(s->cfg);
 		free(s->loops);

@@ -6,8 +6,15 @@
  * new one takes a free counter, or replaces the smallest and inherits its
  * count as its possible error. Any key refused more than N/K times of N
  * refusals is in it, and memory stays K entries per rule under a flood of
- * unique keys. Each update is O(K) (K = 32) under the rule's own mutex, on
- * the refusal path only; admits never come here.
+ * unique keys. Each update is O(K) (K = 32), on the refusal path only;
+ * admits never come here.
+ *
+ * The refusal path is the hot one: each server thread counts into a shard
+ * of its own (its mutex is only ever contended by a reader, xrlctl), and
+ * decisions made off the loops into one more; a read merges the shards
+ * (counts and errors of one key summed). With one summary per rule and
+ * thread, two threads refusing one key took turns on one mutex: 31k
+ * refusals/s against 42-53k without the top-k (wrk, 2 threads, 1 key).
  *
  * What is kept of a key is what the limiter was given: a bearer rule's key
  * is already the SHA-256 prefix of the token (identity.c), so no token
@@ -28,21 +35,26 @@ struct xrl_topk_rule {
 
 struct xrl_topk {
 	__u64 sip[2]; /* keyed: a flood cannot aim at one counter */
-	struct xrl_topk_rule r[XRL_HTTP_MAX_RULES];
+	unsigned shards;
+	struct xrl_topk_rule *r; /* [shards][XRL_HTTP_MAX_RULES] */
 };
 
-struct xrl_topk *xrl_topk_new(void)
+struct xrl_topk *xrl_topk_new(unsigned shards)
 {
-	struct xrl_topk *t = aligned_alloc(64, sizeof(*t));
+	struct xrl_topk *t = calloc(1, sizeof(*t));
+	size_t n = (size_t)shards * XRL_HTTP_MAX_RULES;
 
-	if (!t)
-		return NULL;
-	memset(t, 0, sizeof(*t));
-	if (getrandom(t->sip, sizeof(t->sip), 0) != sizeof(t->sip)) {
+	if (!t || !shards)
+		return free(t), NULL;
+	t->shards = shards;
+	t->r = aligned_alloc(64, n * sizeof(*t->r));
+	if (!t->r || getrandom(t->sip, sizeof(t->sip), 0) != sizeof(t->sip)) {
+		free(t->r);
 		free(t);
 		return NULL;
 	}
-	for (int i = 0; i < XRL_HTTP_MAX_RULES; i++)
+	memset(t->r, 0, n * sizeof(*t->r));
+	for (size_t i = 0; i < n; i++)
 		pthread_mutex_init(&t->r[i].mu, NULL);
 	return t;
 }
@@ -51,14 +63,15 @@ void xrl_topk_free(struct xrl_topk *t)
 {
 	if (!t)
 		return;
-	for (int i = 0; i < XRL_HTTP_MAX_RULES; i++)
+	for (size_t i = 0; i < (size_t)t->shards * XRL_HTTP_MAX_RULES; i++)
 		pthread_mutex_destroy(&t->r[i].mu);
+	free(t->r);
 	free(t);
 }
 
 void xrl_topk_reset(struct xrl_topk *t)
 {
-	for (int i = 0; i < XRL_HTTP_MAX_RULES; i++) {
+	for (size_t i = 0; i < (size_t)t->shards * XRL_HTTP_MAX_RULES; i++) {
 		pthread_mutex_lock(&t->r[i].mu);
 		t->r[i].n = 0;
 		pthread_mutex_unlock(&t->r[i].mu);
@@ -84,14 +97,17 @@ void xrl_topk_key(const struct xrl_topk *t, const char *key, struct xrl_topk_key
 	out->show[i] = '\0';
 }
 
-void xrl_topk_note(struct xrl_topk *t, unsigned rule, const struct xrl_topk_key *k, __u64 now_s)
+void xrl_topk_note(struct xrl_topk *t, unsigned shard, unsigned rule, const struct xrl_topk_key *k,
+		   __u64 now_s)
 {
 	struct xrl_topk_rule *r;
 	struct xrl_topk_ent *min = NULL;
 
 	if (!t || rule >= XRL_HTTP_MAX_RULES)
 		return;
-	r = &t->r[rule];
+	if (shard >= t->shards)
+		shard = t->shards - 1;
+	r = &t->r[(size_t)shard * XRL_HTTP_MAX_RULES + rule];
 	pthread_mutex_lock(&r->mu);
 	for (__u32 i = 0; i < r->n; i++) {
 		if (r->e[i].h == k->h) {
@@ -124,20 +140,46 @@ static int cmp_count(const void *a, const void *b)
 	return x->count < y->count ? 1 : x->count > y->count ? -1 : strcmp(x->show, y->show);
 }
 
+/* Shard r's counters merged into all[0..*n): one key's summed. */
+static void merge(struct xrl_topk_rule *r, struct xrl_topk_ent *all, int *n)
+{
+	pthread_mutex_lock(&r->mu);
+	for (__u32 i = 0; i < r->n; i++) {
+		int k;
+
+		for (k = 0; k < *n && all[k].h != r->e[i].h; k++)
+			;
+		if (k == *n) {
+			all[(*n)++] = r->e[i];
+			continue;
+		}
+		all[k].count += r->e[i].count;
+		all[k].err += r->e[i].err;
+		if (r->e[i].last_s > all[k].last_s)
+			all[k].last_s = r->e[i].last_s;
+	}
+	pthread_mutex_unlock(&r->mu);
+}
+
 int xrl_topk_read(struct xrl_topk *t, unsigned rule, struct xrl_topk_ent *out, int max)
 {
-	struct xrl_topk_rule *r;
-	int n;
+	struct xrl_topk_ent *all;
+	int n = 0;
 
 	if (!t || rule >= XRL_HTTP_MAX_RULES || max <= 0)
 		return 0;
-	r = &t->r[rule];
-	pthread_mutex_lock(&r->mu);
-	n = (int)r->n;
-	memcpy(out, r->e, sizeof(r->e[0]) * (size_t)(n < max ? n : max));
-	pthread_mutex_unlock(&r->mu);
+	all = calloc((size_t)t->shards * XRL_TOPK_K, sizeof(*all));
+	if (!all)
+		return 0;
+	for (unsigned s = 0; s < t->shards; s++)
+		merge(&t->r[(size_t)s * XRL_HTTP_MAX_RULES + rule], all, &n);
+	qsort(all, (size_t)n, sizeof(all[0]), cmp_count);
+	/* K counters a rule are what was promised: the merge's first K */
+	if (n > XRL_TOPK_K)
+		n = XRL_TOPK_K;
 	if (n > max)
 		n = max;
-	qsort(out, (size_t)n, sizeof(out[0]), cmp_count);
+	memcpy(out, all, sizeof(*all) * (size_t)n);
+	free(all);
 	return n;
 }

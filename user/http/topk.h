@@ -28,14 +28,17 @@ struct xrl_topk_ent {
 };
 
 struct xrl_topk;
-struct xrl_topk *xrl_topk_new(void);
+/* shards: one per writer thread (+1 for the others), each written by one. */
+struct xrl_topk *xrl_topk_new(unsigned shards);
 void xrl_topk_free(struct xrl_topk *t);
 /* Forget every rule's keys (a reload renumbers the rules). */
 void xrl_topk_reset(struct xrl_topk *t);
 /* The hash and printable form of key (the limiter's: bearer ones hashed). */
 void xrl_topk_key(const struct xrl_topk *t, const char *key, struct xrl_topk_key *out);
-/* One refusal of k by the rule of index rule. */
-void xrl_topk_note(struct xrl_topk *t, unsigned rule, const struct xrl_topk_key *k, __u64 now_s);
+/* One refusal of k by the rule of index rule, counted in shard (the
+ * caller's thread's; beyond the last: the last). */
+void xrl_topk_note(struct xrl_topk *t, unsigned shard, unsigned rule, const struct xrl_topk_key *k,
+		   __u64 now_s);
 /* Rule's counters, most refused first, into out; returns how many. */
 int xrl_topk_read(struct xrl_topk *t, unsigned rule, struct xrl_topk_ent *out, int max);
 
