@@ -12,14 +12,8 @@
  * The refusal path is the hot one: each server thread counts into a shard
  * of its own (its mutex is only ever contended by a reader, xrlctl), and
  * decisions made off the loops into one more; a read merges the shards
- * (counts and errors of one key summed). With one summary per rule and
- * thread, two threads refusing one key took turns on one mutex: 31k
- * refusals/s against 42-53k without the top-k (wrk, 2 threads, 1 key).
- *
- * What is kept of a key is what the limiter was given: a bearer rule's key
- * is already the SHA-256 prefix of the token (identity.c), so no token
- * reaches this table, xrlctl or a log. Other keys are kept in a printable
- * form (bytes outside 0x21-0x7e as '?'), cut at XRL_TOPK_SHOW bytes.
+ * (counts and errors of one key summed): with one summary per rule, two
+ * threads refusing one key would take turns on one mutex.
  */
 #include <stdlib.h>
 #include <string.h>
