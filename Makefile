@@ -274,6 +274,7 @@ test: deps all fuzz-build asan-build tsan-build
 
 test-unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
+	$(Q)tests/check_policy_man.sh
 
 demo: deps all
 	$(Q)scripts/demo.sh
@@ -288,12 +289,13 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/xrl \
-		$(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)/etc/xrl
 	install -m 0755 $(TOOL) $(XRLD) $(XRLCTL) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 $(BUILD)/xrl.bpf.o $(DESTDIR)$(PREFIX)/lib/xrl/
 	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/man/xrl-policy.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 scripts/completion/xrlctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
 	sed 's|/usr/local/sbin/|$(PREFIX)/sbin/|' scripts/systemd/xrld.service \
@@ -308,6 +310,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/xrl-load $(DESTDIR)$(PREFIX)/sbin/xrld \
 		$(DESTDIR)$(PREFIX)/sbin/xrlctl $(DESTDIR)$(PREFIX)/lib/xrl/xrl.bpf.o \
 		$(DESTDIR)$(PREFIX)/share/man/man8/xrld.8 $(DESTDIR)$(PREFIX)/share/man/man8/xrlctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/xrl-policy.5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	-rmdir $(DESTDIR)$(PREFIX)/lib/xrl 2>/dev/null

@@ -83,6 +83,8 @@ for g in "${groups[@]}"; do
 		for t in "${UNITS[@]}"; do
 			run "unit/$t" "$B/tests/$t"
 		done
+		# xrl-policy(5) names every key docs/policy.md does
+		run "docs/check_policy_man" bash tests/check_policy_man.sh
 		;;
 	bpf)
 		root_run bpf/test_bpf "$B/tests/test_bpf"

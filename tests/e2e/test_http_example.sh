@@ -6,7 +6,7 @@
 # Redis) it does what its comments say.
 #
 #   1. xrld --check: exit 0
-#   2. holds: 10 POSTs of a user, the 11th 429; no X-User-Id -> 429 naming
+#   2. holds: 10 POSTs of a user, the 11th 429; no X-User-Id -> 401 naming
 #      the missing identity (on_missing_key refuse)
 #   3. login-account through /v1/check: 5 allowed, the 6th 429; forward-auth
 #      POST /login without X-Login-Account is not limited by it
@@ -48,7 +48,7 @@ for i in $(seq 11); do
 done
 check_eq "11 POSTs of u1" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 429"
 hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1"
-check_eq "no X-User-Id" "$H_CODE" 429
+check_eq "no X-User-Id (401: no wait brings an identity)" "$H_CODE" 401
 check_match "  detail" "$(jget "d['detail']" <<<"$H_BODY")" 'did not say who the caller is'
 
 log "3. login-account via /v1/check"

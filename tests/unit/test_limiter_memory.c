@@ -603,7 +603,7 @@ static void test_missing_key_refused(void **state)
 	RULE_IS(d.rule, b);
 	EQ(d.limit, 3);
 	EQ(d.remaining, 0);
-	EQ(d.retry_after_s, 1);
+	EQ(d.retry_after_s, 0); /* 401 without Retry-After: waiting never helps */
 	EQ(d.penalized, false);
 	EQ(d.shed, false);
 	for (int i = 0; i < 5; i++) {
@@ -810,6 +810,9 @@ static void test_penalty_two_windows(void **state)
 	RULE_IS(d.rule, r);
 	EQ(d.limit, 1);
 	EQ(d.retry_after_s, 2);
+	CTX("mallory under penalty: RateLimit's r= and t= agree with Retry-After");
+	EQ(d.remaining, 0);
+	EQ(d.reset_s, d.retry_after_s);
 
 	CTX("bob: another key of the same rule");
 	d = dec1(l, r, "bob");
@@ -1118,6 +1121,98 @@ static void test_model_local(void **state)
 	model_run(&m, 4000);
 }
 
+/* ---- per-key overrides (xrlctl override) ------------------------------------- */
+
+static struct xrl_ovr ovr(const char *rule, const char *key, __u64 tokens, __u64 per_ns,
+			  __u32 burst, __s64 ttl_ms)
+{
+	struct xrl_ovr e = { .rate = { tokens, per_ns }, .burst = burst };
+
+	snprintf(e.rule, sizeof(e.rule), "%s", rule);
+	snprintf(e.key, sizeof(e.key), "%s", key);
+	e.until_ms = (__u64)((__s64)xrl_ovr_now_ms() + ttl_ms);
+	return e;
+}
+
+/* One key's rate and burst raised, another's lowered; the rest keep the rule's. */
+static void test_override_per_key(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+	struct xrl_ovr e, got[4];
+	struct xrl_decision d;
+
+	CTX("rule holds 1/h burst 2; vip: 1/h burst 5; slow: 1/h burst 1");
+	r = &c->rules[rule_add(c, "holds", "1/h", 2)];
+	cfg_done(c);
+	l = lim_new(c);
+	e = ovr("holds", "vip", 1, 3600 * XRL_NSEC_PER_SEC, 5, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	e = ovr("holds", "slow", 1, 3600 * XRL_NSEC_PER_SEC, 1, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	EQ(drain(l, r, "vip", 10), 5);
+	EQ(drain(l, r, "slow", 10), 1);
+	EQ(drain(l, r, "other", 10), 2);
+	d = dec1(l, r, "vip");
+	EQ(d.allowed, false);
+	EQ(d.limit, 5);
+	EQ(d.tau_ns, 5 * 3600 * XRL_NSEC_PER_SEC);
+	CTX("list: two entries");
+	EQ(xrl_limiter_override_list(l, got, 4), 2);
+	CTX("set again replaces (burst 7: two more for vip)");
+	e = ovr("holds", "vip", 1, 3600 * XRL_NSEC_PER_SEC, 7, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	EQ(xrl_limiter_override_list(l, got, 4), 2);
+	EQ(drain(l, r, "vip", 10), 2);
+	CTX("del: vip is back on the rule's burst (its bucket is spent)");
+	EQ(xrl_limiter_override_del(l, "holds", "vip"), 0);
+	EQ(xrl_limiter_override_del(l, "holds", "vip"), -ENOENT);
+	EQ(drain(l, r, "vip", 10), 0);
+	CTX("an expired override is no override");
+	e = ovr("holds", "gone", 1, 3600 * XRL_NSEC_PER_SEC, 9, -1);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	EQ(drain(l, r, "gone", 10), 2);
+	EQ(xrl_limiter_override_list(l, got, 4), 1);
+	CTX("no bucket has rate 0 or burst 0");
+	e = ovr("holds", "bad", 0, 3600 * XRL_NSEC_PER_SEC, 3, 60000);
+	EQ(xrl_limiter_override_set(l, &e), -EINVAL);
+	e = ovr("holds", "bad", 1, 3600 * XRL_NSEC_PER_SEC, 0, 60000);
+	EQ(xrl_limiter_override_set(l, &e), -EINVAL);
+	CTX("a cost above the override's burst");
+	e = ovr("holds", "tiny", 1, XRL_NSEC_PER_SEC, 1, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	EQ(decc(l, r, "tiny", 2, &d), -E2BIG);
+}
+
+/* The table is bounded: XRL_OVR_MAX entries, then -ENOSPC; a full table
+ * still replaces and deletes. */
+static void test_override_bounded(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_limiter *l;
+	struct xrl_ovr e;
+	char k[32];
+
+	rule_add(c, "holds", "1/h", 2);
+	cfg_done(c);
+	l = lim_new(c);
+	for (int i = 0; i < XRL_OVR_MAX; i++) {
+		snprintf(k, sizeof(k), "k%d", i);
+		e = ovr("holds", k, 1, XRL_NSEC_PER_SEC, 3, 60000);
+		CTX("override %d", i);
+		EQ(xrl_limiter_override_set(l, &e), 0);
+	}
+	CTX("one more");
+	e = ovr("holds", "more", 1, XRL_NSEC_PER_SEC, 3, 60000);
+	EQ(xrl_limiter_override_set(l, &e), -ENOSPC);
+	e = ovr("holds", "k7", 1, XRL_NSEC_PER_SEC, 4, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+	EQ(xrl_limiter_override_del(l, "holds", "k8"), 0);
+	e = ovr("holds", "more", 1, XRL_NSEC_PER_SEC, 3, 60000);
+	EQ(xrl_limiter_override_set(l, &e), 0);
+}
+
 const struct CMUnitTest xrl_lim_memory_tests[] = {
 	cmocka_unit_test_teardown(test_exact_burst_then_refused, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_retry_after_truth, xrl_lim_fx_teardown),
@@ -1142,5 +1237,7 @@ const struct CMUnitTest xrl_lim_memory_tests[] = {
 	cmocka_unit_test_teardown(test_concurrent_reload_penalty, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_model_memory, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_model_local, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_override_per_key, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_override_bounded, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_memory_n = sizeof(xrl_lim_memory_tests) / sizeof(xrl_lim_memory_tests[0]);

@@ -55,7 +55,10 @@ void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const ch
  * the peer is trusted (NULL: absent); dup: one of them came more than once.
  * With headers of the configured kind, a trusted peer must send both, once.
  * Otherwise (envoy, none, or an untrusted peer) the request's own method
- * and its path after "/v1/auth" are used. On success *om is the method and
+ * and its path after "/v1/auth" are used. Envoy's path-prefix form
+ * (/v1/auth/PATH) is taken for every kind when a trusted proxy sent none
+ * of the headers (they win when it sent one); /v1/auth/nginx is nginx's
+ * endpoint, not a path, unless the kind reads no header. On success *om is the method and
  * path holds the normalised path (pathlen bytes at most).
  * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
  */
@@ -96,6 +99,8 @@ struct xrl_decision {
 	__u64 remaining;		  /* whole tokens left */
 	__u64 reset_s;			  /* seconds until its bucket is full */
 	__u64 retry_after_s;		  /* refusals: whole seconds, >= 1 */
+	struct xrl_rate rate;		  /* of that rule, or of the key's override */
+	__u64 tau_ns;			  /* likewise: an empty bucket's time to fill */
 	__u32 n_rules;			  /* rules checked */
 	/* shadow rules that would have refused (counted per rule, never told
 	 * to the client) */
@@ -152,6 +157,28 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
  */
 int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d);
+
+/*
+ * Per-key overrides (override.c): rule's bucket for key gets rate and burst
+ * until until_ms (CLOCK_REALTIME ms). At most XRL_OVR_MAX in force.
+ */
+#define XRL_OVR_MAX 512
+struct xrl_ovr {
+	char rule[XRL_RULE_NAME_LEN];
+	char key[XRL_HTTP_KEY_MAX + 1];
+	struct xrl_rate rate;
+	__u32 burst;
+	__u64 until_ms;
+};
+__u64 xrl_ovr_now_ms(void);
+/* 0, -EINVAL/-ERANGE (no bucket has that rate and burst), -ENOSPC (full). */
+int xrl_limiter_override_set(struct xrl_limiter *l, const struct xrl_ovr *e);
+/* 0, -ENOENT. */
+int xrl_limiter_override_del(struct xrl_limiter *l, const char *rule, const char *key);
+/* The entries in force (max at most), unordered; returns how many. */
+int xrl_limiter_override_list(struct xrl_limiter *l, struct xrl_ovr *out, int max);
+/* The whole set, as Redis holds it (ctl.c's refresh). */
+void xrl_limiter_override_replace(struct xrl_limiter *l, const struct xrl_ovr *e, int n);
 
 /*
  * A Redis pipe: one connection, driven by one thread's event loop. The

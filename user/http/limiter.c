@@ -120,19 +120,24 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
 
 /* The identity of rule r's bucket for key: the rule's name, not its 32-bit
  * id, so two rules never share buckets either. */
-static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
-				const char *key)
+struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key)
 {
 	struct sip s;
 	__u64 o[2];
 
 	sip_init(&s, l->sip);
-	sip_add(&s, r->name, strnlen(r->name, sizeof(r->name)) + 1); /* with its NUL */
+	sip_add(&s, rule, strnlen(rule, XRL_RULE_NAME_LEN) + 1); /* with its NUL */
 	sip_add(&s, key, strlen(key));
 	sip_end(&s, o);
 	if (!TAG(o[1]))
 		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
 	return (struct xrl_kd){ o[0], o[1] };
+}
+
+static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+				const char *key)
+{
+	return xrl_lim_digest(l, r->name, key);
 }
 
 /* Fill the answer from the items: refusing rule with the longest wait, or
@@ -145,7 +150,7 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	d->allowed = true;
 	for (int i = 0; i < n; i++) {
 		if (!it[i].ok && !it[i].r->shadow) {
-			__u64 w = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+			__u64 w = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].g.tau_ns);
 
 			if (d->allowed || w > best_wait) {
 				best_wait = w;
@@ -157,8 +162,7 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	if (d->allowed) {
 		for (int i = 0; i < n; i++) {
 			__u64 t = it[i].ok ? it[i].new_tat : it[i].tat;
-			__u64 rem =
-				xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
+			__u64 rem = xrl_gcra_remaining(t, now, it[i].g.emit_ns, it[i].g.tau_ns);
 
 			if (it[i].r->shadow)
 				continue; /* invisible to clients: no headers from it */
@@ -171,14 +175,16 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	if (pick < 0)
 		return;
 	d->rule = it[pick].r;
-	d->limit = it[pick].r->burst;
+	d->limit = it[pick].g.burst;
+	d->rate = it[pick].rate;
+	d->tau_ns = it[pick].g.tau_ns;
 	if (d->allowed) {
 		d->remaining = best_rem;
 		d->reset_s =
 			ceil_s(xrl_gcra_reset(it[pick].ok ? it[pick].new_tat : it[pick].tat, now));
 	} else {
-		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].r->g.emit_ns,
-						  it[pick].r->g.tau_ns);
+		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].g.emit_ns,
+						  it[pick].g.tau_ns);
 		d->retry_after_s = ceil_s(best_wait);
 		if (d->retry_after_s < 1)
 			d->retry_after_s = 1;
@@ -268,7 +274,7 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 			d->allowed = false;
 			d->shed = true;
 			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
+			d->limit = it[i].g.burst;
 			d->retry_after_s = ceil_s(l->cfg.breaker_cooldown_ns);
 			STAT_ADD(l, shed, 1);
 			return;
@@ -305,7 +311,7 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 		if (it[i].r->shadow)
 			continue;
 		it[i].tat = xrl_store_peek(l->overlimit, it[i].k);
-		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].g.tau_ns);
 		if (wait > best) {
 			best = wait;
 			pick = i;
@@ -322,8 +328,10 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	tat = it[pick].tat;
 	d->allowed = false;
 	d->rule = it[pick].r;
-	d->limit = it[pick].r->burst;
-	d->remaining = xrl_gcra_remaining(tat, now, it[pick].r->g.emit_ns, it[pick].r->g.tau_ns);
+	d->limit = it[pick].g.burst;
+	d->rate = it[pick].rate;
+	d->tau_ns = it[pick].g.tau_ns;
+	d->remaining = xrl_gcra_remaining(tat, now, it[pick].g.emit_ns, it[pick].g.tau_ns);
 	d->retry_after_s = ceil_s(best);
 	d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
 	STAT_ADD(l, overlimit_cache_hits, 1);
@@ -383,7 +391,8 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			d->missing_key = true;
 			d->rule = r;
 			d->limit = r->burst;
-			d->retry_after_s = 1;
+			/* no Retry-After: waiting never brings an identity (401) */
+			d->retry_after_s = 0;
 			STAT_ADD(l, refused, 1);
 			return 1;
 		}
@@ -393,12 +402,16 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			conc_item(l, r, keys[i], &ci[nc++]);
 		if (!r->has_rate)
 			continue;
-		if (cost > r->burst)
-			return -E2BIG;
 		it[m] = (struct xrl_lim_item){ .r = r,
 					       .k = key_digest(l, r, keys[i]),
-					       .inc = (__u64)cost * r->g.emit_ns,
+					       .g = r->g,
+					       .rate = r->rate,
 					       .key = keys[i] };
+		/* a key's override (xrlctl override) replaces the rule's rate and burst */
+		xrl_lim_ovr_lookup(l, it[m].k, &it[m].g, &it[m].rate);
+		if (cost > it[m].g.burst)
+			return -E2BIG;
+		it[m].inc = (__u64)cost * it[m].g.emit_ns;
 		if (l->cfg.penalty.enabled)
 			xrl_pen_item(&it[m]);
 		m++;
@@ -715,7 +728,9 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->pen_state = xrl_store_new(cap / 16);
 	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
 	l->pens = xrl_pen_list_new();
-	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens) {
+	l->ovr = xrl_ovr_new();
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
+	    !l->ovr) {
 		xrl_limiter_free(l);
 		return -ENOMEM;
 	}
@@ -735,6 +750,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	xrl_store_free(l->pen_state);
 	xrl_lease_store_free(l->leases);
 	free(l->pens);
+	xrl_ovr_free(l->ovr);
 	free(l);
 }
 

@@ -81,6 +81,7 @@ struct xrl_limiter {
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
 	struct xrl_fleet *fleet;	  /* set once, before the first decision */
 	struct xrl_pen_list *pens;	  /* penalties, for xrlctl penalty list|del */
+	struct xrl_ovr_tab *ovr;	  /* per-key overrides (override.c) */
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -93,7 +94,9 @@ static inline __u64 lim_now(const struct xrl_limiter *l)
 
 struct xrl_lim_item {
 	const struct xrl_http_rule *r;
-	struct xrl_kd k; /* the bucket's identity */
+	struct xrl_kd k;	  /* the bucket's identity */
+	struct xrl_gcra_params g; /* the rule's, or the key's override */
+	struct xrl_rate rate;	  /* likewise, for the answer's sentence */
 	__u64 inc;	 /* cost * emit, ns */
 	__u64 tat;	 /* before */
 	__u64 new_tat;	 /* after an admit */
@@ -196,6 +199,15 @@ bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
 		       struct xrl_kd *rate);
 __u32 xrl_lease_held(struct xrl_lease_store *s, struct xrl_kd k, __u64 now);
 __u64 xrl_lease_store_full(struct xrl_lease_store *s);
+/* ---- override.c ------------------------------------------------------------ */
+struct xrl_ovr_tab;
+struct xrl_ovr_tab *xrl_ovr_new(void);
+void xrl_ovr_free(struct xrl_ovr_tab *t);
+/* The digest of (rule name, key), as key_digest makes it. */
+struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key);
+/* k's override in force: true with *g and *rate set (cfg_mu held or not). */
+bool xrl_lim_ovr_lookup(struct xrl_limiter *l, struct xrl_kd k, struct xrl_gcra_params *g,
+			struct xrl_rate *rate);
 
 /* ---- penalty.c ------------------------------------------------------------- */
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);

@@ -77,8 +77,12 @@ bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int
 			d->allowed = false;
 			d->penalized = true;
 			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
+			d->limit = it[i].g.burst;
 			d->retry_after_s = ceil_s(until - now);
+			/* nothing is left until the block ends: RateLimit's t= is
+			 * that end too, as Retry-After says (not the bucket's) */
+			d->remaining = 0;
+			d->reset_s = d->retry_after_s;
 			STAT_ADD(l, refused, 1);
 			return true;
 		}

@@ -167,7 +167,7 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 		e = num;
 		if (r->shadow)
 			*e++ = '-';
-		e = xrl_redis_put_us(e, r->g.tau_ns);
+		e = xrl_redis_put_us(e, j->it[i].g.tau_ns);
 		p = xrl_redis_put_bulk(p, num, (size_t)(e - num));
 		e = xrl_redis_put_us(num, j->it[i].inc);
 		p = xrl_redis_put_bulk(p, num, (size_t)(e - num));

@@ -16,6 +16,7 @@
 
 #include "http.h"
 #include "report.h"
+#include "topk.h"
 
 #define BODY_MAX 16384
 
@@ -75,9 +76,16 @@ struct xrl_http_server {
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_fallback[XRL_HTTP_MAX_RULES]; /* decided by on_backend_error */
 	struct xrl_srv_lat *lat; /* n_loops + 1 */
 	_Atomic(xrl_http_vouch_fn) vouch_fn; /* xrl_http_set_vouch */
 	void *_Atomic vouch_arg;
+	struct xrl_topk *topk;	 /* most refused keys per rule */
+	/* `xrlctl shadow RULE on|off` of HTTP rules, kept over reloads (mu) */
+	char shadow_name[XRL_HTTP_MAX_RULES][XRL_RULE_NAME_LEN];
+	bool shadow_on[XRL_HTTP_MAX_RULES];
+	int n_shadow;
+	struct xrl_ovr_sync *ovr_sync; /* overrides shared through Redis (ctl.c) */
 };
 
 /*
@@ -103,6 +111,8 @@ struct xrl_srv_req {
 	struct xrl_decision d;
 	__u64 t0_ns; /* CLOCK_MONOTONIC when it was read whole */
 	bool timed;  /* a decision: its latency is observed when answered */
+	/* waiting for Redis: the keys as top --http counts them */
+	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH];
 };
 
 /* What woke a loop: epoll data.u32 of its three fds. */
@@ -118,6 +128,9 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 				 const struct xrl_decision *d);
 enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
 				const char *detail);
+/* 405 with Allow: allow (RFC 9110 15.5.6) and a problem+json body. */
+enum MHD_Result xrl_srv_not_allowed(struct MHD_Connection *conn, const char *allow,
+				    const char *detail);
 bool xrl_srv_shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait);
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, bool nginx,
@@ -148,5 +161,13 @@ void xrl_srv_refusal_drop(void);
 /* A decision answered ns after its request was read (xrl_srv_lat). */
 void xrl_srv_lat_observe(struct xrl_http_server *s, __u64 ns);
 int xrl_srv_loop_init(struct xrl_srv_loop *lp);
+/* A decision refused a key: counted for `top --http` (s->mu held). */
+void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
+			  const struct xrl_topk_key *tk, int n);
+/* ctl.c: the shadow overrides onto c; the Redis sync of overrides. */
+void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
+int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
+void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);
 
 #endif /* XRL_SERVER_INT_H */

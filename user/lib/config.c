@@ -2551,3 +2551,8 @@ int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary,
 	*summary = sum;
 	return 0;
 }
+
+const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len)
+{
+	return rate_str(r, buf, len);
+}

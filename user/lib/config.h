@@ -82,6 +82,8 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
  * {"interfaces":[{"name","mode"}],"xdp":{"rules":[...],"allow":[...]}|null,
  *  "penalty":{...}|null,"metrics":..,"http":{...}|null} */
 json_t *xrl_config_json(const struct xrld_config *c);
+/* A rate as a policy file writes it: "100/s", "10/min", "1/6s". */
+const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len);
 /* --check and `policy check`: load path into a new *cfg and its summary
  * into a new *summary (free both), or fail with err saying why. */
 int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,

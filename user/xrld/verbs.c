@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "http/http_ctl.h"
 #include "log.h"
 #include "xrld.h"
 
@@ -104,11 +105,12 @@ static json_t *status_json(struct xrld *d)
 						"multiprog", in.multiprog, "rules",
 						(json_int_t)d->cfg->policy.n_rules));
 	}
-	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o}", "daemon", "pid", (int)getpid(),
-			 "config", d->config_path ? d->config_path : "", "pin_dir", d->pin_root,
-			 "reloads", (json_int_t)READ(d->reloads), "reload_failures",
-			 (json_int_t)READ(d->reload_failures), "penalties", (json_int_t)READ(d->penalties),
-			 "penalties_skipped", skipped, "interfaces", ifs);
+	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o,s:o}", "daemon", "pid",
+			 (int)getpid(), "config", d->config_path ? d->config_path : "", "pin_dir",
+			 d->pin_root, "reloads", (json_int_t)READ(d->reloads), "reload_failures",
+			 (json_int_t)READ(d->reload_failures), "penalties",
+			 (json_int_t)READ(d->penalties), "penalties_skipped", skipped, "interfaces",
+			 ifs, "http", xrld_http_status_json(d));
 }
 
 static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
@@ -135,6 +137,9 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 			       in.multiprog ? "libxdp dispatcher" : "single program",
 			       d->cfg->policy.n_rules);
 	}
+	if (!d->n_ifs)
+		xrl_buf_printf(b, "(no interface: the packet tier is not loaded)\n");
+	xrld_http_status_text(d, b);
 	return 0;
 }
 
@@ -164,7 +169,8 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 					 0);
 	}
 	if (r->json)
-		xrl_buf_json(r->b, json_pack("{s:o}", "interfaces", ifs));
+		xrl_buf_json(r->b, json_pack("{s:o,s:o}", "interfaces", ifs, "http",
+					     xrld_http_stats_json(d)));
 	else
 		json_decref(ifs);
 	return 0;
@@ -220,6 +226,16 @@ static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *
 	json_t *a = NULL;
 	size_t m = 0;
 
+	if (c->opt[3]) {
+		char err[XRL_ERRLEN + 64];
+		int rc;
+
+		if (rule)
+			return fail(r, 2,
+				    "--rule names a packet rule; --http RULE names an HTTP one");
+		rc = xrld_http_top(d, c->opt[3], n, r->json, r->b, err, sizeof(err));
+		return rc ? fail(r, 1, "%s", err) : 0;
+	}
 	if (rule && !rule_id(d, rule, &want_id))
 		return fail(r, 1, "no rule named '%s'", rule);
 	v = malloc(sizeof(*v) * TOP_SLOTS);
@@ -361,11 +377,16 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	const char *rule = c->pos[0];
 	bool on = !strcmp(c->pos[1], "on");
 	char err[XRL_ERRLEN] = "";
+	bool xdp, http;
 	__u32 id;
 	int k;
 
-	if (!rule_id(d, rule, &id))
+	xdp = rule_id(d, rule, &id);
+	http = d->http && xrl_http_has_rule(d->http, rule);
+	if (!xdp && !http)
 		return fail(r, 1, "no rule named '%s'", rule);
+	if (http && xrl_http_shadow(d->http, rule, on, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
 	for (k = 0; k < d->n_override; k++)
 		if (!strcmp(d->shadow_override[k], rule))
 			break;
@@ -376,12 +397,38 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		d->n_override++;
 	}
 	d->shadow_val[k] = on;
-	if (xrld_push_policy(d, err, sizeof(err)))
+	if (xdp && xrld_push_policy(d, err, sizeof(err)))
 		return fail(r, 1, "%s", err);
 	return done(r,
-		    "rule %s: shadow %s (until xrld restarts; set `action:` in the policy file "
+		    "%s rule %s: shadow %s (until xrld restarts; set %s in the policy file "
 		    "to make it permanent)",
-		    rule, on ? "on" : "off");
+		    xdp && http ? "packet and HTTP"
+		    : xdp	? "packet"
+				: "HTTP",
+		    rule, on ? "on" : "off", http ? "`shadow:`" : "`action:`");
+}
+
+static int cmd_override_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char err[XRL_ERRLEN + 64];
+
+	if (xrld_http_override_list(d, r->json, r->b, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	return 0;
+}
+
+static int cmd_override(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char err[XRL_ERRLEN + 128] = "";
+
+	if (c->v->id == XRL_VERB_OVERRIDE && (!c->opt[0] || !c->opt[1] || !c->opt[2]))
+		return fail(r, 2, "override RULE KEY needs --rate, --burst and --ttl");
+	if (xrld_http_override(d, c, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	if (c->v->id == XRL_VERB_OVERRIDE_DEL)
+		return done(r, "override of rule %s for %s removed", c->pos[0], c->pos[1]);
+	return done(r, "rule %s: %s gets %s, burst %s, for %s", c->pos[0], c->pos[1], c->opt[0],
+		    c->opt[1], c->opt[2]);
 }
 
 static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
@@ -533,6 +580,9 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_VOUCH_ADD] = cmd_vouch_change,
 	[XRL_VERB_VOUCH_DEL] = cmd_vouch_change,
 	[XRL_VERB_VOUCH_LIST] = cmd_vouch_list,
+	[XRL_VERB_OVERRIDE_LIST] = cmd_override_list,
+	[XRL_VERB_OVERRIDE_DEL] = cmd_override,
+	[XRL_VERB_OVERRIDE] = cmd_override,
 };
 
 /*

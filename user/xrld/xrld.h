@@ -171,6 +171,17 @@ int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const cha
 struct ucred;
 int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, struct xrl_buf *b);
 
+/* ---- verbs_http.c: the verbs' identity-tier parts -------------------------- */
+/* null without an http: section */
+json_t *xrld_http_status_json(struct xrld *d);
+void xrld_http_status_text(struct xrld *d, struct xrl_buf *b);
+json_t *xrld_http_stats_json(struct xrld *d);
+int xrld_http_top(struct xrld *d, const char *rule, long n, bool json, struct xrl_buf *b, char *err,
+		  size_t errlen);
+int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *err, size_t errlen);
+/* override RULE KEY ... and override del RULE KEY; -errno with err. */
+int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen);
+
 /* ---- ctlsock.c: the control socket --------------------------------------- */
 int xrld_ctl_listen(struct xrld *d);
 /* Drop clients past their deadline; the epoll timeout (ms) until the next. */
