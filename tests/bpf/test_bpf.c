@@ -58,21 +58,7 @@ struct run {
 
 /* ---- checks and output ----------------------------------------------- */
 
-static void check(struct run *r, bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(struct run *r, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("  %s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		r->fails++;
-}
+#define check(r, ...) pb_check(&(r)->fails, __VA_ARGS__)
 
 static void check_u64(struct run *r, const char *name, uint64_t got, uint64_t want)
 {
@@ -572,8 +558,8 @@ static int run_case(int num, const struct tcase *tc)
 	for (int i = 0; i < XRL_G_MAX; i++)
 		e->g[i] += tc->g[i];
 	compare_stats(&r, before, after, e);
-	if (tc->check)
-		tc->check(&r);
+	if (tc->check) /* parenthesised: not the check() macro */
+		(tc->check)(&r);
 out:
 	printf("%s case %d: %s\n", r.fails ? "FAILED" : "PASSED", num, tc->name);
 	xrl_close(r.h);
