@@ -131,14 +131,15 @@ static unsigned be16(const uint8_t *b)
 }
 
 /*
- * An IPv6 first fragment whose header chain is cut: ipv6frag_thdr_truncated
- * lets it through (ipv6_skip_exthdr fails, so it is not "truncated"), and
+ * An IPv6 header chain cut short (ME_V6_EXT_CUT). A first fragment so
+ * cut: ipv6frag_thdr_truncated lets it through (ipv6_skip_exthdr fails, so it is not "truncated"), and
  * reassembly with a later fragment can complete the chain with any segment,
  * a SYN included. Found by review, not by this fuzzer, which sends one
  * frame at a time: the program must drop it, as a tiny fragment.
  */
-static void v6_cut_first_frag(struct model *m)
+static void v6_ext_cut(struct model *m)
 {
+	m->end = ME_V6_EXT_CUT;
 	if (m->first_frag) {
 		m->tiny = true;
 		m->maybe = true;
@@ -194,22 +195,35 @@ static void model_l4(struct model *m, const uint8_t *b, size_t l4, size_t ip_end
 	m->delivered = doff >= 20;
 }
 
+/*
+ * The fixed part of an IP header of version ver at off (20 or 40 bytes,
+ * the source address at 12 or 8, the destination right after it): the
+ * family and addresses into m; the end if it is cut short or of another
+ * version, else 0.
+ */
+static enum m_end model_ip_fixed(struct model *m, const uint8_t *b, size_t len, size_t off,
+				 unsigned ver)
+{
+	size_t hlen = ver == 4 ? 20 : 40, alen = ver == 4 ? 4 : 16, sa = ver == 4 ? 12 : 8;
+
+	if (off + hlen > len)
+		return ver == 4 ? ME_V4_SHORT : ME_V6_SHORT;
+	if (b[off] >> 4 != ver)
+		return ver == 4 ? ME_V4_VERSION : ME_V6_VERSION;
+	m->family = (int)ver;
+	memcpy(m->src, b + off + sa, alen);
+	memcpy(m->dst, b + off + sa + alen, alen);
+	return 0;
+}
+
 /* IPv4 as ip_rcv_core takes it. */
 static void model_ipv4(struct model *m, const uint8_t *b, size_t len, size_t off)
 {
 	unsigned ihl, tot, frag;
 
-	if (off + 20 > len) {
-		m->end = ME_V4_SHORT;
+	m->end = model_ip_fixed(m, b, len, off, 4);
+	if (m->end)
 		return;
-	}
-	if (b[off] >> 4 != 4) {
-		m->end = ME_V4_VERSION;
-		return;
-	}
-	m->family = 4;
-	memcpy(m->src, b + off + 12, 4);
-	memcpy(m->dst, b + off + 16, 4);
 	ihl = b[off] & 15;
 	tot = be16(b + off + 2);
 	if (ihl < 5) {
@@ -242,17 +256,9 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 	size_t ip_end, p = off + 40;
 	unsigned nh, plen;
 
-	if (off + 40 > len) {
-		m->end = ME_V6_SHORT;
+	m->end = model_ip_fixed(m, b, len, off, 6);
+	if (m->end)
 		return;
-	}
-	if (b[off] >> 4 != 6) {
-		m->end = ME_V6_VERSION;
-		return;
-	}
-	m->family = 6;
-	memcpy(m->src, b + off + 8, 16);
-	memcpy(m->dst, b + off + 24, 16);
 	nh = b[off + 6];
 	plen = be16(b + off + 4);
 	if (plen == 0 && nh == 0) {
@@ -270,8 +276,7 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 			break;
 		m->chain_seen++;
 		if (p + 8 > ip_end) {
-			m->end = ME_V6_EXT_CUT;
-			v6_cut_first_frag(m);
+			v6_ext_cut(m);
 			return;
 		}
 		if (nh == 0 && p != off + 40) {
@@ -297,8 +302,7 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 			hl = ((size_t)b[p + 1] + 1) * 8;
 		}
 		if (p + hl > ip_end) {
-			m->end = ME_V6_EXT_CUT;
-			v6_cut_first_frag(m);
+			v6_ext_cut(m);
 			return;
 		}
 		m->chain++;
