@@ -755,39 +755,38 @@ static int fz_prefix_of(const char *s, struct fz_prefix *out)
 	return 0;
 }
 
+/* The next rule of pol: name, proto, its first port range; 1/h, burst 2,
+ * so that a second packet of one source is refused. */
+static struct xrl_rule_spec *add_rule(struct xrl_policy *pol, const char *name, int proto, __u16 lo,
+				      __u16 hi)
+{
+	struct xrl_rule_spec *r = &pol->rules[pol->n_rules++];
+
+	xrl_rule_spec_init(r, name);
+	r->proto = proto;
+	r->ports[r->n_ports++] = (struct xrl_port_range){ lo, hi };
+	r->rate = (struct xrl_rate){ .tokens = 1, .period_ns = 3600ULL * XRL_NSEC_PER_SEC };
+	r->burst = 2;
+	return r;
+}
+
 static int apply_policy(struct fz *f)
 {
-	static struct xrl_policy pol;   /* ~30 KB */
-	const struct xrl_rate slow = { .tokens = 1, .period_ns = 3600ULL * XRL_NSEC_PER_SEC };
+	static struct xrl_policy pol; /* ~30 KB */
 	char err[XRL_ERRLEN] = "";
 	struct xrl_rule_spec *r;
 	int rc;
 
 	memset(&pol, 0, sizeof(pol));
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "web");
-	r->proto = XRL_PROTO_TCP;
+	r = add_rule(&pol, "web", XRL_PROTO_TCP, 80, 80);
 	r->tcp_class = XRL_TCP_SYN;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 80, 80 };
 	r->ports[r->n_ports++] = (struct xrl_port_range){ 8080, 8081 };
-	r->rate = slow;
-	r->burst = 2;
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "login6");
-	r->proto = XRL_PROTO_TCP;
+	r = add_rule(&pol, "login6", XRL_PROTO_TCP, 443, 443);
 	r->tcp_class = XRL_TCP_SYN;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 443, 443 };
 	rc = xrl_prefix_parse(LOGIN6 "/128", &r->dst, err, sizeof(err));
 	r->has_dst = true;
-	r->rate = slow;
-	r->burst = 2;
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "dns-shadow");
-	r->proto = XRL_PROTO_UDP;
+	r = add_rule(&pol, "dns-shadow", XRL_PROTO_UDP, 53, 53);
 	r->action = XRL_ACT_SHADOW;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 53, 53 };
-	r->rate = slow;
-	r->burst = 2;
 	if (!rc)
 		rc = xrl_apply_policy(f->h, &pol, err, sizeof(err));
 	if (rc)
