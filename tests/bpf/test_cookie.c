@@ -44,20 +44,7 @@
 static int fails_total;
 static int fails;
 
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("  %s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		fails++;
-}
+#define check(...) pb_check(&fails, __VA_ARGS__)
 
 static void check_eq(const char *name, uint64_t got, uint64_t want)
 {
@@ -155,23 +142,6 @@ static int run(struct xrl_handle *h, const uint8_t *in, size_t len, struct out *
 static uint16_t get16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
 static uint32_t get32(const uint8_t *b) { return (uint32_t)get16(b) << 16 | get16(b + 2); }
 
-/* RFC 1071 sum of n bytes, not folded or inverted. */
-static uint32_t sum16(const uint8_t *b, size_t n, uint32_t s)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += get16(b + i);
-	if (n & 1)
-		s += (uint32_t)b[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
-
 /* What the SYN-ACK said, for the ACK that answers it. */
 struct synack {
 	uint32_t cookie;
@@ -219,15 +189,16 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 		CHECK_EQ("IPv4 protocol", b[l3 + 9], 6);
 		check(!memcmp(b + l3 + 12, in + l3 + 16, 4) && !memcmp(b + l3 + 16, in + l3 + 12, 4),
 		      "IPv4 addresses swapped");
-		CHECK_EQ("IPv4 header checksum verifies", fold(sum16(b + l3, 20, 0)), 0xffff);
-		ps = sum16(b + l3 + 12, 8, 0) + 6 + (o->len - l4);
+		CHECK_EQ("IPv4 header checksum verifies", pb_csum_fold(pb_csum_add(0, b + l3, 20)),
+			 0);
+		ps = pb_csum_add(0, b + l3 + 12, 8) + 6 + (o->len - l4);
 	} else {
 		CHECK_EQ("IPv6 version", b[l3] >> 4, 6);
 		CHECK_EQ("IPv6 payload length = TCP header", get16(b + l3 + 4), o->len - l4);
 		CHECK_EQ("IPv6 next header", b[l3 + 6], 6);
 		check(!memcmp(b + l3 + 8, in + l3 + 24, 16) && !memcmp(b + l3 + 24, in + l3 + 8, 16),
 		      "IPv6 addresses swapped");
-		ps = sum16(b + l3 + 8, 32, 0) + 6 + (o->len - l4);
+		ps = pb_csum_add(0, b + l3 + 8, 32) + 6 + (o->len - l4);
 	}
 	CHECK_EQ("TCP source port = SYN's destination", get16(b + l4), get16(in + l4 + 2));
 	CHECK_EQ("TCP destination port = SYN's source", get16(b + l4 + 2), get16(in + l4));
@@ -235,7 +206,7 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 	CHECK_EQ("flags SYN+ACK", b[l4 + 13], 0x12);
 	hl = (b[l4 + 12] >> 4) * 4;
 	CHECK_EQ("TCP header = rest of frame", hl, o->len - l4);
-	CHECK_EQ("TCP checksum verifies", fold(sum16(b + l4, o->len - l4, ps)), 0xffff);
+	CHECK_EQ("TCP checksum verifies", pb_csum_fold(pb_csum_add(ps, b + l4, o->len - l4)), 0);
 	for (int i = 20; i < hl && i < (int)(o->len - l4);) {
 		const uint8_t *op = b + l4 + i;
 

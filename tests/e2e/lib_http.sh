@@ -130,6 +130,15 @@ xrld_http_start() {
 	fatal "xrld $name did not answer on 127.0.0.1:$port/healthz within 10 s: $(tail -n 5 "${HT_LOG[$name]}")"
 }
 
+# xrld_http_run NAME PORT [ARGS...] <YAML: the policy on stdin (a
+# here-document) into $HT_TMP/NAME.yaml, then xrld_http_start NAME on it.
+xrld_http_run() {
+	local name=$1 port=$2
+	shift 2
+	cat >"$HT_TMP/$name.yaml" || fatal "couldn't write $HT_TMP/$name.yaml"
+	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
+}
+
 # rss_kib PID: VmRSS in KiB.
 rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
 
@@ -171,6 +180,22 @@ count() {
 	shift
 	for x in "$@"; do [ "$x" = "$w" ] && n=$((n + 1)); done
 	echo "$n"
+}
+
+# codes N CMD [ARG...]: CMD ARG... N times, each "{i}" in an ARG replaced by
+# the run's number (1..N); the H_CODE each run set, in order, into CODES
+# (an array: "${CODES[*]}" to compare, count 200 "${CODES[@]}" to count).
+CODES=()
+codes() {
+	local n=$1 i a args
+	shift
+	CODES=()
+	for i in $(seq "$n"); do
+		args=()
+		for a in "$@"; do args+=("${a//\{i\}/$i}"); done
+		"${args[@]}"
+		CODES+=("$H_CODE")
+	done
 }
 
 # ---- nginx -----------------------------------------------------------------

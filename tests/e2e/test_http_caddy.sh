@@ -33,19 +33,11 @@ http_setup
 
 X=$(free_port); C=$(free_port); UP=$(free_port)
 T=$HT_TMP
-cat >"$T/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$X
-  forwarded_from: caddy
-  trusted_proxies: [127.0.0.1]
+xrld_http_run xrld "$X" <<EOF
+$(http_yaml "$X" caddy)
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: bearer
-      rate: 1/min
-      burst: 3
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
 EOF
-xrld_http_start xrld "$T/xrld.yaml" "$X"
 
 # the backend: answers 200 and logs every request it sees
 "$XRL_PY" - "$UP" "$T/backend.log" <<'PY' >/dev/null 2>&1 &

@@ -32,11 +32,8 @@ require_http
 http_setup
 
 P=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$P
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+xrld_http_run xrld "$P" <<EOF
+$(http_yaml "$P" traefik)
   penalty: { strikes: 2, window: 1s, base: 3s, max: 10s }
   rules:
     - name: login-account
@@ -49,7 +46,6 @@ http:
       rate: 2/s
       burst: 2
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 CHECK=http://127.0.0.1:$P/v1/check
 
 # check JSON: POST it to /v1/check

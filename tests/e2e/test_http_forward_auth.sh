@@ -41,11 +41,8 @@ require_http
 http_setup
 
 P=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$P
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+xrld_http_run xrld "$P" <<EOF
+$(http_yaml "$P" traefik)
   backend: memory
   rules:
     - name: holds
@@ -59,7 +56,6 @@ http:
       rate: 1/2s
       burst: 2
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 AUTH=http://127.0.0.1:$P/v1/auth
 NGX=http://127.0.0.1:$P/v1/auth/nginx
 

@@ -570,7 +570,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		struct xrl_srv_loop *lp = &s->loops[i];
 
 		lp->s = s;
-		lp->ep = lp->stop_fd = lp->pipe_fd = -1;
+		lp->ep = lp->stop_fd = lp->pipe_io.fd = -1;
 		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
 		if (!lp->d) {
 			if (!i)

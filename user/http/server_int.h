@@ -32,6 +32,19 @@ struct xrl_srv_cfg {
 	struct xrl_srv_cfg *next; /* retired */
 };
 
+struct xrl_srv_loop;
+
+/*
+ * One fd of a loop's epoll with the handler it wakes (redis ae.c's file
+ * events, as xrld's struct xrld_io): epoll's data.ptr points at it, so the
+ * loop calls what it stored instead of switching on a tag. A handler only
+ * notes what the pass must do next (run_mhd, stop, pipe_rev).
+ */
+struct xrl_srv_io {
+	int fd;
+	void (*fn)(struct xrl_srv_loop *lp, struct xrl_srv_io *io, unsigned events);
+};
+
 /* One server thread: its daemon, its Redis pipe, what its epoll holds. */
 struct xrl_srv_loop {
 	struct xrl_http_server *s;
@@ -41,10 +54,16 @@ struct xrl_srv_loop {
 	bool started;
 	int ep;	     /* the daemon's epoll fd, the pipe's fd, stop_fd */
 	int stop_fd; /* eventfd: leave the loop */
-	int pipe_fd; /* the pipe's fd as registered (-1: none) */
+	struct xrl_srv_io mhd_io;  /* the daemon's epoll fd */
+	struct xrl_srv_io stop_io; /* stop_fd */
+	struct xrl_srv_io pipe_io; /* the pipe's fd as registered (-1: none) */
 	__u32 pipe_gen;
 	short pipe_ev;
-	int waiting; /* handlers that wait for Redis, unanswered */
+	/* what this pass's handlers noted */
+	bool run_mhd;
+	bool stop;
+	short pipe_rev; /* the pipe's poll events */
+	int waiting;	/* handlers that wait for Redis, unanswered */
 };
 
 /*
@@ -114,9 +133,6 @@ struct xrl_srv_req {
 	/* waiting for Redis: the keys as top --http counts them */
 	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH];
 };
-
-/* What woke a loop: epoll data.u32 of its three fds. */
-enum { EV_MHD = 0, EV_STOP, EV_PIPE };
 
 extern __thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
