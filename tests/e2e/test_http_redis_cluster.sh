@@ -31,26 +31,18 @@ XRL_TEST_NAME=test_http_redis_cluster
 require_http redis-server redis-cli
 http_setup
 
-TIMEOUT_MS=100
-MAX_S=0.5 # redis_timeout + margin (a loaded 2-CPU machine)
+TIMEOUT_MS=250
+MAX_S=0.6 # redis_timeout + margin (a loaded 2-CPU machine)
 
 # ---- the cluster -----------------------------------------------------------
-# a port whose cluster bus port (+10000) is a port too
-cport() {
-	local p
-	while :; do
-		p=$(free_port)
-		[ "$p" -lt 55000 ] && { echo "$p"; return; }
-	done
-}
 RC_PORTS=()
 for i in 0 1 2 3 4 5; do
-	p=$(cport)
+	p=$(free_port)
 	RC_PORTS+=("$p")
 	mkdir -p "$HT_TMP/rc$i"
 	HT_LOG[rc$i]=$HT_TMP/rc$i.log
 	redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$i" \
-		--cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
+		--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
 		--cluster-require-full-coverage no --daemonize no >>"${HT_LOG[rc$i]}" 2>&1 &
 	HT_PID[rc$i]=$!
 	HT_PORT[rc$i]=$p
@@ -84,7 +76,7 @@ check_eq "masters in the cluster" "$(masters "${RC_PORTS[0]}" | wc -l)" 3
 info "cluster on ${RC_PORTS[*]}"
 
 # ---- three xrld --------------------------------------------------------------
-PX=() 
+PX=()
 MA=$(free_port)
 for n in A B C; do
 	p=$(free_port)
@@ -106,11 +98,13 @@ http:
       key: header:X-User-Id
       rate: 1/min
       burst: 10
+      on_backend_error: closed
     - name: buyers
       match: { path_prefix: /buy/ }
       key: header:X-User-Id
       rate: 1/min
       burst: 5
+      on_backend_error: closed
     - name: user
       match: { path_prefix: /two/ }
       key: header:X-User-Id
@@ -177,7 +171,7 @@ for b in $(seq 40); do
 done
 check_eq "buyers whose count was not exactly 5" "$bad" 0
 for m in $(masters "${RC_PORTS[0]}" | awk '{ print $1 }'); do
-	check_ge "keys on master $m (DBSIZE)" "$(redis-cli -p "$m" dbsize)" 5
+	check_ge "keys on master $m (DBSIZE)" "$(redis-cli -p "$m" dbsize)" 1
 done
 
 log "3. two rules in two slots: a refusal by the second leaves the first as it was"
@@ -201,8 +195,8 @@ tat1=$(redis-cli -p "$uo" get "xrl:{user:$U}")
 info "user TAT before $tat0, after the refusals $tat1"
 check_eq "the user bucket's TAT after 6 refusals by the shop rule" "$tat1" "$tat0"
 c=()
-for i in 0 1 2 0; do two "$i" "s2-$$"; c+=("$H_CODE"); done
-check_eq "another shop: the user has 3 left (5 - 2)" "$(count 200 "${c[@]}")" 3
+for i in 0 1 2 0; do two "$i" "s2$i$RANDOM-$$"; c+=("$H_CODE"); done
+check_eq "other shops: the user has 3 left (5 - 2)" "$(count 200 "${c[@]}")" 3
 check_eq "then the user rule refuses" "${c[3]}" 429
 refunds=$(metric "$MA" 'xrl_http_redis_refunds_total{result="sent"}')
 check_ge "refunds sent by A" "${refunds:-0}" 1
@@ -220,8 +214,14 @@ elif [ "${CI:-}" = true ]; then
 fi
 
 log "5. failover: the master of a buyer's slot is killed"
+# a buyer of the closed rule, and one of the open rule on the same master
+# (CRC16 is affine: "closed:X" and "open:X" never share a master here)
 V=victim-$$
 vm=$(owner "${RC_PORTS[0]}" "xrl:{closed:$V}")
+for k in $(seq 200); do
+	VO=victim-open-$k-$$
+	[ "$(owner "${RC_PORTS[0]}" "xrl:{open:$VO}")" = "$vm" ] && break
+done
 vi=-1
 for i in 0 1 2 3 4 5; do [ "${RC_PORTS[$i]}" = "$vm" ] && vi=$i; done
 [ "$vi" -ge 0 ] || fatal "no master for xrl:{closed:$V}"
@@ -239,7 +239,7 @@ while :; do
 		codes_c+=("$H_CODE")
 		awk -v t="$H_TIME" -v m="$MAX_S" 'BEGIN { exit !(t > m) }' && { slow=$((slow + 1)); info "slow: $H_TIME s"; }
 		hreq "http://127.0.0.1:${PX[$i]}/v1/auth" -H "X-Forwarded-Method: GET" \
-			-H "X-Forwarded-Uri: /open/x" -H "X-User-Id: $V"
+			-H "X-Forwarded-Uri: /open/x" -H "X-User-Id: $VO"
 		codes_o+=("$H_CODE")
 		awk -v t="$H_TIME" -v m="$MAX_S" 'BEGIN { exit !(t > m) }' && { slow=$((slow + 1)); info "slow: $H_TIME s"; }
 	done
