@@ -197,16 +197,16 @@ start_xrld redis "$P_RED" "redis://127.0.0.1:$P_REDIS"
 # of +10000 may be taken), all on REDIS_CPU.
 RC_PORTS=() PIDS_RC=()
 for i in 0 1 2 3 4 5; do
-	p='' b=''
-	free_port p || die "no free port found"
-	free_port b || die "no free port found"
+	rp="" rbus=""
+	free_port rp || die "no free port found"
+	free_port rbus || die "no free port found"
 	mkdir -p "$T/rc$i"
-	taskset -c "$REDIS_CPU" redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no \
-		--dir "$T/rc$i" --cluster-enabled yes --cluster-port "$b" \
+	taskset -c "$REDIS_CPU" redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$T/rc$i" --cluster-enabled yes --cluster-port "$rbus" \
 		--cluster-config-file nodes.conf >"$T/rc$i.log" 2>&1 &
 	PIDS+=($!)
 	PIDS_RC+=($!)
-	RC_PORTS+=("$p")
+	RC_PORTS+=("$rp")
 done
 for p in "${RC_PORTS[@]}"; do
 	for _ in $(seq 50); do
