@@ -37,10 +37,10 @@
 #include "redis_slots.h"
 #include "report.h"
 
-#define HOPS_MAX	  5
-#define REFRESH_GAP_NS	  (100 * 1000000ULL) /* refreshes at most 10/s */
-#define REFRESH_PERIOD_S  5		     /* and at least every 5 s */
-#define CPIPE_FREE_MAX	  256
+#define HOPS_MAX	 5
+#define REFRESH_GAP_NS	 (100 * 1000000ULL) /* refreshes at most 10/s */
+#define REFRESH_PERIOD_S 5		    /* and at least every 5 s */
+#define CPIPE_FREE_MAX	 256
 
 /*
  * Refund a decision's part: KEYS its buckets, ARGV[1] now (us since the
@@ -81,7 +81,7 @@ struct xrl_cnode {
 
 struct xrl_cluster {
 	struct xrl_limiter *l;
-	pthread_rwlock_t mu;	/* map */
+	pthread_rwlock_t mu; /* map */
 	struct xrl_slot_map map;
 	struct xrl_slot_map tmp; /* the refresher's, under mu */
 	struct xrl_cnode node[XRL_CLUSTER_NODES_MAX];
@@ -209,7 +209,8 @@ static int refresh_from(struct xrl_cluster *cl, const struct xrl_node_addr *a,
 			const struct xrl_http_cfg *c)
 {
 	struct timeval tv = { .tv_sec = (time_t)(c->redis_timeout_ns / 1000000000ULL),
-			      .tv_usec = (suseconds_t)(c->redis_timeout_ns % 1000000000ULL / 1000) };
+			      .tv_usec =
+				      (suseconds_t)(c->redis_timeout_ns % 1000000000ULL / 1000) };
 	redisContext *ctx = redisConnectWithTimeout(a->host, a->port, tv);
 	redisReply *r = NULL;
 	int rc = -EIO;
@@ -736,11 +737,10 @@ int xrl_cpipe_run(struct xrl_cpipe *cp, short revents)
 	if (revents) {
 		n = epoll_wait(cp->ep, ev, 16, 0);
 		for (int k = 0; k < n; k++)
-			rev[ev[k].data.u32] |=
-				(short)((ev[k].events & EPOLLIN ? POLLIN : 0) |
-					(ev[k].events & EPOLLOUT ? POLLOUT : 0) |
-					(ev[k].events & EPOLLERR ? POLLERR : 0) |
-					(ev[k].events & EPOLLHUP ? POLLHUP : 0));
+			rev[ev[k].data.u32] |= (short)((ev[k].events & EPOLLIN ? POLLIN : 0) |
+						       (ev[k].events & EPOLLOUT ? POLLOUT : 0) |
+						       (ev[k].events & EPOLLERR ? POLLERR : 0) |
+						       (ev[k].events & EPOLLHUP ? POLLHUP : 0));
 	}
 	/* a node's answers may queue work on another (the next part, a
 	 * redirect, a refund): round again while some queue waits */

@@ -375,8 +375,7 @@ static int wb_num(struct xrl_redis_pipe *p, __u64 v)
  * inc of each key (its ab: one bulk string a key). Rare: sent as text, so
  * no script cache has to hold it.
  */
-static int wb_refund(struct xrl_redis_pipe *p, struct xrl_redis_job *j, const char *now,
-		     __u64 mnow)
+static int wb_refund(struct xrl_redis_pipe *p, struct xrl_redis_job *j, const char *now, __u64 mnow)
 {
 	char hdr[32], *h = hdr;
 	size_t sl = strlen(xrl_lua_refund);

@@ -145,7 +145,8 @@ static int cluster_parse(const char *s, struct xrl_http_cfg *c, char *err, size_
 		comma = strchr(q, ',');
 		if (xrl_hostport_parse(q, comma ? (size_t)(comma - q) : strlen(q), host,
 				       sizeof(host), &port)) {
-			snprintf(err, errlen, "backend: a seed of redis-cluster:// is not HOST:PORT: '%.*s'",
+			snprintf(err, errlen,
+				 "backend: a seed of redis-cluster:// is not HOST:PORT: '%.*s'",
 				 (int)(comma ? (comma - q > 100 ? 100 : comma - q) : 100), q);
 			c->redis = false;
 			return -EINVAL;
