@@ -390,8 +390,10 @@ step_f() { f_case; }
 step_c() {
 	local n0 n1 c_all
 	n0=$(evalsha_calls)
+	RT0=$(cpu_ticks "$PID_REDIS")
 	wrk_case c "$RCONNS" "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
 	n1=$(evalsha_calls)
+	redis_share c "$PID_REDIS"
 	C_EVALS=$((n1 - n0))
 	# the calls were counted around the warm-up too: so are the decisions
 	c_all=$((REQS[c] + $(field requests "$(grep '^RESULT ' "$T/wrk-c-warmup.txt")")))
@@ -407,8 +409,21 @@ step_d() {
 	D_EVALS=$((n3 - n2))
 	say "  d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
 }
+# redis_share ID REDIS-PID... (after wrk_case ID): the Redis part of its CPU
+# per decision, from the ticks counted around it
+redis_share() {
+	local id=$1 t
+	shift
+	t=$(($(cpu_ticks "$@") - RT0))
+	RCPU[$id]=$(awk -v t="$t" -v hz="$HZ" -v n="$((REQS[$id] + $(field requests "$(grep '^RESULT ' "$T/wrk-$id-warmup.txt")")))" \
+		'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+	say "  $id: Redis ${RCPU[$id]} us/decision of it (warm-up included)"
+}
+declare -A RCPU
 step_g() {
+	RT0=$(cpu_ticks "${PIDS_RC[@]}")
 	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
+	redis_share g "${PIDS_RC[@]}"
 }
 STEPS=(e_allowed a b e_refused f g c d)
 one_round() {
@@ -492,7 +507,7 @@ R_CL=$(median "${RR_CL[@]}")
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
 	echo "cluster_cpu_vs_standalone  CPU g/c       $R_CL (g/c rps)  $C_CL    <= 1.3 (CPU of xrld + all redis-server)"
-	echo "(CPU g/c by round: ${RC_CL[*]})"
+	echo "(CPU g/c by round: ${RC_CL[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
 	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
 }
