@@ -9,7 +9,9 @@
 #   1. 60 concurrent requests for one buyer, 20 via each instance: exactly
 #      burst (10) are 200, the rest 429 (three rounds)
 #   2. 40 buyers, 8 requests each spread over the instances (burst 5):
-#      every buyer exactly 5; their keys are on all three masters (DBSIZE)
+#      every buyer exactly 5; their keys are on all three masters (DBSIZE);
+#      then 12 buyers at once (96 requests): each exactly 5 (a node's call
+#      then holds decisions of several slots: the node script)
 #   3. two rules in two slots (CLUSTER KEYSLOT differs): once the second
 #      rule (burst 2) refuses, the first (burst 5) keeps what it had: the
 #      same user with another shop gets exactly the 3 left, and its TAT in
@@ -173,6 +175,35 @@ check_eq "buyers whose count was not exactly 5" "$bad" 0
 for m in $(masters "${RC_PORTS[0]}" | awk '{ print $1 }'); do
 	check_ge "keys on master $m (DBSIZE)" "$(redis-cli -p "$m" dbsize)" 1
 done
+
+log "2b. 12 buyers at once, 8 requests each (96 concurrent): a node's call holds several slots"
+evals() { # EVALSHA calls of all masters so far
+	local m n=0
+	for m in $(masters "${RC_PORTS[0]}" | awk '{ print $1 }'); do
+		n=$((n + $(redis-cli -p "$m" info commandstats | tr -d '\r' |
+			awk -F'[=,]' '/^cmdstat_evalsha:/ { print $2 }')))
+	done
+	echo "$n"
+}
+e0=$(evals)
+rm -f "$HT_TMP"/m.*
+pids=()
+for i in $(seq 0 95); do
+	b=$((i % 12))
+	curl -s -m 5 -o /dev/null -w '%{http_code}\n' -H "X-Forwarded-Method: POST" \
+		-H "X-Forwarded-Uri: /buy/$i" -H "X-User-Id: many$b-$$" \
+		"http://127.0.0.1:${PX[$((i % 3))]}/v1/auth" >>"$HT_TMP/m.$b" &
+	pids+=("$!")
+done
+for i in "${pids[@]}"; do wait "$i"; done
+bad=0
+for b in $(seq 0 11); do
+	n2=$(grep -c '^200$' "$HT_TMP/m.$b")
+	n4=$(grep -c '^429$' "$HT_TMP/m.$b")
+	[ "$n2" = 5 ] && [ "$n4" = 3 ] || { bad=$((bad + 1)); info "buyer many$b: $n2 x 200, $n4 x 429"; }
+done
+check_eq "buyers whose count was not exactly 5" "$bad" 0
+info "EVALSHA calls on the masters for those 96 decisions: $(($(evals) - e0))"
 
 log "3. two rules in two slots: a refusal by the second leaves the first as it was"
 U=two-$$

@@ -139,7 +139,7 @@ enum { JK_DECIDE = 0, JK_REFUND };
 
 /* The answers a batch awaits before its own: a new connection's AUTH,
  * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
-enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD, HS_LOAD_NODE };
 
 /*
  * One decision waiting for Redis: its items, its part of the batch's
@@ -161,6 +161,7 @@ struct xrl_redis_job {
 	int slot;
 	__u8 kind;
 	bool asking, ask_sent;
+	bool one_slot; /* not in a node's call of several slots (after "non local key") */
 	__u16 redir;
 	__u8 hops;
 	struct xrl_creq *cr;
@@ -217,6 +218,9 @@ void xrl_cluster_free(struct xrl_cluster *cl);
 const char *xrl_cnode_name(const struct xrl_cnode *n, int *port);
 struct xrl_brk *xrl_cnode_brk(struct xrl_cnode *n);
 void xrl_cnode_batch(struct xrl_cnode *n, __u64 ns, bool ok);
+/* The node script (a call of several slots of one node): its SHA1, and
+ * its SCRIPT LOAD formatted (*cmd, *len). */
+const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len);
 /* J_MOVED or J_ASK and the node named (*to), when err is a redirect; 0 */
 int xrl_cnode_redirect(struct xrl_cnode *from, const char *err, size_t n, __u16 *to);
 /* A node pipe's batch is over: its jobs, each now the cluster's */

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 
 #include "limiter_int.h"
 #include "log.h"
@@ -72,6 +73,43 @@ const char xrl_lua_refund[] =
 	"end\n"
 	"return #KEYS\n";
 
+/*
+ * Put before gcra.lua, the node script: one call for a node's decisions of
+ * several slots. KEYS holds one key, for Redis to route by; ARGV[1] is the
+ * number of keys, then the keys, then gcra.lua's ARGV. A script without a
+ * shebang may touch keys of several slots of its node, one key a command:
+ * MGET and EXISTS of several keys become one GET or EXISTS a key. A key
+ * the node does not serve raises "non local key" at the first read, before
+ * anything is written, so the call can be sent again slot by slot.
+ */
+static const char node_prologue[] =
+	"local R, A0 = redis, ARGV\n"
+	"local KEYS, ARGV = {}, {}\n"
+	"local nk = tonumber(A0[1])\n"
+	"for i = 1, nk do KEYS[i] = A0[1 + i] end\n"
+	"for i = nk + 2, #A0 do ARGV[#ARGV + 1] = A0[i] end\n"
+	"local function get(k)\n"
+	"  local v = R.pcall('GET', k)\n"
+	"  if type(v) == 'table' and v.err then\n"
+	"    if string.find(v.err, 'non local', 1, true) then return R.call('GET', k) end\n"
+	"    return false\n"
+	"  end\n"
+	"  return v\n"
+	"end\n"
+	"local redis = { pcall = R.pcall, call = function(c, ...)\n"
+	"  local a = { ... }\n"
+	"  if c == 'MGET' then\n"
+	"    local t = {}\n"
+	"    for i = 1, #a do t[i] = get(a[i]) end\n"
+	"    return t\n"
+	"  elseif c == 'EXISTS' then\n"
+	"    local n = 0\n"
+	"    for i = 1, #a do n = n + R.call('EXISTS', a[i]) end\n"
+	"    return n\n"
+	"  end\n"
+	"  return R.call(c, ...)\n"
+	"end }\n";
+
 struct xrl_cnode {
 	struct xrl_cluster *cl;
 	struct xrl_node_addr a; /* set once, before n_nodes counts it */
@@ -92,6 +130,9 @@ struct xrl_cluster {
 	pthread_cond_t rcv;
 	bool want, stop;
 	_Atomic __u64 refreshes, refresh_errors, moved, ask, refunds, refund_errors;
+	char node_sha[41]; /* the node script's SHA1 */
+	char *node_load;   /* its SCRIPT LOAD, formatted */
+	size_t node_load_len;
 };
 
 /* One decision on a cluster: its items, grouped in parts of one slot each. */
@@ -127,6 +168,42 @@ const char *xrl_cnode_name(const struct xrl_cnode *n, int *port)
 {
 	*port = n->a.port;
 	return n->a.host;
+}
+
+const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len)
+{
+	*cmd = n->cl->node_load;
+	*len = n->cl->node_load_len;
+	return n->cl->node_sha;
+}
+
+/* The node script: node_prologue, then gcra.lua as xrld embeds it. */
+static int node_script(struct xrl_cluster *cl)
+{
+	size_t pl = sizeof(node_prologue) - 1, n = pl + xrl_lua_gcra_len;
+	char *text = malloc(n);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const char *argv[3] = { "SCRIPT", "LOAD", text };
+	size_t argl[3] = { 6, 4, n };
+	int len;
+
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, node_prologue, pl);
+	memcpy(text + pl, xrl_lua_gcra, xrl_lua_gcra_len);
+	if (!EVP_Digest(text, n, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
+		free(text);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(cl->node_sha + 2 * i, 3, "%02x", md[i]);
+	len = redisFormatCommandArgv(&cl->node_load, 3, argv, argl);
+	free(text);
+	if (len < 0)
+		return -ENOMEM;
+	cl->node_load_len = (size_t)len;
+	return 0;
 }
 
 struct xrl_brk *xrl_cnode_brk(struct xrl_cnode *n)
@@ -327,7 +404,10 @@ int xrl_cluster_new(struct xrl_limiter *l)
 	for (unsigned s = 0; s < XRL_CLUSTER_SLOTS; s++)
 		cl->map.master[s] = XRL_CLUSTER_NO_NODE;
 	rc = add_seeds(cl, l->cfg.redis_seeds);
+	if (!rc)
+		rc = node_script(cl);
 	if (rc) {
+		redisFreeCommand(cl->node_load);
 		free(cl);
 		return rc;
 	}
@@ -335,6 +415,7 @@ int xrl_cluster_new(struct xrl_limiter *l)
 	refresh(cl);
 	rc = -pthread_create(&cl->thr, NULL, refresher, cl);
 	if (rc) {
+		redisFreeCommand(cl->node_load);
 		free(cl);
 		return rc;
 	}
@@ -355,6 +436,7 @@ void xrl_cluster_free(struct xrl_cluster *cl)
 		pthread_join(cl->thr, NULL);
 	}
 	pthread_rwlock_destroy(&cl->mu);
+	redisFreeCommand(cl->node_load);
 	free(cl);
 }
 
@@ -517,7 +599,9 @@ void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 
 	if ((st == J_MOVED || st == J_ASK) && !cp->closing && ++j->hops <= HOPS_MAX) {
 		j->asking = st == J_ASK;
-		if (!job_send(cp, j, j->redir))
+		/* MOVED updated the map: each job by its own slot (a node's call
+		 * holds several); ASK: the node named */
+		if (!job_send(cp, j, st == J_ASK ? j->redir : -1))
 			return;
 		st = J_FAIL;
 	}

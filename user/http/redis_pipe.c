@@ -294,6 +294,15 @@ static int pipe_handshake(struct xrl_redis_pipe *p)
 		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
 	if (!rc)
 		p->hs[p->hs_n++] = HS_LOAD;
+	if (!rc && p->node) {
+		const char *cmd;
+		size_t len;
+
+		xrl_cnode_script(p->node, &cmd, &len);
+		rc = wb_add(p, cmd, len);
+		if (!rc)
+			p->hs[p->hs_n++] = HS_LOAD_NODE;
+	}
 	return rc;
 }
 
@@ -323,6 +332,14 @@ static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply
 				  r->str, p->l->sha);
 		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
 		return p->why_buf;
+	case HS_LOAD_NODE: {
+		const char *cmd, *sha = xrl_cnode_script(p->node, &cmd, &(size_t){ 0 });
+
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, sha, 40))
+			return NULL;
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD (node script): %.100s", err);
+		return p->why_buf;
+	}
 	default:
 		return NULL; /* HS_SKIP: the load after NOSCRIPT; the retry tells */
 	}
@@ -406,6 +423,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 	char hdr[64], *h = hdr;
 	int keys = 0;
 	struct xrl_redis_job *x;
+	bool xs = false; /* keys of several slots (a cluster node's call) */
 	int i;
 
 	if (j->asking) {
@@ -419,15 +437,31 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
 			keys += x->m;
+			xs |= x->slot != j->slot;
 			i++;
 		}
 	*h++ = '*';
-	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys));
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys + (xs ? 2 : 0)));
 	*h++ = '\r';
 	*h++ = '\n';
-	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
-	    wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys))
+	if (xs) {
+		/* the node script: KEYS one key (Redis routes by it: MOVED,
+		 * ASK), ARGV the key count and every key, then as gcra.lua */
+		const char *sha = xrl_cnode_script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
+		size_t k1 = 0;
+
+		for (const char *q = j->kb + 1; *q >= '0' && *q <= '9'; q++)
+			k1 = k1 * 10 + (size_t)(*q - '0');
+		k1 += (size_t)snprintf(NULL, 0, "%zu", k1) + 5; /* "$N\r\n" ... "\r\n" */
+		if (wb_add(p, hdr, (size_t)(h - hdr)) ||
+		    wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) || wb_add(p, sha, 40) ||
+		    wb_add(p, "\r\n$1\r\n1\r\n", 9) || wb_add(p, j->kb, k1) || wb_num(p, (__u64)keys))
+			return -ENOMEM;
+	} else if (wb_add(p, hdr, (size_t)(h - hdr)) ||
+		   wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) || wb_add(p, l->sha, 40) ||
+		   wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
 		return -ENOMEM;
+	}
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
 			if (wb_add(p, x->kb, x->klen))
@@ -481,16 +515,26 @@ static int pipe_send(struct xrl_redis_pipe *p)
 		if (wb_add(p, l->load_cmd, l->load_len))
 			goto oom;
 		p->hs[p->hs_n++] = HS_SKIP;
+		if (p->node) {
+			const char *cmd;
+			size_t len;
+
+			xrl_cnode_script(p->node, &cmd, &len);
+			if (wb_add(p, cmd, len))
+				goto oom;
+			p->hs[p->hs_n++] = HS_SKIP;
+		}
 	}
 	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
-		/* one Redis: every decision of a call; a cluster: one slot a
-		 * call (CROSSSLOT), an ASK or a refund alone */
+		/* one Redis, or a cluster node: every decision of a call (a
+		 * node's of several slots by its node script); an ASK or a
+		 * refund alone; after "non local key", one slot a call */
 		bool alone = j->asking || j->kind != JK_DECIDE;
 
 		if (j->st != J_PENDING)
 			continue;
 		decisions += j->kind == JK_DECIDE;
-		if (first && (alone || j->slot != first->slot)) {
+		if (first && (alone || ((j->one_slot || first->one_slot) && j->slot != first->slot))) {
 			if (wb_call(p, first, n, now, mnow))
 				goto oom;
 			calls++;
@@ -586,6 +630,17 @@ static struct xrl_redis_job *node_reply(struct xrl_redis_pipe *p, struct xrl_red
 
 	if (r->type == REDIS_REPLY_ERROR)
 		st = xrl_cnode_redirect(p->node, r->str, r->len, &to);
+	if (!st && r->type == REDIS_REPLY_ERROR && strstr(r->str, "non local key")) {
+		/* a key of the node's call is in a slot the node no longer
+		 * serves (the node script reads every key before it writes
+		 * one): each decision again, by its own slot */
+		st = J_MOVED;
+		for (x = j, i = 0; i < n; x = x->next)
+			if (x->st == J_PENDING) {
+				x->one_slot = true;
+				i++;
+			}
+	}
 	if (!st && j->kind != JK_REFUND)
 		return call_reply(j, n, r);
 	if (!st) {
@@ -1003,7 +1058,7 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	j->next = NULL;
 	j->slot = -1;
 	j->kind = JK_DECIDE;
-	j->asking = j->ask_sent = false;
+	j->asking = j->ask_sent = j->one_slot = false;
 	xrl_redis_job_format(j, ik);
 	if (w->queued)
 		w->queued(w->arg);
