@@ -78,7 +78,9 @@ const char xrl_lua_refund[] =
  * several slots. KEYS holds one key, for Redis to route by; ARGV[1] is the
  * number of keys, then the keys, then gcra.lua's ARGV. A script without a
  * shebang may touch keys of several slots of its node, one key a command:
- * MGET and EXISTS of several keys become one GET or EXISTS a key. A key
+ * MGET becomes a GET a key, and EXISTS (which gcra.lua asks only of keys
+ * MGET found missing, to tell another type) is answered from those GETs'
+ * WRONGTYPE errors, without a call. A key
  * the node does not serve raises "non local key" at the first read, before
  * anything is written, so the call can be sent again slot by slot.
  */
@@ -88,10 +90,12 @@ static const char node_prologue[] =
 	"local nk = tonumber(A0[1])\n"
 	"for i = 1, nk do KEYS[i] = A0[1 + i] end\n"
 	"for i = nk + 2, #A0 do ARGV[#ARGV + 1] = A0[i] end\n"
+	"local wrong = {}\n"
 	"local function get(k)\n"
 	"  local v = R.pcall('GET', k)\n"
 	"  if type(v) == 'table' and v.err then\n"
 	"    if string.find(v.err, 'non local', 1, true) then return R.call('GET', k) end\n"
+	"    wrong[k] = true\n"
 	"    return false\n"
 	"  end\n"
 	"  return v\n"
@@ -104,7 +108,7 @@ static const char node_prologue[] =
 	"    return t\n"
 	"  elseif c == 'EXISTS' then\n"
 	"    local n = 0\n"
-	"    for i = 1, #a do n = n + R.call('EXISTS', a[i]) end\n"
+	"    for i = 1, #a do if wrong[a[i]] then n = n + 1 end end\n"
 	"    return n\n"
 	"  end\n"
 	"  return R.call(c, ...)\n"
