@@ -447,7 +447,8 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 	if (xs) {
 		/* the node script: KEYS one key (Redis routes by it: MOVED,
 		 * ASK), ARGV the key count and every key, then as gcra.lua */
-		const char *sha = xrl_cnode_script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
+		const char *sha =
+			xrl_cnode_script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
 		size_t k1 = 0;
 
 		for (const char *q = j->kb + 1; *q >= '0' && *q <= '9'; q++)
@@ -455,11 +456,11 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		k1 += (size_t)snprintf(NULL, 0, "%zu", k1) + 5; /* "$N\r\n" ... "\r\n" */
 		if (wb_add(p, hdr, (size_t)(h - hdr)) ||
 		    wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) || wb_add(p, sha, 40) ||
-		    wb_add(p, "\r\n$1\r\n1\r\n", 9) || wb_add(p, j->kb, k1) || wb_num(p, (__u64)keys))
+		    wb_add(p, "\r\n$1\r\n1\r\n", 9) || wb_add(p, j->kb, k1) ||
+		    wb_num(p, (__u64)keys))
 			return -ENOMEM;
-	} else if (wb_add(p, hdr, (size_t)(h - hdr)) ||
-		   wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) || wb_add(p, l->sha, 40) ||
-		   wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
+	} else if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
+		   wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
 		return -ENOMEM;
 	}
 	for (x = j, i = 0; i < n; x = x->next)
@@ -534,7 +535,8 @@ static int pipe_send(struct xrl_redis_pipe *p)
 		if (j->st != J_PENDING)
 			continue;
 		decisions += j->kind == JK_DECIDE;
-		if (first && (alone || ((j->one_slot || first->one_slot) && j->slot != first->slot))) {
+		if (first &&
+		    (alone || ((j->one_slot || first->one_slot) && j->slot != first->slot))) {
 			if (wb_call(p, first, n, now, mnow))
 				goto oom;
 			calls++;
