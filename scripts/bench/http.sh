@@ -22,6 +22,9 @@
 #      user/http/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
 #      xrld's
+#   g  xrld, redis-cluster backend, allowed: as c, on a Redis Cluster of 3
+#      masters and 3 replicas (all six on REDIS_CPU); the keys of c spread
+#      over the masters' slots, one script call a slot (CROSSSLOT)
 #
 # Why two concurrencies: a, b and e run at 60-75k decisions/s, where one wrk
 # thread on one CPU is already 90-98 % busy at 32 connections; with more,
@@ -46,6 +49,10 @@
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  d / c           >= 1.0   (the over-limit cache)
+#   cluster_cpu_vs_standalone  CPU(g) / CPU(c) <= 1.3: CPU time a decision
+#      costs xrld and all six redis-server processes together, against xrld
+#      and the one redis-server of c (judged on CPU time, not decisions/s:
+#      six Redis processes on one CPU measure nothing about throughput)
 # b / a is reported, not judged, next to nginx's e_refused / e_allowed: the
 # memory backend has no over-limit cache (its store is what one would be),
 # a refusal there is the same lookup as an admission with a larger answer,
@@ -111,7 +118,7 @@ cleanup() {
 	# (in a || list, set -e does not stop stop_pids at a pid already gone)
 	[ ${#PIDS[@]} -eq 0 ] || stop_pids "${PIDS[@]}" || true
 	free_ports_done
-	for d in "$PINS-mem" "$PINS-redis"; do
+	for d in "$PINS-mem" "$PINS-redis" "$PINS-cluster"; do
 		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || true
 	done
 	if [ "${KEEP:-0}" = 1 ] || [ "$FAILED" = 1 ]; then
@@ -185,6 +192,42 @@ start_xrld() { # NAME PORT BACKEND
 }
 start_xrld mem "$P_MEM" memory
 start_xrld redis "$P_RED" "redis://127.0.0.1:$P_REDIS"
+
+# Redis Cluster: 3 masters, 3 replicas, their bus ports given (a bus port
+# of +10000 may be taken), all on REDIS_CPU.
+RC_PORTS=() PIDS_RC=()
+for i in 0 1 2 3 4 5; do
+	rp="" rbus=""
+	free_port rp || die "no free port found"
+	free_port rbus || die "no free port found"
+	mkdir -p "$T/rc$i"
+	taskset -c "$REDIS_CPU" redis-server --port "$rp" --bind 127.0.0.1 --save '' --appendonly no \
+		--dir "$T/rc$i" --cluster-enabled yes --cluster-port "$rbus" \
+		--cluster-config-file nodes.conf >"$T/rc$i.log" 2>&1 &
+	PIDS+=($!)
+	PIDS_RC+=($!)
+	RC_PORTS+=("$rp")
+done
+for p in "${RC_PORTS[@]}"; do
+	for _ in $(seq 50); do
+		[ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ] && break
+		sleep 0.1
+	done
+done
+redis-cli --cluster create $(printf '127.0.0.1:%s ' "${RC_PORTS[@]}") --cluster-replicas 1 \
+	--cluster-yes >"$T/rc-create.log" 2>&1 || die "redis-cli --cluster create failed ($T/rc-create.log)"
+for _ in $(seq 100); do
+	ok=1
+	for p in "${RC_PORTS[@]}"; do
+		redis-cli -p "$p" cluster info | grep -q '^cluster_state:ok' || ok=0
+	done
+	[ "$ok" = 1 ] && break
+	sleep 0.2
+done
+[ "$ok" = 1 ] || die "the Redis Cluster did not reach cluster_state:ok"
+P_CL=''
+free_port P_CL || die "no free port found"
+start_xrld cluster "$P_CL" "redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}"
 
 mkdir -p "$T/nginx/tmp"
 sed -e "s|@PORT@|$P_NGX|" -e "s|@WORKERS@|$THREADS|" -e "s|@DIR@|$T/nginx|g" \
@@ -332,7 +375,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # on a shared machine; odd rounds in this order, even rounds in the
 # reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
-declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
+declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED RC_CL RR_CL
 step_e_allowed() { wrk_case e_allowed "$CONNS" "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
 step_a() { wrk_case a "$CONNS" "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
 step_b() {
@@ -347,8 +390,10 @@ step_f() { f_case; }
 step_c() {
 	local n0 n1 c_all
 	n0=$(evalsha_calls)
+	RT0=$(cpu_ticks "$PID_REDIS")
 	wrk_case c "$RCONNS" "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
 	n1=$(evalsha_calls)
+	redis_share c "$PID_REDIS"
 	C_EVALS=$((n1 - n0))
 	# the calls were counted around the warm-up too: so are the decisions
 	c_all=$((REQS[c] + $(field requests "$(grep '^RESULT ' "$T/wrk-c-warmup.txt")")))
@@ -364,7 +409,23 @@ step_d() {
 	D_EVALS=$((n3 - n2))
 	say "  d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
 }
-STEPS=(e_allowed a b e_refused f c d)
+# redis_share ID REDIS-PID... (after wrk_case ID): the Redis part of its CPU
+# per decision, from the ticks counted around it
+redis_share() {
+	local id=$1 t
+	shift
+	t=$(($(cpu_ticks "$@") - RT0))
+	RCPU[$id]=$(awk -v t="$t" -v hz="$HZ" -v n="$((REQS[$id] + $(field requests "$(grep '^RESULT ' "$T/wrk-$id-warmup.txt")")))" \
+		'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+	say "  $id: Redis ${RCPU[$id]} us/decision of it (warm-up included)"
+}
+declare -A RCPU
+step_g() {
+	RT0=$(cpu_ticks "${PIDS_RC[@]}")
+	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
+	redis_share g "${PIDS_RC[@]}"
+}
+STEPS=(e_allowed a b e_refused f g c d)
 one_round() {
 	local i
 	say "round $ROUND of $ROUNDS"
@@ -384,7 +445,9 @@ one_round() {
 	RC_RED+=("$(ratio "${CPU[f]}" "${CPU[c]}")")
 	RC_RA_MEM+=("$(ratio "${CPU[a]}" "${CPU[b]}")")
 	RC_RA_RED+=("$(ratio "${CPU[c]}" "${CPU[d]}")")
-	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}"
+	RC_CL+=("$(ratio "${CPU[g]}" "${CPU[c]}")")
+	RR_CL+=("$(ratio "${RPS[g]}" "${RPS[c]}")")
+	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}  CPU g/c ${RC_CL[-1]}"
 }
 
 say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS (c and d -c$RCONNS, redis-benchmark in f -c$RCONNS) on CPU $CLIENT_CPU;" \
@@ -404,6 +467,8 @@ C_MEM=$(median "${RC_MEM[@]}")
 C_RED=$(median "${RC_RED[@]}")
 C_RA_MEM=$(median "${RC_RA_MEM[@]}")
 C_RA_RED=$(median "${RC_RA_RED[@]}")
+C_CL=$(median "${RC_CL[@]}")
+R_CL=$(median "${RR_CL[@]}")
 
 {
 	echo
@@ -414,13 +479,13 @@ C_RA_RED=$(median "${RC_RA_RED[@]}")
 	for row in "a:xrld memory, allowed" "b:xrld memory, refused (429)" \
 		"c:xrld redis, allowed (batched EVALSHA)" "d:xrld redis, refused (over-limit cache)" \
 		"e_allowed:nginx limit_req, allowed" "e_refused:nginx limit_req, refused (429)" \
-		"f:redis-benchmark -P 16, EVALSHA gcra"; do
+		"f:redis-benchmark -P 16, EVALSHA gcra" "g:xrld redis-cluster (3+3), allowed"; do
 		id=${row%%:*}
 		printf '%-46s %12s %8s %8s %9s %10s\n' "$id  ${row#*:}" "${RPS[$id]}" "${P50[$id]}" \
 			"${P99[$id]}" "${NON2XX[$id]}" "${CPU[$id]}"
 	done
 	echo "(CPU us/dec: user + system time of the server processes per decision: xrld; xrld and"
-	echo " redis-server in c and d; nginx; redis-server in f. Network work the kernel does in softirq"
+	echo " redis-server in c and d; nginx; redis-server in f; xrld and six redis-server in g. Network work the kernel does in softirq"
 	echo " context is not in it. It hardly moves when neighbours take the CPU; decisions/s does.)"
 	echo "(c: $C_EVALS EVALSHA calls, warm-up included, ~$C_PER_CALL decisions a call: xrld sends"
 	echo " the decisions queued while a batch is out as one call; f: one decision a call, 16 calls"
@@ -441,6 +506,8 @@ C_RA_RED=$(median "${RC_RA_RED[@]}")
 	echo "refused_vs_allowed_redis   d/c           $R_RA_RED         $C_RA_RED    >= 1.0"
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
+	echo "cluster_cpu_vs_standalone  CPU g/c       $R_CL (g/c rps)  $C_CL    <= 1.3 (CPU of xrld + all redis-server)"
+	echo "(CPU g/c by round: ${RC_CL[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
 	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
 }
@@ -449,6 +516,7 @@ missed=()
 ge "$R_MEM" 0.8 || missed+=("memory_vs_nginx $R_MEM < 0.8")
 ge "$R_RED" 0.5 || missed+=("redis_vs_redisbench $R_RED < 0.5")
 ge "$R_RA_RED" 1.0 || missed+=("refused_vs_allowed (redis, d/c) $R_RA_RED < 1.0")
+ge 1.3 "$C_CL" || missed+=("cluster_cpu_vs_standalone (CPU g/c) $C_CL > 1.3")
 for m in "${missed[@]}"; do
 	echo "MISSED: $m"
 done
@@ -459,6 +527,6 @@ if [ ${#missed[@]} -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
 	KEEP_SAID=1
 fi
 FAILED=0
-echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED"
+echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_cpu_vs_standalone=$C_CL"
 [ ${#missed[@]} -eq 0 ] || exit 1
 exit 0

@@ -1205,6 +1205,47 @@ static void test_backend_urls(void **state)
 	}
 }
 
+/* redis-cluster://: the seeds, the first parsed as redis:// (one AUTH
+ * syntax), the others checked as HOST:PORT; no database. */
+static void test_cluster_urls(void **state)
+{
+	static const char *const bad[] = {
+		"redis-cluster://h",	     "redis-cluster://h:1,h",
+		"redis-cluster://h:1,:2",    "redis-cluster://h:1/3",
+		"redis-cluster://:pw@h:1,x", "redis-cluster://bob@h:1,h:2",
+		"redis-cluster://h:1,h:0",
+	};
+	struct xrl_http_cfg c;
+	char err[256] = "";
+
+	(void)state;
+	xrl_http_cfg_init(&c);
+	CTX("two seeds with a user and password");
+	EQ(xrl_http_backend_parse("redis-cluster://xrl:p%40ss@10.0.0.1:7000,[::1]:7001", &c, err,
+				  sizeof(err)),
+	   0);
+	EQ(c.redis, true);
+	EQ(c.redis_cluster, true);
+	assert_string_equal(c.redis_host, "10.0.0.1");
+	EQ(c.redis_port, 7000);
+	assert_string_equal(c.redis_user, "xrl");
+	assert_string_equal(c.redis_pass, "p@ss");
+	assert_string_equal(c.redis_seeds, "10.0.0.1:7000,[::1]:7001");
+	CTX("back to redis://: not a cluster");
+	EQ(xrl_http_backend_parse("redis://h:1", &c, err, sizeof(err)), 0);
+	EQ(c.redis_cluster, false);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		xrl_http_cfg_init(&c);
+		err[0] = '\0';
+		EQ(xrl_http_backend_parse(bad[i], &c, err, sizeof(err)), -EINVAL);
+		CTX("%s -> %s", bad[i], err);
+		EQ(c.redis, false);
+		EQ(c.redis_cluster, false);
+		EQ(strncmp(err, "backend: ", 9), 0);
+		assert_null(strstr(err, "pw"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1213,6 +1254,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_only, setup, teardown),
 		cmocka_unit_test(test_backend_urls),
+		cmocka_unit_test(test_cluster_urls),
 		cmocka_unit_test_setup_teardown(test_extensions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

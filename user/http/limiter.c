@@ -734,6 +734,14 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 		xrl_limiter_free(l);
 		return -ENOMEM;
 	}
+	if (c->redis_cluster) {
+		int rc = xrl_cluster_new(l); /* redis_cluster.c */
+
+		if (rc) {
+			xrl_limiter_free(l);
+			return rc;
+		}
+	}
 	*out = l;
 	return 0;
 }
@@ -743,6 +751,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	if (!l)
 		return;
 	xrl_limiter_pipe_free(l->sync_pipe);
+	xrl_cluster_free(l->cl);
 	redisFreeCommand(l->load_cmd);
 	xrl_store_free(l->mem);
 	xrl_store_free(l->overlimit);
@@ -769,7 +778,7 @@ void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
 
 int xrl_limiter_breaker_state(struct xrl_limiter *l)
 {
-	return atomic_load(&l->brk_state);
+	return atomic_load(&l->brk.state);
 }
 
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)

@@ -57,6 +57,18 @@ struct xrl_store {
 
 enum { BRK_CLOSED = 0, BRK_OPEN = 1, BRK_HALF = 2 };
 
+/* A breaker: the limiter's (one Redis), or a cluster node's. */
+struct xrl_brk {
+	_Atomic int state;
+	_Atomic __u64 until; /* open until (monotonic ns) */
+	_Atomic __u32 fails;
+	_Atomic int probe; /* a half-open probe is in flight */
+};
+
+struct xrl_cluster;
+struct xrl_cpipe;
+struct xrl_cnode;
+
 struct xrl_limiter {
 	struct xrl_http_cfg cfg; /* copy; swapped under cfg_mu */
 	pthread_rwlock_t cfg_mu;
@@ -66,10 +78,8 @@ struct xrl_limiter {
 	struct xrl_store *pen_state; /* key -> packed strikes */
 	__u64 sip[2];		     /* SipHash key of bucket identities */
 	const _Atomic __u64 *clock;  /* tests: the time; NULL: the clocks */
-	_Atomic int brk_state;
-	_Atomic __u64 brk_until; /* open until (monotonic ns) */
-	_Atomic __u32 brk_fails;
-	_Atomic int brk_probe; /* a half-open probe is in flight */
+	struct xrl_brk brk;
+	struct xrl_cluster *cl; /* redis-cluster://: the slot map, the nodes */
 	char sha[41];	       /* SHA1 of xrl_lua_gcra, for EVALSHA */
 	__u64 auth;	       /* xrl_redis_auth_tag(&cfg) */
 	char *load_cmd;	       /* SCRIPT LOAD xrl_lua_gcra, formatted */
@@ -153,11 +163,15 @@ _Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX,
 
 /* J_BADKEY: Redis answered, but a key of the decision is not a string (not
  * Redis failing: the decision falls back alone, the breaker is not told) */
-enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
+enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY, J_MOVED, J_ASK };
+
+/* What a job asks of Redis: a decision (gcra.lua), or, in a cluster, the
+ * refund of a decision's part that a later part refused (refund.lua). */
+enum { JK_DECIDE = 0, JK_REFUND };
 
 /* The answers a batch awaits before its own: a new connection's AUTH,
  * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
-enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD, HS_LOAD_NODE };
 
 /*
  * One decision waiting for Redis: its items, its part of the batch's
@@ -173,6 +187,16 @@ struct xrl_redis_job {
 	int st;	    /* J_* */
 	int call_n; /* first job of a call: the call's decisions */
 	__u64 mnow; /* the batch's now, monotonic (ns) */
+	/* a cluster's: the slot of its keys (-1: one Redis), its kind, the
+	 * request it is a part of, ASKING ahead of it, the node a redirect
+	 * named, redirects followed */
+	int slot;
+	__u8 kind;
+	bool asking, ask_sent;
+	bool one_slot; /* not in a node's call of several slots (after "non local key") */
+	__u16 redir;
+	__u8 hops;
+	struct xrl_creq *cr;
 	size_t klen, alen;
 	char kb[KEYS_MAX];
 	char ab[ARGS_MAX];
@@ -257,5 +281,34 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			 struct xrl_decision *d, const struct xrl_limiter_wait *w);
+/* A cluster node's pipe: connects to node, hands its jobs to cp. */
+struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl_cnode *node,
+					       struct xrl_cpipe *cp);
+void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j);
+/* Jobs queued and no batch in flight: the next run sends them. */
+bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p);
+
+/* ---- redis_cluster.c -------------------------------------------------------- */
+int xrl_cluster_new(struct xrl_limiter *l);
+void xrl_cluster_free(struct xrl_cluster *cl);
+const char *xrl_cnode_name(const struct xrl_cnode *n, int *port);
+struct xrl_brk *xrl_cnode_brk(struct xrl_cnode *n);
+void xrl_cnode_batch(struct xrl_cnode *n, __u64 ns, bool ok);
+/* The node script (a call of several slots of one node): its SHA1, and
+ * its SCRIPT LOAD formatted (*cmd, *len). */
+const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len);
+/* J_MOVED or J_ASK and the node named (*to), when err is a redirect; 0 */
+int xrl_cnode_redirect(struct xrl_cnode *from, const char *err, size_t n, __u16 *to);
+/* A node pipe's batch is over: its jobs, each now the cluster's */
+void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j);
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_limiter *l);
+void xrl_cpipe_free(struct xrl_cpipe *cp);
+void xrl_cpipe_abort(struct xrl_cpipe *cp);
+int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen);
+int xrl_cpipe_run(struct xrl_cpipe *cp, short revents);
+bool xrl_cpipe_busy(const struct xrl_cpipe *cp);
+int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct xrl_decision *d,
+		    const struct xrl_limiter_wait *w);
+extern const char xrl_lua_refund[];
 
 #endif /* XRL_LIMITER_INT_H */

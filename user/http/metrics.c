@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "http.h"
+#include "redis_cluster.h"
 #include "report.h"
 #include "server_int.h"
 
@@ -161,4 +162,5 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);
+	xrl_cluster_metrics(s->lim, b);
 }

@@ -642,6 +642,15 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
 		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
 		n->c.threads = s->cfg->c.threads;
+		if (n->c.redis_cluster != s->cfg->c.redis_cluster) {
+			/* the pipes are one kind or the other: the backend stays */
+			n->c.redis = s->cfg->c.redis;
+			n->c.redis_cluster = s->cfg->c.redis_cluster;
+			memcpy(n->c.redis_host, s->cfg->c.redis_host, sizeof(n->c.redis_host));
+			n->c.redis_port = s->cfg->c.redis_port;
+			n->c.redis_db = s->cfg->c.redis_db;
+			memcpy(n->c.redis_seeds, s->cfg->c.redis_seeds, sizeof(n->c.redis_seeds));
+		}
 	}
 	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
 	s->cfg->next = s->retired;

@@ -104,6 +104,8 @@ struct xrl_http_cfg {
 	int redis_db;
 	char redis_user[64];	   /* AUTH user (Redis 6 ACL); "": the default user */
 	char redis_pass[256];	   /* AUTH password; "": no AUTH. Never logged */
+	bool redis_cluster;	   /* backend: redis-cluster://; redis is true too */
+	char redis_seeds[512];	   /* the cluster's seed nodes, "HOST:PORT,..." */
 	__u64 redis_timeout_ns;	   /* connect and command; default 50 ms */
 	__u64 breaker_cooldown_ns; /* how long a dead Redis is left alone; 1 s */
 	__u32 n_trusted;
@@ -142,7 +144,8 @@ struct xrl_http_cfg {
 void xrl_http_cfg_init(struct xrl_http_cfg *c);
 /* Validate and derive (gcra params, ids); err names the problem. */
 int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen);
-/* "redis://HOST:PORT[/DB]" or "memory". */
+/* "redis://HOST:PORT[/DB]", "redis-cluster://HOST:PORT[,HOST:PORT...]" or
+ * "memory". */
 int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen);
 /* HOST:PORT or [V6]:PORT, the n bytes at s (HOST an IPv4 address or a host
  * name): host (brackets off) and port. -EINVAL: not that shape, or not such
