@@ -135,7 +135,7 @@ int xrld_fleet_start(struct xrld *d)
 {
 	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
 	struct xrld_fleet *x;
-	int rc;
+	int rc = 0;
 
 	if (!c->enabled)
 		return 0;
