@@ -390,7 +390,7 @@ wire_off() { ip -n "$NS_ATK" link set dev "$ATK_IF" xdpdrv off; }
 sp_wscale() {
 	# shellcheck disable=SC2016 # awk's own $3
 	in_fe awk -v m="$(cat /proc/sys/net/core/rmem_max)" 'NR == 1 { x = $3 > m ? $3 : m
-		for (w = -15; x >= 2; w++) x /= 2; print w < 0 ? 0 : w > 14 ? 14 : w }' /proc/sys/net/ipv4/tcp_rmem
+		for (w = -15; x >= 2; w++) x /= 2; print (w < 0 ? 0 : (w > 14 ? 14 : w)) }' /proc/sys/net/ipv4/tcp_rmem
 }
 # nftables and iptables SYNPROXY as their manuals have it: the SYN to port
 # 80 untracked, SYNPROXY answers it with a cookie and, on a valid ACK, opens
