@@ -342,7 +342,7 @@ ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.
 sed -i 's/^\(      action: drop\)$/\1\n      syn_cookies: on       # answer SYNs with a cookie in XDP: a bucket only for proven sources/' "$XRLD_CONF"
 grep -q 'syn_cookies: on' "$XRLD_CONF" || fatal "couldn't add syn_cookies to $XRLD_CONF"
 r0=$(ctl --json status | jq_py "d['daemon']['reloads']")
-cmd "echo '      syn_cookies: on' >> rule syn in xrld.yaml; kill -HUP \$(pidof xrld)"
+cmd "sed -i 's/^      action: drop\$/&\\n      syn_cookies: on/' xrld.yaml; kill -HUP \$(pidof xrld)"
 kill -HUP "$XRLD_PID"
 wait_for 5 sh -c "[ \"\$(nsenter --net=/run/netns/$LAB_PROT $XRLCTL --socket $XRLD_SOCK --json status | $XRL_PY -c 'import json,sys; print(json.load(sys.stdin)[\"daemon\"][\"reloads\"])')\" -gt ${r0:-0} ]" ||
 	fatal "xrld did not reload: $(tail -n 3 "$XRLD_LOG")"
