@@ -61,7 +61,7 @@ help:
 	@echo 'make asan-build xrld and the unit tests with ASan+UBSan, into $(BUILD)/asan/'
 	@echo 'make demo       SYN flood against a lab of network namespaces (root)'
 	@echo 'make bench      scripts/bench/xdp-cost.sh (root)'
-	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab (root, ~7 min)'
+	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab, and spoofed sources (root, ~13 min)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)'
 	@echo 'make uninstall  what install put (an edited /etc/xrl/policy.yaml stays)'
 	@echo 'make deb        $(BUILD)/xrl_VERSION_ARCH.deb (shadow-only policy; starts nothing)'

@@ -322,6 +322,11 @@ static void build_frame(struct xrl_gen_cfg *g)
 		g->ip_sum = csum_add(0, g_frame + l3_off(), sizeof(struct fl_ip4));
 	g->l4_sum = csum_add(csum_pseudo(C.family, C.dst, C.udp, l4len),
 			     g_frame + l4_off(), l4len);
+	/* whole words: of a frame whose length is not a multiple of 4 the
+	 * last 1-3 bytes are left as they are (an untagged IPv6 TCP frame's
+	 * urgent pointer, which no answer sets) */
+	g->tmpl_len = (g_flen < XRL_GEN_TMPL ? g_flen : XRL_GEN_TMPL) & ~3u;
+	memcpy(g->tmpl, g_frame, g->tmpl_len);
 }
 
 static void fill_cfg(struct xrl_gen_cfg *g)
