@@ -17,6 +17,11 @@
 #   3. after the TTL neither B nor C drops them
 #   4. `deny add 203.0.113.0/24` (no TTL) then `deny del` on B: A drops,
 #      then no longer drops, that prefix
+#   5. entries wider than the penalty floor (/24), written straight into
+#      Redis (0.0.0.0/0 in the stream, 100.64.0.0/10 in the hash) are not
+#      applied (a /24 written alike is: the path works), counted as
+#      skipped{reason="wide"}; an operator's `deny add` of a /16 on A stays
+#      on A and says so
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2317 # functions run through wait_for
@@ -154,5 +159,30 @@ check_range "A: SYNs from 203.0.113.0/24 after the del" "$(syns a 203.0.113.0/24
 pub=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
 	awk '$1 == "xrl_fleet_entries_published_total" { print $2 }')
 check_eq "B: xrl_fleet_entries_published_total" "$pub" 2
+
+log "5. entries wider than the floor are not applied"
+rcli() { redis-cli -h 10.201.1.1 -p "$RP" "$@"; }
+in_deny() { hctl "$1" --json deny list | jq_py "'yes' if any(e['prefix'] == '$2' for e in d) else 'no'"; }
+until_ms=$(( $(date +%s%3N) + 20000 ))
+rcli XADD "xrl:{fleet:$FLEET}:log" '*' op add kind deny f 0.0.0.0/0 v "0 0" src forged >/dev/null
+rcli HSET "xrl:{fleet:$FLEET}:deny" 100.64.0.0/10 "$until_ms 0" >/dev/null
+rcli XADD "xrl:{fleet:$FLEET}:log" '*' op add kind deny f 198.18.0.0/24 v "$until_ms 0" \
+	src forged >/dev/null
+wait_for 2 eval '[ "$(in_deny b 198.18.0.0/24)" = yes ]'
+check_eq "B: a /24 from the stream applied" "$(in_deny b 198.18.0.0/24)" yes
+check_eq "B: 0.0.0.0/0 from the stream not applied" "$(in_deny b 0.0.0.0/0)" no
+check_range "B: SYNs from 192.0.2.0/24 still taken" "$(syns b 192.0.2.0/24)" 190 200
+kill "${H_PID[c]}" 2>/dev/null
+wait "${H_PID[c]}" 2>/dev/null
+host_start c 3 # reads the hash again
+wait_for 2 eval '[ "$(in_deny c 198.18.0.0/24)" = yes ]'
+check_eq "C: 100.64.0.0/10 from the hash not applied" "$(in_deny c 100.64.0.0/10)" no
+wide=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
+	awk '$1 == "xrl_fleet_entries_skipped_total{reason=\"wide\"}" { print $2 }')
+check_eq "B: xrl_fleet_entries_skipped_total{reason=wide}" "$wide" 1
+out=$(ctl deny add 10.99.0.0/16 --ttl 20s)
+check_eq "A: a /16 stays on A, said" "$(grep -c 'this host only' <<<"$out")" 1
+sleep 0.5
+check_eq "B: A's /16 not applied" "$(in_deny b 10.99.0.0/16)" no
 
 finish
