@@ -40,6 +40,8 @@ struct xrld_fleet {
 	struct xrl_fleet *f;
 	struct xrld_io io; /* eventfd: the inbox has entries */
 	pthread_mutex_t mu;
+	pthread_cond_t room; /* the loop took entries out of a full inbox */
+	bool stopping;	     /* deny_in waits no more */
 	struct xrl_fleet_entry in[INBOX];
 	unsigned head, n;
 	__u64 dropped;			/* inbox full */
@@ -65,14 +67,25 @@ static __u64 real_ms(void)
 	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
 }
 
-/* On the fleet's thread: into the inbox, and wake the loop. */
+/*
+ * On the fleet's thread: into the inbox, and wake the loop. A full inbox
+ * is waited on (up to a second an entry), not dropped: a host that starts
+ * late, or comes back, reads the whole hash at once, faster than the loop
+ * writes maps, and a denial dropped then was lost to it until re-sent.
+ */
 static void deny_in(void *arg, const struct xrl_fleet_entry *e)
 {
 	struct xrld_fleet *x = arg;
+	struct timespec until;
 	__u64 one = 1;
 	bool ok;
 
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 1;
 	pthread_mutex_lock(&x->mu);
+	while (x->n == INBOX && !x->stopping &&
+	       pthread_cond_timedwait(&x->room, &x->mu, &until) != ETIMEDOUT)
+		;
 	ok = x->n < INBOX;
 	if (ok)
 		x->in[(x->head + x->n++) % INBOX] = *e;
@@ -148,6 +161,7 @@ static void on_inbox(struct xrld *d, struct xrld_io *io, unsigned events)
 		e = x->in[x->head];
 		x->head = (x->head + 1) % INBOX;
 		x->n--;
+		pthread_cond_signal(&x->room);
 		pthread_mutex_unlock(&x->mu);
 		deny_apply(d, x, &e);
 	}
@@ -165,6 +179,14 @@ int xrld_fleet_start(struct xrld *d)
 	if (!x)
 		return -ENOMEM;
 	pthread_mutex_init(&x->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&x->room, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	x->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
 				  .fn = on_inbox,
 				  .arg = x };
@@ -202,6 +224,10 @@ void xrld_fleet_stop(struct xrld *d)
 
 	if (!x)
 		return;
+	pthread_mutex_lock(&x->mu);
+	x->stopping = true; /* this loop drains the inbox no more */
+	pthread_cond_broadcast(&x->room);
+	pthread_mutex_unlock(&x->mu);
 	xrl_fleet_free(x->f); /* joins the thread: nothing calls deny_in after */
 	if (d->cfg->fleet.packet)
 		xrld_io_del(d, &x->io);
