@@ -4,7 +4,8 @@
 # test_http_fleet.sh - end to end: three identity-tier instances of one
 # fleet (http.fleet) on one redis-server.
 #
-#   1. heartbeats: each instance counts 3 live (metrics, xrlctl status)
+#   1. heartbeats: each instance counts 3 live (metrics, xrlctl status); a
+#      member scored a year ahead is not counted
 #   2. a key penalised through A is refused through B (penalties in
 #      Redis); `xrlctl penalty list` on B shows rule, key hash (not the
 #      key), level; `xrlctl penalty del KEY` on A lifts it on A and B;
@@ -82,6 +83,11 @@ for n in A B C; do
 done
 check_eq "A: xrl_fleet_live_instances" "$(metric "${M[A]}" xrl_fleet_live_instances)" 3
 check_match "xrlctl status on B" "$(ctl B status)" "fleet ft$$: 3 live instances .*redis up"
+# a member scored a year ahead (a forged one, or a host whose clock ran
+# ahead) is no instance: it goes at the next heartbeat, on Redis's clock
+redis-cli -p "$RP" ZADD "xrl:{fleet:ft$$}:live" $(( $(date +%s%3N) + 31536000000 )) ghost >/dev/null
+sleep 2.2
+check_eq "A: a member a year ahead is not counted" "$(metric "${M[A]}" xrl_fleet_live_instances)" 3
 
 log "2. a penalty earned through A is refused through B"
 for i in 1 2 3 4; do ask A login bad; done
