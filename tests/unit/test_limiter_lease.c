@@ -233,6 +233,35 @@ static void test_lease_post_paid_cost_wraps(void **state)
 	EQ(dec1(l, r, "carol").allowed, false);
 }
 
+/*
+ * The lease table is bounded (max_keys / 16 sets, at least 1024): a new
+ * key beyond it is refused as if over its limit. That refusal was counted
+ * where nothing read it; an operator saw 429s and no reason.
+ */
+static void test_lease_table_full_counted(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	const struct xrl_http_rule *r;
+	struct xrl_limiter_stats st;
+	struct xrl_limiter *l;
+	char key[32];
+
+	(void)state;
+	c->memory_max_keys = 1024; /* 1024 / 16 < 1024: the floor, 1024 sets */
+	r = &c->rules[conc_add(c, "per", 1, 60 * SEC, XRL_KEY_HEADER)];
+	cfg_done(c);
+	l = lim_new(c);
+	for (int i = 0; i < 1024; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		CTX("key %d of 1024", i);
+		EQ(dec1(l, r, key).allowed, true);
+	}
+	CTX("the 1025th key");
+	EQ(dec1(l, r, "one-more").allowed, false);
+	xrl_limiter_get_stats(l, &st);
+	EQ(st.leases_full, 1);
+}
+
 static void test_lease_ids(void **state)
 {
 	static const char *const bad[] = {
@@ -358,6 +387,7 @@ const struct CMUnitTest xrl_lim_lease_tests[] = {
 	cmocka_unit_test_teardown(test_lease_refund, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_post_paid_cost, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_post_paid_cost_wraps, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_lease_table_full_counted, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_ids, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_cost_zero, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_concurrent_bound, xrl_lim_fx_teardown),

@@ -793,6 +793,7 @@ void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
 	s->keys = atomic_load(&l->mem->keys);
 	s->evictions_idle = atomic_load(&l->mem->ev_idle);
 	s->evictions_active = atomic_load(&l->mem->ev_active);
+	s->leases_full = xrl_lease_store_full(l->leases);
 }
 
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
