@@ -15,7 +15,9 @@
 #   4. exempt: GET /healthz gets 200 through a shed bucket and a rule that
 #      refuse; GET /healthy (not exempt) gets 429 from the rule, then 503
 #   5. shed per route: checkout sheds (503) while holds keep flowing (200)
-#   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400
+#   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400; 405
+#      with Allow; costs out of range (1e99, -5, 2^64) 400; a forged
+#      nonce frees nothing; crafted ids (1000 bytes, dots, %2e, %00) 404
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -149,5 +151,24 @@ hreq "$URL/v1/release" -X POST -d '{"lease":5}'
 check_eq "a release body that is not one" "$H_CODE" 400
 hreq "$URL/v1/release" -X GET
 check_eq "GET /v1/release" "$H_CODE" 405
+check_eq "  Allow" "$(hdr Allow)" POST
+hreq "$URL/v1/lease/$solo_lease" -X GET
+check_eq "GET /v1/lease/ID" "$H_CODE" 405
+check_eq "  Allow" "$(hdr Allow)" DELETE
+for c in 1e99 -5 18446744073709551616 100000001; do
+	hreq "$URL/v1/release" -X POST -H "X-XRL-Lease: $solo_lease" -H "X-XRL-Cost: $c"
+	check_eq "X-XRL-Cost: '$c' refused" "$H_CODE" 400
+	hreq "$URL/v1/release" -X POST -H 'Content-Type: application/json' \
+		-d "{\"lease\":\"$solo_lease\",\"cost\":$c}"
+	check_eq "{\"cost\":$c} refused" "$H_CODE" 400
+done
+forged=${solo_lease%.*}
+forged="${forged%.*}.0123456789abcdef.${solo_lease##*.}"
+hreq "$URL/v1/release" -X POST -d "lease=$forged"
+check_eq "a forged nonce releases nothing" "$H_BODY" '{"released":0,"unknown":1,"charged":0}'
+for id in "$(printf 'a%.0s' $(seq 1000))" ... "a.b.c" "%2e%2e" "x.0123456789abcdef.%00"; do
+	hreq "$URL/v1/lease/$id" -X DELETE
+	check_eq "DELETE /v1/lease/${id:0:20}: 404" "$H_CODE" 404
+done
 
 finish

@@ -4,10 +4,12 @@
 # test_http_fleet.sh - end to end: three identity-tier instances of one
 # fleet (http.fleet) on one redis-server.
 #
-#   1. heartbeats: each instance counts 3 live (metrics, xrlctl status)
+#   1. heartbeats: each instance counts 3 live (metrics, xrlctl status); a
+#      member scored a year ahead is not counted
 #   2. a key penalised through A is refused through B (penalties in
 #      Redis); `xrlctl penalty list` on B shows rule, key hash (not the
-#      key), level; `xrlctl penalty del KEY` on A lifts it on A and B
+#      key), level; `xrlctl penalty del KEY` on A lifts it on A and B;
+#      a ten-year penalty written into Redis's stream holds for penalty.max
 #   3. NODE_SHARE: Redis killed; a rule with on_backend_error: local and
 #      burst 30 admits 30/3 = 10 (+-1) for one key on each instance
 #   4. Redis back, B stopped (TERM) and C killed (its heartbeat lapses): A
@@ -81,6 +83,11 @@ for n in A B C; do
 done
 check_eq "A: xrl_fleet_live_instances" "$(metric "${M[A]}" xrl_fleet_live_instances)" 3
 check_match "xrlctl status on B" "$(ctl B status)" "fleet ft$$: 3 live instances .*redis up"
+# a member scored a year ahead (a forged one, or a host whose clock ran
+# ahead) is no instance: it goes at the next heartbeat, on Redis's clock
+redis-cli -p "$RP" ZADD "xrl:{fleet:ft$$}:live" $(( $(date +%s%3N) + 31536000000 )) ghost >/dev/null
+sleep 2.2
+check_eq "A: a member a year ahead is not counted" "$(metric "${M[A]}" xrl_fleet_live_instances)" 3
 
 log "2. a penalty earned through A is refused through B"
 for i in 1 2 3 4; do ask A login bad; done
@@ -110,6 +117,15 @@ check_eq "B admits 'bad' again" "$H_CODE" 200
 ask A login bad
 check_eq "A admits 'bad' again" "$H_CODE" 200
 check_eq "B: penalty list empty" "$(ctl B --json penalty list)" "[]"
+# an entry anyone with Redis wrote for ten years blocks no longer than penalty.max
+fh=$(printf %s forged | sha256sum | cut -c1-32)
+redis-cli -p "$RP" XADD "xrl:{fleet:ft$$}:log" '*' op add kind pen f "login $fh" \
+	v "$(( $(date +%s%3N) + 315360000000 )) 1" src elsewhere >/dev/null
+forged_on_b() { [ "$(ctl B --json penalty list | jq_py "len(d)")" = 1 ]; }
+wait_for 2 forged_on_b || true
+left=$(ctl B --json penalty list | jq_py "[e['remaining_s'] for e in d if e['key_hash'] == '$fh'][0]")
+check_range "B: a ten-year penalty from Redis is held (s, penalty.max 120 s)" "${left:-0}" 1 120
+ctl B penalty del forged >/dev/null
 
 log "3. NODE_SHARE: Redis down, three live instances"
 proc_stop redis KILL

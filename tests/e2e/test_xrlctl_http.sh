@@ -23,8 +23,10 @@
 #   6. override RULE KEY --rate --burst --ttl: raise and lower one key;
 #      list, del, errors, usage; logged with the uid
 #   7. Redis: an override set on A is followed by B within a second
-#      (xrl:overrides hash, with an expiry); del too; Redis down: the change
-#      fails and nothing changes
+#      (xrl:overrides hash, with an expiry); del too; also with 600 expired
+#      overrides in the hash (a set prunes them); a hash of 9001 fields is
+#      not read, the last overrides stay; Redis down: the change fails and
+#      nothing changes
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -263,6 +265,26 @@ xc A override del holds partner
 check_eq "del on A: exit" "$XC_RC" 0
 wait_for 5 b_has ""
 check_eq "B lists nothing" "$XC_OUT" "[]"
+# overrides that ran out stay in the hash while its expiry moves on: 600 of
+# them (more than XRL_OVR_MAX) must not hide the one in force
+fill='for i = 1, tonumber(ARGV[1]) do redis.call("HSET", KEYS[1], "holds:old" .. i, ARGV[2]) end'
+redis-cli -p "$RP" EVAL "$fill" 1 xrl:overrides 600 "1 60000000000 5 1000" >/dev/null
+xc A override holds partner3 --rate 1/min --burst 5 --ttl 1h
+check_eq "override with 600 expired ones in the hash: exit" "$XC_RC" 0
+check_eq "  the expired ones are pruned (HLEN)" "$(redis-cli -p "$RP" hlen xrl:overrides)" 1
+wait_for 5 b_has partner3
+check_eq "  B lists partner3" "$(jq_py "[o['key'] for o in d]" <<<"$XC_OUT")" partner3
+# a hash filled by someone else is not read whole every 500 ms
+redis-cli -p "$RP" EVAL "$fill" 1 xrl:overrides 9000 "junk" >/dev/null
+sleep 1.2
+check_match "B: a hash of 9001 fields is not read, said once" "$(cat "${HT_LOG[B]}")" \
+	'overrides from Redis: xrl:overrides holds 9001 fields, more than 8192: not read'
+xc B --json override list
+check_eq "  B keeps the last ones read" "$(jq_py "[o['key'] for o in d]" <<<"$XC_OUT")" partner3
+redis-cli -p "$RP" del xrl:overrides >/dev/null
+a_empty() { xc A --json override list; [ "$XC_OUT" = "[]" ]; }
+wait_for 5 a_empty
+wait_for 5 b_has ""
 proc_stop redis KILL
 xc A override holds p2 --rate 1/min --burst 5 --ttl 1h
 check_eq "Redis down: override fails" "$XC_RC" 1

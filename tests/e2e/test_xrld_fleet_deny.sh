@@ -17,6 +17,12 @@
 #   3. after the TTL neither B nor C drops them
 #   4. `deny add 203.0.113.0/24` (no TTL) then `deny del` on B: A drops,
 #      then no longer drops, that prefix
+#   5. entries wider than the penalty floor (/24), written straight into
+#      Redis (0.0.0.0/0 in the stream, 100.64.0.0/10 in the hash) are not
+#      applied (a /24 written alike is: the path works), counted as
+#      skipped{reason="wide"}; an operator's `deny add` of a /16 on A stays
+#      on A and says so; C restarted on a hash of 6000 denials applies all
+#      of them (none dropped between the fleet's thread and the loop)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2317 # functions run through wait_for
@@ -154,5 +160,40 @@ check_range "A: SYNs from 203.0.113.0/24 after the del" "$(syns a 203.0.113.0/24
 pub=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
 	awk '$1 == "xrl_fleet_entries_published_total" { print $2 }')
 check_eq "B: xrl_fleet_entries_published_total" "$pub" 2
+
+log "5. entries wider than the floor are not applied"
+rcli() { redis-cli -h 10.201.1.1 -p "$RP" "$@"; }
+in_deny() { hctl "$1" --json deny list | jq_py "'yes' if any(e['prefix'] == '$2' for e in d) else 'no'"; }
+until_ms=$(( $(date +%s%3N) + 20000 ))
+rcli XADD "xrl:{fleet:$FLEET}:log" '*' op add kind deny f 0.0.0.0/0 v "0 0" src forged >/dev/null
+rcli HSET "xrl:{fleet:$FLEET}:deny" 100.64.0.0/10 "$until_ms 0" >/dev/null
+rcli XADD "xrl:{fleet:$FLEET}:log" '*' op add kind deny f 198.18.0.0/24 v "$until_ms 0" \
+	src forged >/dev/null
+wait_for 2 eval '[ "$(in_deny b 198.18.0.0/24)" = yes ]'
+check_eq "B: a /24 from the stream applied" "$(in_deny b 198.18.0.0/24)" yes
+check_eq "B: 0.0.0.0/0 from the stream not applied" "$(in_deny b 0.0.0.0/0)" no
+check_range "B: SYNs from 192.0.2.0/24 still taken" "$(syns b 192.0.2.0/24)" 190 200
+# 6000 denials in the hash: more than the inbox (4096) from the thread that
+# reads the hash to the loop that writes the maps
+many='for i = 0, 5999 do redis.call("HSET", KEYS[1], "172.20." .. math.floor(i / 256) .. "." .. (i % 256) .. "/32", ARGV[1]) end'
+rcli EVAL "$many" 1 "xrl:{fleet:$FLEET}:deny" "$until_ms 0" >/dev/null
+kill "${H_PID[c]}" 2>/dev/null
+wait "${H_PID[c]}" 2>/dev/null
+host_start c 3 # reads the hash again
+wait_for 2 eval '[ "$(in_deny c 198.18.0.0/24)" = yes ]'
+check_eq "C: 100.64.0.0/10 from the hash not applied" "$(in_deny c 100.64.0.0/10)" no
+n172() { hctl c --json deny list | jq_py "len([e for e in d if e['prefix'].startswith('172.20.')])"; }
+wait_for 5 eval '[ "$(n172)" = 6000 ]'
+check_eq "C: all 6000 denials of the hash applied" "$(n172)" 6000
+qf=$(nsenter --net="/run/netns/${H_PROT[c]}" -- curl -s http://127.0.0.1:9101/metrics |
+	awk '$1 == "xrl_fleet_entries_skipped_total{reason=\"queue_full\"}" { print $2 }')
+check_eq "C: none dropped (queue_full)" "$qf" 0
+wide=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
+	awk '$1 == "xrl_fleet_entries_skipped_total{reason=\"wide\"}" { print $2 }')
+check_eq "B: xrl_fleet_entries_skipped_total{reason=wide}" "$wide" 1
+out=$(ctl deny add 10.99.0.0/16 --ttl 20s)
+check_eq "A: a /16 stays on A, said" "$(grep -c 'this host only' <<<"$out")" 1
+sleep 0.5
+check_eq "B: A's /16 not applied" "$(in_deny b 10.99.0.0/16)" no
 
 finish

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <hiredis/hiredis.h>
 
+#include "http/limiter_int.h" /* xrl_lim_share_at */
 #include "limiter_test.h"
 #include "log.h"
 #include "xrl.h"
@@ -1187,6 +1188,49 @@ static void test_override_per_key(void **state)
 
 /* The table is bounded: XRL_OVR_MAX entries, then -ENOSPC; a full table
  * still replaces and deletes. */
+/* A fresh bucket of item it, shared at live: does it admit, and at what
+ * debt a token (NODE_SHARE, node_share.c)? */
+static bool share_admits(const struct xrl_http_rule *r, __u32 live, __u64 *inc)
+{
+	struct xrl_lim_item it = { .r = r, .g = r->g, .rate = r->rate, .inc = r->g.emit_ns };
+	struct xrl_http_rule tmp;
+	const struct xrl_http_rule *orig;
+	__u64 now = 1000 * SEC, tat;
+
+	EQ(xrl_lim_share_at(&it, 1, &tmp, &orig, live), live);
+	*inc = it.inc;
+	return xrl_gcra_decide(0, now, it.inc, it.g.tau_ns, &tat);
+}
+
+/*
+ * NODE_SHARE while Redis is away: a burst below the live count was never
+ * admitted (the share's debt a token, emit * live, above the whole rule's
+ * tau), and a share slower than 1 token per 2^52 ns fell back to the whole
+ * rule's rate on every instance.
+ */
+static void test_node_share_small_and_slow(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	const struct xrl_http_rule *small, *slow, *big;
+	__u64 inc;
+
+	(void)state;
+	small = &c->rules[rule_add(c, "small", "10/min", 5)];
+	slow = &c->rules[rule_add(c, "slow", "1/d", 100)];
+	big = &c->rules[rule_add(c, "big", "10/min", 30)];
+	cfg_done(c);
+	CTX("burst 30 over 3 live: 10 each, a token at 3 x 6 s");
+	EQ(share_admits(big, 3, &inc), true);
+	EQ(inc, 18 * SEC);
+	CTX("burst 5 over 10 live: one token each, a token at 10 x 6 s");
+	EQ(share_admits(small, 10, &inc), true);
+	EQ(inc, 60 * SEC);
+	CTX("1/d over 100 live: one token each per 100 days at least");
+	EQ(share_admits(slow, 100, &inc), true);
+	CHECK_(inc >= 100 * 86400 * SEC, "a token's debt %llu ns, want 100 days or more\n",
+	       (unsigned long long)inc);
+}
+
 static void test_override_bounded(void **state)
 {
 	struct xrl_http_cfg *c = cfg_new();
@@ -1239,5 +1283,6 @@ const struct CMUnitTest xrl_lim_memory_tests[] = {
 	cmocka_unit_test_teardown(test_model_local, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_override_per_key, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_override_bounded, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_node_share_small_and_slow, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_memory_n = sizeof(xrl_lim_memory_tests) / sizeof(xrl_lim_memory_tests[0]);

@@ -32,8 +32,25 @@
 
 #define OVR_KEY "xrl:overrides"
 
-/* HSET the entry, and the hash's expiry no earlier than the entry's. */
-static const char ovr_lua[] = "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+/*
+ * Fields of the hash read at most: a hash filled by anyone who can write
+ * to Redis is not read (the last overrides read stay in force) rather than
+ * allocated whole every XRL_OVR_REFRESH_MS.
+ */
+#define OVR_FIELDS_MAX (16 * XRL_OVR_MAX)
+
+/* HSET the entry, and the hash's expiry no earlier than the entry's. The
+ * fields that ran out by ARGV[4] (ms) go: the hash's expiry moves on with
+ * each new entry, so without this it kept every override ever set, and
+ * past XRL_OVR_MAX of them the ones in force were no longer read. */
+static const char ovr_lua[] = "local a = redis.call('HGETALL', KEYS[1])\n"
+			      "for i = 1, #a, 2 do\n"
+			      "  local u = tonumber(string.match(a[i + 1], '(%d+)$'))\n"
+			      "  if u and u <= tonumber(ARGV[4]) then\n"
+			      "    redis.call('HDEL', KEYS[1], a[i])\n"
+			      "  end\n"
+			      "end\n"
+			      "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
 			      "local t = redis.call('PTTL', KEYS[1])\n"
 			      "if t < tonumber(ARGV[3]) then\n"
 			      "  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
@@ -173,9 +190,19 @@ static bool ovr_parse(const redisReply *f, const redisReply *v, struct xrl_ovr *
 static int ovr_refresh(struct xrl_http_server *s, redisContext *c, char *err, size_t errlen)
 {
 	struct xrl_ovr *e;
-	redisReply *rep = command(c, err, errlen, "HGETALL %s", OVR_KEY);
+	redisReply *rep = command(c, err, errlen, "HLEN %s", OVR_KEY);
+	__u64 now = xrl_ovr_now_ms();
 	int n = 0;
 
+	if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > OVR_FIELDS_MAX) {
+		snprintf(err, errlen, "%s holds %lld fields, more than %d: not read", OVR_KEY,
+			 rep->integer, OVR_FIELDS_MAX);
+		freeReplyObject(rep);
+		return -E2BIG;
+	}
+	if (rep)
+		freeReplyObject(rep);
+	rep = command(c, err, errlen, "HGETALL %s", OVR_KEY);
 	if (!rep)
 		return -EIO;
 	if (rep->type != REDIS_REPLY_ARRAY) {
@@ -189,8 +216,8 @@ static int ovr_refresh(struct xrl_http_server *s, redisContext *c, char *err, si
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i + 1 < rep->elements && n < XRL_OVR_MAX; i += 2)
-		if (ovr_parse(rep->element[i], rep->element[i + 1], &e[n]))
-			n++;
+		if (ovr_parse(rep->element[i], rep->element[i + 1], &e[n]) && e[n].until_ms > now)
+			n++; /* the ones in force: expired ones took the room before */
 	xrl_limiter_override_replace(s->lim, e, n);
 	free(e);
 	freeReplyObject(rep);
@@ -511,8 +538,8 @@ static int redis_put(struct xrl_http_server *s, const struct xrl_ovr *e, bool de
 	if (del)
 		rep = command(c, why, sizeof(why), "HDEL %s %s", OVR_KEY, field);
 	else
-		rep = command(c, why, sizeof(why), "EVAL %s 1 %s %s %s %s", ovr_lua, OVR_KEY, field,
-			      val, ttl);
+		rep = command(c, why, sizeof(why), "EVAL %s 1 %s %s %s %s %llu", ovr_lua, OVR_KEY,
+			      field, val, ttl, (unsigned long long)now);
 	redisFree(c);
 	if (!rep) {
 		snprintf(err, errlen, "couldn't store the override in Redis: %s", why);

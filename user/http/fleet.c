@@ -5,9 +5,10 @@
  * 500 ms to connect and 1 s per command): it is never on a request's or a
  * packet's path, so a dead Redis costs it time and nothing else.
  *
- * Each pass: a heartbeat once a second (ZADD with an expiry 3 s ahead,
- * expired members out, ZCARD: the live count); what this instance queued
- * (HSET or HDEL on the hash, XADD to the stream); the stream's news since
+ * Each pass: a heartbeat once a second (a script: ZADD with an expiry 3 s
+ * ahead on Redis's clock, expired members out, ZCARD: the live count);
+ * what this instance queued (HSET or HDEL on the hash, XADD to the
+ * stream); the stream's news since
  * the last id read (XREAD BLOCK 100 ms, so a change reaches the others
  * within about 100 ms plus a round trip). On every (re)connect the hashes
  * are read again (HSCAN, expired entries deleted as they are met), so an
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,30 +362,40 @@ static void resync(struct xrl_fleet *f)
 		resync_hash(f, k, now);
 }
 
+/*
+ * The heartbeat, on Redis's clock (TIME), not this host's: a host whose
+ * clock ran a day ahead wrote scores no one expired, so a dead instance
+ * stayed live (NODE_SHARE divided by too many), and one behind was
+ * expired by the others at once. A member scored further ahead than two
+ * lifetimes was written by no instance (forged, or of an old clock) and
+ * goes. One script, one round trip; it answers the live count.
+ */
+static const char hb_lua[] =
+	"if redis.replicate_commands then redis.replicate_commands() end\n"
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"local ttl = tonumber(ARGV[2])\n"
+	"redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('(%.0f', now))\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], string.format('(%.0f', now + 2 * ttl), '+inf')\n"
+	"redis.call('PEXPIRE', KEYS[1], 10 * ttl)\n"
+	"return redis.call('ZCARD', KEYS[1])\n";
+
 static void heartbeat(struct xrl_fleet *f, __u64 now)
 {
-	redisReply *r[4];
-	char exp[24], cut[24];
+	redisReply *r = cmd(f, "EVAL %s 1 %s %s %d", hb_lua, f->k_live, f->id, FLEET_TTL_MS);
 
-	snprintf(exp, sizeof(exp), "%llu", (unsigned long long)(now + FLEET_TTL_MS));
-	snprintf(cut, sizeof(cut), "(%llu", (unsigned long long)now);
-	/* four commands, one round trip */
-	redisAppendCommand(f->rc, "ZADD %s %s %s", f->k_live, exp, f->id);
-	redisAppendCommand(f->rc, "ZREMRANGEBYSCORE %s -inf %s", f->k_live, cut);
-	redisAppendCommand(f->rc, "ZCARD %s", f->k_live);
-	redisAppendCommand(f->rc, "PEXPIRE %s %d", f->k_live, 10 * FLEET_TTL_MS);
-	for (int i = 0; i < 4; i++)
-		r[i] = next_reply(f);
-	if (r[2] && r[2]->type == REDIS_REPLY_INTEGER && r[2]->integer > 0) {
-		__u32 n = (__u32)r[2]->integer, was = atomic_exchange(&f->live, n);
+	(void)now;
+	if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+		__u32 n = r->integer > UINT32_MAX ? UINT32_MAX : (__u32)r->integer;
+		__u32 was = atomic_exchange(&f->live, n);
 
 		if (n != was)
 			log_info("fleet %s: %u live instance%s", f->c.name, n, n == 1 ? "" : "s");
 		atomic_fetch_add(&f->heartbeats, 1);
 	}
-	for (int i = 0; i < 4; i++)
-		if (r[i])
-			freeReplyObject(r[i]);
+	if (r)
+		freeReplyObject(r);
 }
 
 /* Send what is queued, oldest first; an entry leaves the queue once Redis

@@ -563,6 +563,19 @@ static void mem_decide(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 	conc_conclude(l, ci, nc, d);
 }
 
+/*
+ * The debt of a post-paid cost in ns of rule r's bucket: cost * emit_ns, at
+ * most tau (an empty bucket). A cost is up to 10^8 and emit_ns up to a day
+ * (8.64e13 ns), so the product can pass 2^64: wrapped, a cost of millions
+ * at 1/h was a fraction of a token, or made the bucket full again.
+ */
+static __u64 post_paid_inc(const struct xrl_http_rule *r, __u32 cost)
+{
+	if (r->g.emit_ns && cost > r->g.tau_ns / r->g.emit_ns)
+		return r->g.tau_ns;
+	return (__u64)cost * r->g.emit_ns;
+}
+
 /* Charge inc to bucket k of rule r (post-paid): at most to an empty bucket. */
 static void mem_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, struct xrl_kd k,
 		       __u64 inc, __u64 now)
@@ -595,7 +608,7 @@ int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, con
 	if (!cost)
 		return 0;
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	mem_charge(l, r, key_digest(l, r, key), (__u64)cost * r->g.emit_ns, lim_now(l));
+	mem_charge(l, r, key_digest(l, r, key), post_paid_inc(r, cost), lim_now(l));
 	pthread_rwlock_unlock(&l->cfg_mu);
 	return 0;
 }
@@ -624,7 +637,7 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 						     nonce, &rate);
 		r = rule_named(l, rule);
 		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
-			mem_charge(l, r, rate, (__u64)cost * r->g.emit_ns, now);
+			mem_charge(l, r, rate, post_paid_inc(r, cost), now);
 			res->charged[i] = true;
 		}
 	}
@@ -789,6 +802,7 @@ void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
 	s->keys = atomic_load(&l->mem->keys);
 	s->evictions_idle = atomic_load(&l->mem->ev_idle);
 	s->evictions_active = atomic_load(&l->mem->ev_active);
+	s->leases_full = xrl_lease_store_full(l->leases);
 }
 
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,

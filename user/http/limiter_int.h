@@ -258,6 +258,9 @@ void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level,
  * Returns live (1: nothing changed). */
 __u32 xrl_lim_share(struct xrl_limiter *l, struct xrl_lim_item *loc, int k,
 		    struct xrl_http_rule *tmp, const struct xrl_http_rule **orig);
+/* xrl_lim_share at a given live count (the unit tests'). */
+__u32 xrl_lim_share_at(struct xrl_lim_item *loc, int k, struct xrl_http_rule *tmp,
+		       const struct xrl_http_rule **orig, __u32 live);
 /* d's rule pointers back from the copies to the rules. */
 void xrl_lim_unshare(int k, const struct xrl_http_rule *tmp, const struct xrl_http_rule **orig,
 		     struct xrl_decision *d);

@@ -138,6 +138,10 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 		       (unsigned long long)st.evictions_active);
 	one(b, "xrl_http_penalties_total", "counter", "Key penalties given (identity tier).",
 	    st.penalties);
+	one(b, "xrl_http_lease_table_full_total", "counter",
+	    "Concurrency slots refused because the lease table (max_keys / 16 keys, at least "
+	    "1024) was full: a new key's request answered 429 or 503 as if over its limit.",
+	    st.leases_full);
 	one(b, "xrl_http_redis_breaker_open", "gauge",
 	    "1 while the Redis breaker is open or half-open.",
 	    xrl_limiter_breaker_state(s->lim) != 0);

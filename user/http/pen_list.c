@@ -167,13 +167,17 @@ static bool pen_field(const char *f, char *rule, __u8 kh[16])
 	return true;
 }
 
+/* The longest block a fleet entry makes on a host without penalties of
+ * its own (penalty.max is the bound on one with them). */
+#define PEN_FLEET_MAX_NS (24 * 3600 * XRL_NSEC_PER_SEC)
+
 /* A penalty of another instance (the fleet's thread): enforced here too. */
 static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 {
 	struct xrl_limiter *l = arg;
 	char rule[XRL_RULE_NAME_LEN];
 	struct timespec ts;
-	__u64 now = lim_now(l), rnow, left;
+	__u64 now = lim_now(l), rnow, left, max;
 	struct xrl_kd pk;
 	__u8 kh[16];
 
@@ -194,9 +198,13 @@ static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 	rnow = (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
 	if (!e->until_ms || e->until_ms <= rnow)
 		return;
-	left = (e->until_ms - rnow) * 1000000ULL;
-	xrl_store_put(l->pen_block, pk, now + left, now);
 	pthread_rwlock_rdlock(&l->cfg_mu);
+	/* this host's penalty.max is the longest block it enforces: an entry
+	 * anyone wrote into Redis for 10 years (or 2^64 ms, whose ns wrapped)
+	 * blocks a key no longer than a penalty made here */
+	max = l->cfg.penalty.enabled ? l->cfg.penalty.max_ns : PEN_FLEET_MAX_NS;
+	left = e->until_ms - rnow < max / 1000000 ? (e->until_ms - rnow) * 1000000ULL : max;
+	xrl_store_put(l->pen_block, pk, now + left, now);
 	if (l->cfg.penalty.enabled && l->cfg.penalty.window_ns)
 		xrl_lim_penalty_level(l, pk, e->level, now);
 	pthread_rwlock_unlock(&l->cfg_mu);

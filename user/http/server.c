@@ -375,16 +375,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	} else if (!strcmp(url, "/v1/release")) {
 		if (!post) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/release takes POST");
+			ret = xrl_srv_not_allowed(conn, "POST", "/v1/release takes POST");
 		} else {
 			ret = xrl_srv_release(s, &s->cfg->c, conn, rq);
 		}
 	} else if (!strncmp(url, "/v1/lease/", 10)) {
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE)) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/lease/ID takes DELETE");
+			ret = xrl_srv_not_allowed(conn, "DELETE", "/v1/lease/ID takes DELETE");
 		} else {
 			ret = xrl_srv_lease_delete(s, conn, url + 10);
 		}

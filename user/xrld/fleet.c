@@ -12,6 +12,11 @@
  * before the denylist), and an entry that would deny a prefix holding a
  * source this host vouches for (a cookie-verified one) is not applied here
  * (counted, xrl_fleet_entries_skipped_total).
+ *
+ * Nor is a denial wider than this host's penalty floor (/24 and /48 unless
+ * penalty.floor_v4/v6 say otherwise): whoever can write the fleet's Redis,
+ * or a corrupted entry, must not deny 0.0.0.0/0 on every host. An
+ * operator's wider deny add stays on the host it was made on.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,11 +40,24 @@ struct xrld_fleet {
 	struct xrl_fleet *f;
 	struct xrld_io io; /* eventfd: the inbox has entries */
 	pthread_mutex_t mu;
+	pthread_cond_t room; /* the loop took entries out of a full inbox */
+	bool stopping;	     /* deny_in waits no more */
 	struct xrl_fleet_entry in[INBOX];
 	unsigned head, n;
 	__u64 dropped;			/* inbox full */
 	__u64 applied, skipped, failed; /* deny entries, on this loop */
+	__u64 wide;			/* wider than the floor: not applied */
 };
+
+/* The shortest prefix the fleet denies: the penalty floor, also when
+ * penalties are off (then the default floor). */
+static bool too_wide(const struct xrld *d, const struct xrl_prefix *p)
+{
+	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
+	__u8 f4 = pc->floor4 ? pc->floor4 : 24, f6 = pc->floor6 ? pc->floor6 : 48;
+
+	return p->plen < (p->family == XRL_AF_INET ? f4 : f6);
+}
 
 static __u64 real_ms(void)
 {
@@ -49,14 +67,25 @@ static __u64 real_ms(void)
 	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
 }
 
-/* On the fleet's thread: into the inbox, and wake the loop. */
+/*
+ * On the fleet's thread: into the inbox, and wake the loop. A full inbox
+ * is waited on (up to a second an entry), not dropped: a host that starts
+ * late, or comes back, reads the whole hash at once, faster than the loop
+ * writes maps, and a denial dropped then was lost to it until re-sent.
+ */
 static void deny_in(void *arg, const struct xrl_fleet_entry *e)
 {
 	struct xrld_fleet *x = arg;
+	struct timespec until;
 	__u64 one = 1;
 	bool ok;
 
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 1;
 	pthread_mutex_lock(&x->mu);
+	while (x->n == INBOX && !x->stopping &&
+	       pthread_cond_timedwait(&x->room, &x->mu, &until) != ETIMEDOUT)
+		;
 	ok = x->n < INBOX;
 	if (ok)
 		x->in[(x->head + x->n++) % INBOX] = *e;
@@ -82,6 +111,12 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 		if (e->until_ms <= now)
 			return; /* over already */
 		ttl = (e->until_ms - now) * 1000000ULL;
+	}
+	if (e->op == XRL_FLEET_ADD && too_wide(d, &p)) {
+		COUNT(x->wide);
+		log_agg(XRL_LOG_WARN, "fleet: wide", "fleet entries wider than the floor",
+			"fleet: not denying %s: wider than the penalty floor", e->field);
+		return;
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_handle *h = d->ifs[i].h;
@@ -126,6 +161,7 @@ static void on_inbox(struct xrld *d, struct xrld_io *io, unsigned events)
 		e = x->in[x->head];
 		x->head = (x->head + 1) % INBOX;
 		x->n--;
+		pthread_cond_signal(&x->room);
 		pthread_mutex_unlock(&x->mu);
 		deny_apply(d, x, &e);
 	}
@@ -143,6 +179,14 @@ int xrld_fleet_start(struct xrld *d)
 	if (!x)
 		return -ENOMEM;
 	pthread_mutex_init(&x->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&x->room, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	x->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
 				  .fn = on_inbox,
 				  .arg = x };
@@ -180,6 +224,10 @@ void xrld_fleet_stop(struct xrld *d)
 
 	if (!x)
 		return;
+	pthread_mutex_lock(&x->mu);
+	x->stopping = true; /* this loop drains the inbox no more */
+	pthread_cond_broadcast(&x->room);
+	pthread_mutex_unlock(&x->mu);
 	xrl_fleet_free(x->f); /* joins the thread: nothing calls deny_in after */
 	if (d->cfg->fleet.packet)
 		xrld_io_del(d, &x->io);
@@ -188,13 +236,15 @@ void xrld_fleet_stop(struct xrld *d)
 	d->fleet = NULL;
 }
 
-void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add)
+int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add)
 {
 	struct xrl_fleet_entry e = { .op = add ? XRL_FLEET_ADD : XRL_FLEET_DEL,
 				     .kind = XRL_FLEET_DENY };
 
 	if (!d->fleet || !d->cfg->fleet.packet)
-		return;
+		return 0;
+	if (add && too_wide(d, p))
+		return -ERANGE; /* the others would not apply it */
 	xrl_prefix_str(p, e.field, sizeof(e.field));
 	if (add && ttl_ns)
 		e.until_ms = real_ms() + (ttl_ns + 999999) / 1000000;
@@ -202,6 +252,7 @@ void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_n
 		log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
 			"fleet %s: the queue to Redis is full: %s stays local", d->cfg->fleet.name,
 			e.field);
+	return 0;
 }
 
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o)
@@ -268,6 +319,8 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 		       (unsigned long long)READ(x->skipped));
 	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"failed\"} %llu\n",
 		       (unsigned long long)READ(x->failed));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"wide\"} %llu\n",
+		       (unsigned long long)READ(x->wide));
 	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"queue_full\"} %llu\n",
 		       (unsigned long long)(st.dropped + READ(x->dropped)));
 	one(b, "xrl_fleet_redis_errors_total", "counter",

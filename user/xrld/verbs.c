@@ -305,8 +305,11 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		if (rc)
 			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
 	}
-	if (deny)
-		xrld_fleet_deny_out(d, &p, ttl, add);
+	if (deny && xrld_fleet_deny_out(d, &p, ttl, add) == -ERANGE)
+		return done(r,
+			    "deny added %s on this host only: the fleet takes no prefix wider "
+			    "than the penalty floor",
+			    c->pos[0]);
 	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed", c->pos[0]);
 }
 

@@ -193,8 +193,9 @@ struct xrld_fleet;
  * on this loop (never blocking it on Redis). 0, or -errno. */
 int xrld_fleet_start(struct xrld *d);
 void xrld_fleet_stop(struct xrld *d);
-/* A deny made here (an operator's, or a verified penalty's): to the fleet. */
-void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
+/* A deny made here (an operator's, or a verified penalty's): to the fleet.
+ * 0, or -ERANGE for an add wider than the penalty floor (stays here). */
+int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
 /* `status` lines or fields ({} when there is no fleet). */
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
 void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
