@@ -23,6 +23,8 @@
 #      skipped{reason="wide"}; an operator's `deny add` of a /16 on A stays
 #      on A and says so; C restarted on a hash of 6000 denials applies all
 #      of them (none dropped between the fleet's thread and the loop)
+#   6. a host's own deny entry is neither replaced (a shorter TTL) nor
+#      lifted (a del, or a forged del in the stream) by the fleet
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2317 # functions run through wait_for
@@ -195,5 +197,19 @@ out=$(ctl deny add 10.99.0.0/16 --ttl 20s)
 check_eq "A: a /16 stays on A, said" "$(grep -c 'this host only' <<<"$out")" 1
 sleep 0.5
 check_eq "B: A's /16 not applied" "$(in_deny b 10.99.0.0/16)" no
+
+log "6. a host's own entry is never shortened or lifted by the fleet"
+origin_on() { hctl "$1" --json deny list | jq_py "([e['origin'] for e in d if e['prefix'] == '$2'] + ['absent'])[0]"; }
+hctl b deny add 192.0.2.0/24 >/dev/null || fatal "deny add on B failed" # B's own, no TTL
+ctl deny add 192.0.2.0/24 --ttl 3s >/dev/null || fatal "deny add on A failed"
+sleep 0.5
+check_eq "B: its own entry kept (origin)" "$(origin_on b 192.0.2.0/24)" runtime
+ctl deny del 192.0.2.0/24 >/dev/null || fatal "deny del on A failed"
+# and a forged del in the stream (anyone who can write the fleet's Redis)
+rcli XADD "xrl:{fleet:$FLEET}:log" '*' op del kind deny f 192.0.2.0/24 v "0 0" src forged >/dev/null
+sleep 0.5
+check_eq "B: its own entry survives the fleet's del" "$(origin_on b 192.0.2.0/24)" runtime
+check_eq "B: SYNs from 192.0.2.0/24 still dropped" "$(syns b 192.0.2.0/24)" 0
+check_eq "C: A's entry lifted there" "$(origin_on c 192.0.2.0/24)" absent
 
 finish

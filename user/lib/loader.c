@@ -794,6 +794,26 @@ int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	return deny_write(h, p, NULL);
 }
 
+int xrl_deny_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u32 *origin)
+{
+	struct xrl_deny_val v;
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key;
+	int fd = deny_key(h, p, &k4, &k6, &key);
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, key, &v))
+		return -errno;
+	/* an LPM lookup answers the longest entry covering the key: only an
+	 * entry of the same length is p's own */
+	if (v.plen != p->plen)
+		return -ENOENT;
+	*origin = v.origin;
+	return 0;
+}
+
 /* The vouch key of a prefix: its /24 or /48 (a longer prefix is widened:
  * vouches are per network); a shorter one is refused. */
 static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)

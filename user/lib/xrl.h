@@ -195,6 +195,9 @@ int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* ttl_ns 0 = no expiry; origin is an enum xrl_origin. */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin);
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* The origin (enum xrl_origin) of the denylist entry for exactly p: 0, or
+ * -ENOENT when there is none (an entry that only covers p is not p's). */
+int xrl_deny_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u32 *origin);
 /* Entries in use and the capacity of one family's denylist. */
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
 /* One bounded step of the expiry sweep (XRL_GC_BUDGET keys per family, so

@@ -47,6 +47,7 @@ struct xrld_fleet {
 	__u64 dropped;			/* inbox full */
 	__u64 applied, skipped, failed; /* deny entries, on this loop */
 	__u64 wide;			/* wider than the floor: not applied */
+	__u64 local;			/* this host has its own entry: kept */
 };
 
 /* The shortest prefix the fleet denies: the penalty floor, also when
@@ -120,8 +121,17 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 	}
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_handle *h = d->ifs[i].h;
+		__u32 origin;
 		int rc;
 
+		/* This host's own entry for the prefix (its policy's, its
+		 * operator's, its penalty's) is never replaced or lifted by
+		 * the fleet: another host's TTL must not shorten it, and
+		 * whoever can write the fleet's Redis must not lift it. */
+		if (!xrl_deny_origin(h, &p, &origin) && origin != XRL_ORIGIN_FLEET) {
+			COUNT(x->local);
+			continue;
+		}
 		if (e->op == XRL_FLEET_DEL) {
 			rc = xrl_deny_del(h, &p);
 			if (rc && rc != -ENOENT)
@@ -321,6 +331,8 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 		       (unsigned long long)READ(x->failed));
 	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"wide\"} %llu\n",
 		       (unsigned long long)READ(x->wide));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"local\"} %llu\n",
+		       (unsigned long long)READ(x->local));
 	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"queue_full\"} %llu\n",
 		       (unsigned long long)(st.dropped + READ(x->dropped)));
 	one(b, "xrl_fleet_redis_errors_total", "counter",
