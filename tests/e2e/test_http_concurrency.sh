@@ -131,6 +131,15 @@ for i in 1 2 3 4; do
 	check_eq "GET /healthz $i: no quota headers (not counted)" "$(hdr RateLimit)" ""
 done
 
+# an exemption covers whole segments: /healthz/live is exempt, /healthzX
+# and /healthz.php are not (they meet the rule, whose token is spent)
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthz/live"
+check_eq "GET /healthz/live: exempt" "$H_CODE" 200
+for u in /healthzX /healthz.php; do
+	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: $u"
+	check_eq "GET $u: not exempt (refused)" "$([ "$H_CODE" = 200 ] && echo admitted || echo refused)" refused
+done
+
 info "5. shedding per route"
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
