@@ -46,6 +46,20 @@ http_setup() {
 	trap 'exit 143' TERM
 }
 
+# http_begin [TOOL...]: require_http TOOL..., then http_setup.
+http_begin() {
+	require_http "$@"
+	http_setup
+}
+
+# http_redis_begin: http_begin with redis-server and redis-cli, then a
+# redis-server "redis" (redis_start) whose port is in RP.
+http_redis_begin() {
+	http_begin redis-server redis-cli
+	redis_start redis
+	RP=${HT_PORT[redis]}
+}
+
 http_cleanup() {
 	local rc=$? name p
 	trap - EXIT INT TERM
@@ -136,6 +150,17 @@ xrld_http_run() {
 	local name=$1 port=$2
 	shift 2
 	cat >"$HT_TMP/$name.yaml" || fatal "couldn't write $HT_TMP/$name.yaml"
+	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
+}
+
+# xrld_http_rules NAME PROXY [ARGS...] <YAML: xrld NAME on a free port
+# (HT_PORT[NAME]); its policy is the head of an http: section behind PROXY
+# (http_yaml) followed by stdin (the rest of the section: a here-document).
+xrld_http_rules() {
+	local name=$1 proxy=$2 port
+	shift 2
+	port=$(free_port)
+	{ http_yaml "$port" "$proxy" && cat; } >"$HT_TMP/$name.yaml" || fatal "couldn't write $HT_TMP/$name.yaml"
 	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
 }
 

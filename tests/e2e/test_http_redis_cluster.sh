@@ -86,49 +86,18 @@ for n in A B C; do
 	{
 		[ "$n" = A ] && echo "metrics: 127.0.0.1:$MA"
 		cat <<EOF
-http:
-  listen: 127.0.0.1:$p
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$p" traefik)
   backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
   redis_timeout: ${TIMEOUT_MS}ms
   breaker_cooldown: 500ms
   threads: 2
   rules:
-    - name: holds
-      match: { path_prefix: /holds/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 10
-      on_backend_error: closed
-    - name: buyers
-      match: { path_prefix: /buy/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: closed
-    - name: user
-      match: { path_prefix: /two/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-    - name: shop
-      match: { path_prefix: /two/ }
-      key: header:X-Shop
-      rate: 1/min
-      burst: 2
-    - name: closed
-      match: { path_prefix: /closed/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: closed
-    - name: open
-      match: { path_prefix: /open/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: open
+$(yaml_rule holds '{ path_prefix: /holds/ }' header:X-User-Id 1/min 10 'on_backend_error: closed')
+$(yaml_rule buyers '{ path_prefix: /buy/ }' header:X-User-Id 1/min 5 'on_backend_error: closed')
+$(yaml_rule user '{ path_prefix: /two/ }' header:X-User-Id 1/min 5)
+$(yaml_rule shop '{ path_prefix: /two/ }' header:X-Shop 1/min 2)
+$(yaml_rule closed '{ path_prefix: /closed/ }' header:X-User-Id 1/min 5 'on_backend_error: closed')
+$(yaml_rule open '{ path_prefix: /open/ }' header:X-User-Id 1/min 5 'on_backend_error: open')
 EOF
 	} >"$HT_TMP/$n.yaml"
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "$p"
