@@ -183,6 +183,132 @@ struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
 	return d;
 }
 
+/*
+ * A configuration with the rules of spec: "NAME RATE BURST [shadow]" each,
+ * separated by ", " ("site 1/h 5, login 1/h 1"), in that order. Not
+ * finished (a test may still change it): lim_done finishes it. CTX names
+ * the rules.
+ */
+struct xrl_http_cfg *cfg_rules(const char *spec)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	char name[64], rate[32], more[16];
+	const char *p = spec;
+	unsigned burst;
+	int n, got;
+
+	CTX("%s", spec);
+	while (*p) {
+		more[0] = '\0';
+		got = sscanf(p, "%63s %31s %u%n %15[a-z]%n", name, rate, &burst, &n, more, &n);
+		if (got < 3 || (got == 4 && strcmp(more, "shadow")))
+			fail_msg("cfg_rules: bad spec at \"%s\"", p);
+		c->rules[rule_add(c, name, rate, burst)].shadow = got == 4;
+		p += n;
+		p += strspn(p, ", ");
+	}
+	return c;
+}
+
+/* cfg_done(c), then a limiter on it. */
+struct xrl_limiter *lim_done(struct xrl_http_cfg *c)
+{
+	cfg_done(c);
+	return lim_new(c);
+}
+
+/* ---- want_dec: a decision checked in one line (WANT, WANT_RULE) ----------- */
+
+enum { WF_BOOL, WF_U64, WF_U32 };
+
+static const struct {
+	const char *name;
+	size_t off;
+	int kind;
+} want_fields[] = {
+	{ "allowed", offsetof(struct xrl_decision, allowed), WF_BOOL },
+	{ "shed", offsetof(struct xrl_decision, shed), WF_BOOL },
+	{ "error", offsetof(struct xrl_decision, backend_error), WF_BOOL },
+	{ "missing", offsetof(struct xrl_decision, missing_key), WF_BOOL },
+	{ "penalized", offsetof(struct xrl_decision, penalized), WF_BOOL },
+	{ "limit", offsetof(struct xrl_decision, limit), WF_U64 },
+	{ "remaining", offsetof(struct xrl_decision, remaining), WF_U64 },
+	{ "reset", offsetof(struct xrl_decision, reset_s), WF_U64 },
+	{ "retry", offsetof(struct xrl_decision, retry_after_s), WF_U64 },
+	{ "rules", offsetof(struct xrl_decision, n_rules), WF_U32 },
+	{ "shadow", offsetof(struct xrl_decision, n_shadow), WF_U32 },
+};
+
+/* The value of field i of d, widened. */
+static ull want_get(const struct xrl_decision *d, size_t i)
+{
+	const char *p = (const char *)d + want_fields[i].off;
+
+	if (want_fields[i].kind == WF_BOOL)
+		return *(const bool *)p;
+	if (want_fields[i].kind == WF_U32)
+		return *(const __u32 *)p;
+	return *(const __u64 *)p;
+}
+
+/* Check one word of a WANT spec ("name", "!name" or "name=N") against d;
+ * false (and a message) when it differs or names no field. */
+static bool want_word(const struct xrl_decision *d, const char *spec, const char *w, size_t n)
+{
+	bool neg = *w == '!';
+	const char *eq = memchr(w, '=', n);
+	size_t len = eq ? (size_t)(eq - w) : n;
+	ull want = !neg, got;
+
+	w += neg;
+	len -= neg;
+	for (size_t i = 0; i < sizeof(want_fields) / sizeof(want_fields[0]); i++) {
+		if (strlen(want_fields[i].name) != len || strncmp(w, want_fields[i].name, len))
+			continue;
+		if (eq)
+			want = strtoull(eq + 1, NULL, 0);
+		else if (want_fields[i].kind != WF_BOOL)
+			break; /* a number needs its value */
+		got = want_get(d, i);
+		if (got == want)
+			return true;
+		print_error("[%s] %s: %s = %llu, want %llu\n", ctx, spec, want_fields[i].name, got,
+			    want);
+		return false;
+	}
+	print_error("[%s] WANT \"%s\": no such field '%.*s'\n", ctx, spec, (int)n, w - neg);
+	return false;
+}
+
+struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
+			     const struct xrl_http_rule *rule, const char *file, int line,
+			     const char *fmt, ...)
+{
+	char spec[256];
+	const char *w = spec;
+	bool ok = true;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(spec, sizeof(spec), fmt, ap);
+	va_end(ap);
+	while (*w) {
+		size_t n = strcspn(w, " ");
+
+		if (n)
+			ok &= want_word(&d, spec, w, n);
+		w += n + (w[n] == ' ');
+	}
+	if (check_rule && d.rule != rule) {
+		print_error("[%s] %s: rule = %s, want %s\n", ctx, spec,
+			    d.rule ? d.rule->name : "(none)", rule ? rule->name : "(none)");
+		ok = false;
+	}
+	if (!ok)
+		_fail(file, line);
+	return d;
+}
+
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
 __u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u64 cap)
 {
