@@ -217,67 +217,102 @@ struct xrl_limiter *lim_done(struct xrl_http_cfg *c)
 	return lim_new(c);
 }
 
-/* ---- want_dec: a decision checked in one line (WANT, WANT_RULE) ----------- */
+/* ---- WANT: a decision or the stats checked in one line ------------------- */
 
 enum { WF_BOOL, WF_U64, WF_U32 };
 
-static const struct {
+struct want_field {
 	const char *name;
 	size_t off;
 	int kind;
-} want_fields[] = {
-	{ "allowed", offsetof(struct xrl_decision, allowed), WF_BOOL },
-	{ "shed", offsetof(struct xrl_decision, shed), WF_BOOL },
-	{ "error", offsetof(struct xrl_decision, backend_error), WF_BOOL },
-	{ "missing", offsetof(struct xrl_decision, missing_key), WF_BOOL },
-	{ "penalized", offsetof(struct xrl_decision, penalized), WF_BOOL },
-	{ "limit", offsetof(struct xrl_decision, limit), WF_U64 },
-	{ "remaining", offsetof(struct xrl_decision, remaining), WF_U64 },
-	{ "reset", offsetof(struct xrl_decision, reset_s), WF_U64 },
-	{ "retry", offsetof(struct xrl_decision, retry_after_s), WF_U64 },
-	{ "rules", offsetof(struct xrl_decision, n_rules), WF_U32 },
-	{ "shadow", offsetof(struct xrl_decision, n_shadow), WF_U32 },
 };
 
-/* The value of field i of d, widened. */
-static ull want_get(const struct xrl_decision *d, size_t i)
-{
-	const char *p = (const char *)d + want_fields[i].off;
+#define WD(name, field, kind) { name, offsetof(struct xrl_decision, field), kind }
+static const struct want_field dec_fields[] = {
+	WD("allowed", allowed, WF_BOOL),	WD("shed", shed, WF_BOOL),
+	WD("error", backend_error, WF_BOOL),	WD("missing", missing_key, WF_BOOL),
+	WD("penalized", penalized, WF_BOOL),	WD("limit", limit, WF_U64),
+	WD("remaining", remaining, WF_U64),	WD("reset", reset_s, WF_U64),
+	WD("retry", retry_after_s, WF_U64),	WD("rules", n_rules, WF_U32),
+	WD("shadow", n_shadow, WF_U32),
+};
 
-	if (want_fields[i].kind == WF_BOOL)
+#define WS(field) { #field, offsetof(struct xrl_limiter_stats, field), WF_U64 }
+static const struct want_field stats_fields[] = {
+	WS(decisions),	     WS(allowed),	  WS(refused),
+	WS(shadow_refused),  WS(shed),		  WS(backend_errors),
+	WS(breaker_open_skips), WS(overlimit_cache_hits), WS(fallback_open),
+	WS(fallback_closed), WS(fallback_local),	  WS(keys),
+	WS(evictions_idle),  WS(evictions_active), WS(penalties),
+	WS(redis_round_trips), WS(redis_calls),	  WS(redis_decisions),
+};
+
+/* The value of field f of obj, widened. */
+static ull want_get(const void *obj, const struct want_field *f)
+{
+	const char *p = (const char *)obj + f->off;
+
+	if (f->kind == WF_BOOL)
 		return *(const bool *)p;
-	if (want_fields[i].kind == WF_U32)
+	if (f->kind == WF_U32)
 		return *(const __u32 *)p;
 	return *(const __u64 *)p;
 }
 
-/* Check one word of a WANT spec ("name", "!name" or "name=N") against d;
- * false (and a message) when it differs or names no field. */
-static bool want_word(const struct xrl_decision *d, const char *spec, const char *w, size_t n)
+/*
+ * Check one word of a spec ("name", "!name", "name=N", "name<=N" or
+ * "name>=N", n bytes at w) against obj, whose fields are tab[0..n_tab);
+ * false (and a message) when it does not hold or names no field.
+ */
+static bool want_word(const void *obj, const struct want_field *tab, size_t n_tab,
+		      const char *spec, const char *w, size_t n)
 {
 	bool neg = *w == '!';
-	const char *eq = memchr(w, '=', n);
-	size_t len = eq ? (size_t)(eq - w) : n;
+	size_t len = strcspn(w, "<>= "), op_len = 0;
+	int op = 0; /* '=', '<' (<=), '>' (>=), 0: a flag */
 	ull want = !neg, got;
+	bool ok;
 
-	w += neg;
-	len -= neg;
-	for (size_t i = 0; i < sizeof(want_fields) / sizeof(want_fields[0]); i++) {
-		if (strlen(want_fields[i].name) != len || strncmp(w, want_fields[i].name, len))
-			continue;
-		if (eq)
-			want = strtoull(eq + 1, NULL, 0);
-		else if (want_fields[i].kind != WF_BOOL)
-			break; /* a number needs its value */
-		got = want_get(d, i);
-		if (got == want)
-			return true;
-		print_error("[%s] %s: %s = %llu, want %llu\n", ctx, spec, want_fields[i].name, got,
-			    want);
-		return false;
+	if (len < n) {
+		op = w[len];
+		op_len = op == '=' ? 1 : 2;
+		if (op != '=' && w[len + 1] != '=')
+			op = -1;
+		else
+			want = strtoull(w + len + op_len, NULL, 0);
 	}
-	print_error("[%s] WANT \"%s\": no such field '%.*s'\n", ctx, spec, (int)n, w - neg);
+	for (size_t i = 0; op >= 0 && i < n_tab; i++) {
+		if (strlen(tab[i].name) != len - neg || strncmp(w + neg, tab[i].name, len - neg))
+			continue;
+		if (!op && tab[i].kind != WF_BOOL)
+			break; /* a number needs its value */
+		got = want_get(obj, &tab[i]);
+		ok = op == '<' ? got <= want : op == '>' ? got >= want : got == want;
+		if (!ok)
+			print_error("[%s] %s: %s = %llu, want %s %llu\n", ctx, spec, tab[i].name,
+				    got, op == '<' ? "<=" : op == '>' ? ">=" : "", want);
+		return ok;
+	}
+	print_error("[%s] WANT \"%s\": no such check '%.*s'\n", ctx, spec, (int)n, w);
 	return false;
+}
+
+/* Every word of spec (fmt, va) against obj; fails at file:line unless all hold. */
+static bool want_all(const void *obj, const struct want_field *tab, size_t n_tab, char *spec,
+		     size_t size, const char *fmt, va_list ap)
+{
+	const char *w = spec;
+	bool ok = true;
+
+	vsnprintf(spec, size, fmt, ap);
+	while (*w) {
+		size_t n = strcspn(w, " ");
+
+		if (n)
+			ok &= want_word(obj, tab, n_tab, spec, w, n);
+		w += n + (w[n] == ' ');
+	}
+	return ok;
 }
 
 struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
@@ -285,20 +320,13 @@ struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
 			     const char *fmt, ...)
 {
 	char spec[256];
-	const char *w = spec;
-	bool ok = true;
 	va_list ap;
+	bool ok;
 
 	va_start(ap, fmt);
-	vsnprintf(spec, sizeof(spec), fmt, ap);
+	ok = want_all(&d, dec_fields, sizeof(dec_fields) / sizeof(dec_fields[0]), spec,
+		      sizeof(spec), fmt, ap);
 	va_end(ap);
-	while (*w) {
-		size_t n = strcspn(w, " ");
-
-		if (n)
-			ok &= want_word(&d, spec, w, n);
-		w += n + (w[n] == ' ');
-	}
 	if (check_rule && d.rule != rule) {
 		print_error("[%s] %s: rule = %s, want %s\n", ctx, spec,
 			    d.rule ? d.rule->name : "(none)", rule ? rule->name : "(none)");
@@ -307,6 +335,42 @@ struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
 	if (!ok)
 		_fail(file, line);
 	return d;
+}
+
+struct xrl_limiter_stats want_stats(struct xrl_limiter_stats s, const char *file, int line,
+				    const char *fmt, ...)
+{
+	char spec[512];
+	va_list ap;
+	bool ok;
+
+	va_start(ap, fmt);
+	ok = want_all(&s, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0]), spec,
+		      sizeof(spec), fmt, ap);
+	va_end(ap);
+	if (!ok)
+		_fail(file, line);
+	return s;
+}
+
+/* One request of `cost` tokens for rule r and key (decc), which must not fail. */
+struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r,
+			     const char *key, __u32 cost)
+{
+	struct xrl_decision d;
+
+	EQ(decc(l, r, key, cost, &d), 0);
+	return d;
+}
+
+/* Each step of steps[0..n) on (r, key): its cost, then WANT its spec. */
+void want_steps(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		const char *what, const struct want_step *steps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		CTX("%s: %s", what, steps[i].what);
+		WANT(dec_cost(l, r, key, steps[i].cost), "%s", steps[i].want);
+	}
 }
 
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
