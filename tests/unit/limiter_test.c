@@ -227,24 +227,42 @@ struct want_field {
 	int kind;
 };
 
-#define WD(name, field, kind) { name, offsetof(struct xrl_decision, field), kind }
+#define WD(name, field, kind) \
+	{ \
+		name, offsetof(struct xrl_decision, field), kind \
+	}
 static const struct want_field dec_fields[] = {
-	WD("allowed", allowed, WF_BOOL),	WD("shed", shed, WF_BOOL),
-	WD("error", backend_error, WF_BOOL),	WD("missing", missing_key, WF_BOOL),
-	WD("penalized", penalized, WF_BOOL),	WD("limit", limit, WF_U64),
-	WD("remaining", remaining, WF_U64),	WD("reset", reset_s, WF_U64),
-	WD("retry", retry_after_s, WF_U64),	WD("rules", n_rules, WF_U32),
+	WD("allowed", allowed, WF_BOOL),     WD("shed", shed, WF_BOOL),
+	WD("error", backend_error, WF_BOOL), WD("missing", missing_key, WF_BOOL),
+	WD("penalized", penalized, WF_BOOL), WD("limit", limit, WF_U64),
+	WD("remaining", remaining, WF_U64),  WD("reset", reset_s, WF_U64),
+	WD("retry", retry_after_s, WF_U64),  WD("rules", n_rules, WF_U32),
 	WD("shadow", n_shadow, WF_U32),
 };
 
-#define WS(field) { #field, offsetof(struct xrl_limiter_stats, field), WF_U64 }
+#define WS(field) \
+	{ \
+#field, offsetof(struct xrl_limiter_stats, field), WF_U64 \
+	}
 static const struct want_field stats_fields[] = {
-	WS(decisions),	     WS(allowed),	  WS(refused),
-	WS(shadow_refused),  WS(shed),		  WS(backend_errors),
-	WS(breaker_open_skips), WS(overlimit_cache_hits), WS(fallback_open),
-	WS(fallback_closed), WS(fallback_local),	  WS(keys),
-	WS(evictions_idle),  WS(evictions_active), WS(penalties),
-	WS(redis_round_trips), WS(redis_calls),	  WS(redis_decisions),
+	WS(decisions),
+	WS(allowed),
+	WS(refused),
+	WS(shadow_refused),
+	WS(shed),
+	WS(backend_errors),
+	WS(breaker_open_skips),
+	WS(overlimit_cache_hits),
+	WS(fallback_open),
+	WS(fallback_closed),
+	WS(fallback_local),
+	WS(keys),
+	WS(evictions_idle),
+	WS(evictions_active),
+	WS(penalties),
+	WS(redis_round_trips),
+	WS(redis_calls),
+	WS(redis_decisions),
 };
 
 /* The value of field f of obj, widened. */
@@ -264,18 +282,20 @@ static ull want_get(const void *obj, const struct want_field *f)
  * "name>=N", n bytes at w) against obj, whose fields are tab[0..n_tab);
  * false (and a message) when it does not hold or names no field.
  */
-static bool want_word(const void *obj, const struct want_field *tab, size_t n_tab,
-		      const char *spec, const char *w, size_t n)
+static bool want_word(const void *obj, const struct want_field *tab, size_t n_tab, const char *spec,
+		      const char *w, size_t n)
 {
 	bool neg = *w == '!';
 	size_t len = strcspn(w, "<>= "), op_len = 0;
 	int op = 0; /* '=', '<' (<=), '>' (>=), 0: a flag */
+	const char *rel = "";
 	ull want = !neg, got;
 	bool ok;
 
 	if (len < n) {
 		op = w[len];
 		op_len = op == '=' ? 1 : 2;
+		rel = op == '=' ? "" : op == '<' ? "<= " : ">= ";
 		if (op != '=' && w[len + 1] != '=')
 			op = -1;
 		else
@@ -289,22 +309,29 @@ static bool want_word(const void *obj, const struct want_field *tab, size_t n_ta
 		got = want_get(obj, &tab[i]);
 		ok = op == '<' ? got <= want : op == '>' ? got >= want : got == want;
 		if (!ok)
-			print_error("[%s] %s: %s = %llu, want %s %llu\n", ctx, spec, tab[i].name,
-				    got, op == '<' ? "<=" : op == '>' ? ">=" : "", want);
+			print_error("[%s] %s: %s = %llu, want %s%llu\n", ctx, spec, tab[i].name,
+				    got, rel, want);
 		return ok;
 	}
 	print_error("[%s] WANT \"%s\": no such check '%.*s'\n", ctx, spec, (int)n, w);
 	return false;
 }
 
-/* Every word of spec (fmt, va) against obj; fails at file:line unless all hold. */
-static bool want_all(const void *obj, const struct want_field *tab, size_t n_tab, char *spec,
-		     size_t size, const char *fmt, va_list ap)
+/*
+ * Every word of the spec (fmt, ap) against obj, whose fields are
+ * tab[0..n_tab); the test fails at file:line unless all hold and no other
+ * check failed (fault: what it found, or NULL).
+ */
+static void want_all(const void *obj, const struct want_field *tab, size_t n_tab, const char *fault,
+		     const char *file, int line, const char *fmt, va_list ap)
 {
+	char spec[512];
 	const char *w = spec;
-	bool ok = true;
+	bool ok = !fault;
 
-	vsnprintf(spec, size, fmt, ap);
+	vsnprintf(spec, sizeof(spec), fmt, ap);
+	if (fault)
+		print_error("[%s] %s: %s\n", ctx, spec, fault);
 	while (*w) {
 		size_t n = strcspn(w, " ");
 
@@ -312,50 +339,41 @@ static bool want_all(const void *obj, const struct want_field *tab, size_t n_tab
 			ok &= want_word(obj, tab, n_tab, spec, w, n);
 		w += n + (w[n] == ' ');
 	}
-	return ok;
+	if (!ok)
+		_fail(file, line);
 }
 
 struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
 			     const struct xrl_http_rule *rule, const char *file, int line,
 			     const char *fmt, ...)
 {
-	char spec[256];
+	char fault[128];
 	va_list ap;
-	bool ok;
 
+	snprintf(fault, sizeof(fault), "rule = %s, want %s", d.rule ? d.rule->name : "(none)",
+		 rule ? rule->name : "(none)");
 	va_start(ap, fmt);
-	ok = want_all(&d, dec_fields, sizeof(dec_fields) / sizeof(dec_fields[0]), spec,
-		      sizeof(spec), fmt, ap);
+	want_all(&d, dec_fields, sizeof(dec_fields) / sizeof(dec_fields[0]),
+		 check_rule && d.rule != rule ? fault : NULL, file, line, fmt, ap);
 	va_end(ap);
-	if (check_rule && d.rule != rule) {
-		print_error("[%s] %s: rule = %s, want %s\n", ctx, spec,
-			    d.rule ? d.rule->name : "(none)", rule ? rule->name : "(none)");
-		ok = false;
-	}
-	if (!ok)
-		_fail(file, line);
 	return d;
 }
 
 struct xrl_limiter_stats want_stats(struct xrl_limiter_stats s, const char *file, int line,
 				    const char *fmt, ...)
 {
-	char spec[512];
 	va_list ap;
-	bool ok;
 
 	va_start(ap, fmt);
-	ok = want_all(&s, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0]), spec,
-		      sizeof(spec), fmt, ap);
+	want_all(&s, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0]), NULL, file, line,
+		 fmt, ap);
 	va_end(ap);
-	if (!ok)
-		_fail(file, line);
 	return s;
 }
 
 /* One request of `cost` tokens for rule r and key (decc), which must not fail. */
-struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r,
-			     const char *key, __u32 cost)
+struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+			     __u32 cost)
 {
 	struct xrl_decision d;
 
@@ -369,7 +387,7 @@ void want_steps(struct xrl_limiter *l, const struct xrl_http_rule *r, const char
 {
 	for (size_t i = 0; i < n; i++) {
 		CTX("%s: %s", what, steps[i].what);
-		WANT(dec_cost(l, r, key, steps[i].cost), "%s", steps[i].want);
+		WANT_RULE(dec_cost(l, r, key, steps[i].cost), r, "%s", steps[i].want);
 	}
 }
 

@@ -110,8 +110,8 @@ struct xrl_limiter_stats want_stats(struct xrl_limiter_stats s, const char *file
 				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 /* One request of `cost` tokens for rule r and key, which must not fail. */
-struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r,
-			     const char *key, __u32 cost);
+struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+			     __u32 cost);
 
 /* A step of a table: a request of `cost` tokens, what it is about, and the
  * WANT spec of its decision. */
@@ -121,7 +121,8 @@ struct want_step {
 	const char *want;
 };
 
-/* Each step on (r, key) in turn, CTX "what: step's what". */
+/* Each step on (r, key) in turn, CTX "what: step's what": its decision
+ * names r and is as the step's spec says. */
 void want_steps(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
 		const char *what, const struct want_step *steps, size_t n);
 

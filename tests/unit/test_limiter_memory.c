@@ -403,26 +403,38 @@ static void test_two_rules_refusal_spends_nothing(void **state)
 }
 
 /*
- * Two rules (spec as cfg_rules), one request matched by both admitted, then
- * the second (what: the context): it names rule number `rule` and is as
- * `want` says (a WANT spec).
+ * Two rules, one request matched by both admitted, then a second: which
+ * rule the answer names. A refusal by the rule with the longer wait is the
+ * one reported. A shadow rule is invisible to clients: when the request
+ * is admitted the headers (rule, limit, remaining, reset) come from an
+ * enforcing rule, not from a shadow rule that would have refused
+ * (RateLimit: r=0 would make well-behaved clients back off from a rule
+ * that is only being watched).
  */
-static void second_of_two(const char *spec, const char *what, int rule, const char *want)
+static void test_second_request_reported_rule(void **state)
 {
-	struct xrl_http_cfg *c = cfg_rules(spec);
-	struct xrl_limiter *l = lim_done(c);
+	static const struct {
+		const char *rules, *what;
+		int rule; /* the one the second answer names */
+		const char *want;
+	} cases[] = {
+		{ "fast 1/6s 1, slow 1/h 1",
+		  "both empty: the answer is the one to wait longest for", 1,
+		  "!allowed retry=3600" },
+		{ "enforcing 1/h 100, shadowed 1/h 1 shadow",
+		  "admitted while the shadow rule would refuse: reported rule", 0,
+		  "allowed limit=100 remaining=98" },
+	};
 
-	WANT(dec2(l, &c->rules[0], &c->rules[1], "k"), "allowed");
-	CTX("%s", what);
-	WANT_RULE(dec2(l, &c->rules[0], &c->rules[1], "k"), &c->rules[rule], "%s", want);
-}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct xrl_http_cfg *c = cfg_rules(cases[i].rules);
+		struct xrl_limiter *l = lim_done(c);
 
-/* A refusal by the rule with the longer wait is the one reported. */
-static void test_refusal_reports_longest_wait(void **state)
-{
-	second_of_two("fast 1/6s 1, slow 1/h 1",
-		      "both empty: the answer is the one to wait longest for", 1,
-		      "!allowed retry=3600");
+		WANT(dec2(l, &c->rules[0], &c->rules[1], "k"), "allowed");
+		CTX("%s", cases[i].what);
+		WANT_RULE(dec2(l, &c->rules[0], &c->rules[1], "k"), &c->rules[cases[i].rule], "%s",
+			  cases[i].want);
+	}
 }
 
 /* ---- shadow rules ------------------------------------------------------------ */
@@ -453,19 +465,6 @@ static void test_shadow_refusals_allow_and_count(void **state)
 	EQ(s.allowed, 9);
 	EQ(s.refused, 0);
 	EQ(s.shadow_refused, 3 + 3);
-}
-
-/*
- * A shadow rule is invisible to clients: when the request is admitted the
- * headers (rule, limit, remaining, reset) come from an enforcing rule, not
- * from a shadow rule that would have refused (RateLimit: r=0 would make
- * well-behaved clients back off from a rule that is only being watched).
- */
-static void test_shadow_rule_not_reported(void **state)
-{
-	second_of_two("enforcing 1/h 100, shadowed 1/h 1 shadow",
-		      "admitted while the shadow rule would refuse: reported rule", 0,
-		      "allowed limit=100 remaining=98");
 }
 
 /* ---- costs ------------------------------------------------------------------- */
@@ -1117,9 +1116,8 @@ const struct CMUnitTest xrl_lim_memory_tests[] = {
 	cmocka_unit_test_teardown(test_retry_after_truth, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_independent_keys, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_two_rules_refusal_spends_nothing, xrl_lim_fx_teardown),
-	cmocka_unit_test_teardown(test_refusal_reports_longest_wait, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_second_request_reported_rule, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_shadow_refusals_allow_and_count, xrl_lim_fx_teardown),
-	cmocka_unit_test_teardown(test_shadow_rule_not_reported, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_cost_above_burst, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_cost_zero_and_rule_cost, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_missing_key_refused, xrl_lim_fx_teardown),

@@ -331,7 +331,6 @@ static void test_redis_down_open(void **state)
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
-	struct xrl_limiter_stats s;
 	__u64 ns;
 
 	CTX("redis://127.0.0.1:1, on_backend_error open, 1/h burst 2");
@@ -340,91 +339,53 @@ static void test_redis_down_open(void **state)
 	EQ(xrl_limiter_breaker_state(l), 0);
 	ns = timed(l, &c->rules[0], "k", &d);
 	CTX("the first decision (connection refused)");
-	EQ(d.allowed, true);
-	EQ(d.backend_error, true);
-	EQ(d.shed, false);
+	WANT(d, "allowed error !shed");
 	LE(ns, c->redis_timeout_ns + 100 * MS);
 	EQ(xrl_limiter_breaker_state(l), 1);
 	for (int i = 1; i < 10; i++) {
 		ns = timed(l, &c->rules[0], "k", &d);
 		CTX("decision %d, breaker open: fails open, far beyond the burst", i);
-		EQ(d.allowed, true);
-		EQ(d.backend_error, true);
+		WANT(d, "allowed error");
 		LE(ns, 5 * MS);
 	}
 	CTX("stats");
-	s = stats(l);
-	EQ(s.decisions, 10);
-	EQ(s.allowed, 10);
-	EQ(s.backend_errors, 10);
-	EQ(s.fallback_open, 10);
-	EQ(s.breaker_open_skips, 9);
-	EQ(s.fallback_closed + s.fallback_local + s.shed, 0);
+	WANT_STATS(l, "decisions=10 allowed=10 backend_errors=10 fallback_open=10 "
+		      "breaker_open_skips=9 fallback_closed=0 fallback_local=0 shed=0");
 }
 
 static void test_redis_down_closed(void **state)
 {
-	struct xrl_http_cfg *c;
-	struct xrl_limiter *l;
-	struct xrl_decision d;
-	struct xrl_limiter_stats s;
+	struct xrl_http_cfg *c = cfg_redis("redis://127.0.0.1:1", XRL_BE_CLOSED, 2);
+	struct xrl_limiter *l = lim_new(c);
 
-	CTX("redis://127.0.0.1:1, on_backend_error closed");
-	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_CLOSED, 2);
-	l = lim_new(c);
 	for (int i = 0; i < 3; i++) {
-		CTX("decision %d: shed", i);
-		d = dec1(l, &c->rules[0], "k");
-		EQ(d.allowed, false);
-		EQ(d.shed, true);
-		EQ(d.backend_error, true);
-		RULE_IS(d.rule, &c->rules[0]);
-		EQ(d.limit, 2);
-		/* come back when the breaker tries again (cooldown 1 s) */
-		EQ(d.retry_after_s, 1);
+		CTX("redis://127.0.0.1:1, on_backend_error closed: decision %d, shed", i);
+		/* retry=1: come back when the breaker tries again (cooldown 1 s) */
+		WANT_RULE(dec1(l, &c->rules[0], "k"), &c->rules[0],
+			  "!allowed shed error limit=2 retry=1");
 	}
 	CTX("stats");
-	s = stats(l);
-	EQ(s.shed, 3);
-	EQ(s.fallback_closed, 3);
-	EQ(s.backend_errors, 3);
-	EQ(s.allowed, 0);
-	EQ(s.fallback_open + s.fallback_local, 0);
+	WANT_STATS(l, "shed=3 fallback_closed=3 backend_errors=3 allowed=0 fallback_open=0 "
+		      "fallback_local=0");
 }
 
 static void test_redis_down_local(void **state)
 {
-	struct xrl_http_cfg *c;
-	struct xrl_limiter *l;
-	struct xrl_decision d;
-	struct xrl_limiter_stats s;
+	static const struct want_step steps[] = {
+		{ "request 1 of the burst", 1, "allowed error remaining=2" },
+		{ "request 2 of the burst", 1, "allowed error remaining=1" },
+		{ "request 3 of the burst", 1, "allowed error remaining=0" },
+		{ "after the burst", 1, "!allowed error !shed remaining=0 retry=3600" },
+	};
+	struct xrl_http_cfg *c = cfg_redis("redis://127.0.0.1:1", XRL_BE_LOCAL, 3);
+	struct xrl_limiter *l = lim_new(c);
 
-	CTX("redis://127.0.0.1:1, on_backend_error local, 1/h burst 3");
-	c = cfg_redis("redis://127.0.0.1:1", XRL_BE_LOCAL, 3);
-	l = lim_new(c);
-	for (__u32 k = 1; k <= 3; k++) {
-		CTX("local bucket, request %u of the burst", k);
-		d = dec1(l, &c->rules[0], "k");
-		EQ(d.allowed, true);
-		EQ(d.backend_error, true);
-		RULE_IS(d.rule, &c->rules[0]);
-		EQ(d.remaining, 3 - k);
-	}
-	CTX("local bucket after the burst");
-	d = dec1(l, &c->rules[0], "k");
-	EQ(d.allowed, false);
-	EQ(d.backend_error, true);
-	EQ(d.shed, false);
-	EQ(d.remaining, 0);
-	EQ(d.retry_after_s, 3600);
+	want_steps(l, &c->rules[0], "k", "on_backend_error local, 1/h burst 3: local bucket", steps,
+		   sizeof(steps) / sizeof(steps[0]));
 	CTX("another key: its own local bucket");
 	EQ(drain(l, &c->rules[0], "other", 10), 3);
 	CTX("stats");
-	s = stats(l);
-	EQ(s.fallback_local, 4 + 4);
-	EQ(s.allowed, 6);
-	EQ(s.refused, 2);
-	EQ(s.keys, 2);
+	WANT_STATS(l, "fallback_local=%d allowed=6 refused=2 keys=2", 4 + 4);
 }
 
 /* One request matched by an open rule and a local one: the local one decides. */
@@ -502,24 +463,35 @@ static void test_redis_breaker_probe(void **state)
  * waits out redis_timeout, once; with the breaker open the next ones take no
  * time at all.
  */
-static void test_redis_silent_timeout(void **state)
+/*
+ * A loopback socket that listens and never accepts (the kernel completes
+ * the handshake; nothing ever answers): its fd, and in url the url of fmt
+ * (a printf format with one %u: the port).
+ */
+static int silent_listener(char *url, size_t size, const char *fmt)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 16), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(url, size, fmt, ntohs(sa.sin_port));
+	return fd;
+}
+
+static void test_redis_silent_timeout(void **state)
+{
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
 	char url[64];
 	__u64 ns;
-	int fd;
+	int fd = silent_listener(url, sizeof(url), "redis://127.0.0.1:%u");
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 16), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	snprintf(url, sizeof(url), "redis://127.0.0.1:%u", ntohs(sa.sin_port));
 	CTX("%s (never answers), timeout 50 ms, on_backend_error local", url);
 	c = cfg_redis(url, XRL_BE_LOCAL, 2);
 	l = lim_new(c);
@@ -553,9 +525,6 @@ static void test_redis_silent_timeout(void **state)
  */
 static void test_redis_reconnect_never_blocks(void **state)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t sl = sizeof(sa);
 	struct xrl_http_cfg *c;
 	struct xrl_limiter *l;
 	struct xrl_redis_pipe *p;
@@ -563,14 +532,8 @@ static void test_redis_reconnect_never_blocks(void **state)
 	struct flight f = {};
 	char url[96];
 	__u64 t0, ns;
-	int fd;
+	int fd = silent_listener(url, sizeof(url), "redis://u:secret@127.0.0.1:%u/3");
 
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(fd >= 0);
-	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	assert_int_equal(listen(fd, 16), 0);
-	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-	snprintf(url, sizeof(url), "redis://u:secret@127.0.0.1:%u/3", ntohs(sa.sin_port));
 	CTX("%s (never answers), timeout 300 ms", url);
 	c = cfg_redis(url, XRL_BE_LOCAL, 2);
 	c->redis_timeout_ns = 300 * MS;
