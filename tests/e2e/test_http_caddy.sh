@@ -27,17 +27,15 @@ XRL_TEST_NAME=test_http_caddy
 SNIPPET=$XRL_ROOT/docs/examples/caddy-xrl.Caddyfile
 CADDY=${CADDY:-$(command -v caddy || echo /usr/bin/caddy)}
 [ -x "$CADDY" ] || skip "needs caddy"
-require_http
+http_begin
 [ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
-http_setup
 
-X=$(free_port); C=$(free_port); UP=$(free_port)
-T=$HT_TMP
-xrld_http_run xrld "$X" <<EOF
-$(http_yaml "$X" caddy)
+xrld_http_rules xrld caddy <<EOF
   rules:
 $(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
 EOF
+X=${HT_PORT[xrld]}; C=$(free_port); UP=$(free_port)
+T=$HT_TMP
 
 # the backend: answers 200 and logs every request it sees
 "$XRL_PY" - "$UP" "$T/backend.log" <<'PY' >/dev/null 2>&1 &

@@ -22,39 +22,24 @@ XRL_TEST_NAME=test_http_fleet
 . "$(dirname "$0")/lib_http.sh"
 
 XRLCTL=${XRLCTL:-$XRL_ROOT/build/xrlctl}
-require_http redis-server redis-cli
-http_setup
+http_redis_begin
 
 BURST=30
-redis_start redis
-RP=${HT_PORT[redis]}
 declare -A P M
 for n in A B C; do
 	P[$n]=$(free_port)
 	M[$n]=$(free_port)
 	cat >"$HT_TMP/$n.yaml" <<EOF
 metrics: 127.0.0.1:${M[$n]}
-http:
-  listen: 127.0.0.1:${P[$n]}
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "${P[$n]}" traefik)
   backend: redis://127.0.0.1:$RP
   redis_timeout: 100ms
   breaker_cooldown: 1s
   fleet: ft$$
   penalty: { strikes: 2, window: 1s, base: 60s, max: 120s }
   rules:
-    - name: local
-      match: { path_prefix: /local/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: $BURST
-      on_backend_error: local
-    - name: login
-      match: { path_prefix: /login/ }
-      key: header:X-User-Id
-      rate: 4/s
-      burst: 2
+$(yaml_rule local '{ path_prefix: /local/ }' header:X-User-Id 1/min "$BURST" 'on_backend_error: local')
+$(yaml_rule login '{ path_prefix: /login/ }' header:X-User-Id 4/s 2)
 EOF
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "${P[$n]}"
 done

@@ -37,25 +37,14 @@ XRL_TEST_NAME=test_http_forward_auth
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http
-http_setup
-
-P=$(free_port)
-xrld_http_run xrld "$P" <<EOF
-$(http_yaml "$P" traefik)
+http_begin
+xrld_http_rules xrld traefik <<EOF
   backend: memory
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
-      rate: 1/6s
-      burst: 10
-    - name: quick
-      match: { method: POST, path_prefix: /api/quick }
-      key: header:X-User-Id
-      rate: 1/2s
-      burst: 2
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' header:X-User-Id 1/6s 10)
+$(yaml_rule quick '{ method: POST, path_prefix: /api/quick }' header:X-User-Id 1/2s 2)
 EOF
+P=${HT_PORT[xrld]}
 AUTH=http://127.0.0.1:$P/v1/auth
 NGX=http://127.0.0.1:$P/v1/auth/nginx
 
@@ -193,29 +182,12 @@ check_eq "one forwarded header alone: 400" "$H_CODE" 400
 log "8. answers: a missing identity, a penalty, a wrong method"
 PA=$(free_port)
 cat >"$HT_TMP/answers.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$PA
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$PA" traefik)
   penalty: { strikes: 2, window: 1s, base: 6s, max: 12s }
   rules:
-    - name: who
-      match: { path_prefix: /who/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_missing_key: refuse
-    - name: tok
-      match: { path_prefix: /tok/ }
-      key: bearer
-      rate: 1/min
-      burst: 5
-      on_missing_key: refuse
-    - name: pen
-      match: { path_prefix: /pen/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 1
+$(yaml_rule who '{ path_prefix: /who/ }' header:X-User-Id 1/min 5 'on_missing_key: refuse')
+$(yaml_rule tok '{ path_prefix: /tok/ }' bearer 1/min 5 'on_missing_key: refuse')
+$(yaml_rule pen '{ path_prefix: /pen/ }' header:X-User-Id 1/min 1)
 EOF
 xrld_http_start answers "$HT_TMP/answers.yaml" "$PA"
 A2=http://127.0.0.1:$PA/v1/auth

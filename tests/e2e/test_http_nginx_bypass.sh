@@ -29,15 +29,14 @@ XRL_TEST_NAME=test_http_nginx_bypass
 require_nginx
 http_setup
 
-X=$(free_port); N=$(free_port); UP=$(free_port)
-T=$HT_TMP
-xrld_http_run xrld "$X" <<EOF
-$(http_yaml "$X" nginx)
+xrld_http_rules xrld nginx <<EOF
   rules:
 $(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
 $(yaml_rule guarded '{ method: POST, path_prefix: /api/guarded }' bearer 1/min 3 'on_missing_key: refuse')
 $(yaml_rule by-user '{ method: PUT, path_prefix: /api/profile }' header:X-User-Id 1/min 3 'on_missing_key: refuse')
 EOF
+X=${HT_PORT[xrld]}; N=$(free_port); UP=$(free_port)
+T=$HT_TMP
 
 nginx_render "$SNIPPET" "$N" "$X" "$UP" "$T/xrl.conf"
 nginx_start "$T" "$UP" "$N" "" "$T/xrl.conf"

@@ -37,43 +37,7 @@ TIMEOUT_MS=400
 MAX_S=0.8 # redis_timeout + margin (a loaded 2-CPU machine: 96 curls at once)
 
 # ---- the cluster -----------------------------------------------------------
-RC_PORTS=()
-for i in 0 1 2 3 4 5; do
-	p=$(free_port)
-	RC_PORTS+=("$p")
-	mkdir -p "$HT_TMP/rc$i"
-	HT_LOG[rc$i]=$HT_TMP/rc$i.log
-	redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$i" \
-		--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
-		--cluster-require-full-coverage no --daemonize no >>"${HT_LOG[rc$i]}" 2>&1 &
-	HT_PID[rc$i]=$!
-	HT_PORT[rc$i]=$p
-	HT_PIDS+=("$!")
-done
-for i in 0 1 2 3 4 5; do
-	wait_for 10 redis_ping "rc$i" || fatal "redis-server rc$i did not answer: $(tail -n 5 "${HT_LOG[rc$i]}")"
-done
-redis-cli --cluster create $(printf '127.0.0.1:%s ' "${RC_PORTS[@]}") --cluster-replicas 1 \
-	--cluster-yes >"$HT_TMP/create.log" 2>&1 || fatal "redis-cli --cluster create: $(tail -n 5 "$HT_TMP/create.log")"
-cluster_ok() {
-	local p
-	for p in "$@"; do
-		redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-	done
-}
-wait_for 20 cluster_ok "${RC_PORTS[@]}" || fatal "the cluster did not reach cluster_state:ok"
-# masters: "port first-slot-last-slot..." from CLUSTER NODES of a live node
-masters() {
-	redis-cli -p "$1" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && NF > 8 {
-		split($2, a, "[:@]"); printf "%s", a[2]; for (i = 9; i <= NF; i++) printf " %s", $i; print "" }'
-}
-# owner LIVEPORT KEY: the port of the master of KEY's slot
-owner() {
-	local slot
-	slot=$(redis-cli -p "$1" cluster keyslot "$2")
-	masters "$1" | awk -v s="$slot" '{ for (i = 2; i <= NF; i++) { n = split($i, r, "-");
-		lo = r[1]; hi = n > 1 ? r[2] : r[1]; if (s >= lo && s <= hi) { print $1; exit } } }'
-}
+redis_cluster_start 6
 check_eq "masters in the cluster" "$(masters "${RC_PORTS[0]}" | wc -l)" 3
 info "cluster on ${RC_PORTS[*]}"
 
@@ -86,49 +50,18 @@ for n in A B C; do
 	{
 		[ "$n" = A ] && echo "metrics: 127.0.0.1:$MA"
 		cat <<EOF
-http:
-  listen: 127.0.0.1:$p
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$p" traefik)
   backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
   redis_timeout: ${TIMEOUT_MS}ms
   breaker_cooldown: 500ms
   threads: 2
   rules:
-    - name: holds
-      match: { path_prefix: /holds/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 10
-      on_backend_error: closed
-    - name: buyers
-      match: { path_prefix: /buy/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: closed
-    - name: user
-      match: { path_prefix: /two/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-    - name: shop
-      match: { path_prefix: /two/ }
-      key: header:X-Shop
-      rate: 1/min
-      burst: 2
-    - name: closed
-      match: { path_prefix: /closed/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: closed
-    - name: open
-      match: { path_prefix: /open/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 5
-      on_backend_error: open
+$(yaml_rule holds '{ path_prefix: /holds/ }' header:X-User-Id 1/min 10 'on_backend_error: closed')
+$(yaml_rule buyers '{ path_prefix: /buy/ }' header:X-User-Id 1/min 5 'on_backend_error: closed')
+$(yaml_rule user '{ path_prefix: /two/ }' header:X-User-Id 1/min 5)
+$(yaml_rule shop '{ path_prefix: /two/ }' header:X-Shop 1/min 2)
+$(yaml_rule closed '{ path_prefix: /closed/ }' header:X-User-Id 1/min 5 'on_backend_error: closed')
+$(yaml_rule open '{ path_prefix: /open/ }' header:X-User-Id 1/min 5 'on_backend_error: open')
 EOF
 	} >"$HT_TMP/$n.yaml"
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "$p"

@@ -18,29 +18,19 @@ XRL_TEST_NAME=test_http_redis_shared
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http redis-server redis-cli
-http_setup
+http_redis_begin
 
-redis_start redis
-RP=${HT_PORT[redis]}
 PA=$(free_port)
 PB=$(free_port)
 for n in A B; do
 	p=PA; [ "$n" = B ] && p=PB
 	cat >"$HT_TMP/$n.yaml" <<EOF
-http:
-  listen: 127.0.0.1:${!p}
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "${!p}" traefik)
   backend: redis://127.0.0.1:$RP
   redis_timeout: 200ms
   threads: 4
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 10
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' header:X-User-Id 1/min 10)
 EOF
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "${!p}"
 done

@@ -24,11 +24,8 @@ XRL_TEST_NAME=test_http_shadow_bearer
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http redis-server redis-cli
-http_setup
+http_redis_begin
 
-redis_start redis
-RP=${HT_PORT[redis]}
 TOK_A="tokA-$$-s3cr3t-$RANDOM$RANDOM"
 TOK_B="tokB-$$-s3cr3t-$RANDOM$RANDOM"
 for n in M R; do
@@ -38,23 +35,11 @@ for n in M R; do
 	cat >"$HT_TMP/$n.yaml" <<EOF
 metrics: 127.0.0.1:$m
 log_level: debug
-http:
-  listen: 127.0.0.1:$p
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$p" traefik)
   backend: $be
   rules:
-    - name: try-holds
-      match: { path_prefix: /shadow/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 2
-      shadow: true
-    - name: api
-      match: { path_prefix: /api/ }
-      key: bearer
-      rate: 1/min
-      burst: 3
+$(yaml_rule try-holds '{ path_prefix: /shadow/ }' header:X-User-Id 1/min 2 'shadow: true')
+$(yaml_rule api '{ path_prefix: /api/ }' bearer 1/min 3)
 EOF
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "$p" -v
 done

@@ -50,27 +50,12 @@ xc() {
 conf() { # conf PORT BACKEND
 	cat <<EOF
 log_level: info
-http:
-  listen: 127.0.0.1:$1
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$1" traefik)
   backend: $2
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 3
-    - name: api
-      match: { path_prefix: /api/ }
-      key: bearer
-      rate: 1/min
-      burst: 2
-    - name: flood
-      match: { path_prefix: /flood/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 1
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' header:X-User-Id 1/min 3)
+$(yaml_rule api '{ path_prefix: /api/ }' bearer 1/min 2)
+$(yaml_rule flood '{ path_prefix: /flood/ }' header:X-User-Id 1/min 1)
 EOF
 }
 

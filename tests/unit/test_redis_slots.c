@@ -114,34 +114,38 @@ static void t_slot_map(void **st)
 	freeReplyObject(r);
 }
 
+/* A redirect and what it names; an empty host is the node that answered. */
+struct redirect_case {
+	const char *text;
+	bool ask;
+	unsigned slot;
+	const char *host;
+	int port;
+};
+
 static void t_redirects(void **st)
 {
-	const char *e;
+	static const struct redirect_case good[] = {
+		{ "MOVED 3999 127.0.0.1:6381", false, 3999, "127.0.0.1", 6381 },
+		{ "ASK 16383 ::1:7002", true, 16383, "::1", 7002 },
+		{ "MOVED 0 :7000", false, 0, "", 7000 },
+	};
 	char host[128];
 	unsigned slot = 0;
 	int port = 0;
 	bool ask = true;
 
 	(void)st;
-	e = "MOVED 3999 127.0.0.1:6381";
-	CTX("%s", e);
-	EQ(xrl_redirect_parse(e, strlen(e), &ask, &slot, host, sizeof(host), &port), 0);
-	EQ(ask, false);
-	EQ(slot, 3999);
-	STR_EQ(host, "127.0.0.1");
-	EQ(port, 6381);
-	e = "ASK 16383 ::1:7002";
-	CTX("%s", e);
-	EQ(xrl_redirect_parse(e, strlen(e), &ask, &slot, host, sizeof(host), &port), 0);
-	EQ(ask, true);
-	EQ(slot, 16383);
-	STR_EQ(host, "::1");
-	EQ(port, 7002);
-	e = "MOVED 0 :7000";
-	CTX("%s (the node that answered)", e);
-	EQ(xrl_redirect_parse(e, strlen(e), &ask, &slot, host, sizeof(host), &port), 0);
-	STR_EQ(host, "");
-	EQ(port, 7000);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		const char *e = good[i].text;
+
+		CTX("%s", e);
+		EQ(xrl_redirect_parse(e, strlen(e), &ask, &slot, host, sizeof(host), &port), 0);
+		EQ(ask, good[i].ask);
+		EQ(slot, good[i].slot);
+		STR_EQ(host, good[i].host);
+		EQ(port, good[i].port);
+	}
 	static const char *const bad[] = {
 		"MOVED",
 		"MOVED 16384 h:1",
