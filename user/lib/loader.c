@@ -740,13 +740,20 @@ static int deny_count_add(struct xrl_handle *h, __u8 family, int delta)
 }
 
 /* The deny trie of p's family and p's key in it. */
-static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl_lpm_v4 *k4,
-		    struct xrl_lpm_v6 *k6, void **key)
+/* A deny map's key for p, in one of the two trie key layouts. */
+struct deny_key {
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key; /* &k4 or &k6 */
+};
+
+/* k filled for p; the map's fd, or -errno. */
+static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct deny_key *k)
 {
 	if (p->family != XRL_AF_INET && p->family != XRL_AF_INET6)
 		return -EAFNOSUPPORT;
-	lpm_key(p, k4, k6);
-	*key = p->family == XRL_AF_INET ? (void *)k4 : (void *)k6;
+	lpm_key(p, &k->k4, &k->k6);
+	k->key = p->family == XRL_AF_INET ? (void *)&k->k4 : (void *)&k->k6;
 	return xrl_map_fd(h, p->family == XRL_AF_INET ? XRL_MAP_DENY_V4 : XRL_MAP_DENY_V6);
 }
 
@@ -758,10 +765,9 @@ static int deny_key(struct xrl_handle *h, const struct xrl_prefix *p, struct xrl
 static int deny_write(struct xrl_handle *h, const struct xrl_prefix *p,
 		      const struct xrl_deny_val *v)
 {
-	struct xrl_lpm_v4 k4;
-	struct xrl_lpm_v6 k6;
-	void *key;
-	int fd = deny_key(h, p, &k4, &k6, &key);
+	struct deny_key k;
+	int fd = deny_key(h, p, &k);
+	void *key = k.key;
 
 	if (fd < 0)
 		return fd;
@@ -797,14 +803,12 @@ int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 int xrl_deny_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u32 *origin)
 {
 	struct xrl_deny_val v;
-	struct xrl_lpm_v4 k4;
-	struct xrl_lpm_v6 k6;
-	void *key;
-	int fd = deny_key(h, p, &k4, &k6, &key);
+	struct deny_key k;
+	int fd = deny_key(h, p, &k);
 
 	if (fd < 0)
 		return fd;
-	if (bpf_map_lookup_elem(fd, key, &v))
+	if (bpf_map_lookup_elem(fd, k.key, &v))
 		return -errno;
 	/* an LPM lookup answers the longest entry covering the key: only an
 	 * entry of the same length is p's own */
