@@ -351,7 +351,7 @@ bool xrl_http_has_rule(struct xrl_http_server *s, const char *rule)
  */
 int xrl_http_shadow(struct xrl_http_server *s, const char *rule, bool on, char *err, size_t errlen)
 {
-	struct xrl_srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	struct xrl_srv_cfg *n = calloc(1, sizeof(*n));
 	int k;
 
 	if (!n)
@@ -372,20 +372,7 @@ int xrl_http_shadow(struct xrl_http_server *s, const char *rule, bool on, char *
 	}
 	s->shadow_on[k] = on;
 	n->c = s->cfg->c;
-	xrl_srv_shadow_apply(s, &n->c);
-	s->cfg->next = s->retired;
-	s->retired = s->cfg;
-	s->cfg = n;
-	for (pp = &s->retired; (x = *pp);) {
-		if (atomic_load(&x->held)) {
-			pp = &x->next;
-		} else {
-			*pp = x->next;
-			free(x);
-		}
-	}
-	atomic_fetch_add(&s->gen, 1);
-	xrl_limiter_set_cfg(s->lim, &n->c);
+	xrl_srv_cfg_swap(s, n);
 	pthread_rwlock_unlock(&s->mu);
 	return 0;
 }

@@ -69,6 +69,10 @@ int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *me
 /* r matches the (already normalised) method and path: methods compare
  * case-sensitively (RFC 9110 9.1), path prefixes byte for byte unless
  * c->ignore_path_case. */
+/* A method ("": any) and path prefix ("": any, at most prefix_cap bytes)
+ * against a request's normalised method and path, as rules match. */
+bool xrl_http_match(const struct xrl_http_cfg *c, const char *want_method,
+		    const char *want_prefix, size_t prefix_cap, const char *method, const char *path);
 bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rule *r,
 			 const char *method, const char *path);
 

@@ -205,16 +205,22 @@ int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *me
 	return rc < 0 ? rc : 0;
 }
 
-bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rule *r,
-			 const char *method, const char *path)
+bool xrl_http_match(const struct xrl_http_cfg *c, const char *want_method,
+		    const char *want_prefix, size_t prefix_cap, const char *method, const char *path)
 {
 	size_t pl;
 
-	if (r->method[0] && strcmp(r->method, method))
+	if (want_method[0] && strcmp(want_method, method))
 		return false;
-	if (!r->path_prefix[0])
+	if (!want_prefix[0])
 		return true;
-	pl = strnlen(r->path_prefix, sizeof(r->path_prefix));
-	return c->ignore_path_case ? !strncasecmp(path, r->path_prefix, pl)
-				   : !strncmp(path, r->path_prefix, pl);
+	pl = strnlen(want_prefix, prefix_cap);
+	return c->ignore_path_case ? !strncasecmp(path, want_prefix, pl)
+				   : !strncmp(path, want_prefix, pl);
+}
+
+bool xrl_http_rule_match(const struct xrl_http_cfg *c, const struct xrl_http_rule *r,
+			 const char *method, const char *path)
+{
+	return xrl_http_match(c, r->method, r->path_prefix, sizeof(r->path_prefix), method, path);
 }

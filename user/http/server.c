@@ -622,9 +622,35 @@ fail:
 	return rc;
 }
 
+/*
+ * n becomes the configuration in force (write lock held): the shadow
+ * switches of xrlctl carried over, the old one retired, and every retired
+ * one no request holds any more freed. No request in a handler holds one
+ * (we have the write lock); those waiting for Redis count theirs.
+ */
+void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n)
+{
+	struct xrl_srv_cfg **pp, *x;
+
+	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
+	s->cfg->next = s->retired;
+	s->retired = s->cfg;
+	s->cfg = n;
+	for (pp = &s->retired; (x = *pp);) {
+		if (atomic_load(&x->held)) {
+			pp = &x->next;
+		} else {
+			*pp = x->next;
+			free(x);
+		}
+	}
+	atomic_fetch_add(&s->gen, 1);
+	xrl_limiter_set_cfg(s->lim, &n->c);
+}
+
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 {
-	struct xrl_srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	struct xrl_srv_cfg *n = calloc(1, sizeof(*n));
 	char changed[160];
 
 	if (!n)
@@ -650,22 +676,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 			memcpy(n->c.redis_seeds, s->cfg->c.redis_seeds, sizeof(n->c.redis_seeds));
 		}
 	}
-	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
-	s->cfg->next = s->retired;
-	s->retired = s->cfg;
-	s->cfg = n;
-	/* no request in a handler holds one (we have the write lock); those
-	 * waiting for Redis count theirs */
-	for (pp = &s->retired; (x = *pp);) {
-		if (atomic_load(&x->held)) {
-			pp = &x->next;
-		} else {
-			*pp = x->next;
-			free(x);
-		}
-	}
-	atomic_fetch_add(&s->gen, 1);
-	xrl_limiter_set_cfg(s->lim, &n->c);
+	xrl_srv_cfg_swap(s, n);
 	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
 	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
 	memset((void *)s->rule_shadow, 0, sizeof(s->rule_shadow));

@@ -32,6 +32,9 @@ struct xrl_srv_cfg {
 	struct xrl_srv_cfg *next; /* retired */
 };
 
+/* n in force, the old one retired (s->mu held for writing; server.c). */
+void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n);
+
 struct xrl_srv_loop;
 
 /*

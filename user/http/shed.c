@@ -19,15 +19,7 @@
 static bool route_match(const struct xrl_http_cfg *c, const struct xrl_http_route *m,
 			const char *method, const char *path)
 {
-	size_t pl;
-
-	if (m->method[0] && strcmp(m->method, method))
-		return false;
-	if (!m->path_prefix[0])
-		return true;
-	pl = strnlen(m->path_prefix, sizeof(m->path_prefix));
-	return c->ignore_path_case ? !strncasecmp(path, m->path_prefix, pl)
-				   : !strncmp(path, m->path_prefix, pl);
+	return xrl_http_match(c, m->method, m->path_prefix, sizeof(m->path_prefix), method, path);
 }
 
 /*
