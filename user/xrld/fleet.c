@@ -39,6 +39,7 @@ struct xrld_fleet {
 	unsigned head, n;
 	__u64 dropped;			/* inbox full */
 	__u64 applied, skipped, failed; /* deny entries, on this loop */
+	__u64 refused;			/* deny entries shorter than the floor */
 };
 
 static __u64 real_ms(void)
@@ -67,6 +68,20 @@ static void deny_in(void *arg, const struct xrl_fleet_entry *e)
 		log_debug("fleet: couldn't wake the loop");
 }
 
+/*
+ * Shorter than a penalty may deny (/24, /48 unless penalty.floor_v4/v6 say
+ * otherwise): whoever wrote it, one entry in the fleet's Redis must not
+ * black out a network on every host. Such a deny stays on the host where
+ * an operator made it (not sent), and one read from the fleet is refused.
+ */
+static bool below_floor(const struct xrld *d, const struct xrl_prefix *p)
+{
+	__u8 f4 = d->cfg->penalty.floor4 ? d->cfg->penalty.floor4 : 24;
+	__u8 f6 = d->cfg->penalty.floor6 ? d->cfg->penalty.floor6 : 48;
+
+	return p->plen < (p->family == XRL_AF_INET ? f4 : f6);
+}
+
 /* One entry to every interface's denylist. */
 static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fleet_entry *e)
 {
@@ -75,7 +90,13 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 	__u64 ttl = 0, now = real_ms();
 
 	if (xrl_prefix_parse(e->field, &p, err, sizeof(err))) {
-		COUNT(x->failed);
+		COUNT(x->refused);
+		return;
+	}
+	if (e->op == XRL_FLEET_ADD && below_floor(d, &p)) {
+		COUNT(x->refused);
+		log_agg(XRL_LOG_WARN, "fleet: refused", "fleet entries refused",
+			"fleet: refused a deny of %s: shorter than a penalty may deny", e->field);
 		return;
 	}
 	if (e->op == XRL_FLEET_ADD && e->until_ms) {
@@ -196,6 +217,12 @@ void xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_n
 	if (!d->fleet || !d->cfg->fleet.packet)
 		return;
 	xrl_prefix_str(p, e.field, sizeof(e.field));
+	if (add && below_floor(d, p)) {
+		log_warnx("fleet %s: %s stays on this host: the fleet refuses a deny shorter "
+			  "than a penalty may deny",
+			  d->cfg->fleet.name, e.field);
+		return;
+	}
 	if (add && ttl_ns)
 		e.until_ms = real_ms() + (ttl_ns + 999999) / 1000000;
 	if (xrl_fleet_publish(d->fleet->f, &e))
@@ -273,4 +300,13 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	one(b, "xrl_fleet_redis_errors_total", "counter",
 	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
 	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);
+	one(b, "xrl_fleet_redirects_total", "counter",
+	    "Redis Cluster MOVED answers followed (the fleet's slot changed master)", "",
+	    st.redirects);
+	one(b, "xrl_fleet_entries_pruned_total", "counter",
+	    "Expired deny and penalty entries deleted from the fleet's hashes", "", st.pruned);
+	one(b, "xrl_fleet_entries_refused_total", "counter",
+	    "Entries read from the fleet and refused (malformed, absurd expiry, a deny "
+	    "shorter than the penalty floor)",
+	    "", st.refused + READ(x->refused));
 }
