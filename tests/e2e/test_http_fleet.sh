@@ -8,6 +8,10 @@
 #   2. a key penalised through A is refused through B (penalties in
 #      Redis); `xrlctl penalty list` on B shows rule, key hash (not the
 #      key), level; `xrlctl penalty del KEY` on A lifts it on A and B
+#   2b. hashes pruned while connected: entries with a 1.5-s expiry
+#      written to :deny and :pen are gone from Redis within 4 s, with no
+#      reconnect; a penalty read from the stream that ends in 100 years is
+#      refused (counted) and not enforced
 #   3. NODE_SHARE: Redis killed; a rule with on_backend_error: local and
 #      burst 30 admits 30/3 = 10 (+-1) for one key on each instance
 #   4. Redis back, B stopped (TERM) and C killed (its heartbeat lapses): A
@@ -110,6 +114,30 @@ check_eq "B admits 'bad' again" "$H_CODE" 200
 ask A login bad
 check_eq "A admits 'bad' again" "$H_CODE" 200
 check_eq "B: penalty list empty" "$(ctl B --json penalty list)" "[]"
+
+log "2b. expired entries pruned while connected; an absurd expiry refused"
+K=xrl:{fleet:ft$$}
+soon=$(($(date +%s%3N) + 1500))
+redis-cli -p "$RP" hset "$K:deny" 203.0.113.0/24 "$soon 0" >/dev/null
+redis-cli -p "$RP" hset "$K:pen" "login $(printf %032d 7)" "$soon 1" >/dev/null
+for i in $(seq 20); do redis-cli -p "$RP" hset "$K:pen" "login $(printf %032d "$i")" "1 1" >/dev/null; done
+gone() { [ "$(redis-cli -p "$RP" hexists "$K:deny" 203.0.113.0/24)$(redis-cli -p "$RP" hexists "$K:pen" "login $(printf %032d 7)")" = 00 ]; }
+wait_for 4 gone || true
+check_eq "entries 1.5 s from expiry still in the hashes 4 s later (deny, pen)" \
+	"$(redis-cli -p "$RP" hexists "$K:deny" 203.0.113.0/24)$(redis-cli -p "$RP" hexists "$K:pen" "login $(printf %032d 7)")" 00
+check_eq "expired penalty entries left" "$(redis-cli -p "$RP" hlen "$K:pen")" 0
+pr=0
+for n in A B C; do
+	pr=$((pr + $(metric "${M[$n]}" xrl_fleet_entries_pruned_total)))
+	check_eq "$n: connects to the fleet's Redis (no reconnect)" "$(grep -c 'member' "${HT_LOG[$n]}")" 1
+done
+check_ge "entries pruned (A + B + C)" "$pr" 20
+redis-cli -p "$RP" xadd "$K:log" '*' op add kind pen f "login $(printf %s absurd | sha256sum | cut -c1-32)" \
+	v "$(($(date +%s%3N) + 100 * 365 * 86400000)) 1" src someone >/dev/null
+sleep 0.4
+ask B login absurd
+check_eq "B: a key penalised for 100 years through the stream" "$H_CODE" 200
+check_ge "B: entries refused" "$(metric "${M[B]}" xrl_fleet_entries_refused_total)" 1
 
 log "3. NODE_SHARE: Redis down, three live instances"
 proc_stop redis KILL
