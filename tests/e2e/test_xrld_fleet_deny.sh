@@ -17,6 +17,10 @@
 #   3. after the TTL neither B nor C drops them
 #   4. `deny add 203.0.113.0/24` (no TTL) then `deny del` on B: A drops,
 #      then no longer drops, that prefix
+#   5. shorter than the penalty floor (/24): a deny of 0.0.0.0/0 written
+#      into the fleet's stream by someone is refused (A still takes SYNs,
+#      B counts it refused); `deny add 198.18.0.0/15` on B stays on B (B
+#      drops, A takes them, nothing more published)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2317 # functions run through wait_for
@@ -154,5 +158,21 @@ check_range "A: SYNs from 203.0.113.0/24 after the del" "$(syns a 203.0.113.0/24
 pub=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
 	awk '$1 == "xrl_fleet_entries_published_total" { print $2 }')
 check_eq "B: xrl_fleet_entries_published_total" "$pub" 2
+
+log "5. a deny shorter than the floor: refused from the fleet, kept on its host"
+bmetric() {
+	nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
+		awk -v n="$1" '$1 == n { print $2 }'
+}
+redis-cli -h 10.201.1.1 -p "$RP" xadd "xrl:{fleet:$FLEET}:log" '*' op add kind deny f 0.0.0.0/0 \
+	v "0 0" src someone >/dev/null
+sleep 0.5
+check_range "A: SYNs from 192.0.2.0/24 after a fleet deny of 0.0.0.0/0" "$(syns a 192.0.2.0/24)" 190 200
+check_ge "B: xrl_fleet_entries_refused_total" "$(bmetric xrl_fleet_entries_refused_total)" 1
+hctl b deny add 198.18.0.0/15 >/dev/null || fatal "deny add on B failed"
+sleep 0.5
+check_eq "B: SYNs from 198.18.0.0/24 taken (its own /15 deny)" "$(syns b 198.18.0.0/24)" 0
+check_range "A: SYNs from 198.18.0.0/24 taken (the /15 stayed on B)" "$(syns a 198.18.0.0/24)" 190 200
+check_eq "B: xrl_fleet_entries_published_total after the /15" "$(bmetric xrl_fleet_entries_published_total)" 2
 
 finish
