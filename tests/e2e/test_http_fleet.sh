@@ -11,7 +11,8 @@
 #   2b. hashes pruned while connected: entries with a 1.5-s expiry
 #      written to :deny and :pen are gone from Redis within 4 s, with no
 #      reconnect; a penalty read from the stream that ends in 100 years is
-#      refused (counted) and not enforced
+#      refused (counted) and not enforced; one of 10 days is enforced for
+#      at most this instance's penalty.max
 #   3. NODE_SHARE: Redis killed; a rule with on_backend_error: local and
 #      burst 30 admits 30/3 = 10 (+-1) for one key on each instance
 #   4. Redis back, B stopped (TERM) and C killed (its heartbeat lapses): A
@@ -138,6 +139,15 @@ sleep 0.4
 ask B login absurd
 check_eq "B: a key penalised for 100 years through the stream" "$H_CODE" 200
 check_ge "B: entries refused" "$(metric "${M[B]}" xrl_fleet_entries_refused_total)" 1
+kl=$(printf %s long | sha256sum | cut -c1-32)
+redis-cli -p "$RP" xadd "$K:log" '*' op add kind pen f "login $kl" \
+	v "$(($(date +%s%3N) + 10 * 86400000)) 1" src someone >/dev/null
+sleep 0.4
+ask B login long
+check_eq "B: a key penalised for 10 days through the stream is refused" "$H_CODE" 429
+left=$(ctl B penalty list | awk -v h="${kl:0:12}" '$2 == h { print $4 }')
+check_range "B: ... for no longer than its penalty.max (120 s)" "${left:-none}" 1 120
+ctl A penalty del long >/dev/null
 
 log "3. NODE_SHARE: Redis down, three live instances"
 proc_stop redis KILL

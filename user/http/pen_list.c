@@ -195,8 +195,11 @@ static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 	if (!e->until_ms || e->until_ms <= rnow)
 		return;
 	left = (e->until_ms - rnow) * 1000000ULL;
-	xrl_store_put(l->pen_block, pk, now + left, now);
 	pthread_rwlock_rdlock(&l->cfg_mu);
+	/* no longer than this instance's own penalty.max would block it */
+	if (l->cfg.penalty.enabled && l->cfg.penalty.max_ns && left > l->cfg.penalty.max_ns)
+		left = l->cfg.penalty.max_ns;
+	xrl_store_put(l->pen_block, pk, now + left, now);
 	if (l->cfg.penalty.enabled && l->cfg.penalty.window_ns)
 		xrl_lim_penalty_level(l, pk, e->level, now);
 	pthread_rwlock_unlock(&l->cfg_mu);
