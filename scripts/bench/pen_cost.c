@@ -7,13 +7,11 @@
  * never refuses (a refusal's strike is not what is measured). Also the
  * SHA-256 of one key alone (EVP_Digest, as pen_list.c computes it).
  *
- * Build and run (after make all):
- *   cc -O2 -Iinclude -Ibuild -Iuser -Iuser/lib -Iuser/http scripts/bench/pen_cost.c \
- *      build/libxrlhttp.a build/libxrl.a -o build/pen_cost $(LIBS)  (see the Makefile)
- *   build/pen_cost [DECISIONS]
- *   perf stat -e instructions:u build/pen_cost DECISIONS RULES PENALTIES(0|1)
+ * Built by make (build/bench/pen_cost):
+ *   build/bench/pen_cost [DECISIONS]
+ *   valgrind --tool=callgrind build/bench/pen_cost DECISIONS RULES PENALTIES(0|1)
  *     one case, once (the warm-up's 100,000 decisions included): on a shared
- *     machine instructions are steadier than time
+ *     VM (no perf counters) instructions are steadier than time
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -23,7 +21,7 @@
 
 #include <openssl/evp.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define POOL 100000
 
