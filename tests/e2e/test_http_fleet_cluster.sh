@@ -53,6 +53,16 @@ cluster_ok() {
 	done
 }
 wait_for 20 cluster_ok "${RC_PORTS[@]}" || fatal "the cluster did not reach cluster_state:ok"
+# a replica that never finished its first sync (diskless, delayed 5 s by
+# default) is refused a failover: wait until every replica is in sync
+replicas_synced() {
+	local p n=0
+	for p in "${RC_PORTS[@]}"; do
+		redis-cli -p "$p" info replication | tr -d '\r' | grep -q '^master_link_status:up' && n=$((n + 1))
+	done
+	[ "$n" = 3 ]
+}
+wait_for 20 replicas_synced || fatal "the replicas did not finish their first sync"
 masters() {
 	redis-cli -p "$1" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && NF > 8 {
 		split($2, a, "[:@]"); printf "%s", a[2]; for (i = 9; i <= NF; i++) printf " %s", $i; print "" }'
