@@ -347,6 +347,10 @@ static bool field_ok(const char *s, size_t n)
 	return true;
 }
 
+/* HDEL KEYS[1] ARGV[1] if its value is still ARGV[2]: 1 deleted, else 0. */
+static const char hdel_if[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+			      "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+
 /* An entry's expiry no one set: further ahead than FLEET_UNTIL_MAX_MS
  * (counted; a writer to the fleet's Redis must not deny for decades). */
 static bool until_absurd(struct xrl_fleet *f, const struct xrl_fleet_entry *e, __u64 now)
@@ -391,7 +395,10 @@ static int scan_step(struct xrl_fleet *f, int kind, char cursor[32], __u64 now, 
 		}
 		memcpy(e.field, k->str, k->len);
 		if (e.until_ms && e.until_ms <= now) {
-			redisReply *d = cmd(f, "HDEL %s %b", f->k_h[kind], k->str, k->len);
+			/* only if it still holds what was read: another instance may
+			 * have set the entry again since the HSCAN */
+			redisReply *d = cmd(f, "EVAL %s 1 %s %b %b", hdel_if, f->k_h[kind], k->str,
+					    k->len, v->str, v->len);
 
 			if (d && d->type == REDIS_REPLY_INTEGER && d->integer > 0)
 				atomic_fetch_add(&f->pruned, 1);
