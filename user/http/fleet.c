@@ -17,6 +17,13 @@
  *
  * The live count is kept while Redis is away: the last known one is what
  * NODE_SHARE divides by (an instance that never reached Redis counts 1).
+ *
+ * On a Redis Cluster every key is in the slot of {fleet:NAME}: the thread
+ * connects to its master (fleet_cluster.c asks the seeds), a MOVED sends
+ * it to the node named, a lost master back to the seeds (a failover).
+ * While connected, expired hash entries are pruned a step a second
+ * (prune()). What is read is checked: malformed entries and expiries more
+ * than 30 days ahead are refused and counted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
