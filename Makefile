@@ -47,7 +47,7 @@ UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
               $(BUILD)/tests/test_http $(BUILD)/tests/test_log $(BUILD)/tests/test_redis_slots
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
-BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
+BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count $(BUILD)/bench/pen_cost
 
 all: $(BUILD)/xrl.bpf.o $(BUILD)/xrl.skel.h $(BUILD)/libxrl.a $(TOOL) $(XRLD) $(XRLCTL) $(GEN) $(XGEN) \
      $(UNIT_TESTS) $(BPF_TESTS) $(BENCH)
@@ -206,6 +206,11 @@ $(BUILD)/bench/bucket_count: $(BUILD)/scripts/bench/bucket_count.o $(BUILD)/libx
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/bench/pen_cost: $(BUILD)/scripts/bench/pen_cost.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
 
 $(BUILD)/bench/xdp_cost: $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
 	$(call msg,LINK,$@)

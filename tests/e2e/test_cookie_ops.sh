@@ -7,7 +7,9 @@
 #   1. xrlctl vouch: list --json is [] when empty; add widens to the /24
 #      and shows origin and time left; a prefix wider than /24 and a bad
 #      one are refused with exit 2; del empties it; del again is exit 1
-#   2. syn_cookies: auto: idle before the flood (stats --json, metrics);
+#   2. syn_cookies: auto: idle before the flood (stats --json, metrics,
+#      status and status --json: every rule's mode, "auto (off)" idle,
+#      "auto (on)" engaged, "on", "off");
 #      a spoofed SYN flood above on_rate turns cookies on (logged, counted);
 #      while they are on xrl makes the cookies, so the kernel's
 #      TcpExtSyncookiesSent in the protected namespace does not rise; after
@@ -107,6 +109,9 @@ check_match "xrld logged the change with the uid" "$(cat "$XRLD_LOG")" \
 log "2. syn_cookies: auto, on_rate 2000/s, off_rate 500/s, hold ${HOLD}s"
 check_eq "web is auto" "$(web syn_cookies)" "auto"
 check_eq "web's cookies are idle" "$(web syn_cookies_live)" "false"
+sck() { ctl --json status | jq_py "d['interfaces'][0]['syn_cookies']['web']"; }
+check_match "xrlctl status: idle" "$(ctl status)" "$LAB_PROT_IF SYN cookies: web auto \\(off\\)"
+check_eq "xrlctl status --json: idle" "$(sck)" "auto (off)"
 check_eq "metric xrl_syn_cookies_active, idle" \
 	"$(metric 'xrl_syn_cookies_active{interface="'"$LAB_PROT_IF"'",rule="web",mode="auto"}')" 0
 syns0=$(web syns)
@@ -114,6 +119,8 @@ flood_bg "$LAB_TMP/flood.out" --dst "$LAB_PROT_IP" --dport 80 --sources 10.128.0
 	--duration $((HOLD + 9)) --threads 1
 wait_for 6 live_is true
 check_eq "the flood turned web's cookies on" "$(web syn_cookies_live)" "true"
+check_match "xrlctl status: engaged" "$(ctl status)" "SYN cookies: web auto \\(on\\)"
+check_eq "xrlctl status --json: engaged" "$(sck)" "auto (on)"
 check_match "xrld logged it" "$(cat "$XRLD_LOG")" "rule web: SYN cookies on \\(auto\\): [0-9]+ SYN/s \\(on_rate 2000/s\\)"
 sleep 1 # the SYNs the kernel had queued before are answered
 k0=$(ksent); c0=$(ctl --json stats | jq_py "d['interfaces'][0]['global']['cookies_sent']")
@@ -149,6 +156,7 @@ check_rc "cookies web on --json" "$rc" 0
 check_match "... a JSON answer" "$out" '"ok": ?true'
 check_eq "web is on" "$(web syn_cookies) $(web syn_cookies_live)" "on true"
 check_match "the stats table says so" "$(ctl stats)" "SYN cookies: web on"
+check_match "xrlctl status says so" "$(ctl status)" "SYN cookies: web on$"
 check_eq "xrl set tcp_syncookies" "$(in_prot cat /proc/sys/net/ipv4/tcp_syncookies)" 2
 out=$(ctl cookies nope on 2>&1); rc=$?
 check_rc "cookies nope on" "$rc" 1
@@ -161,6 +169,8 @@ check_rc "cookies web maybe" "$rc" 2
 check_match "... says what it wants" "$out" "want on, auto or off, got 'maybe'"
 check_rc "cookies web off" "$(ctl cookies web off >/dev/null; echo $?)" 0
 check_eq "web is off" "$(web syn_cookies) $(web syn_cookies_live)" "off false"
+check_match "xrlctl status says so" "$(ctl status)" "SYN cookies: web off$"
+check_eq "xrlctl status --json: off" "$(sck)" "off"
 check_match "xrld logged it with the uid" "$(cat "$XRLD_LOG")" \
 	'change: `cookies web off` by uid 0 \(pid [0-9]+\): rule web: SYN cookies off \(were on;'
 ctl policy apply "$XRLD_CONF" >/dev/null || fatal "policy apply failed"

@@ -10,6 +10,11 @@
 #      Redis); `xrlctl penalty list` on B shows rule, key hash (not the
 #      key), level; `xrlctl penalty del KEY` on A lifts it on A and B;
 #      a ten-year penalty written into Redis's stream holds for penalty.max
+#   2b. hashes pruned while connected: entries with a 1.5-s expiry
+#      written to :deny and :pen are gone from Redis within 4 s, with no
+#      reconnect; a penalty read from the stream that ends in 100 years is
+#      refused (counted) and not enforced; one of 10 days is enforced for
+#      at most this instance's penalty.max
 #   3. NODE_SHARE: Redis killed; a rule with on_backend_error: local and
 #      burst 30 admits 30/3 = 10 (+-1) for one key on each instance
 #   4. Redis back, B stopped (TERM) and C killed (its heartbeat lapses): A
@@ -111,6 +116,39 @@ wait_for 2 forged_on_b || true
 left=$(ctl B --json penalty list | jq_py "[e['remaining_s'] for e in d if e['key_hash'] == '$fh'][0]")
 check_range "B: a ten-year penalty from Redis is held (s, penalty.max 120 s)" "${left:-0}" 1 120
 ctl B penalty del forged >/dev/null
+
+log "2b. expired entries pruned while connected; an absurd expiry refused"
+K=xrl:{fleet:ft$$}
+soon=$(($(date +%s%3N) + 1500))
+redis-cli -p "$RP" hset "$K:deny" 203.0.113.0/24 "$soon 0" >/dev/null
+redis-cli -p "$RP" hset "$K:pen" "login $(printf %032d 99)" "$soon 1" >/dev/null
+for i in $(seq 20); do redis-cli -p "$RP" hset "$K:pen" "login $(printf %032d "$i")" "1 1" >/dev/null; done
+gone() { [ "$(redis-cli -p "$RP" hexists "$K:deny" 203.0.113.0/24)$(redis-cli -p "$RP" hexists "$K:pen" "login $(printf %032d 99)")" = 00 ]; }
+wait_for 4 gone || true
+check_eq "entries 1.5 s from expiry still in the hashes 4 s later (deny, pen)" \
+	"$(redis-cli -p "$RP" hexists "$K:deny" 203.0.113.0/24)$(redis-cli -p "$RP" hexists "$K:pen" "login $(printf %032d 99)")" 00
+check_eq "expired penalty entries left" "$(redis-cli -p "$RP" hlen "$K:pen")" 0
+pr=0
+for n in A B C; do
+	pr=$((pr + $(metric "${M[$n]}" xrl_fleet_entries_pruned_total)))
+	check_eq "$n: connects to the fleet's Redis (no reconnect)" "$(grep -c 'member' "${HT_LOG[$n]}")" 1
+done
+check_eq "entries pruned (A + B + C): each once" "$pr" 22
+redis-cli -p "$RP" xadd "$K:log" '*' op add kind pen f "login $(printf %s absurd | sha256sum | cut -c1-32)" \
+	v "$(($(date +%s%3N) + 100 * 365 * 86400000)) 1" src someone >/dev/null
+sleep 0.4
+ask B login absurd
+check_eq "B: a key penalised for 100 years through the stream" "$H_CODE" 200
+check_ge "B: entries refused" "$(metric "${M[B]}" xrl_fleet_entries_refused_total)" 1
+kl=$(printf %s long | sha256sum | cut -c1-32)
+redis-cli -p "$RP" xadd "$K:log" '*' op add kind pen f "login $kl" \
+	v "$(($(date +%s%3N) + 10 * 86400000)) 1" src someone >/dev/null
+sleep 0.4
+ask B login long
+check_eq "B: a key penalised for 10 days through the stream is refused" "$H_CODE" 429
+left=$(ctl B penalty list | awk -v h="${kl:0:12}" '$2 == h { print $4 }')
+check_range "B: ... for no longer than its penalty.max (120 s)" "${left:-none}" 1 120
+ctl A penalty del long >/dev/null
 
 log "3. NODE_SHARE: Redis down, three live instances"
 proc_stop redis KILL

@@ -1246,9 +1246,31 @@ static void test_cluster_urls(void **state)
 	}
 }
 
+/* A fleet on a Redis Cluster: fleet.redis redis-cluster://, or the
+ * identity tier's cluster backend, carries the seeds to the fleet. */
+static void test_fleet_cluster(void **state)
+{
+	CTX("fleet.redis: redis-cluster://");
+	PARSE_OK("fleet: { name: f1, redis: 'redis-cluster://:pw@10.0.0.1:7000,10.0.0.2:7001' }\n");
+	EQ(cfg->fleet.redis_cluster, true);
+	assert_string_equal(cfg->fleet.redis_seeds, "10.0.0.1:7000,10.0.0.2:7001");
+	assert_string_equal(cfg->fleet.redis_pass, "pw");
+	CTX("the identity tier's cluster");
+	PARSE_OK("http:\n  backend: 'redis-cluster://10.0.0.1:7000,10.0.0.3:7002'\n  fleet: f2\n");
+	EQ(cfg->fleet.enabled, true);
+	EQ(cfg->fleet.redis_cluster, true);
+	assert_string_equal(cfg->fleet.redis_seeds, "10.0.0.1:7000,10.0.0.3:7002");
+	CTX("fleet.redis: redis:// on a cluster backend");
+	PARSE_OK("fleet: { name: f3, redis: 'redis://10.0.0.9:6379' }\nhttp:\n"
+		 "  backend: 'redis-cluster://10.0.0.1:7000'\n");
+	EQ(cfg->fleet.redis_cluster, false);
+	EQ(cfg->fleet.redis_port, 6379);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fleet_cluster, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),

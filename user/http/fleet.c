@@ -18,6 +18,13 @@
  *
  * The live count is kept while Redis is away: the last known one is what
  * NODE_SHARE divides by (an instance that never reached Redis counts 1).
+ *
+ * On a Redis Cluster every key is in the slot of {fleet:NAME}: the thread
+ * connects to its master (fleet_cluster.c asks the seeds), a MOVED sends
+ * it to the node named, a lost master back to the seeds (a failover).
+ * While connected, expired hash entries are pruned a step a second
+ * (prune()). What is read is checked: malformed entries and expiries more
+ * than 30 days ahead are refused and counted.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,6 +46,7 @@
 #include "http.h"
 #include "log.h"
 #include "privs.h"
+#include "redis_slots.h"
 
 #define FLEET_HB_MS    1000  /* heartbeat period */
 #define FLEET_TTL_MS   3000  /* a heartbeat's life: three missed ones */
@@ -47,6 +55,10 @@
 #define FLEET_LOG_MAX  10000 /* stream entries kept (MAXLEN ~) */
 #define FLEET_READ_MAX 100   /* stream entries per XREAD */
 #define FLEET_SCAN     200   /* HSCAN COUNT */
+#define FLEET_PRUNE_MS 1000  /* one HSCAN step of a hash, per hash, this often */
+/* an entry ending further ahead than this is refused (not a TTL anyone
+ * set: a corrupt or hostile value); 0, "until removed", stays valid */
+#define FLEET_UNTIL_MAX_MS (30ULL * 24 * 3600 * 1000)
 
 static const char *const kind_word[XRL_FLEET_KINDS] = { "deny", "pen" };
 
@@ -59,6 +71,10 @@ struct xrl_fleet {
 	_Atomic bool stop;
 	redisContext *rc;
 	struct xrl_reader_guard *guard;
+	struct xrl_node_addr at;	     /* the node connected to */
+	struct xrl_node_addr moved;	     /* cluster: where a MOVED sent us; port 0: none */
+	char prune_cur[XRL_FLEET_KINDS][32]; /* the periodic HSCAN's cursors */
+	__u64 next_prune_ms;
 	char last_id[48]; /* the stream's last entry read */
 	__u64 next_hb_ms;
 	struct {
@@ -70,6 +86,7 @@ struct xrl_fleet {
 	unsigned q_head, q_n;
 	_Atomic __u32 live;
 	_Atomic __u64 connected, published, applied, errors, dropped, heartbeats;
+	_Atomic __u64 redirects, pruned, refused;
 };
 
 static __u64 real_ms(void)
@@ -138,6 +155,9 @@ void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s)
 	s->errors = atomic_load(&f->errors);
 	s->dropped = atomic_load(&f->dropped);
 	s->heartbeats = atomic_load(&f->heartbeats);
+	s->redirects = atomic_load(&f->redirects);
+	s->pruned = atomic_load(&f->pruned);
+	s->refused = atomic_load(&f->refused);
 }
 
 int xrl_fleet_publish(struct xrl_fleet *f, const struct xrl_fleet_entry *e)
@@ -163,13 +183,34 @@ static void drop(struct xrl_fleet *f, const char *why)
 		if (atomic_exchange(&f->connected, 0) && strcmp(why, "stopping"))
 			log_warnx("fleet %s: lost redis %s:%d (%s): denials and penalties stay "
 				  "local, NODE_SHARE keeps %u live instances until it is back",
-				  f->c.name, f->c.redis_host, f->c.redis_port, why,
-				  xrl_fleet_live(f));
+				  f->c.name, f->at.host, f->at.port, why, xrl_fleet_live(f));
 		redisFree(f->rc);
 	}
 	f->rc = NULL;
 	free(f->guard);
 	f->guard = NULL;
+}
+
+/* A cluster's MOVED: the fleet's slot is served elsewhere now. The
+ * connection is dropped (its other replies are moot) and the next one goes
+ * to the node named; true when r was that. */
+static bool moved_to(struct xrl_fleet *f, const redisReply *r)
+{
+	unsigned slot;
+	bool ask;
+
+	if (xrl_redirect_parse(r->str, r->len, &ask, &slot, f->moved.host, sizeof(f->moved.host),
+			       &f->moved.port) ||
+	    ask) {
+		f->moved.port = 0; /* ASK: a migration under way; counted as an error */
+		return false;
+	}
+	if (!f->moved.host[0]) /* "MOVED SLOT :PORT": the node that answered */
+		snprintf(f->moved.host, sizeof(f->moved.host), "%s", f->at.host);
+	atomic_fetch_add(&f->redirects, 1);
+	log_info("fleet %s: the slot moved to %s:%d", f->c.name, f->moved.host, f->moved.port);
+	drop(f, "MOVED");
+	return true;
 }
 
 /* A command's reply, or NULL (counted; a failed connection is dropped). */
@@ -182,6 +223,10 @@ static redisReply *reply_of(struct xrl_fleet *f, redisReply *r)
 	}
 	if (f->guard)
 		xrl_reader_guard_reset(f->guard);
+	if (r->type == REDIS_REPLY_ERROR && f->c.redis_cluster && moved_to(f, r)) {
+		freeReplyObject(r);
+		return NULL;
+	}
 	if (r->type == REDIS_REPLY_ERROR) {
 		atomic_fetch_add(&f->errors, 1);
 		log_agg(XRL_LOG_WARN, "fleet: redis", "errors", "fleet %s: redis: %.120s",
@@ -222,7 +267,21 @@ static int fleet_connect(struct xrl_fleet *f)
 	struct timeval cto = { 0, 500000 }, to = { 1, 0 };
 	redisReply *r;
 
-	f->rc = redisConnectWithTimeout(f->c.redis_host, f->c.redis_port, cto);
+	if (f->c.redis_cluster && f->moved.port) {
+		f->at = f->moved; /* once: if it fails, the seeds are asked again */
+		f->moved.port = 0;
+	} else if (f->c.redis_cluster) {
+		int err = xrl_fleet_cluster_owner(&f->c, f->k_live, &f->at);
+
+		if (err) {
+			atomic_fetch_add(&f->errors, 1);
+			return err;
+		}
+	} else {
+		snprintf(f->at.host, sizeof(f->at.host), "%s", f->c.redis_host);
+		f->at.port = f->c.redis_port;
+	}
+	f->rc = redisConnectWithTimeout(f->at.host, f->at.port, cto);
 	if (!f->rc || f->rc->err) {
 		atomic_fetch_add(&f->errors, 1);
 		if (f->rc)
@@ -250,8 +309,8 @@ static int fleet_connect(struct xrl_fleet *f)
 		freeReplyObject(r);
 	}
 	atomic_store(&f->connected, 1);
-	log_info("fleet %s: member %s, redis %s:%d", f->c.name, f->id, f->c.redis_host,
-		 f->c.redis_port);
+	log_info("fleet %s: member %s, redis %s:%d%s", f->c.name, f->id, f->at.host, f->at.port,
+		 f->c.redis_cluster ? " (the master of the fleet's slot)" : "");
 	return 0;
 }
 
@@ -297,49 +356,101 @@ static bool field_ok(const char *s, size_t n)
 	return true;
 }
 
+/* HDEL KEYS[1] ARGV[1] if its value is still ARGV[2]: 1 deleted, else 0. */
+static const char hdel_if[] = "if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then "
+			      "return redis.call('HDEL', KEYS[1], ARGV[1]) end return 0";
+
+/* An entry's expiry no one set: further ahead than FLEET_UNTIL_MAX_MS
+ * (counted; a writer to the fleet's Redis must not deny for decades). */
+static bool until_absurd(struct xrl_fleet *f, const struct xrl_fleet_entry *e, __u64 now)
+{
+	if (e->until_ms <= now + FLEET_UNTIL_MAX_MS)
+		return false;
+	atomic_fetch_add(&f->refused, 1);
+	log_agg(XRL_LOG_WARN, "fleet: refused", "fleet entries refused",
+		"fleet %s: refused %.40s: it ends %llu s from now", f->c.name, e->field,
+		(unsigned long long)((e->until_ms - now) / 1000));
+	return true;
+}
+
 /*
- * One hash read again (at a connect): every active entry applied, the
- * expired ones deleted. HSCAN in steps, so a long hash never makes one
- * huge reply.
+ * One HSCAN step of a hash from cursor (updated; "0" once round): expired
+ * entries deleted, the active ones applied when apply is set. Bounded: at
+ * most about FLEET_SCAN fields a step, whatever the hash holds. 0, or
+ * -EIO when the step failed.
  */
+static int scan_step(struct xrl_fleet *f, int kind, char cursor[32], __u64 now, bool apply_them)
+{
+	redisReply *r = cmd(f, "HSCAN %s %s COUNT %d", f->k_h[kind], cursor, FLEET_SCAN);
+	redisReply *a;
+
+	if (!r)
+		return -EIO;
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(r);
+		return -EIO;
+	}
+	snprintf(cursor, 32, "%.*s", (int)r->element[0]->len, r->element[0]->str);
+	a = r->element[1];
+	for (size_t i = 0; i + 1 < a->elements; i += 2) {
+		struct xrl_fleet_entry e = { .op = XRL_FLEET_ADD, .kind = (__u8)kind };
+		redisReply *k = a->element[i], *v = a->element[i + 1];
+
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
+		    !field_ok(k->str, k->len) || !parse_value(v->str, v->len, &e)) {
+			atomic_fetch_add(&f->refused, 1);
+			continue;
+		}
+		memcpy(e.field, k->str, k->len);
+		if (e.until_ms && e.until_ms <= now) {
+			/* only if it still holds what was read: another instance may
+			 * have set the entry again since the HSCAN */
+			redisReply *d = cmd(f, "EVAL %s 1 %s %b %b", hdel_if, f->k_h[kind], k->str,
+					    k->len, v->str, v->len);
+
+			if (d && d->type == REDIS_REPLY_INTEGER && d->integer > 0)
+				atomic_fetch_add(&f->pruned, 1);
+			if (d)
+				freeReplyObject(d);
+			continue;
+		}
+		if (apply_them && !until_absurd(f, &e, now))
+			apply(f, &e);
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/* One hash read again (at a connect): every active entry applied, the
+ * expired ones deleted, step by step (never one huge reply). */
 static void resync_hash(struct xrl_fleet *f, int kind, __u64 now)
 {
 	char cursor[32] = "0";
 
 	do {
-		redisReply *r = cmd(f, "HSCAN %s %s COUNT %d", f->k_h[kind], cursor, FLEET_SCAN);
-		redisReply *a;
-
-		if (!r)
+		if (scan_step(f, kind, cursor, now, true))
 			return;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			return;
-		}
-		snprintf(cursor, sizeof(cursor), "%.*s", (int)r->element[0]->len,
-			 r->element[0]->str);
-		a = r->element[1];
-		for (size_t i = 0; i + 1 < a->elements; i += 2) {
-			struct xrl_fleet_entry e = { .op = XRL_FLEET_ADD, .kind = (__u8)kind };
-			redisReply *k = a->element[i], *v = a->element[i + 1];
-
-			if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-			    !field_ok(k->str, k->len) || !parse_value(v->str, v->len, &e))
-				continue;
-			memcpy(e.field, k->str, k->len);
-			if (e.until_ms && e.until_ms <= now) {
-				redisReply *d = cmd(f, "HDEL %s %b", f->k_h[kind], k->str, k->len);
-
-				if (d)
-					freeReplyObject(d);
-				continue;
-			}
-			apply(f, &e);
-		}
-		freeReplyObject(r);
 	} while (strcmp(cursor, "0") && f->rc && !atomic_load(&f->stop));
+}
+
+/*
+ * Expired entries out of the hashes while connected: one step of each hash
+ * every FLEET_PRUNE_MS, so a hash is swept in about size / FLEET_SCAN
+ * seconds and an entry outlives its expiry by that much at most, without
+ * a reconnect. Cost: two HSCANs of about FLEET_SCAN fields a second.
+ */
+static void prune(struct xrl_fleet *f, __u64 now)
+{
+	if (now < f->next_prune_ms)
+		return;
+	f->next_prune_ms = now + FLEET_PRUNE_MS;
+	for (int k = 0; k < XRL_FLEET_KINDS && f->rc; k++) {
+		if (!f->prune_cur[k][0])
+			snprintf(f->prune_cur[k], sizeof(f->prune_cur[k]), "0");
+		if (scan_step(f, k, f->prune_cur[k], now, false))
+			f->prune_cur[k][0] = '\0'; /* from the start, next time */
+	}
 }
 
 /* Where the stream is now (read from there on), then the hashes. */
@@ -450,8 +561,10 @@ static bool stream_entry(struct xrl_fleet *f, const redisReply *kv, struct xrl_f
 	for (size_t i = 0; i + 1 < kv->elements; i += 2) {
 		const redisReply *k = kv->element[i], *v = kv->element[i + 1];
 
-		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+		if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING) {
+			atomic_fetch_add(&f->refused, 1);
 			return false;
+		}
 		if (!strcmp(k->str, "src") && !strcmp(v->str, f->id))
 			return false; /* applied here when it was made */
 		if (!strcmp(k->str, "op")) {
@@ -469,6 +582,8 @@ static bool stream_entry(struct xrl_fleet *f, const redisReply *kv, struct xrl_f
 			have_v = parse_value(v->str, v->len, e);
 		}
 	}
+	if (!have_f || !have_v || !have_k)
+		atomic_fetch_add(&f->refused, 1);
 	return have_f && have_v && have_k;
 }
 
@@ -498,7 +613,7 @@ static void read_log(struct xrl_fleet *f)
 			continue;
 		snprintf(f->last_id, sizeof(f->last_id), "%.*s", (int)en->element[0]->len,
 			 en->element[0]->str);
-		if (stream_entry(f, en->element[1], &e))
+		if (stream_entry(f, en->element[1], &e) && !until_absurd(f, &e, real_ms()))
 			apply(f, &e);
 	}
 	freeReplyObject(r);
@@ -534,6 +649,8 @@ static void *fleet_main(void *arg)
 		}
 		if (f->rc)
 			flush(f);
+		if (f->rc)
+			prune(f, now);
 		if (f->rc)
 			read_log(f);
 	}

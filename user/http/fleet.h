@@ -43,6 +43,9 @@ struct xrl_fleet_stats {
 	__u64 errors;	  /* failed connects and commands */
 	__u64 dropped;	  /* entries not sent: the queue was full */
 	__u64 heartbeats; /* heartbeats written */
+	__u64 redirects;  /* cluster: MOVED followed */
+	__u64 pruned;	  /* expired hash entries deleted */
+	__u64 refused;	  /* entries read and refused (malformed, absurd expiry) */
 };
 
 struct xrl_fleet;
@@ -60,5 +63,11 @@ __u32 xrl_fleet_live(const struct xrl_fleet *f);
 void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s);
 const char *xrl_fleet_name(const struct xrl_fleet *f);
 const char *xrl_fleet_id(const struct xrl_fleet *f);
+
+/* fleet_cluster.c: the master that serves key's slot, asked of c's seeds
+ * (CLUSTER SLOTS); 0, or -errno when no seed answered with one. */
+struct xrl_node_addr;
+int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
+			    struct xrl_node_addr *out);
 
 #endif /* XRL_FLEET_H */

@@ -412,8 +412,6 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 		if (cost > it[m].g.burst)
 			return -E2BIG;
 		it[m].inc = (__u64)cost * it[m].g.emit_ns;
-		if (l->cfg.penalty.enabled)
-			xrl_pen_item(&it[m]);
 		m++;
 	}
 	*pm = m;
@@ -689,6 +687,11 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
 		conclude_count(l, it, m, now, d);
 	} else {
+		/* to Redis: the keys are the caller's, gone before the answer, and
+		 * a refusal there strikes by the penalty identity: made now (a
+		 * round trip costs far more than the hash) */
+		for (int i = 0; i < m && l->cfg.penalty.enabled; i++)
+			xrl_pen_item(&it[i]);
 		*pm = m;
 		rc = 1;
 	}

@@ -92,6 +92,10 @@ struct xrl_limiter {
 	struct xrl_fleet *fleet;	  /* set once, before the first decision */
 	struct xrl_pen_list *pens;	  /* penalties, for xrlctl penalty list|del */
 	struct xrl_ovr_tab *ovr;	  /* per-key overrides (override.c) */
+	/* the latest end of a penalty put in pen_block (lim_now ns): until it
+	 * passes a decision looks its keys up there (and hashes them first);
+	 * after it none can be in force, and a decision skips both */
+	_Atomic __u64 pen_until;
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -117,6 +121,7 @@ struct xrl_lim_item {
 	 * pen_list.c), and the first 16 bytes of SHA-256 of the key */
 	struct xrl_kd pk;
 	__u8 kh[16];
+	bool pk_set; /* pk and kh computed (xrl_pen_item, only when needed) */
 };
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; longer keys by their SHA-256 */
@@ -242,8 +247,11 @@ bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int
 struct xrl_pen_list *xrl_pen_list_new(void);
 /* The identity of rule's penalty for the key whose SHA-256 starts kh. */
 struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
-/* it's pk and kh, from its key (penalties on). */
-void xrl_pen_item(struct xrl_lim_item *it);
+/* it's pk and kh, once (SHA-256 of the key): false when they are not set
+ * and can no longer be (the key is gone: never after prepare()) */
+bool xrl_pen_item(struct xrl_lim_item *it);
+/* A penalty of pk until until (lim_now ns) into pen_block. */
+void xrl_pen_block(struct xrl_limiter *l, struct xrl_kd pk, __u64 until, __u64 now);
 /* A penalty was made here (until: monotonic ns): listed, and told to the fleet. */
 void xrl_pen_made(struct xrl_limiter *l, const struct xrl_lim_item *x, __u64 until, __u64 ttl,
 		  __u32 level, __u64 now);

@@ -79,16 +79,44 @@ struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16])
 	return k;
 }
 
-void xrl_pen_item(struct xrl_lim_item *it)
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+/* Fetched once: EVP_sha256() makes EVP_Digest look the implementation up
+ * at every call (OpenSSL 3), about 60 % of the digest's cost. */
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+bool xrl_pen_item(struct xrl_lim_item *it)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
 
-	if (!EVP_Digest(it->key, strlen(it->key), md, &n, EVP_sha256(), NULL) || n < 16)
+	if (it->pk_set)
+		return true;
+	if (!it->key)
+		return false;
+	pthread_once(&sha256_once, sha256_fetch);
+	if (!EVP_Digest(it->key, strlen(it->key), md, &n, sha256_md ? sha256_md : EVP_sha256(),
+			NULL) ||
+	    n < 16)
 		memset(md, 0, 16); /* no digest: every key shares one (fails safe: a penalty
 				    * then blocks more, never none) */
 	memcpy(it->kh, md, 16);
 	it->pk = xrl_pen_identity(it->r->name, it->kh);
+	it->pk_set = true;
+	return true;
+}
+
+void xrl_pen_block(struct xrl_limiter *l, struct xrl_kd pk, __u64 until, __u64 now)
+{
+	__u64 was = atomic_load(&l->pen_until);
+
+	xrl_store_put(l->pen_block, pk, until, now);
+	while (until > was && !atomic_compare_exchange_weak(&l->pen_until, &was, until))
+		;
 }
 
 static void hex16(const __u8 *kh, char out[33])
@@ -204,7 +232,7 @@ static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 	 * blocks a key no longer than a penalty made here */
 	max = l->cfg.penalty.enabled ? l->cfg.penalty.max_ns : PEN_FLEET_MAX_NS;
 	left = e->until_ms - rnow < max / 1000000 ? (e->until_ms - rnow) * 1000000ULL : max;
-	xrl_store_put(l->pen_block, pk, now + left, now);
+	xrl_pen_block(l, pk, now + left, now);
 	if (l->cfg.penalty.enabled && l->cfg.penalty.window_ns)
 		xrl_lim_penalty_level(l, pk, e->level, now);
 	pthread_rwlock_unlock(&l->cfg_mu);

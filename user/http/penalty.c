@@ -17,10 +17,13 @@
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now)
 {
 	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
-	struct xrl_shard *sh = xrl_store_shard(l->pen_state, x->pk);
+	struct xrl_shard *sh;
 	__u32 strikes, offenses;
 	struct xrl_slot *s;
 
+	if (!xrl_pen_item(x))
+		return;
+	sh = xrl_store_shard(l->pen_state, x->pk);
 	pthread_mutex_lock(&sh->mu);
 	s = xrl_store_slot(l->pen_state, sh, x->pk, 0, ~0ULL);
 	st = s->v;
@@ -52,7 +55,7 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 	s->v = (win << 24) | ((__u64)strikes << 16) | ((__u64)offenses << 8) | 1;
 	pthread_mutex_unlock(&sh->mu);
 	if (ttl) {
-		xrl_store_put(l->pen_block, x->pk, now + ttl, now);
+		xrl_pen_block(l, x->pk, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
 		xrl_pen_made(l, x, now + ttl, ttl, offenses, now);
 		char key[XRL_RULE_NAME_LEN + 32];
@@ -68,10 +71,10 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			     struct xrl_decision *d)
 {
-	if (!l->cfg.penalty.enabled)
-		return false;
+	if (!l->cfg.penalty.enabled || now >= atomic_load(&l->pen_until))
+		return false; /* no penalty in force anywhere: no hash, no lookup */
 	for (int i = 0; i < m; i++) {
-		__u64 until = xrl_store_peek(l->pen_block, it[i].pk);
+		__u64 until = xrl_pen_item(&it[i]) ? xrl_store_peek(l->pen_block, it[i].pk) : 0;
 
 		if (until > now && !it[i].r->shadow) {
 			d->allowed = false;

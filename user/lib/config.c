@@ -1720,6 +1720,8 @@ static int parse_fleet(struct cx *x, yaml_node_t *n)
 		fc->redis_db = tmp->redis_db;
 		memcpy(fc->redis_user, tmp->redis_user, sizeof(fc->redis_user));
 		memcpy(fc->redis_pass, tmp->redis_pass, sizeof(fc->redis_pass));
+		fc->redis_cluster = tmp->redis_cluster;
+		memcpy(fc->redis_seeds, tmp->redis_seeds, sizeof(fc->redis_seeds));
 	}
 	explicit_bzero(tmp, sizeof(*tmp));
 	free(tmp);
@@ -1759,6 +1761,8 @@ static int fleet_resolve(struct cx *x, yaml_node_t *root)
 	fc->redis_db = h->redis_db;
 	memcpy(fc->redis_user, h->redis_user, sizeof(fc->redis_user));
 	memcpy(fc->redis_pass, h->redis_pass, sizeof(fc->redis_pass));
+	fc->redis_cluster = h->redis_cluster;
+	memcpy(fc->redis_seeds, h->redis_seeds, sizeof(fc->redis_seeds));
 	return 0;
 }
 

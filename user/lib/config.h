@@ -51,6 +51,8 @@ struct xrl_fleet_cfg {
 	int redis_db;
 	char redis_user[64];
 	char redis_pass[256]; /* never logged */
+	bool redis_cluster;   /* a redis-cluster:// URL: the fleet's slot's master */
+	char redis_seeds[512]; /* then its seeds, "HOST:PORT,..." */
 };
 
 struct xrld_config {

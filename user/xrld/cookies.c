@@ -11,10 +11,12 @@
  * the map's: a restarted xrld goes on from what the program does now.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "listenq.h"
 #include "log.h"
+#include "report.h"
 #include "xrld.h"
 
 #define LISTENQ_MAX 4096
@@ -217,4 +219,31 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 				       "rule=\"%s\",to=\"off\"} %llu\n",
 				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->released));
 		}
+}
+
+void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o)
+{
+	struct xrl_stats *st = malloc(sizeof(*st)); /* per-rule counters: not on a stack */
+	struct xrl_ruleset_meta meta;
+
+	if (!st || xrl_read_stats(d->ifs[i].h, st) || xrl_read_rule_names(d->ifs[i].h, &meta)) {
+		if (b)
+			xrl_buf_printf(b, "  %s: couldn't read the rules' SYN-cookie modes\n",
+				       d->ifs[i].name);
+		free(st);
+		return;
+	}
+	if (b && st->n_rules)
+		xrl_buf_printf(b, "  %s SYN cookies:", d->ifs[i].name);
+	for (__u32 r = 0; r < st->n_rules; r++) {
+		if (o)
+			json_object_set_new(o, meta.names[r],
+					    json_string(xrld_cookies_word(st->cookies[r])));
+		else
+			xrl_buf_printf(b, "%s %s %s", r ? "," : "", meta.names[r],
+				       xrld_cookies_word(st->cookies[r]));
+	}
+	if (b && st->n_rules)
+		xrl_buf_printf(b, "\n");
+	free(st);
 }

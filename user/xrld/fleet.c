@@ -48,6 +48,7 @@ struct xrld_fleet {
 	__u64 applied, skipped, failed; /* deny entries, on this loop */
 	__u64 wide;			/* wider than the floor: not applied */
 	__u64 local;			/* this host has its own entry: kept */
+	__u64 refused;			/* deny entries that are no prefix */
 };
 
 /* The shortest prefix the fleet denies: the penalty floor, also when
@@ -105,7 +106,7 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 	__u64 ttl = 0, now = real_ms();
 
 	if (xrl_prefix_parse(e->field, &p, err, sizeof(err))) {
-		COUNT(x->failed);
+		COUNT(x->refused);
 		return;
 	}
 	if (e->op == XRL_FLEET_ADD && e->until_ms) {
@@ -338,4 +339,13 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	one(b, "xrl_fleet_redis_errors_total", "counter",
 	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
 	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);
+	one(b, "xrl_fleet_redirects_total", "counter",
+	    "Redis Cluster MOVED answers followed (the fleet's slot changed master)", "",
+	    st.redirects);
+	one(b, "xrl_fleet_entries_pruned_total", "counter",
+	    "Expired deny and penalty entries deleted from the fleet's hashes", "", st.pruned);
+	one(b, "xrl_fleet_entries_refused_total", "counter",
+	    "Entries read from the fleet and refused (malformed, absurd expiry, a deny "
+	    "shorter than the penalty floor)",
+	    "", st.refused + READ(x->refused));
 }

@@ -97,13 +97,16 @@ static json_t *status_json(struct xrld *d)
 				    json_integer((json_int_t)READ(d->pen_skipped[i])));
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_attach_info in = attach_now(d, &d->ifs[i]);
+		json_t *ck = json_object();
 
+		xrld_cookies_status(d, i, NULL, ck);
 		json_array_append_new(ifs,
-				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I}", "name", d->ifs[i].name,
-						"prog_id", (json_int_t)in.prog_id, "mode",
-						mode_name(in.mode), "attached", in.attached,
+				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I,s:o}", "name",
+						d->ifs[i].name, "prog_id", (json_int_t)in.prog_id,
+						"mode", mode_name(in.mode), "attached", in.attached,
 						"multiprog", in.multiprog, "rules",
-						(json_int_t)d->cfg->policy.n_rules));
+						(json_int_t)d->cfg->policy.n_rules, "syn_cookies",
+						ck));
 	}
 	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o,s:o}", "daemon", "pid",
 			 (int)getpid(), "config", d->config_path ? d->config_path : "", "pin_dir",
@@ -137,6 +140,8 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 			       in.multiprog ? "libxdp dispatcher" : "single program",
 			       d->cfg->policy.n_rules);
 	}
+	for (int i = 0; i < d->n_ifs; i++)
+		xrld_cookies_status(d, i, b, NULL);
 	if (!d->n_ifs)
 		xrl_buf_printf(b, "(no interface: the packet tier is not loaded)\n");
 	xrld_http_status_text(d, b);

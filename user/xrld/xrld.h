@@ -205,6 +205,9 @@ void xrld_cookies_tick(struct xrld *d);
 /* The auto state of rule name on interface i (NULL: none yet). */
 const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
 const char *xrld_cookies_word(__u8 mode);
+/* `xrlctl status`: interface i's rules and their SYN-cookie modes, as a
+ * text line into b, or as {rule: mode} into o (one of them NULL). */
+void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o);
 /* Prometheus families of cookies and auto (called with d->lock held). */
 void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 
