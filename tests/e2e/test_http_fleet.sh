@@ -9,7 +9,7 @@
 #   2. a key penalised through A is refused through B (penalties in
 #      Redis); `xrlctl penalty list` on B shows rule, key hash (not the
 #      key), level; `xrlctl penalty del KEY` on A lifts it on A and B;
-#      a ten-year penalty written into Redis's stream holds for penalty.max
+#      a ten-year penalty written into Redis's stream is refused
 #   2b. hashes pruned while connected: entries with a 1.5-s expiry
 #      written to :deny and :pen are gone from Redis within 4 s, with no
 #      reconnect; a penalty read from the stream that ends in 100 years is
@@ -107,15 +107,14 @@ check_eq "B admits 'bad' again" "$H_CODE" 200
 ask A login bad
 check_eq "A admits 'bad' again" "$H_CODE" 200
 check_eq "B: penalty list empty" "$(ctl B --json penalty list)" "[]"
-# an entry anyone with Redis wrote for ten years blocks no longer than penalty.max
+# an entry anyone with Redis wrote for ten years is no penalty xrl makes:
+# refused, not enforced (2b: 10 days is held for at most penalty.max)
 fh=$(printf %s forged | sha256sum | cut -c1-32)
 redis-cli -p "$RP" XADD "xrl:{fleet:ft$$}:log" '*' op add kind pen f "login $fh" \
 	v "$(( $(date +%s%3N) + 315360000000 )) 1" src elsewhere >/dev/null
-forged_on_b() { [ "$(ctl B --json penalty list | jq_py "len(d)")" = 1 ]; }
-wait_for 2 forged_on_b || true
-left=$(ctl B --json penalty list | jq_py "[e['remaining_s'] for e in d if e['key_hash'] == '$fh'][0]")
-check_range "B: a ten-year penalty from Redis is held (s, penalty.max 120 s)" "${left:-0}" 1 120
-ctl B penalty del forged >/dev/null
+sleep 0.5
+check_eq "B: a ten-year penalty from Redis is not held" \
+	"$(ctl B --json penalty list | jq_py "len([e for e in d if e['key_hash'] == '$fh'])")" 0
 
 log "2b. expired entries pruned while connected; an absurd expiry refused"
 K=xrl:{fleet:ft$$}
