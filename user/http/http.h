@@ -233,8 +233,11 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
  */
 enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
 struct xrl_script_key {
-	bool ok;      /* admitted, or would be */
-	__u64 rel_ns; /* its TAT after, relative to the call's now; 0: past */
+	bool ok;      /* admitted, or would be (a slot set: it had room) */
+	bool taken;   /* a slot set: the lease was added */
+	__u32 held;   /* a slot set: leases before this one */
+	__u64 rel_ns; /* its TAT after (a slot set: its earliest lease's end),
+		       * relative to the call's now; 0: past */
 };
 struct redisReply;
 struct redisReader;

@@ -520,6 +520,55 @@ static void conc_conclude(struct xrl_limiter *l, struct xrl_conc_item *ci, int n
 }
 
 /*
+ * A decision with slots that went to Redis (cfg_mu held). Answered:
+ * gcra.lua took the slots only if every rule admitted, so a refusal has
+ * nothing to give back. Not answered: each concurrency rule per its
+ * on_backend_error (closed: 503; local: a slot in this instance's memory,
+ * given back if a bucket refuses; open: admitted without a slot), then
+ * the buckets as xrl_lim_finish decides them.
+ */
+void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
+			 struct xrl_decision *d)
+{
+	struct xrl_conc_item loc[XRL_HTTP_MAX_MATCH];
+	int k = 0;
+
+	for (int i = 0; st == J_OK && i < nc; i++)
+		if (!ci[i].ok && !ci[i].r->shadow) {
+			conc_refuse(l, ci, nc, now, d);
+			return;
+		}
+	if (st == J_OK) {
+		conclude_count(l, it, m, now, d);
+		for (int i = 0; i < nc; i++)
+			if (ci[i].taken && d->allowed)
+				lease_id(&ci[i], d->lease[d->n_leases++]);
+			else if (!ci[i].ok && ci[i].r->shadow)
+				shadow_refusal(l, d, ci[i].r);
+		return;
+	}
+	for (int i = 0; i < nc; i++) {
+		if (ci[i].r->on_backend_error == XRL_BE_CLOSED) {
+			xrl_lim_finish(l, &(struct xrl_lim_item){ .r = ci[i].r }, 1, st, now, d);
+			d->limit = ci[i].r->concurrency;
+			return;
+		}
+		if (ci[i].r->on_backend_error == XRL_BE_LOCAL)
+			loc[k++] = ci[i];
+	}
+	if (k && !xrl_lease_acquire(l->leases, loc, k, now)) {
+		d->backend_error = true;
+		STAT_ADD(l, backend_errors, 1);
+		STAT_ADD(l, fallback_local, 1);
+		conc_refuse(l, loc, k, now, d);
+		return;
+	}
+	xrl_lim_finish(l, it, m, st, now, d);
+	conc_conclude(l, loc, k, d);
+}
+
+/*
  * Memory (cfg_mu held): slots first, then buckets. A refusal by either
  * leaves nothing taken: slots are given back exactly, and the buckets are
  * not charged when a slot was refused.
@@ -596,6 +645,11 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 		res->released[i] = xrl_lease_release(l->leases, set_digest(l, rule, kn, knl),
 						     nonce, &rate);
 		r = rule_named(l, rule);
+		if (!res->released[i] && l->cfg.redis) { /* not a local fallback's: Redis's */
+			res->released[i] = xrl_redis_lease_release(l, rule, kn, knl, nonce, r, cost,
+								   &res->charged[i]) > 0;
+			continue;
+		}
 		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
 			mem_charge(l, r, rate, (__u64)cost * r->g.emit_ns, now);
 			res->charged[i] = true;
@@ -614,9 +668,8 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
  */
 static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct xrl_lim_item *it, int *pm)
+		   struct xrl_lim_item *it, int *pm, struct xrl_conc_item *ci, int *pnc)
 {
-	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	__u64 now = lim_now(l);
 	int m = 0, nc = 0, rc;
 
@@ -640,16 +693,15 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	rc = 0;
 	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
 		/* d is the decision */
-	} else if (!l->cfg.redis || nc) {
-		/* concurrency with Redis: the slots and the buckets of this request
-		 * are this instance's (not shared yet; logged at start) */
+	} else if (!l->cfg.redis) {
 		mem_decide(l, it, m, ci, nc, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
-		/* refused without a round trip */
-	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		/* refused without a round trip (and without a slot) */
+	} else if (!m && !nc) { /* nothing to charge: costs of 0, shadow rules without a key */
 		conclude_count(l, it, m, now, d);
 	} else {
 		*pm = m;
+		*pnc = nc; /* Redis takes the slots in the rate decision's call */
 		rc = 1;
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
@@ -681,6 +733,14 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
+	pthread_mutex_init(&l->rel_mu, NULL);
+	if (!EVP_Digest(xrl_lua_lease, xrl_lua_lease_len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20) {
+		free(l);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(l->rel_sha + 2 * i, 3, "%02x", md[i]);
 	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
 	    mdlen != 20) {
 		free(l);
@@ -713,6 +773,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	if (!l)
 		return;
 	xrl_limiter_pipe_free(l->sync_pipe);
+	xrl_redis_lease_free(l);
 	redisFreeCommand(l->load_cmd);
 	xrl_store_free(l->mem);
 	xrl_store_free(l->overlimit);
@@ -756,10 +817,11 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_limiter_wait *w)
 {
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
-	int m = 0, rc;
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	int m = 0, nc = 0, rc;
 
-	rc = prepare(l, rules, keys, costs, n, d, it, &m);
+	rc = prepare(l, rules, keys, costs, n, d, it, &m, ci, &nc);
 	if (rc != 1)
 		return rc;
-	return xrl_redis_pipe_queue(p, it, m, d, w);
+	return xrl_redis_pipe_queue(p, it, m, ci, nc, d, w);
 }

@@ -78,6 +78,9 @@ struct xrl_limiter {
 	_Atomic __u64 lease_ctr;	  /* lease nonces: SipHash of a count */
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
+	pthread_mutex_t rel_mu;		  /* releases in Redis: one connection */
+	struct redisContext *rel_c;	  /* blocking, with the timeout; or NULL */
+	char rel_sha[41];		  /* SHA1 of xrl_lua_lease */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
 };
 
@@ -128,17 +131,18 @@ static inline __u64 ceil_s(__u64 ns)
 /* ---- Redis: constants, jobs ------------------------------------------------- */
 
 #define REDIS_EPOCH_S 1704067200ULL /* 2024-01-01T00:00:00Z */
-#define KEYS_MAX      3072	    /* a decision's keys, RESP (8 at most) */
-#define ARGS_MAX      640	    /* a decision's tau and inc, RESP */
+#define KEYS_MAX      7168 /* a decision's keys, RESP (8 buckets and 8 slot sets at most) */
+#define ARGS_MAX      1536 /* a decision's tau and inc, limit, ttl and lease, RESP */
 #define CALL_MAX      XRL_REDIS_CALL_MAX
 #define FREE_JOBS_MAX 1024
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
 _Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
-_Static_assert(XRL_HTTP_MAX_MATCH *(6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <=
+_Static_assert(2 * XRL_HTTP_MAX_MATCH *
+			       (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 5) <=
 		       KEYS_MAX,
 	       "KEYS_MAX holds a decision's keys");
-_Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX,
+_Static_assert(XRL_HTTP_MAX_MATCH *(2 * (5 + 26 + 2) + 3 * (5 + 26 + 2)) <= ARGS_MAX,
 	       "ARGS_MAX holds a decision's arguments");
 
 /* J_BADKEY: Redis answered, but a key of the decision is not a string (not
@@ -160,6 +164,8 @@ struct xrl_redis_job {
 	struct xrl_decision *d;
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m;
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH]; /* its slots (concurrency rules) */
+	int nc;
 	int st;	    /* J_* */
 	int call_n; /* first job of a call: the call's decisions */
 	__u64 mnow; /* the batch's now, monotonic (ns) */
@@ -198,11 +204,17 @@ bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int
 /* ---- limiter.c ------------------------------------------------------------- */
 void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
 		    struct xrl_decision *d);
+void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
+			 struct xrl_decision *d);
 
 /* ---- redis_script.c -------------------------------------------------------- */
 /* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
 extern const char xrl_lua_gcra[];
 extern const size_t xrl_lua_gcra_len;
+/* lease.lua: a release in Redis (ZREM, and a post-paid cost charged) */
+extern const char xrl_lua_lease[];
+extern const size_t xrl_lua_lease_len;
 __u64 xrl_redis_now_ns(void);
 char *xrl_redis_put_us(char *p, __u64 ns);
 char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
@@ -213,6 +225,12 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
 /* ---- redis_pipe.c ---------------------------------------------------------- */
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
-			 struct xrl_decision *d, const struct xrl_limiter_wait *w);
+			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			 const struct xrl_limiter_wait *w);
+
+/* ---- redis_lease.c --------------------------------------------------------- */
+int xrl_redis_lease_release(struct xrl_limiter *l, const char *rule, const char *kn, size_t knl,
+			    __u64 nonce, const struct xrl_http_rule *r, __u32 cost, bool *charged);
+void xrl_redis_lease_free(struct xrl_limiter *l);
 
 #endif /* XRL_LIMITER_INT_H */

@@ -113,7 +113,7 @@ struct xrl_redis_pipe {
  * XRL_HTTP_MAX_MATCH keys); beyond it the reader fails, and the pipe drops
  * the connection ("not the Redis protocol") as for any garbage.
  */
-#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
+#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 4 * XRL_HTTP_MAX_MATCH)) /* buckets and slot sets */
 
 struct xrl_reader_guard {
 	redisReplyObjectFunctions fn; /* hiredis's, createArray wrapped */
@@ -325,12 +325,21 @@ static int pipe_write(struct xrl_redis_pipe *p)
 	return 0;
 }
 
-/* A RESP bulk string of a number. */
+/* A RESP bulk string of a number; "M/C" when c (a decision's buckets and slot sets). */
+static int wb_num2(struct xrl_redis_pipe *p, __u64 v, __u64 c)
+{
+	char t[64], n[48], *e = xrl_put_u64(n, v);
+
+	if (c) {
+		*e++ = '/';
+		e = xrl_put_u64(e, c);
+	}
+	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
+}
+
 static int wb_num(struct xrl_redis_pipe *p, __u64 v)
 {
-	char t[32], n[24], *e = xrl_put_u64(n, v);
-
-	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
+	return wb_num2(p, v, 0);
 }
 
 /*
@@ -344,17 +353,18 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 {
 	struct xrl_limiter *l = p->l;
 	char hdr[64], *h = hdr;
-	int keys = 0;
+	int keys = 0, args = 0;
 	struct xrl_redis_job *x;
 	int i;
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			keys += x->m;
+			keys += x->m + x->nc;
+			args += 2 * x->m + 3 * x->nc;
 			i++;
 		}
 	*h++ = '*';
-	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys));
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + args));
 	*h++ = '\r';
 	*h++ = '\n';
 	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
@@ -370,7 +380,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		return -ENOMEM;
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			if (wb_num(p, (__u64)x->m))
+			if (wb_num2(p, (__u64)x->m, (__u64)x->nc))
 				return -ENOMEM;
 			i++;
 		}
@@ -450,13 +460,13 @@ oom:
  */
 static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisReply *r)
 {
-	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
+	struct xrl_script_key keys[CALL_MAX * 2 * XRL_HTTP_MAX_MATCH];
 	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
 	struct xrl_redis_job *x;
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING)
-			nk[i++] = x->m;
+			nk[i++] = x->m + x->nc;
 	rc = xrl_script_reply(r, nk, n, sts, keys);
 	if (rc == -ENOEXEC) {
 		st = J_NOSCRIPT;
@@ -478,13 +488,19 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 				  "falls back",
 				  x->it[0].r->name);
 			x->st = J_BADKEY;
-			k += x->m;
+			k += x->m + x->nc;
 		} else {
 			/* TATs relative to the batch's now: on our monotonic clock */
 			for (int q = 0; q < x->m; q++, k++) {
 				x->it[q].ok = keys[k].ok;
 				x->it[q].tat = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
 				x->it[q].new_tat = x->it[q].tat;
+			}
+			for (int q = 0; q < x->nc; q++, k++) {
+				x->ci[q].ok = keys[k].ok;
+				x->ci[q].taken = keys[k].taken;
+				x->ci[q].held = keys[k].held;
+				x->ci[q].first_exp = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
 			}
 			x->st = J_OK;
 		}
@@ -512,7 +528,7 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		atomic_store(&l->brk_probe, 0); /* the probe is given up */
 	now = lim_now(l);
 	for (struct xrl_redis_job *j = b; j; j = j->next)
-		xrl_lim_finish(l, j->it, j->m, j->st, now, j->d);
+		xrl_lim_finish_conc(l, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
 	pthread_rwlock_unlock(&l->cfg_mu);
 	p->b = NULL;
 	p->probe = false;
@@ -763,7 +779,8 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
-			 struct xrl_decision *d, const struct xrl_limiter_wait *w)
+			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			 const struct xrl_limiter_wait *w)
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
@@ -779,7 +796,7 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
-		xrl_lim_finish(l, it, m, J_FAIL, lim_now(l), d);
+		xrl_lim_finish_conc(l, it, m, ci, nc, J_FAIL, lim_now(l), d);
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return 0;
 	}
@@ -789,6 +806,8 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	}
 	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
 	j->m = m;
+	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	j->nc = nc;
 	j->d = d;
 	j->w = *w;
 	j->st = J_PENDING;

@@ -546,11 +546,6 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	}
 	log_info("identity tier listening on %s, %u rules, backend %s, %u threads", c->listen,
 		 c->n_rules, c->redis ? "redis" : "memory", n);
-	for (__u32 i = 0; c->redis && i < c->n_rules; i++)
-		if (c->rules[i].concurrency)
-			log_warnx("http rule %s: concurrency slots are kept per instance, not in "
-				  "Redis (shared slots are not done yet; docs/policy.md)",
-				  c->rules[i].name);
 	*out = s;
 	return 0;
 fail:
