@@ -93,14 +93,8 @@ $(BUILD)/gcra.lua.h: user/http/gcra.lua | $(BUILD)
 	      echo 'const char xrl_lua_gcra[] = {'; xxd -i < $<; echo ', 0x00 };'; \
 	      echo "const size_t xrl_lua_gcra_len = sizeof(xrl_lua_gcra) - 1;"; } > $@
 
-$(BUILD)/lease.lua.h: user/http/lease.lua | $(BUILD)
-	$(call msg,GEN,$@)
-	$(Q){ echo '/* generated from $< by the Makefile */'; \
-	      echo 'const char xrl_lua_lease[] = {'; xxd -i < $<; echo ', 0x00 };'; \
-	      echo "const size_t xrl_lua_lease_len = sizeof(xrl_lua_lease) - 1;"; } > $@
-
 $(BUILD)/user/http/redis_script.o $(BUILD)/fuzz/obj/user/http/redis_script.o \
-$(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h $(BUILD)/lease.lua.h
+$(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h
 
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
 	$(call msg,GEN-SKEL,$@)

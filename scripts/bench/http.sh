@@ -18,6 +18,12 @@
 #                                      is out go as one EVALSHA
 #   d  xrld, redis backend, refused    the over-limit cache answers, no Redis
 #   e  nginx limit_req, allowed (/open) and refused (/shut, 429)
+#   g  xrld, memory backend, a concurrency rule's acquire + release: /v1/auth
+#      (X-Forwarded-Uri /conc/x) takes a slot, POST /v1/release gives it
+#      back (scripts/bench/http/lease.lua); counted in pairs: a pair is two
+#      HTTP requests
+#   h  the same, redis backend (the acquire rides the batched EVALSHA, the
+#      release is lease.lua on its own connection)
 #   f  redis-benchmark -P 16: EVALSHA of the same Lua script (extracted from
 #      user/http/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
@@ -46,6 +52,9 @@
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  d / c           >= 1.0   (the over-limit cache)
+#   lease_vs_decision   a / g and c / h  <= 2.0  (decisions/s over pairs/s:
+#                                         what a slot costs against a rate
+#                                         decision; by CPU time g / a, h / c)
 # b / a is reported, not judged, next to nginx's e_refused / e_allowed: the
 # memory backend has no over-limit cache (its store is what one would be),
 # a refusal there is the same lookup as an admission with a larger answer,
@@ -258,6 +267,37 @@ wrk_case() {
 	say "  $id: ${RPS[$id]} decisions/s, p50 ${P50[$id]} ms, p99 ${P99[$id]} ms, server CPU ${CPU[$id]} us/decision"
 }
 
+# lease_case ID CONNS PORT SERVER-PID...: acquire + release pairs of rule
+# conc (lease.lua); RPS is pairs/s and CPU is per pair.
+lease_case() {
+	local id=$1 conns=$2 port=$3 line t0 t1 requests duration_us acquires non2xx
+	local url="http://127.0.0.1:$port/v1/auth"
+	shift 3
+
+	run "$T/wrk-$id-warmup.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d1s \
+		-s "$HERE/lease.lua" "$url" -- /conc/x "$NKEYS" || die "wrk failed ($id, warm-up)"
+	t0=$(cpu_ticks "$@")
+	run "$T/wrk-$id.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"${DUR}s" --latency \
+		-s "$HERE/lease.lua" "$url" -- /conc/x "$NKEYS" || die "wrk failed ($id): $T/wrk-$id.txt"
+	t1=$(cpu_ticks "$@")
+	line=$(grep '^RESULT ' "$T/wrk-$id.txt") || die "no RESULT from wrk ($id): $T/wrk-$id.txt"
+	requests=$(field requests "$line")
+	duration_us=$(field duration_us "$line")
+	acquires=$(field acquires "$line")
+	non2xx=$(field non2xx "$line")
+	[ "$(field sockerr "$line")" = 0 ] || die "$id: socket errors ($T/wrk-$id.txt)"
+	[ "${acquires:-0}" -gt 0 ] || die "$id: no acquires completed"
+	[ "$non2xx" = 0 ] || die "$id: $non2xx of $requests answers were not 200 (a slot refused?)"
+	REQS[$id]=$requests
+	NON2XX[$id]=$non2xx
+	RPS[$id]=$(awk -v r="$acquires" -v d="$duration_us" 'BEGIN { printf "%.0f", r * 1e6 / d }')
+	P50[$id]=$(awk -v u="$(field p50_us "$line")" 'BEGIN { printf "%.2f", u / 1000 }')
+	P99[$id]=$(awk -v u="$(field p99_us "$line")" 'BEGIN { printf "%.2f", u / 1000 }')
+	CPU[$id]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="$acquires" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+	say "  $id: ${RPS[$id]} acquire+release pairs/s ($requests requests), p50 ${P50[$id]} ms," \
+		"p99 ${P99[$id]} ms, server CPU ${CPU[$id]} us/pair"
+}
+
 # exhaust URL URI: the one key of a refused case spends its only token
 # (in the first round a fresh key: 200 first; later, nginx's 1 r/m zone may
 # have earned one back meanwhile: 200 or 429), then is refused.
@@ -333,6 +373,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
 declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED
+declare -a RR_LM RR_LR RC_LM RC_LR
 step_e_allowed() { wrk_case e_allowed "$CONNS" "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
 step_a() { wrk_case a "$CONNS" "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
 step_b() {
@@ -364,7 +405,9 @@ step_d() {
 	D_EVALS=$((n3 - n2))
 	say "  d: $D_EVALS EVALSHA for ${REQS[d]} refusals (the over-limit cache)"
 }
-STEPS=(e_allowed a b e_refused f c d)
+step_g() { lease_case g "$CONNS" "$P_MEM" "${PID_XRLD[mem]}"; }
+step_h() { lease_case h "$RCONNS" "$P_RED" "${PID_XRLD[redis]}" "$PID_REDIS"; }
+STEPS=(e_allowed a b g e_refused f c d h)
 one_round() {
 	local i
 	say "round $ROUND of $ROUNDS"
@@ -384,7 +427,13 @@ one_round() {
 	RC_RED+=("$(ratio "${CPU[f]}" "${CPU[c]}")")
 	RC_RA_MEM+=("$(ratio "${CPU[a]}" "${CPU[b]}")")
 	RC_RA_RED+=("$(ratio "${CPU[c]}" "${CPU[d]}")")
-	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}"
+	# a slot's pair against a decision: >1 means the pair costs more
+	RR_LM+=("$(ratio "${RPS[a]}" "${RPS[g]}")")
+	RR_LR+=("$(ratio "${RPS[c]}" "${RPS[h]}")")
+	RC_LM+=("$(ratio "${CPU[g]}" "${CPU[a]}")")
+	RC_LR+=("$(ratio "${CPU[h]}" "${CPU[c]}")")
+	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}" \
+		" a/g ${RR_LM[-1]}  c/h ${RR_LR[-1]}"
 }
 
 say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS (c and d -c$RCONNS, redis-benchmark in f -c$RCONNS) on CPU $CLIENT_CPU;" \
@@ -404,6 +453,10 @@ C_MEM=$(median "${RC_MEM[@]}")
 C_RED=$(median "${RC_RED[@]}")
 C_RA_MEM=$(median "${RC_RA_MEM[@]}")
 C_RA_RED=$(median "${RC_RA_RED[@]}")
+R_LM=$(median "${RR_LM[@]}")
+R_LR=$(median "${RR_LR[@]}")
+C_LM=$(median "${RC_LM[@]}")
+C_LR=$(median "${RC_LR[@]}")
 
 {
 	echo
@@ -414,6 +467,7 @@ C_RA_RED=$(median "${RC_RA_RED[@]}")
 	for row in "a:xrld memory, allowed" "b:xrld memory, refused (429)" \
 		"c:xrld redis, allowed (batched EVALSHA)" "d:xrld redis, refused (over-limit cache)" \
 		"e_allowed:nginx limit_req, allowed" "e_refused:nginx limit_req, refused (429)" \
+		"g:xrld memory, acquire + release (pairs)" "h:xrld redis, acquire + release (pairs)" \
 		"f:redis-benchmark -P 16, EVALSHA gcra"; do
 		id=${row%%:*}
 		printf '%-46s %12s %8s %8s %9s %10s\n' "$id  ${row#*:}" "${RPS[$id]}" "${P50[$id]}" \
@@ -441,6 +495,9 @@ C_RA_RED=$(median "${RC_RA_RED[@]}")
 	echo "refused_vs_allowed_redis   d/c           $R_RA_RED         $C_RA_RED    >= 1.0"
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
+	echo "lease_vs_decision_memory  a/g (g/a)     $R_LM         $C_LM    <= 2.0"
+	echo "lease_vs_decision_redis   c/h (h/c)     $R_LR         $C_LR    <= 2.0"
+	echo "(g and h: pairs/s and CPU us per pair of /v1/auth + /v1/release, two HTTP requests)"
 	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
 }
@@ -449,6 +506,8 @@ missed=()
 ge "$R_MEM" 0.8 || missed+=("memory_vs_nginx $R_MEM < 0.8")
 ge "$R_RED" 0.5 || missed+=("redis_vs_redisbench $R_RED < 0.5")
 ge "$R_RA_RED" 1.0 || missed+=("refused_vs_allowed (redis, d/c) $R_RA_RED < 1.0")
+ge 2.0 "$R_LM" || missed+=("lease_vs_decision (memory, a/g) $R_LM > 2.0")
+ge 2.0 "$R_LR" || missed+=("lease_vs_decision (redis, c/h) $R_LR > 2.0")
 for m in "${missed[@]}"; do
 	echo "MISSED: $m"
 done
@@ -459,6 +518,7 @@ if [ ${#missed[@]} -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
 	KEEP_SAID=1
 fi
 FAILED=0
-echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED"
+echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED" \
+	"lease_vs_decision_memory=$R_LM lease_vs_decision_redis=$R_LR"
 [ ${#missed[@]} -eq 0 ] || exit 1
 exit 0

@@ -12,12 +12,18 @@ local function abs(r)
   return string.format('%.0f.%03d', ni + xi, f)
 end
 local nd = tonumber(ARGV[2])
-local nk, nc, rk, k0 = {}, {}, {}, 0
+local nk, nc, relk, rk, k0 = {}, {}, {}, {}, 0
 for d = 1, nd do
-  local a, b = string.match(ARGV[2 + d], '^(%d+)/?(%d*)$')
-  nk[d] = tonumber(a) or 0
-  nc[d] = tonumber(b) or 0
-  for i = 1, nk[d] do rk[#rk + 1] = KEYS[k0 + i] end
+  local r, a, b = string.match(ARGV[2 + d], '^(r?)(%d+)/?(%d*)$')
+  if r == 'r' then
+    relk[d] = tonumber(a) or 0
+    nk[d] = 0
+    nc[d] = 2 * relk[d]
+  else
+    nk[d] = tonumber(a) or 0
+    nc[d] = tonumber(b) or 0
+    for i = 1, nk[d] do rk[#rk + 1] = KEYS[k0 + i] end
+  end
   k0 = k0 + nk[d] + nc[d]
 end
 local val, bad = {}, {}
@@ -42,12 +48,49 @@ local function arg(a)
   return x
 end
 local out = {}
+local function release(k, kb, ab)
+  out[#out + 1] = 0
+  for i = 1, k do
+    local ck, bk, a = KEYS[kb + 2*i - 1], KEYS[kb + 2*i], ab + 3*i
+    local x = redis.pcall('ZREM', ck, ARGV[a - 2])
+    local gone, tau, inc = type(x) == 'number' and x > 0, arg(ARGV[a - 1]), arg(ARGV[a])
+    out[#out + 1] = gone and 'A' or 'R'
+    out[#out + 1] = '0'
+    local v = val[bk]
+    if gone and inc > 0 and not v then
+      v = redis.pcall('GET', bk)
+      if type(v) == 'table' then gone = false end
+    end
+    if gone and inc > 0 then
+      local r = 0
+      if v then
+        local ti, tf, old = split(v)
+        if old then ti = ti - 1704067200000000 end
+        r = (ti - ni) + (tf - nf)
+      end
+      if r < 0 then r = 0 end
+      r = r + inc
+      if r > tau then r = tau end
+      val[bk] = abs(r)
+      redis.call('SET', bk, val[bk], 'PX', math.ceil(r / 1000) + 1)
+      out[#out + 1] = 'A'
+      out[#out + 1] = string.format('%.3f', r)
+    else
+      out[#out + 1] = 'R'
+      out[#out + 1] = '0'
+    end
+  end
+end
 local rel, new, ok, fix = {}, {}, {}, {}
 local k0, a0 = 0, nd + 2
 local held, first, room = {}, {}, {}
 for d = 1, nd do
   local n, c = nk[d], nc[d]
   local refused, err = 0, false
+  if relk[d] then
+    release(relk[d], k0, a0)
+    c = 0
+  end
   for i = 1, c do
     local key, lim = KEYS[k0 + n + i], arg(ARGV[a0 + 2*n + 3*i - 2])
     local x = redis.pcall('ZREMRANGEBYSCORE', key, '-inf', ni)
@@ -83,7 +126,7 @@ for d = 1, nd do
     ok[i] = new[i] <= tau + 0.0005
     if not ok[i] and not shadow then refused = 1 end
   end
-  out[#out + 1] = err and 2 or refused
+  if not relk[d] then out[#out + 1] = err and 2 or refused end
   for i = 1, n do
     local r, key = rel[i], KEYS[k0 + i]
     if err then
@@ -116,7 +159,7 @@ for d = 1, nd do
     out[#out + 1] = f .. held[i]
     out[#out + 1] = first[i] > 0 and string.format('%.3f', first[i]) or '0'
   end
-  k0 = k0 + n + c
-  a0 = a0 + 2 * n + 3 * c
+  k0 = k0 + nk[d] + nc[d]
+  a0 = a0 + 2 * nk[d] + 3 * (relk[d] and relk[d] or nc[d])
 end
 return out

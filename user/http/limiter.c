@@ -622,17 +622,19 @@ int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, con
 	return 0;
 }
 
-int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
-			struct xrl_release *res)
+/*
+ * The leases of ids given back (cfg_mu held): those this instance holds in
+ * memory (the memory backend, or Redis's local fallback) at once, with
+ * their cost charged; with Redis, the others into ci[]/names[] for the
+ * script (*pnc of them). Ids that are not ids are not held.
+ */
+static void release_prepare(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			    struct xrl_release *res, struct xrl_conc_item *ci,
+			    char (*names)[XRL_RULE_NAME_LEN], int *pnc)
 {
 	__u64 now = lim_now(l);
+	int nc = 0;
 
-	memset(res, 0, sizeof(*res));
-	if (n > XRL_HTTP_MAX_MATCH)
-		return -E2BIG;
-	res->n = (__u32)n;
-	res->cost = cost;
-	pthread_rwlock_rdlock(&l->cfg_mu);
 	for (int i = 0; i < n; i++) {
 		char rule[XRL_RULE_NAME_LEN], kn[XRL_REDIS_KEY_LITERAL];
 		const struct xrl_http_rule *r;
@@ -646,8 +648,16 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 						     nonce, &rate);
 		r = rule_named(l, rule);
 		if (!res->released[i] && l->cfg.redis) { /* not a local fallback's: Redis's */
-			res->released[i] = xrl_redis_lease_release(l, rule, kn, knl, nonce, r, cost,
-								   &res->charged[i]) > 0;
+			struct xrl_conc_item *c = &ci[nc];
+
+			memset(c, 0, sizeof(*c));
+			memcpy(c->kn, kn, knl);
+			c->knl = knl;
+			c->nonce = nonce;
+			c->idx = (__u8)i;
+			c->tau = r && r->has_rate ? r->g.tau_ns : 0;
+			c->inc = r && r->has_rate ? (__u64)cost * r->g.emit_ns : 0;
+			memcpy(names[nc++], rule, sizeof(rule));
 			continue;
 		}
 		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
@@ -655,10 +665,67 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 			res->charged[i] = true;
 		}
 	}
-	pthread_rwlock_unlock(&l->cfg_mu);
-	return 0;
+	*pnc = nc;
 }
 
+int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			      const char *const *ids, int n, __u32 cost, struct xrl_release *res,
+			      const struct xrl_limiter_wait *w)
+{
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	char names[XRL_HTTP_MAX_MATCH][XRL_RULE_NAME_LEN];
+	const char *np[XRL_HTTP_MAX_MATCH];
+	int nc = 0, rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (n > XRL_HTTP_MAX_MATCH)
+		return -E2BIG;
+	res->n = (__u32)n;
+	res->cost = cost;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	release_prepare(l, ids, n, cost, res, ci, names, &nc);
+	for (int i = 0; i < nc; i++)
+		np[i] = names[i];
+	if (nc && (!p || !xrl_redis_pipe_queue_release(p, ci, nc, np, res, w)))
+		res->backend_error = true;
+	else if (nc)
+		rc = 1;
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return rc;
+}
+
+static void release_done(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			struct xrl_release *res)
+{
+	bool done = false, redis;
+	struct xrl_limiter_wait w = { .decided = release_done, .arg = &done };
+	int rc;
+
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	redis = l->cfg.redis;
+	pthread_rwlock_unlock(&l->cfg_mu);
+	if (!redis) /* nothing waits: no pipe, no one-at-a-time */
+		return xrl_limiter_release_async(l, NULL, ids, n, cost, res, &w);
+	pthread_mutex_lock(&l->sync_mu);
+	if (!l->sync_pipe)
+		l->sync_pipe = xrl_limiter_pipe_new(l);
+	if (!l->sync_pipe) {
+		pthread_mutex_unlock(&l->sync_mu);
+		return -ENOMEM;
+	}
+	rc = xrl_limiter_release_async(l, l->sync_pipe, ids, n, cost, res, &w);
+	if (rc == 1) {
+		xrl_redis_pipe_sync_wait(l->sync_pipe, &done);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->sync_mu);
+	return rc;
+}
 
 /*
  * Everything before the backend: the items, missing keys, penalties; the
@@ -733,14 +800,6 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
-	pthread_mutex_init(&l->rel_mu, NULL);
-	if (!EVP_Digest(xrl_lua_lease, xrl_lua_lease_len, md, &mdlen, EVP_sha1(), NULL) ||
-	    mdlen != 20) {
-		free(l);
-		return -EINVAL;
-	}
-	for (int i = 0; i < 20; i++)
-		snprintf(l->rel_sha + 2 * i, 3, "%02x", md[i]);
 	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
 	    mdlen != 20) {
 		free(l);
@@ -773,7 +832,6 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	if (!l)
 		return;
 	xrl_limiter_pipe_free(l->sync_pipe);
-	xrl_redis_lease_free(l);
 	redisFreeCommand(l->load_cmd);
 	xrl_store_free(l->mem);
 	xrl_store_free(l->overlimit);

@@ -78,9 +78,6 @@ struct xrl_limiter {
 	_Atomic __u64 lease_ctr;	  /* lease nonces: SipHash of a count */
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
-	pthread_mutex_t rel_mu;		  /* releases in Redis: one connection */
-	struct redisContext *rel_c;	  /* blocking, with the timeout; or NULL */
-	char rel_sha[41];		  /* SHA1 of xrl_lua_lease */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
 };
 
@@ -119,6 +116,8 @@ struct xrl_conc_item {
 	bool ok;	    /* there was room */
 	bool taken;	    /* the lease is held now */
 	bool full;	    /* the store had no room for a new key */
+	__u8 idx;	    /* a release: the lease's place in the request */
+	__u64 tau, inc;	    /* a release: its rule's tau and the post-paid cost x emit */
 	size_t knl;
 	char kn[XRL_REDIS_KEY_LITERAL]; /* the key's name, as Redis names it */
 };
@@ -166,6 +165,7 @@ struct xrl_redis_job {
 	int m;
 	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH]; /* its slots (concurrency rules) */
 	int nc;
+	struct xrl_release *res; /* a release of nc leases (no decision): its answer */
 	int st;	    /* J_* */
 	int call_n; /* first job of a call: the call's decisions */
 	__u64 mnow; /* the batch's now, monotonic (ns) */
@@ -212,15 +212,13 @@ void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 /* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
 extern const char xrl_lua_gcra[];
 extern const size_t xrl_lua_gcra_len;
-/* lease.lua: a release in Redis (ZREM, and a post-paid cost charged) */
-extern const char xrl_lua_lease[];
-extern const size_t xrl_lua_lease_len;
 __u64 xrl_redis_now_ns(void);
 char *xrl_redis_put_us(char *p, __u64 ns);
 char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
 __u64 xrl_redis_parse_us(const char *s);
 size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL]);
 void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
+void xrl_redis_release_format(struct xrl_redis_job *j, const char *const *rules);
 
 /* ---- redis_pipe.c ---------------------------------------------------------- */
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
@@ -228,9 +226,9 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w);
 
-/* ---- redis_lease.c --------------------------------------------------------- */
-int xrl_redis_lease_release(struct xrl_limiter *l, const char *rule, const char *kn, size_t knl,
-			    __u64 nonce, const struct xrl_http_rule *r, __u32 cost, bool *charged);
-void xrl_redis_lease_free(struct xrl_limiter *l);
+int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+				 const char *const *rules, struct xrl_release *res,
+				 const struct xrl_limiter_wait *w);
+void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done);
 
 #endif /* XRL_LIMITER_INT_H */

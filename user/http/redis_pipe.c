@@ -325,12 +325,19 @@ static int pipe_write(struct xrl_redis_pipe *p)
 	return 0;
 }
 
-/* A RESP bulk string of a number; "M/C" when c (a decision's buckets and slot sets). */
+/* A RESP bulk string of a number; "M/C" when c (a decision's buckets and
+ * slot sets); "rC" for a release of c leases (v ~0). */
 static int wb_num2(struct xrl_redis_pipe *p, __u64 v, __u64 c)
 {
-	char t[64], n[48], *e = xrl_put_u64(n, v);
+	char t[64], n[48], *e = n;
 
-	if (c) {
+	if (v == ~0ULL)
+		*e++ = 'r';
+	else
+		e = xrl_put_u64(e, v);
+	if (v == ~0ULL) {
+		e = xrl_put_u64(e, c);
+	} else if (c) {
 		*e++ = '/';
 		e = xrl_put_u64(e, c);
 	}
@@ -359,7 +366,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			keys += x->m + x->nc;
+			keys += x->m + (x->res ? 2 : 1) * x->nc;
 			args += 2 * x->m + 3 * x->nc;
 			i++;
 		}
@@ -380,7 +387,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		return -ENOMEM;
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			if (wb_num2(p, (__u64)x->m, (__u64)x->nc))
+			if (wb_num2(p, x->res ? ~0ULL : (__u64)x->m, (__u64)x->nc))
 				return -ENOMEM;
 			i++;
 		}
@@ -466,7 +473,7 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING)
-			nk[i++] = x->m + x->nc;
+			nk[i++] = x->m + (x->res ? 2 : 1) * x->nc;
 	rc = xrl_script_reply(r, nk, n, sts, keys);
 	if (rc == -ENOEXEC) {
 		st = J_NOSCRIPT;
@@ -488,7 +495,15 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 				  "falls back",
 				  x->it[0].r->name);
 			x->st = J_BADKEY;
-			k += x->m + x->nc;
+			k += x->m + (x->res ? 2 : 1) * x->nc;
+		} else if (x->res) {
+			/* a release: per lease, its set's 'A' (it was held) and
+			 * its bucket's 'A' (the cost was charged) */
+			for (int q = 0; q < x->nc; q++, k += 2) {
+				x->res->released[x->ci[q].idx] = keys[k].taken;
+				x->res->charged[x->ci[q].idx] = keys[k + 1].taken;
+			}
+			x->st = J_OK;
 		} else {
 			/* TATs relative to the batch's now: on our monotonic clock */
 			for (int q = 0; q < x->m; q++, k++) {
@@ -527,8 +542,12 @@ static void pipe_end(struct xrl_redis_pipe *p)
 	else if (p->probe)
 		atomic_store(&l->brk_probe, 0); /* the probe is given up */
 	now = lim_now(l);
-	for (struct xrl_redis_job *j = b; j; j = j->next)
-		xrl_lim_finish_conc(l, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
+	for (struct xrl_redis_job *j = b; j; j = j->next) {
+		if (j->res) /* a release Redis did not answer: the slots wait out lease_ttl */
+			j->res->backend_error |= j->st != J_OK;
+		else
+			xrl_lim_finish_conc(l, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
+	}
 	pthread_rwlock_unlock(&l->cfg_mu);
 	p->b = NULL;
 	p->probe = false;
@@ -776,6 +795,34 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 	return p->b || p->q;
 }
 
+static struct xrl_redis_job *job_get(struct xrl_redis_pipe *p)
+{
+	struct xrl_redis_job *j = p->free;
+
+	if (j) {
+		p->free = j->next;
+		p->nfree--;
+		return j;
+	}
+	return malloc(sizeof(*j));
+}
+
+/* j, formatted, at the end of p's queue. */
+static void job_put(struct xrl_redis_pipe *p, struct xrl_redis_job *j,
+		    const struct xrl_limiter_wait *w)
+{
+	j->w = *w;
+	j->st = J_PENDING;
+	j->next = NULL;
+	if (w->queued)
+		w->queued(w->arg);
+	if (p->q_tail)
+		p->q_tail->next = j;
+	else
+		p->q = j;
+	p->q_tail = j;
+}
+
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
@@ -784,15 +831,8 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
-	struct xrl_redis_job *j;
+	struct xrl_redis_job *j = job_get(p);
 
-	j = p->free;
-	if (j) {
-		p->free = j->next;
-		p->nfree--;
-	} else {
-		j = malloc(sizeof(*j));
-	}
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
@@ -809,23 +849,58 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
 	j->nc = nc;
 	j->d = d;
-	j->w = *w;
-	j->st = J_PENDING;
-	j->next = NULL;
+	j->res = NULL;
 	xrl_redis_job_format(j, ik);
-	if (w->queued)
-		w->queued(w->arg);
-	if (p->q_tail)
-		p->q_tail->next = j;
-	else
-		p->q = j;
-	p->q_tail = j;
+	job_put(p, j, w);
+	return 1;
+}
+
+/* Queue a release of ci[0..nc) (limiter.c's release_async), their rules
+ * named by rules[]: 1, or 0 when there was no memory (res says not held:
+ * the slots wait out their lease_ttl). */
+int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+				 const char *const *rules, struct xrl_release *res,
+				 const struct xrl_limiter_wait *w)
+{
+	struct xrl_redis_job *j = job_get(p);
+
+	if (!j)
+		return 0;
+	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	j->nc = nc;
+	j->m = 0;
+	j->d = NULL;
+	j->res = res;
+	xrl_redis_release_format(j, rules);
+	job_put(p, j, w);
 	return 1;
 }
 
 static void sync_decided(void *arg)
 {
 	*(bool *)arg = true;
+}
+
+/* Drive p with poll() until *done (sync_mu held). */
+void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done)
+{
+	xrl_limiter_pipe_run(p, 0);
+	while (!*done) {
+		struct pollfd pfd = { .fd = -1 };
+		__u64 left;
+		__u32 gen;
+		int ms;
+
+		pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
+		if (pfd.fd < 0) {
+			xrl_limiter_pipe_abort(p); /* nothing to wait for */
+			break;
+		}
+		ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			pfd.revents = POLLERR;
+		xrl_limiter_pipe_run(p, pfd.revents);
+	}
 }
 
 /* One decision at a time on the limiter's own pipe, driven by poll(). */
@@ -847,23 +922,7 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 	}
 	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
 	if (rc == 1) {
-		xrl_limiter_pipe_run(p, 0);
-		while (!done) {
-			struct pollfd pfd = { .fd = -1 };
-			__u64 left;
-			__u32 gen;
-			int ms;
-
-			pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
-			if (pfd.fd < 0) {
-				xrl_limiter_pipe_abort(p); /* nothing to wait for */
-				break;
-			}
-			ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
-			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-				pfd.revents = POLLERR;
-			xrl_limiter_pipe_run(p, pfd.revents);
-		}
+		xrl_redis_pipe_sync_wait(p, &done);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&l->sync_mu);

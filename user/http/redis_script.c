@@ -37,6 +37,23 @@
  * beyond now + tau (written by an instance whose clock is ahead) counts as
  * now + tau, a drained bucket, and is written back so: never more than a
  * burst of debt.
+ * Concurrency slots (a decision's count "M/C": M buckets, then C slot
+ * sets "xrl:{RULE:KEY}:c" in KEYS, each with three arguments: the limit,
+ * negative for a shadow rule; lease_ttl in us; the lease's member, its
+ * nonce in hex). A set is a sorted set of leases scored by when they run
+ * out (us, the script's epoch): ZREMRANGEBYSCORE drops the run-out ones,
+ * ZCARD counts the rest, and only when every set has room and every bucket
+ * admits is the lease added (ZADD) and the set's expiry pushed to the
+ * lease's (PEXPIRE): slots before buckets, all or nothing, in one call, so
+ * a refusal has nothing to give back. Per set the reply has its flag ("A"
+ * taken, "a" room but not taken, "R" full, "E" not a sorted set) followed
+ * by the leases it held, and the time until its earliest runs out (us, for
+ * Retry-After). A release (count "rN") of N leases: per lease its set and
+ * its bucket in KEYS, and the member, the rule's tau and the post-paid
+ * cost x emit: ZREM, and if the lease was held, the cost charged to the
+ * bucket with the arithmetic below but never refused (at most a drained
+ * bucket: TAT <= now + tau). Reply { 0, per lease "A"/"R" (held), "0",
+ * "A"/"R" (charged) and the TAT }.
  * Returns, per decision in turn, { refused (0 or 1), then per key "A"
  * (admitted), "a" (would admit; another rule refused) or "R" and its TAT
  * relative to now in us ("0": in the past, a full bucket) }. A key Redis
@@ -55,7 +72,6 @@
  * one GET a key; one key alone: the same. docs/benchmarks.md)
  */
 #include "gcra.lua.h"
-#include "lease.lua.h"
 
 /* ns since REDIS_EPOCH_S on CLOCK_REALTIME */
 __u64 xrl_redis_now_ns(void)
@@ -202,6 +218,32 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 		for (int b = 15; b >= 0; b--)
 			num[15 - b] = "0123456789abcdef"[(j->ci[i].nonce >> (4 * b)) & 15];
 		p = xrl_redis_put_bulk(p, num, 16);
+	}
+	j->alen = (size_t)(p - j->ab);
+}
+
+/*
+ * A release of j's nc leases, their rules' names from the caller: per
+ * lease its set and its bucket (keys), the lease's member, the rule's tau
+ * and the post-paid cost x emit (0: no charge). The script's count for it
+ * is "rN" (wb_call).
+ */
+void xrl_redis_release_format(struct xrl_redis_job *j, const char *const *rules)
+{
+	char *p = j->kb, num[24];
+
+	for (int i = 0; i < j->nc; i++) {
+		p = put_key(p, rules[i], j->ci[i].kn, j->ci[i].knl, ":c");
+		p = put_key(p, rules[i], j->ci[i].kn, j->ci[i].knl, "");
+	}
+	j->klen = (size_t)(p - j->kb);
+	p = j->ab;
+	for (int i = 0; i < j->nc; i++) {
+		for (int b = 15; b >= 0; b--)
+			num[15 - b] = "0123456789abcdef"[(j->ci[i].nonce >> (4 * b)) & 15];
+		p = xrl_redis_put_bulk(p, num, 16);
+		p = put_us_bulk(p, j->ci[i].tau, false);
+		p = put_us_bulk(p, j->ci[i].inc, false);
 	}
 	j->alen = (size_t)(p - j->ab);
 }
