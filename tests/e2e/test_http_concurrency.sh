@@ -16,6 +16,8 @@
 #      refuse; GET /healthy (not exempt) gets 429 from the rule, then 503
 #   5. shed per route: checkout sheds (503) while holds keep flowing (200)
 #   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400
+#   7. xrlctl --json policy show has concurrency, lease_ttl, exempt and the
+#      shed routes (a concurrency-only rule's rate and burst: null)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -149,5 +151,18 @@ hreq "$URL/v1/release" -X POST -d '{"lease":5}'
 check_eq "a release body that is not one" "$H_CODE" 400
 hreq "$URL/v1/release" -X GET
 check_eq "GET /v1/release" "$H_CODE" 405
+
+info "7. the policy as JSON"
+pj=$("$XRL_ROOT/build/xrlctl" --socket "$HT_TMP/a.sock" --json policy show 2>&1)
+pjget() { jget "$1" <<<"$pj"; }
+check_eq "checkout: concurrency, lease_ttl" \
+	"$(pjget "[(r['concurrency'], r['lease_ttl'], r['rate'], r['burst']) for r in d['policy']['http']['rules'] if r['name'] == 'checkout'][0]")" \
+	"(20, '30s', None, None)"
+check_eq "report: rate and concurrency" \
+	"$(pjget "[(r['rate'], r['burst'], r['concurrency']) for r in d['policy']['http']['rules'] if r['name'] == 'report'][0]")" \
+	"('1/h', 10, 5)"
+check_eq "exempt" "$(pjget "d['policy']['http']['exempt']")" "[{'method': 'GET', 'path_prefix': '/healthz'}]"
+check_eq "shed per route" "$(pjget "[(x['match']['path_prefix'], x['rate'], x['burst']) for x in d['policy']['http']['shed']]")" \
+	"[('/api/checkout-shed', '1/min', 1), ('/health', '1/min', 2)]"
 
 finish
