@@ -728,6 +728,37 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 }
 
 /*
+ * A check of cost 0 on the memory backend (cfg_mu held): nothing was
+ * charged, so no rule answered and d would show a full bucket. Show each
+ * bucket as it is instead, the one with the fewest tokens: peeked, not
+ * made (a cost 0 still creates no bucket), so it costs a lookup. With
+ * Redis that would be a round trip: not done (docs/policy.md).
+ */
+static void zero_peek(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		      const char *const *keys, const __u32 *costs, int n, __u64 now,
+		      struct xrl_decision *d)
+{
+	__u64 best = UINT64_MAX;
+
+	for (int i = 0; i < n; i++) {
+		const struct xrl_http_rule *r = rules[i];
+		__u64 tat, rem;
+
+		if (costs[i] || !keys[i] || !r->has_rate || r->shadow)
+			continue;
+		tat = xrl_store_peek(l->mem, key_digest(l, r, keys[i]));
+		rem = xrl_gcra_remaining(tat, now, r->g.emit_ns, r->g.tau_ns);
+		if (rem >= best)
+			continue;
+		best = rem;
+		d->rule = r;
+		d->limit = r->burst;
+		d->remaining = rem;
+		d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
+	}
+}
+
+/*
  * Everything before the backend: the items, missing keys, penalties; the
  * memory backend decides here, and so does the over-limit cache. Returns 0
  * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
@@ -762,6 +793,8 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 		/* d is the decision */
 	} else if (!l->cfg.redis) {
 		mem_decide(l, it, m, ci, nc, now, d);
+		if (d->allowed && !d->rule && costs)
+			zero_peek(l, rules, keys, costs, n, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
 		/* refused without a round trip (and without a slot) */
 	} else if (!m && !nc) { /* nothing to charge: costs of 0, shadow rules without a key */
