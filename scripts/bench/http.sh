@@ -52,9 +52,14 @@
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  d / c           >= 1.0   (the over-limit cache)
-#   lease_vs_decision   a / g and c / h  <= 2.0  (decisions/s over pairs/s:
-#                                         what a slot costs against a rate
-#                                         decision; by CPU time g / a, h / c)
+#   lease_vs_decision   g / a and h / c  <= 2.0  by server CPU time per pair
+#                                         over CPU time per decision: what a
+#                                         slot costs against a rate decision.
+#                                         Judged on CPU time, not decisions/s:
+#                                         lease.lua reads every answer's
+#                                         headers in Lua, and in a, b and e wrk
+#                                         is already the bottleneck (above), so
+#                                         pairs/s would measure wrk's Lua
 # b / a is reported, not judged, next to nginx's e_refused / e_allowed: the
 # memory backend has no over-limit cache (its store is what one would be),
 # a refusal there is the same lookup as an admission with a larger answer,
@@ -481,11 +486,12 @@ C_LR=$(median "${RC_LR[@]}")
 	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals)"
 	echo
 	echo "ratios by round (decisions/s; by CPU time in brackets):"
-	echo "round   a/e_allowed    c/f            b/a            d/c"
+	echo "round   a/e_allowed    c/f            b/a            d/c            a/g (g/a)      c/h (h/c)"
 	for ((i = 0; i < ROUNDS; i++)); do
-		printf '%-7s %-14s %-14s %-14s %s\n' "$((i + 1))" "${RR_MEM[i]} (${RC_MEM[i]})" \
+		printf '%-7s %-14s %-14s %-14s %-14s %-14s %s\n' "$((i + 1))" "${RR_MEM[i]} (${RC_MEM[i]})" \
 			"${RR_RED[i]} (${RC_RED[i]})" "${RR_RA_MEM[i]} (${RC_RA_MEM[i]})" \
-			"${RR_RA_RED[i]} (${RC_RA_RED[i]})"
+			"${RR_RA_RED[i]} (${RC_RA_RED[i]})" "${RR_LM[i]} (${RC_LM[i]})" \
+			"${RR_LR[i]} (${RC_LR[i]})"
 	done
 	echo
 	echo "medians of the rounds:             decisions/s  by CPU time  required"
@@ -495,8 +501,8 @@ C_LR=$(median "${RC_LR[@]}")
 	echo "refused_vs_allowed_redis   d/c           $R_RA_RED         $C_RA_RED    >= 1.0"
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
-	echo "lease_vs_decision_memory  a/g (g/a)     $R_LM         $C_LM    <= 2.0"
-	echo "lease_vs_decision_redis   c/h (h/c)     $R_LR         $C_LR    <= 2.0"
+	echo "lease_vs_decision_memory  a/g (g/a)     $R_LM         $C_LM    <= 2.0 (by CPU time)"
+	echo "lease_vs_decision_redis   c/h (h/c)     $R_LR         $C_LR    <= 2.0 (by CPU time)"
 	echo "(g and h: pairs/s and CPU us per pair of /v1/auth + /v1/release, two HTTP requests)"
 	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
@@ -506,8 +512,8 @@ missed=()
 ge "$R_MEM" 0.8 || missed+=("memory_vs_nginx $R_MEM < 0.8")
 ge "$R_RED" 0.5 || missed+=("redis_vs_redisbench $R_RED < 0.5")
 ge "$R_RA_RED" 1.0 || missed+=("refused_vs_allowed (redis, d/c) $R_RA_RED < 1.0")
-ge 2.0 "$R_LM" || missed+=("lease_vs_decision (memory, a/g) $R_LM > 2.0")
-ge 2.0 "$R_LR" || missed+=("lease_vs_decision (redis, c/h) $R_LR > 2.0")
+ge 2.0 "$C_LM" || missed+=("lease_vs_decision (memory, CPU g/a) $C_LM > 2.0")
+ge 2.0 "$C_LR" || missed+=("lease_vs_decision (redis, CPU h/c) $C_LR > 2.0")
 for m in "${missed[@]}"; do
 	echo "MISSED: $m"
 done
@@ -519,6 +525,6 @@ if [ ${#missed[@]} -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
 fi
 FAILED=0
 echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED" \
-	"lease_vs_decision_memory=$R_LM lease_vs_decision_redis=$R_LR"
+	"lease_vs_decision_memory=$C_LM lease_vs_decision_redis=$C_LR"
 [ ${#missed[@]} -eq 0 ] || exit 1
 exit 0
