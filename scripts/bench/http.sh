@@ -504,7 +504,8 @@ C_LR=$(median "${RC_LR[@]}")
 	echo "lease_vs_decision_memory  a/g (g/a)     $R_LM         $C_LM    <= 2.0 (by CPU time)"
 	echo "lease_vs_decision_redis   c/h (h/c)     $R_LR         $C_LR    <= 2.0 (by CPU time)"
 	echo "(g and h: pairs/s and CPU us per pair of /v1/auth + /v1/release, two HTTP requests)"
-	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
+	echo "(the requirements are judged on the medians of decisions/s, lease_vs_decision on CPU time;"
+	echo " refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
 }
 
