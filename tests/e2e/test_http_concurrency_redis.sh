@@ -14,7 +14,10 @@
 #   3. post-paid cost over Redis: a check on A takes a slot and a token,
 #      a release on B with cost 5 takes 5 more: the next RateLimit on A
 #      shows r=3
-#   4. Redis gone: a rule with on_backend_error closed refuses (503), one
+#   4. a release whose client goes away while Redis is paused (SIGSTOP,
+#      longer than redis_timeout): xrld answers nothing to it, stays up, and
+#      decides again once Redis is back (the lease runs out by lease_ttl)
+#   5. Redis gone: a rule with on_backend_error closed refuses (503), one
 #      with local keeps its bound in this instance's memory
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
@@ -133,7 +136,24 @@ check_eq "B: release with cost=5" "$H_CODE $H_BODY" '200 {"released":1,"unknown"
 hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
 check_eq "A: the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
 
-info "4. Redis gone: closed refuses, local bounds per instance"
+info "4. a release abandoned while Redis is paused"
+hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u2"}'
+check_eq "A: check admitted" "$H_CODE" 200
+lease=$(hdr X-XRL-Lease)
+kill -STOP "${HT_PID[redis]}"
+code=$(curl -s -m 0.05 -o /dev/null -w '%{http_code}' -X POST -H "X-XRL-Lease: $lease" "$A/v1/release")
+check_eq "the release's client gave up (no answer in 50 ms)" "$code" 000
+sleep 0.4
+kill -CONT "${HT_PID[redis]}"
+check_eq "xrld A still runs" "$(kill -0 "${HT_PID[A]}" 2>/dev/null && echo yes)" yes
+for _ in $(seq 30); do
+	hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u3"}'
+	[ "$H_CODE" = 200 ] && [ -n "$(hdr X-XRL-Lease)" ] && break
+	sleep 0.1
+done
+check_eq "A decides in Redis again (a lease)" "$H_CODE $([ -n "$(hdr X-XRL-Lease)" ] && echo lease)" "200 lease"
+
+info "5. Redis gone: closed refuses, local bounds per instance"
 proc_stop redis
 for i in 1 2; do
 	hreq "$A/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/shut"
