@@ -1367,6 +1367,39 @@ static void test_redis_leases_shared(void **state)
 	cfg_free(c);
 }
 
+/*
+ * A slot set that is not a sorted set (another program's string under the
+ * name) fails its decision alone, which follows on_backend_error (open:
+ * admitted, no lease) and leaves the key as it was; a rule of concurrency
+ * only, so the decision has no bucket at all.
+ */
+static void test_redis_lease_wrongtype(void **state)
+{
+	struct rsrv *rs = live(state);
+	struct xrl_http_cfg *c = cfg_live(rs, "1/h", 10, 1 * SEC);
+	const struct xrl_http_rule *r = &c->rules[0];
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+
+	c->rules[0].has_rate = false;
+	c->rules[0].concurrency = 1;
+	c->rules[0].lease_ttl_ns = 60 * SEC;
+	l = lim_new(c);
+	redis_cmd(rs, "SET xrl:{api:w}:c foreign");
+	CTX("a slot set that is a string");
+	d = dec1(l, r, "w");
+	EQ(d.allowed, true);
+	EQ(d.backend_error, true);
+	EQ(d.n_leases, 0);
+	redis_type_is(rs, "xrl:{api:w}:c", "string");
+	CTX("another key of the rule is not touched by it");
+	d = dec1(l, r, "x");
+	EQ(d.allowed, true);
+	EQ(d.n_leases, 1);
+	lim_free(l);
+	cfg_free(c);
+}
+
 const struct CMUnitTest xrl_lim_live_tests[] = {
 	cmocka_unit_test_teardown(test_redis_batches, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_redis_fast_rule_precision, xrl_lim_live_reset),
@@ -1384,5 +1417,6 @@ const struct CMUnitTest xrl_lim_live_tests[] = {
 	cmocka_unit_test_teardown(test_redis_maxmemory_bounds, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_model_redis, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_redis_leases_shared, xrl_lim_live_reset),
+	cmocka_unit_test_teardown(test_redis_lease_wrongtype, xrl_lim_live_reset),
 };
 const size_t xrl_lim_live_n = sizeof(xrl_lim_live_tests) / sizeof(xrl_lim_live_tests[0]);

@@ -493,7 +493,7 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
 			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
 				  "falls back",
-				  x->it[0].r->name);
+				  x->m ? x->it[0].r->name : x->ci[0].r->name);
 			x->st = J_BADKEY;
 			k += x->m + (x->res ? 2 : 1) * x->nc;
 		} else if (x->res) {
