@@ -45,7 +45,7 @@ GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
-              $(BUILD)/tests/test_http $(BUILD)/tests/test_log
+              $(BUILD)/tests/test_http $(BUILD)/tests/test_log $(BUILD)/tests/test_redis_slots
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count
 
@@ -61,7 +61,7 @@ help:
 	@echo 'make asan-build xrld and the unit tests with ASan+UBSan, into $(BUILD)/asan/'
 	@echo 'make demo       SYN flood against a lab of network namespaces (root)'
 	@echo 'make bench      scripts/bench/xdp-cost.sh (root)'
-	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab (root, ~7 min)'
+	@echo 'make bench-flood  xrl vs nftables vs iptables on a flood lab, and spoofed sources (root, ~13 min)'
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)'
 	@echo 'make uninstall  what install put (an edited /etc/xrl/policy.yaml stays)'
 	@echo 'make deb        $(BUILD)/xrl_VERSION_ARCH.deb (shadow-only policy; starts nothing)'
@@ -128,7 +128,7 @@ $(XRLD): $(XRLD_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 
 $(XRLCTL): $(CTL_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) -lcrypto
 
 $(BUILD)/tests/test_config: $(BUILD)/tests/unit/test_config.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
@@ -149,6 +149,10 @@ $(BUILD)/tests/test_ctl: $(BUILD)/tests/unit/test_ctl.o $(BUILD)/libxrl.a
 $(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
+
+$(BUILD)/tests/test_redis_slots: $(BUILD)/tests/unit/test_redis_slots.o $(BUILD)/user/http/redis_slots.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka -lhiredis
 
 LIMITER_TEST_SRCS := tests/unit/test_limiter.c tests/unit/test_limiter_memory.c \
                      tests/unit/test_limiter_redis.c tests/unit/limiter_test.c \
@@ -274,6 +278,7 @@ test: deps all fuzz-build asan-build tsan-build
 
 test-unit: $(UNIT_TESTS)
 	$(Q)for t in $(UNIT_TESTS); do $$t || exit 1; done
+	$(Q)tests/check_policy_man.sh
 
 demo: deps all
 	$(Q)scripts/demo.sh
@@ -288,12 +293,13 @@ SYSTEMDUNITDIR ?= /lib/systemd/system
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/lib/xrl \
-		$(DESTDIR)$(PREFIX)/share/man/man8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions \
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)/etc/xrl
 	install -m 0755 $(TOOL) $(XRLD) $(XRLCTL) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 $(BUILD)/xrl.bpf.o $(DESTDIR)$(PREFIX)/lib/xrl/
 	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/man/xrl-policy.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 scripts/completion/xrlctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
 	sed 's|/usr/local/sbin/|$(PREFIX)/sbin/|' scripts/systemd/xrld.service \
@@ -308,6 +314,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/xrl-load $(DESTDIR)$(PREFIX)/sbin/xrld \
 		$(DESTDIR)$(PREFIX)/sbin/xrlctl $(DESTDIR)$(PREFIX)/lib/xrl/xrl.bpf.o \
 		$(DESTDIR)$(PREFIX)/share/man/man8/xrld.8 $(DESTDIR)$(PREFIX)/share/man/man8/xrlctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man5/xrl-policy.5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
 	-rmdir $(DESTDIR)$(PREFIX)/lib/xrl 2>/dev/null

@@ -161,6 +161,21 @@ static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdic
 	rc->bytes[verdict] += bytes;
 }
 
+/* A SYN (no ACK) that rule slot matched: the rate `syn_cookies: auto`
+ * watches, counted whatever the verdict. */
+static __always_inline void xrl_count_syn(__u32 ruleset, __u32 slot, const struct xrl_pkt *p)
+{
+	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
+	struct xrl_rule_ctr *rc;
+
+	if ((p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) != XRL_TCP_FLAG_SYN ||
+	    p->proto != XRL_IPPROTO_TCP)
+		return;
+	rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
+	if (rc)
+		rc->syns++;
+}
+
 /*
  * A refusal answered from slot rv: at most once per interval per slot per
  * CPU, sample it into the ring buffer with the number of refusals it stands
@@ -362,7 +377,8 @@ __noinline int xrl_classify(struct xrl_scratch *s)
 			break;
 		if (xrl_rule_match(&rs->rules[i], &s->pkt)) {
 			s->matched[n++] = i;
-			s->cookie |= rs->rules[i].syn_cookies;
+			s->cookie |= rs->rules[i].syn_cookies & XRL_COOKIES_LIVE;
+			xrl_count_syn(s->ruleset, i, &s->pkt);
 			s->agg |= rs->rules[i].agg_emit_ns != 0;
 		}
 	}
@@ -784,6 +800,7 @@ int xrl_xdp(struct xdp_md *ctx)
 	if (rv && j < rv->until_j && xrl_sig_eq(rv, s)) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
 		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes);
+		xrl_count_syn(cfg->active_ruleset, rv->rule_slot, &s->pkt);
 		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt);
 		return XDP_DROP;
 	}

@@ -243,11 +243,48 @@ static __always_inline int xrl_synack_ip(void *data, void *end, const struct xrl
 }
 
 /*
+ * Does the host have a socket for p's 4-tuple other than a listener:
+ * established, time-wait, a request of its own? One socket-table lookup
+ * (the established hash, then the listeners: a miss costs both).
+ */
+static __always_inline int xrl_cookie_known(struct xdp_md *ctx, const struct xrl_pkt *p)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	__u32 state;
+
+	if (p->family == XRL_AF_INET) {
+		t.ipv4.saddr = p->src[0];
+		t.ipv4.daddr = p->dst[0];
+		t.ipv4.sport = p->sport;
+		t.ipv4.dport = bpf_htons(p->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, p->src, 16);
+		__builtin_memcpy(t.ipv6.daddr, p->dst, 16);
+		t.ipv6.sport = p->sport;
+		t.ipv6.dport = bpf_htons(p->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	if (!sk)
+		return 0;
+	state = sk->state;
+	bpf_sk_release(sk);
+	return state != BPF_TCP_LISTEN;
+}
+
+/*
  * Answer the SYN that p describes with a cookie SYN-ACK, in place. Returns
  * XDP_TX, or XRL_CK_FALLBACK when it cannot: IPv4 options or IPv6
  * extension headers (the kernel would answer without them: the frame
- * would have to shrink in the middle), a first fragment, or a helper
- * failure. A global function: the verifier checks it once.
+ * would have to shrink in the middle), a first fragment, a helper
+ * failure, or a 4-tuple the host has a socket for. The last is a client
+ * that reuses the port of a connection the server closed first, whose
+ * time-wait socket is still there (60 s): answered here, its ACK would meet
+ * that socket, which takes it for a stray and drops it, and the client
+ * would hang; the kernel instead lets a new SYN replace the time-wait
+ * socket. The lookup costs every SYN, spoofed ones included (docs/design.md
+ * has the figures). A global function: the verifier checks it once.
  */
 __noinline int xrl_cookie_syn(struct xdp_md *ctx, struct xrl_pkt *p, struct xrl_cookie_buf *b)
 {
@@ -265,6 +302,8 @@ __noinline int xrl_cookie_syn(struct xdp_md *ctx, struct xrl_pkt *p, struct xrl_
 	l4 = p->l4_off;
 	if (p->first_frag || l3 > 64 ||
 	    l4 != l3 + (p->family == XRL_AF_INET ? sizeof(struct iphdr) : sizeof(struct ipv6hdr)))
+		return XRL_CK_FALLBACK;
+	if (xrl_cookie_known(ctx, p))
 		return XRL_CK_FALLBACK;
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
@@ -333,34 +372,14 @@ __noinline int xrl_cookie_ack(struct xdp_md *ctx, struct xrl_pkt *p)
 {
 	void *data = (void *)(long)ctx->data;
 	void *end = (void *)(long)ctx->data_end;
-	struct bpf_sock_tuple t = {};
-	struct bpf_sock *sk;
 	struct tcphdr *th;
 	__u32 l3, l4;
 	long err;
 
 	if (!p)
 		return XRL_CK_BAD;
-	if (p->family == XRL_AF_INET) {
-		t.ipv4.saddr = p->src[0];
-		t.ipv4.daddr = p->dst[0];
-		t.ipv4.sport = p->sport;
-		t.ipv4.dport = bpf_htons(p->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
-	} else {
-		__builtin_memcpy(t.ipv6.saddr, p->src, 16);
-		__builtin_memcpy(t.ipv6.daddr, p->dst, 16);
-		t.ipv6.sport = p->sport;
-		t.ipv6.dport = bpf_htons(p->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
-	}
-	if (sk) {
-		__u32 state = sk->state;
-
-		bpf_sk_release(sk);
-		if (state != BPF_TCP_LISTEN)
-			return XRL_CK_ESTABLISHED;
-	}
+	if (xrl_cookie_known(ctx, p))
+		return XRL_CK_ESTABLISHED;
 	l3 = p->l3_off;
 	l4 = p->l4_off;
 	if (l3 > 64 || l4 > 0x7fff)

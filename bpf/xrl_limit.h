@@ -33,8 +33,9 @@ static __always_inline int xrl_rule_match(const struct xrl_rule *r, const struct
 	if (r->proto != XRL_PROTO_ANY && r->proto != p->proto)
 		return 0;
 	/* A cookie rule matches TCP SYNs and the ACKs that may carry its
-	 * cookies (no SYN, no RST); its tcp_class is not asked. */
-	if (r->syn_cookies) {
+	 * cookies (no SYN, no RST); its tcp_class is not asked. An auto rule
+	 * xrld has not engaged is matched as a rule without cookies. */
+	if (r->syn_cookies & XRL_COOKIES_LIVE) {
 		__u8 f = p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK | XRL_TCP_FLAG_RST);
 
 		if (p->proto != XRL_IPPROTO_TCP ||

@@ -85,7 +85,13 @@ enum xrl_syn_cookies {
 	XRL_COOKIES_ON  = 1,      /* SYNs are answered with a cookie SYN-ACK at
 	                           * the NIC; the bucket is charged by the ACK
 	                           * that returns a valid cookie */
+	XRL_COOKIES_AUTO = 2,     /* auto, idle: as off until xrld engages it */
+	XRL_COOKIES_AUTO_ON = 3,  /* auto, engaged by xrld: as on */
 };
+/* The one bit of xrl_rule.syn_cookies the program reads: cookies answer
+ * now. xrld flips it in the ruleset in force for an auto rule (one byte
+ * of the rule changes, so a packet sees it set or not, nothing else). */
+#define XRL_COOKIES_LIVE 1
 
 enum xrl_action {
 	XRL_ACT_DROP   = 0, /* refuse with XDP_DROP */
@@ -201,7 +207,8 @@ struct xrl_rule {
 	__u8  clock_fine;         /* 1: this rule's buckets run on
 	                           * bpf_ktime_get_ns (its burst is shorter than
 	                           * two jiffies of tokens); 0: on jiffies */
-	__u8  syn_cookies;        /* enum xrl_syn_cookies */
+	__u8  syn_cookies;        /* enum xrl_syn_cookies; the program reads
+	                           * only XRL_COOKIES_LIVE */
 	__u8  pad[2];
 	/* Aggregate cap (docs/design.md, "Aggregate caps"): what reaches the
 	 * rule's buckets and is admitted there is also charged to one of two
@@ -352,6 +359,9 @@ enum xrl_origin {
 	XRL_ORIGIN_RUNTIME = 1,   /* added by an operator: kept across applies */
 	XRL_ORIGIN_PENALTY = 2,   /* deny entries earned by escalation */
 	XRL_ORIGIN_COOKIE  = 3,   /* vouches earned by a cookie-verified admit */
+	XRL_ORIGIN_FLEET   = 4,   /* deny entries of another instance of the fleet */
+	XRL_ORIGIN_IDENTITY = 5,  /* vouches the identity tier wrote (an admit
+	                           * by an http rule with vouch: true) */
 };
 
 /* Allowlist value; the program only tests for presence. */
@@ -376,6 +386,9 @@ struct xrl_deny_val {
 struct xrl_rule_ctr {
 	__u64 pkts[XRL_V_MAX];
 	__u64 bytes[XRL_V_MAX];
+	__u64 syns;               /* SYNs (no ACK) the rule matched, whatever
+	                           * became of them (cookie SYN-ACKs included):
+	                           * the rate `syn_cookies: auto` watches */
 };
 
 /* xrl_global_stats: 1 entry. */

@@ -13,11 +13,16 @@
 #   3. flood from 64 spoofed sources while a client fetches the page every
 #      0.2 s; `xrlctl stats --watch 1` runs in the foreground meanwhile
 #   4. `xrlctl top`, `xrlctl deny list` (the penalty denials), a summary
-#      (admitted vs the budget, refused, how the client fared), and
+#      (admitted vs the budget, refused, how the client fared)
+#   5. a spoofed flood (every SYN from a new address of 100.64.0.0/10),
+#      2 s before and 2 s after `syn_cookies: on` is added to the rule
+#      (SIGHUP): what the buckets admitted, new buckets, cookies made by
+#      xrl and validated, cookies made by the kernel, the client; then
 #      `xrlctl detach`
 #
 # Builds nothing (make demo has built build/). Exits 0 when the client was
-# served throughout and the flood was refused, 1 otherwise. The lab (xrld
+# served throughout, the flood was refused and xrl made the spoofed flood's
+# cookies, 1 otherwise. The lab (xrld
 # included) is torn down on exit, on failure and on Ctrl-C.
 # Knobs: DEMO_SECS (5), DEMO_RATE (20), DEMO_BURST (10).
 set -u
@@ -85,7 +90,7 @@ say "client: curl http://$LAB_PROT_IP/ from $LAB_ATK_IP every 0.2 s"
 say
 
 # ---- 1. no protection -----------------------------------------------------------
-say "[1/4] 2 s of flood, no protection ..."
+say "[1/5] 2 s of flood, no protection ..."
 seg0=$(snmp prot Tcp InSegs)
 flood_bg "$LAB_TMP/flood0.out" --dst "$LAB_PROT_IP" --dport 80 --sources "$SOURCES" \
 	--nsrc "$NSRC" --threads "$NTHR" --cpus "$CPUS" --duration 2
@@ -97,7 +102,7 @@ say "      sent $(num "$un_sent") SYNs; $(num "$un_stack") reached the TCP stack
 say
 
 # ---- 2. the policy and xrld ---------------------------------------------------------
-say "[2/4] the policy, checked, and xrld started with it (in $LAB_PROT)"
+say "[2/5] the policy, checked, and xrld started with it (in $LAB_PROT)"
 cat >"$XRLD_CONF" <<EOF
 interfaces:
   - name: $LAB_PROT_IF
@@ -185,7 +190,7 @@ watch_fmt() {
 	done
 }
 
-say "[3/4] ${SECS} s of flood from $NSRC sources; the client fetches every 0.2 s."
+say "[3/5] ${SECS} s of flood from $NSRC sources; the client fetches every 0.2 s."
 say "      Live, one line a second from 0.5 s before the flood to 1 s after it:"
 say "      rule syn's rates and totals; DENIED: dropped by the deny list, where"
 say "      the penalty puts persistent flooders."
@@ -227,7 +232,7 @@ penalties=${penalties:-?}
 say
 
 # ---- 4. what xrld saw ----------------------------------------------------------------
-say "[4/4] after the flood"
+say "[4/5] after the flood"
 cmd "xrlctl top -n 5"
 top=$(ctl top -n 5 2>&1) || fatal "xrlctl top failed: $top"
 # the same table, narrower
@@ -281,6 +286,75 @@ fail=
 [ "$ok" -eq "$tries" ] || fail="$((tries - ok)) of $tries legitimate requests failed (HTTP codes: $(awk '{ print $1 }' "$LAB_TMP/client" | sort | uniq -c | awk '{ printf "%s%s x %s", NR > 1 ? ", " : "", $1, $2 }'); 000: no answer)"
 [ $((dropped + denied)) -gt 0 ] || fail="xrl refused nothing"
 [ "$passed" -le $((budget + tries + 5)) ] || fail="admitted $passed SYNs, above the budget $budget"
+
+# ---- 5. a spoofed flood: every SYN from a new address ----------------------------------
+# A per-source bucket never refuses a source that sends once: such a flood
+# passes whole, takes a bucket per SYN and leaves the kernel's SYN cookies
+# to answer it. `syn_cookies: on` answers it in XDP and stores nothing.
+# sp_snap: "passed bucket_new cookies_sent cookies_valid SyncookiesSent client_ok client_tries"
+sp_snap() {
+	local js
+	js=$(ctl --json stats --iface "$LAB_PROT_IF") || fatal "xrlctl --json stats failed"
+	printf '%s %s %s\n' "$(jq_py "' '.join(str(x) for x in ([r['passed'] for r in d['rules'] if r['name'] == 'syn'][0],
+		d['global']['bucket_new'], d['global']['cookies_sent'], d['global']['cookies_valid']))" <<<"$js")" \
+		"$(snmp prot TcpExt SyncookiesSent)" "$(grep -c '^200 ' "$LAB_TMP/client")"
+}
+# sp_flood LABEL: SP_SECS s from random sources of SP_NET, the client
+# meanwhile; SP_D: the deltas of sp_snap, SP_TRIES/SP_OK: the client's.
+sp_flood() {
+	local a b cpid
+	: >"$LAB_TMP/client"
+	a=$(sp_snap)
+	flood_bg "$LAB_TMP/sp.$1.out" --dst "$LAB_PROT_IP" --dport 80 --sources "$SP_NET" \
+		--threads "$NTHR" --cpus "$CPUS" --duration "$SP_SECS"
+	legit_client "$FLOOD_PID" &
+	cpid=$!
+	lab_bg "$cpid"
+	flood_wait "$LAB_TMP/sp.$1.out"
+	wait "$cpid"
+	sleep 0.3
+	b=$(sp_snap)
+	read -r -a SP_D <<<"$(awk -v a="$a" -v b="$b" 'BEGIN { n = split(a, x, " "); split(b, y, " ")
+		for (i = 1; i <= n; i++) printf "%d ", y[i] - x[i] }')"
+	SP_TRIES=$(wc -l <"$LAB_TMP/client")
+	SP_OK=$(grep -c '^200 ' "$LAB_TMP/client")
+	row "SYNs sent (every one from a new source)" "$(num "$FLOOD_SENT") ($(num "${FLOOD_PPS:-0}") pps)"
+	row "admitted by rule syn's buckets (passed)" "$(num "${SP_D[0]}")"
+	row "new buckets" "$(num "${SP_D[1]}")"
+	row "SYN-ACKs with a cookie made by xrl" "$(num "${SP_D[2]}")"
+	row "  cookies validated (handshakes done)" "$(num "${SP_D[3]}")"
+	row "SYN cookies made by the kernel" "$(num "${SP_D[4]}") (TcpExtSyncookiesSent)"
+	row "client requests answered 200" "$SP_OK of $SP_TRIES"
+	if [ "$SP_TRIES" -eq 0 ] || [ "$SP_OK" -ne "$SP_TRIES" ]; then
+		fail="${fail:-spoofed flood ($1): $((SP_TRIES - SP_OK)) of $SP_TRIES legitimate requests failed}"
+	fi
+}
+SP_NET=100.64.0.0/10
+SP_SECS=2
+say
+say "[5/5] a spoofed flood: ${SP_SECS} s of SYNs from random sources of $SP_NET"
+say "  before: rule syn as above (a bucket per source)"
+sp_flood before
+# a veth drops what XDP sends back (XDP_TX) unless its peer runs XDP too
+# (a real NIC has no such need): the attacker's end passes everything
+ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
+	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+sed -i 's/^\(      action: drop\)$/\1\n      syn_cookies: on       # answer SYNs with a cookie in XDP: a bucket only for proven sources/' "$XRLD_CONF"
+grep -q 'syn_cookies: on' "$XRLD_CONF" || fatal "couldn't add syn_cookies to $XRLD_CONF"
+r0=$(ctl --json status | jq_py "d['daemon']['reloads']")
+cmd "sed -i 's/^      action: drop\$/&\\n      syn_cookies: on/' xrld.yaml; kill -HUP \$(pidof xrld)"
+kill -HUP "$XRLD_PID"
+wait_for 5 sh -c "[ \"\$(nsenter --net=/run/netns/$LAB_PROT $XRLCTL --socket $XRLD_SOCK --json status | $XRL_PY -c 'import json,sys; print(json.load(sys.stdin)[\"daemon\"][\"reloads\"])')\" -gt ${r0:-0} ]" ||
+	fatal "xrld did not reload: $(tail -n 3 "$XRLD_LOG")"
+grep -m2 -E 'tcp_syncookies|tcp_timestamps' "$XRLD_LOG" | sed 's/^xrld: info: //' | out
+# the primer: the first SYN per port goes to the kernel (docs/design.md)
+in_atk curl -s -o /dev/null --max-time 3 "http://$LAB_PROT_IP/"
+say "  after: rule syn with syn_cookies: on"
+sp_flood after
+[ "${SP_D[2]}" -ge $((FLOOD_SENT * 9 / 10)) ] ||
+	fail="${fail:-xrl answered ${SP_D[2]} of $FLOOD_SENT spoofed SYNs with a cookie}"
+[ "${SP_D[4]}" -le 10 ] || fail="${fail:-the kernel made ${SP_D[4]} SYN cookies beside xrl}"
+hr
 
 cmd "xrlctl detach $LAB_PROT_IF"
 dt=$(ctl detach "$LAB_PROT_IF" 2>&1) || fatal "xrlctl detach failed: $dt"

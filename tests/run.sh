@@ -13,10 +13,10 @@ cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(lint unit bpf e2e fuzz asan tsan)
-UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http)
+UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http test_log test_redis_slots)
 # The HTTP e2e tests run again on the sanitized xrld: hostile requests, the
 # JSON API, the X-Forwarded-For walk (about a minute together).
-ASAN_E2E=(test_http_malformed test_http_check_api test_http_client_ip test_http_reload_race
+ASAN_E2E=(test_http_malformed test_http_check_api test_http_client_ip test_http_reload_race test_http_concurrency
 	test_http_concurrency_redis)
 
 pass=0 fail=0 skip=0
@@ -84,6 +84,8 @@ for g in "${groups[@]}"; do
 		for t in "${UNITS[@]}"; do
 			run "unit/$t" "$B/tests/$t"
 		done
+		# xrl-policy(5) names every key docs/policy.md does
+		run "docs/check_policy_man" bash tests/check_policy_man.sh
 		;;
 	bpf)
 		root_run bpf/test_bpf "$B/tests/test_bpf"

@@ -57,7 +57,22 @@
 # kthread at SCHED_FIFO NAPI_PRIO; a SCHED_IDLE spinner on RX_CPU (RX_SPIN);
 # generator calls of GEN_BATCH frames, paced at SCHED_FIFO.
 #
-# Last line: xrl_vs_nft_cost=R legit_error_pct=E legit_p99_ratio=P
+# Then the spoofed-source scenario (SPOOF=1): SYNs from random sources of
+# SP_NET (each SYN a new address), against four defences that answer them
+# all: sp_none (the kernel's SYN cookies, tcp_syncookies=1), sp_nft (nftables
+# `synproxy`), sp_ipt (iptables SYNPROXY; the `iptables` on PATH: here
+# 1.8.9, the nf_tables backend, the target through nft_compat) and sp_xrl
+# (xrld, one rule with `syn_cookies: on`). Each SYN gets a SYN-ACK that the
+# router's end of the wire drops (an XDP_DROP program on ATK_IF,
+# scripts/bench/flood/sink.bpf.c, its kthread on GEN_CPU: see there). The
+# same steps (SP_STEPS) and the same clients; a step is judged on the
+# clients only (<= 0.1 % errors, p99 <= 2x idle): the highest received
+# rate of such a step is the defence's spoofed capacity. Receive ns per
+# spoofed SYN: SP_COST_ROUNDS rounds of the four back to back, flat out, no
+# clients (as for R), the median per defence.
+#
+# Last lines: xrl_vs_nft_cost=R legit_error_pct=E legit_p99_ratio=P
+#         and spoofed_capacity_vs_kernel=X spoofed_cost_vs_nft_synproxy=Y legit_error_pct=E2
 #   R  xrl's receive ns per packet / nftables', the generator flat out: the
 #      median ratio of COST_ROUNDS rounds alternating the two (see
 #      cost_rounds). Flat out each kthread gets its frames in ring-sized
@@ -72,6 +87,12 @@
 # exit 1 otherwise, 2 if the run itself failed. Results: build/flood-lab/
 # (results.tsv, accuracy.tsv, sources.tsv, table.md, summary.txt,
 # flood.png); KEEP=1 keeps the per-step logs too.
+#   X  sp_xrl's spoofed capacity / sp_none's (required >= 5)
+#   Y  sp_xrl's receive ns per spoofed SYN / sp_nft's, median of the rounds
+#      (required <= 0.5)
+#   E2 the clients' errors under the spoofed flood with xrl, in %, worst
+#      step the floor carried (required <= 0.1)
+# (spoofed.tsv, spoofed_cost.tsv and flood-spoofed.png join the results).
 #
 # Knobs (environment): XRL_GEN (the generator: build/xrl-gen if built, else
 # build/xrl-synflood), STEPS ("100000 200000 400000 0"), NSRC (64),
@@ -79,8 +100,10 @@
 # MEAS (2), NOISE_MAX (10), RETRY (3), RETRY_BUDGET (24), COST_ROUNDS (5), GEN_BATCH (192), NAPI_PRIO (50),
 # RX_SPIN (1), DEFENCES ("floor none nft iptables xrl"), BIG (1: run the
 # millions-of-sources part), BIG_RATE (300000), BIG_SOURCES ("1000000
-# 10000000"), KEEP (1: keep the logs).
-# Whole run: 6 to 9 minutes on 2 vCPUs (more retries on a busier machine).
+# 10000000"), KEEP (1: keep the logs), SPOOF (1: run the spoofed-source
+# scenario), SP_STEPS ("50000 100000 200000 400000 0"), SP_NET (11.0.0.0/8),
+# SP_DEFENCES ("sp_none sp_nft sp_ipt sp_xrl"), SP_COST_ROUNDS (5).
+# Whole run: 11 to 15 minutes on 2 vCPUs (more retries on a busier machine).
 # shellcheck disable=SC2086,SC2153 # pid lists split on purpose; names set by lab.sh env and bg
 set -u
 
@@ -120,7 +143,15 @@ ACC_SECS=4                     # accuracy floods
 ACC_NSRC=4
 ACC_PPS=200000
 COST_ROUNDS=${COST_ROUNDS:-5}
-R_MAX=0.5 E_MAX=0.1 P_MAX=2.0
+SPOOF=${SPOOF:-1}
+SP_STEPS=${SP_STEPS:-"50000 100000 200000 400000 0"}
+SP_NET=${SP_NET:-11.0.0.0/8}
+SP_DEFENCES=${SP_DEFENCES:-"sp_none sp_nft sp_ipt sp_xrl"}
+SP_COST_ROUNDS=${SP_COST_ROUNDS:-5}
+R_MAX=0.5 E_MAX=0.1 P_MAX=2.0 X_MIN=5 Y_MAX=0.5
+# the flood's sources: the step floods' few, or (spoofed scenario) a new
+# random address of SP_NET for every SYN
+GEN_SRC=(--sources "$FLOOD_NET" --nsrc "$NSRC")
 XRLD=$ROOT/build/xrld
 XRLCTL=$ROOT/build/xrlctl
 PY=/usr/bin/python3
@@ -140,7 +171,7 @@ for b in "$XRL_GEN" "$XRLD" "$XRLCTL"; do
 	[ -x "$b" ] || die "$b is missing: make all"
 done
 FLOOR_OBJ=$ROOT/build/bench/floor.bpf.o
-make -s -C "$ROOT" build/bench/flood/pass.bpf.o build/bench/floor.bpf.o >/dev/null ||
+make -s -C "$ROOT" build/bench/flood/pass.bpf.o build/bench/flood/sink.bpf.o build/bench/floor.bpf.o >/dev/null ||
 	die "couldn't build the XDP_PASS and XDP_DROP programs"
 
 # this script and what it starts run on GEN_CPU unless placed elsewhere:
@@ -154,7 +185,7 @@ flock -n 9 || die "another flood lab run holds /run/xrlfl.lock"
 # ---- cleanup: everything started here goes, whatever happens ---------------
 
 mkdir -p "$OUT"
-rm -f "$OUT"/*.tsv "$OUT"/*.dat "$OUT"/table.md "$OUT"/summary.txt "$OUT"/flood.png
+rm -f "$OUT"/*.tsv "$OUT"/*.dat "$OUT"/table.md "$OUT"/summary.txt "$OUT"/flood*.png
 TMP=$(mktemp -d /tmp/xrl-flood.XXXXXX)
 PIDS=()
 XRLD_PID=
@@ -333,8 +364,112 @@ NFT_RULES="table ip xrlfl {
 IPT_RULE=(PREROUTING -p tcp --syn -m hashlimit --hashlimit-above "$RATE/sec"
 	--hashlimit-burst "$BURST" --hashlimit-mode srcip --hashlimit-name xrlfl -j DROP)
 
+# ---- the spoofed-source scenario's defences ------------------------------------
+
+SINK_OBJ=$ROOT/build/bench/flood/sink.bpf.o
+# wire_on: the sink on the router's end of the protected veth (see
+# sink.bpf.c), its receive work in a threaded-NAPI kthread on GEN_CPU at
+# SCHED_FIFO NAPI_PRIO, above the generator and the clients: the SYN-ACKs
+# of every defence are the wire's to lose, not the front end's.
+wire_on() {
+	local p
+	ip -n "$NS_ATK" link set dev "$ATK_IF" xdpdrv obj "$SINK_OBJ" sec xdp ||
+		die "couldn't attach $SINK_OBJ to $ATK_IF"
+	ip netns exec "$NS_ATK" sh -c "echo 1 > /sys/class/net/$ATK_IF/threaded" ||
+		die "couldn't turn on threaded NAPI on $ATK_IF"
+	for p in $(ps -e -o pid=,comm= | awk -v p="napi/$ATK_IF-" 'index($2, p) == 1 { print $1 }'); do
+		{ taskset -pc "$GEN_CPU" "$p" >/dev/null && chrt -f -p "$NAPI_PRIO" "$p"; } ||
+			die "couldn't pin kthread $p to CPU $GEN_CPU"
+	done
+}
+wire_off() { ip -n "$NS_ATK" link set dev "$ATK_IF" xdpdrv off; }
+
+# The window scale the front end's listener gives its connections (as the
+# kernel computes it: ilog2(max(tcp_rmem[2], rmem_max)) - 15), which a
+# SYNPROXY must announce on the listener's behalf: it does not rewrite it.
+sp_wscale() {
+	# shellcheck disable=SC2016 # awk's own $3
+	in_fe awk -v m="$(cat /proc/sys/net/core/rmem_max)" 'NR == 1 { x = $3 > m ? $3 : m
+		for (w = -15; x >= 2; w++) x /= 2; print (w < 0 ? 0 : (w > 14 ? 14 : w)) }' /proc/sys/net/ipv4/tcp_rmem
+}
+# nftables and iptables SYNPROXY as their manuals have it: the SYN to port
+# 80 untracked, SYNPROXY answers it with a cookie and, on a valid ACK, opens
+# the connection to the listener; conntrack strict (tcp_loose 0) so a stray
+# ACK is invalid, not picked up.
+sp_nft_rules() {
+	cat <<EOF
+table ip xrlsp {
+	chain pre {
+		type filter hook prerouting priority raw; policy accept;
+		tcp dport 80 tcp flags & (syn | ack) == syn notrack
+	}
+	chain in {
+		type filter hook input priority filter; policy accept;
+		tcp dport 80 ct state invalid,untracked synproxy mss 1460 wscale $(sp_wscale) timestamp sack-perm
+		ct state invalid drop
+	}
+}
+EOF
+}
+IPT_SP_RAW=(PREROUTING -p tcp --dport 80 --tcp-flags "SYN,ACK" SYN -j CT --notrack)
+ipt_sp_in() {
+	IPT_SP_IN1=(INPUT -p tcp --dport 80 -m conntrack --ctstate "INVALID,UNTRACKED" -j SYNPROXY
+		--sack-perm --timestamp --wscale "$(sp_wscale)" --mss 1460)
+	IPT_SP_IN2=(INPUT -p tcp --dport 80 -m conntrack --ctstate INVALID -j DROP)
+}
+ct_loose() {
+	ip netns exec "$NS_FE" sysctl -qw "net.netfilter.nf_conntrack_tcp_loose=$1" ||
+		die "couldn't set nf_conntrack_tcp_loose"
+}
+
+# xrld_up RULE-YAML: xrld on FE_IF, natively, with one rule (a list item of
+# xdp.rules, indented), its control plane off the measured CPU.
+xrld_up() {
+	pass_off
+	printf 'interfaces:\n  - name: %s\n    mode: native\nxdp:\n  rules:\n%s\n' "$FE_IF" "$1" >"$TMP/xrld.yaml"
+	"$XRLD" --check "$TMP/xrld.yaml" >/dev/null || die "xrld --check refused the policy"
+	bg XRLD_PID nsenter --net="/run/netns/$NS_FE" -- taskset -c "$GEN_CPU" "$XRLD" \
+		--config "$TMP/xrld.yaml" --foreground --socket "$TMP/xrld.sock" --pin-dir "$PIN_DIR" \
+		>"$TMP/xrld.log" 2>&1
+	for _ in $(seq 100); do
+		kill -0 "$XRLD_PID" 2>/dev/null || die "xrld exited: $(tail -n 3 "$TMP/xrld.log")"
+		ctl status 2>/dev/null | grep -Eq "^$FE_IF +[0-9]+ +native +yes" && break
+		sleep 0.1
+	done
+	ctl status 2>/dev/null | grep -Eq "^$FE_IF +[0-9]+ +native +yes" ||
+		die "xrld did not attach $FE_IF natively: $(tail -n 3 "$TMP/xrld.log")"
+}
+xrld_down() {
+	kill -TERM "$XRLD_PID" 2>/dev/null
+	wait_bg "$XRLD_PID"
+	ctl detach "$FE_IF" >/dev/null || die "xrlctl detach failed"
+	pass_on
+}
+RULE_SYN="    - name: syn
+      match: { proto: tcp, tcp_flags: syn }
+      rate: $RATE/s
+      burst: $BURST
+      action: drop"
+# the same limit, for sources that proved themselves (a valid cookie ACK)
+RULE_COOKIE="    - name: syn
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
+      rate: $RATE/s
+      burst: $BURST
+      syn_cookies: on
+      action: drop"
+
 defence_on() {
 	case $1 in
+	sp_none) pass_on ;;
+	sp_nft) pass_on; in_fe nft -f - <<<"$(sp_nft_rules)" || die "nft refused the synproxy ruleset"; ct_loose 0 ;;
+	sp_ipt)
+		pass_on; ipt_sp_in
+		if ! in_fe iptables -t raw -A "${IPT_SP_RAW[@]}" || ! in_fe iptables -A "${IPT_SP_IN1[@]}" ||
+		   ! in_fe iptables -A "${IPT_SP_IN2[@]}"; then
+			die "iptables refused the SYNPROXY rules"
+		fi
+		ct_loose 0 ;;
+	sp_xrl) xrld_up "$RULE_COOKIE" ;;
 	floor)
 		pass_off
 		ip -n "$NS_FE" link set dev "$FE_IF" xdpdrv obj "$FLOOR_OBJ" sec xdp ||
@@ -342,32 +477,7 @@ defence_on() {
 	none) pass_on ;;
 	nft) pass_on; in_fe nft -f - <<<"$NFT_RULES" || die "nft refused the ruleset" ;;
 	iptables) pass_on; in_fe iptables -t raw -A "${IPT_RULE[@]}" || die "iptables refused the rule" ;;
-	xrl)
-		pass_off
-		cat >"$TMP/xrld.yaml" <<EOF
-interfaces:
-  - name: $FE_IF
-    mode: native
-xdp:
-  rules:
-    - name: syn
-      match: { proto: tcp, tcp_flags: syn }
-      rate: $RATE/s
-      burst: $BURST
-      action: drop
-EOF
-		"$XRLD" --check "$TMP/xrld.yaml" >/dev/null || die "xrld --check refused the policy"
-		# the control plane runs off the measured CPU
-		bg XRLD_PID nsenter --net="/run/netns/$NS_FE" -- taskset -c "$GEN_CPU" "$XRLD" \
-			--config "$TMP/xrld.yaml" --foreground --socket "$TMP/xrld.sock" --pin-dir "$PIN_DIR" \
-			>"$TMP/xrld.log" 2>&1
-		for _ in $(seq 100); do
-			kill -0 "$XRLD_PID" 2>/dev/null || die "xrld exited: $(tail -n 3 "$TMP/xrld.log")"
-			ctl status 2>/dev/null | grep -Eq "^$FE_IF +[0-9]+ +native +yes" && break
-			sleep 0.1
-		done
-		ctl status 2>/dev/null | grep -Eq "^$FE_IF +[0-9]+ +native +yes" ||
-			die "xrld did not attach $FE_IF natively: $(tail -n 3 "$TMP/xrld.log")" ;;
+	xrl) xrld_up "$RULE_SYN" ;;
 	esac
 	repin
 }
@@ -377,11 +487,12 @@ defence_off() {
 	floor) pass_off; pass_on ;;
 	nft) in_fe nft delete table ip xrlfl ;;
 	iptables) in_fe iptables -t raw -D "${IPT_RULE[@]}" ;;
-	xrl)
-		kill -TERM "$XRLD_PID" 2>/dev/null
-		wait_bg "$XRLD_PID"
-		ctl detach "$FE_IF" >/dev/null || die "xrlctl detach failed"
-		pass_on ;;
+	xrl | sp_xrl) xrld_down ;;
+	sp_none) ;;
+	sp_nft) in_fe nft delete table ip xrlsp; ct_loose 1 ;;
+	sp_ipt)
+		in_fe iptables -D "${IPT_SP_IN2[@]}"; in_fe iptables -D "${IPT_SP_IN1[@]}"
+		in_fe iptables -t raw -D "${IPT_SP_RAW[@]}"; ct_loose 1 ;;
 	esac
 	repin
 }
@@ -416,7 +527,7 @@ step() {
 	dur=$(awk -v a="$WARM" -v b="$MEAS" -v c="$lsecs" 'BEGIN { print a + b + c + 0.5 }')
 	ipids=$(idle_pids "$RX_CPU")
 	r0=$(ring_drops)
-	gen "$f.gen" "$pps" --sources "$FLOOD_NET" --nsrc "$NSRC" --threads 1 --cpus "$GEN_CPU" \
+	gen "$f.gen" "$pps" "${GEN_SRC[@]}" --threads 1 --cpus "$GEN_CPU" \
 		--duration "$dur"
 	sleep "$WARM"
 	c0=$(kcpu); x0=$(xdp_pkts); b0=$(( $(cpu_busy_ns "$RX_CPU") - $(idle_ns $ipids) )); t0=$(now_ns)
@@ -445,8 +556,10 @@ step() {
 	# or the clients were hurt. Ring drops are shown, not judged: flat out,
 	# the generator's bursts overflow the veth's 256 frames whatever the
 	# defence, and what a defence took is the received rate
+	# (a spoofed-source step is judged on the clients alone: what a
+	# defence that answers every SYN does with its CPU is its business)
 	why=
-	awk -v b="$busy" 'BEGIN { exit !(b >= 90) }' && why+="kthread ${busy}% busy;"
+	[ "${d#sp_}" = "$d" ] && awk -v b="$busy" 'BEGIN { exit !(b >= 90) }' && why+="kthread ${busy}% busy;"
 	if [ "$d" != floor ]; then
 		awk -v e="$errp" -v m="$E_MAX" 'BEGIN { exit !(e > m) }' && why+="legit errors ${errp}%;"
 		awk -v p="$p99" -v i="$IDLE_P99" -v m="$P_MAX" 'BEGIN { exit !(p > m * i) }' && why+="legit p99 ${p99}ms>2x idle;"
@@ -620,10 +733,10 @@ print(sum(int(r["refused"]) for r in d if r["source"].startswith("10.211.")))')
 # same ratio net of what the lab's "NIC" itself costs.
 COSTF=$OUT/cost_rounds.tsv
 cost_once() {
-	local d=$1 r=$2 f=$TMP/cost.$1.$2 c0 c1 x0 x1 t0 t1 b0 b1 ipids
+	local d=$1 r=$2 file=$3 f=$TMP/cost.$1.$2 c0 c1 x0 x1 t0 t1 b0 b1 ipids
 	defence_on "$d"
 	ipids=$(idle_pids "$RX_CPU")
-	gen "$f.gen" 0 --sources "$FLOOD_NET" --nsrc "$NSRC" --threads 1 --cpus "$GEN_CPU" \
+	gen "$f.gen" 0 "${GEN_SRC[@]}" --threads 1 --cpus "$GEN_CPU" \
 		--duration "$(awk -v a="$WARM" -v b="$MEAS" 'BEGIN { print a + b + 0.3 }')"
 	sleep "$WARM"
 	c0=$(kcpu); x0=$(xdp_pkts); b0=$(( $(cpu_busy_ns "$RX_CPU") - $(idle_ns $ipids) )); t0=$(now_ns)
@@ -635,16 +748,20 @@ cost_once() {
 	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$d" "$(( (x1 - x0) * 1000000000 / (t1 - t0) ))" \
 		"$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", 100 * c / t }')" \
 		"$(awk -v b=$((b1 - b0)) -v c=$((c1 - c0)) -v t=$((t1 - t0)) 'BEGIN { o = 100 * (b - c) / t; printf "%.0f", o < 0 ? 0 : o }')" \
-		"$COST_NS" >>"$COSTF"
+		"$COST_NS" >>"$file"
 }
+# cost_rounds FILE ROUNDS DEFENCE...: ROUNDS rounds of the DEFENCEs back to
+# back (the order rotating), flat out, no clients.
 cost_rounds() {
-	local r i d line order=(floor nft xrl)
-	printf 'round\tdefence\trx_pps\tbusy_pct\tothers_pct\tns_per_pkt\n' >"$COSTF"
-	for ((r = 1; r <= COST_ROUNDS; r++)); do
+	local file=$1 rounds=$2 r i d line
+	shift 2
+	local order=("$@") n=$#
+	printf 'round\tdefence\trx_pps\tbusy_pct\tothers_pct\tns_per_pkt\n' >"$file"
+	for ((r = 1; r <= rounds; r++)); do
 		line=
-		for i in 0 1 2; do
-			d=${order[(i + r) % 3]}
-			cost_once "$d" "$r"
+		for ((i = 0; i < n; i++)); do
+			d=${order[(i + r) % n]}
+			cost_once "$d" "$r" "$file"
 			line+="$d $COST_NS, "
 		done
 		log "cost round $r (ns/packet, flat out, no clients): ${line%, }"
@@ -667,19 +784,66 @@ for d in $DEFENCES; do
 done
 
 has() { [[ " $DEFENCES " == *" $1 "* ]]; }
-if has floor && has nft && has xrl; then cost_rounds; fi
+if has floor && has nft && has xrl; then cost_rounds "$COSTF" "$COST_ROUNDS" floor nft xrl; fi
+
+# ---- the spoofed-source scenario ------------------------------------------------
+
+SPCOSTF=$OUT/spoofed_cost.tsv
+SP_XRL_LINE=
+# sp_xrl_counters: what xrl did, from `xrlctl --json stats`
+sp_xrl_counters() {
+	ctl --json stats | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+g = d["global"]
+print(" ".join("%s=%s" % (k, g.get(k, "?")) for k in ("cookies_sent", "cookies_valid", "cookies_bad", "cookie_primers", "cookie_fallback", "bucket_new")),
+      "buckets_in_use=%s" % d["interfaces"][0]["buckets"])'
+}
+if [ "$SPOOF" = 1 ]; then
+	GEN_SRC=(--sources "$SP_NET" --random)
+	wire_on
+	for d in $SP_DEFENCES; do
+		log "defence $d (a new random source of $SP_NET for every SYN)"
+		defence_on "$d"
+		idle "$d"
+		for s in $SP_STEPS; do
+			step "$d" "$s"
+		done
+		if [ "$d" = sp_xrl ]; then
+			SP_XRL_LINE=$(sp_xrl_counters) || die "xrlctl stats failed"
+			log "xrl after the spoofed steps: $SP_XRL_LINE"
+		fi
+		defence_off "$d"
+	done
+	[ "$(in_fe cat /proc/sys/net/ipv4/tcp_syncookies)" = 1 ] ||
+		die "tcp_syncookies is not back to 1 after xrl's detach"
+	has_sp() { [[ " $SP_DEFENCES " == *" $1 "* ]]; }
+	if has_sp sp_nft && has_sp sp_xrl && [ "$SP_COST_ROUNDS" -gt 0 ]; then
+		# shellcheck disable=SC2046 # the defences, one word each
+		cost_rounds "$SPCOSTF" "$SP_COST_ROUNDS" $(printf '%s\n' $SP_DEFENCES)
+	fi
+	wire_off
+	repin
+	GEN_SRC=(--sources "$FLOOD_NET" --nsrc "$NSRC")
+fi
 
 # ---- results ------------------------------------------------------------------------
 
 "$PY" "$HERE/report.py" --results "$RES" --accuracy "$ACC" --sources "$BIGF" --cost "$COSTF" \
 	--memory "$MEM_LINE" --generator "$(basename "$XRL_GEN")" --kernel "$KERNEL" \
-	--limits "$R_MAX" "$E_MAX" "$P_MAX" --out "$OUT" >"$OUT/summary.txt"
+	--limits "$R_MAX" "$E_MAX" "$P_MAX" --spoofed-cost "$SPCOSTF" --spoofed-xrl "$SP_XRL_LINE" \
+	--spoofed-limits "$X_MIN" "$Y_MAX" "$E_MAX" --cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)" \
+	--load "$LOAD0" --out "$OUT" >"$OUT/summary.txt"
 rc=$?
 [ "$rc" -le 1 ] || die "report.py failed"
 gnuplot -e "dir='$OUT'" "$HERE/flood.gp" 2>"$TMP/gnuplot.err" || die "gnuplot failed: $(cat "$TMP/gnuplot.err")"
+if [ "$SPOOF" = 1 ]; then
+	gnuplot -e "dir='$OUT'; kind='spoofed'" "$HERE/flood.gp" 2>"$TMP/gnuplot.err" ||
+		die "gnuplot failed: $(cat "$TMP/gnuplot.err")"
+fi
 if [ "$DOCS" = 1 ]; then
 	mkdir -p "$ROOT/docs/img"
 	cp "$OUT/flood.png" "$ROOT/docs/img/flood.png"
+	[ "$SPOOF" = 1 ] && cp "$OUT/flood-spoofed.png" "$ROOT/docs/img/flood-spoofed.png"
 	"$PY" "$HERE/report.py" --update-docs "$ROOT/docs/benchmarks.md" --out "$OUT" ||
 		die "couldn't update docs/benchmarks.md"
 fi

@@ -56,7 +56,7 @@ _xrlctl_dirs()
 _xrlctl()
 {
 	local cur prev i w verb="" vi=0 sock="" json=""
-	local verbs="status attach detach policy stats top allow deny shadow"
+	local verbs="status attach detach policy stats top allow deny shadow override penalty cookies vouch"
 	local globals="--socket --pin-dir --json --help"
 	local -a args=()
 
@@ -162,21 +162,22 @@ _xrlctl()
 	top)
 		case $prev in
 		--rule) _xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"; return 0 ;;
+		--http) _xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"; return 0 ;;
 		-n) _xrlctl_words "10 20 50 100"; return 0 ;;
 		--watch) _xrlctl_words "1 2 5 10"; return 0 ;;
 		esac
 		local opts="" o
-		for o in --rule -n --watch; do
+		for o in --rule -n --watch --http; do
 			[[ " ${args[*]} " == *" $o "* ]] || opts+=" $o"
 		done
 		_xrlctl_words "$opts $j"
 		;;
-	allow | deny)
+	allow | deny | vouch)
 		if ((${#args[@]} == 0)); then
 			_xrlctl_words "add del list"
 		elif [[ ${args[0]} == list ]]; then
 			((${#args[@]} == 1)) && _xrlctl_words "$j"
-		elif [[ $verb == deny && ${args[0]} == add ]] && ((${#args[@]} >= 2)); then
+		elif [[ $verb != allow && ${args[0]} == add ]] && ((${#args[@]} >= 2)); then
 			case $prev in
 			--ttl) _xrlctl_words "30s 5m 10m 30m 1h 6h 1d" ;;
 			*) ((${#args[@]} == 2)) && _xrlctl_words "--ttl" ;;
@@ -188,6 +189,37 @@ _xrlctl()
 			_xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"
 		elif ((${#args[@]} == 1)); then
 			_xrlctl_words "on off"
+		fi
+		;;
+	penalty)
+		if ((${#args[@]} == 0)); then
+			_xrlctl_words "list del"
+		elif [[ ${args[0]} == list ]]; then
+			((${#args[@]} == 1)) && _xrlctl_words "$j"
+		fi
+		;;
+	cookies)
+		if ((${#args[@]} == 0)); then
+			_xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"
+		elif ((${#args[@]} == 1)); then
+			_xrlctl_words "on auto off"
+		fi
+		;;
+	override)
+		case $prev in
+		--ttl) _xrlctl_words "10m 1h 6h 1d 7d"; return 0 ;;
+		--rate | --burst) return 0 ;;
+		esac
+		if ((${#args[@]} == 0)); then
+			_xrlctl_words "list del $(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"
+		elif [[ ${args[0]} == list ]]; then
+			((${#args[@]} == 1)) && _xrlctl_words "$j"
+		elif [[ ${args[0]} != del ]] && ((${#args[@]} >= 2)); then
+			local opts="" o
+			for o in --rate --burst --ttl; do
+				[[ " ${args[*]} " == *" $o "* ]] || opts+=" $o"
+			done
+			_xrlctl_words "$opts"
 		fi
 		;;
 	esac

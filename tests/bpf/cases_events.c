@@ -5,6 +5,19 @@
  */
 #include "cases.h"
 
+/*
+ * An admission-lease case: rule "busy" (SYN, per_s a second, burst b), one
+ * SYN from "from" admitted (its bucket made); fn (test_bpf.c) then floods it.
+ */
+#define LEASE_CASE(what, per_s, b, from, fn) \
+	{ \
+		.name = "admission leases: " what, \
+		.rules = { { .name = "busy", .proto = TCP, .tcp_class = CLS_SYN, \
+			     .rate = { (per_s), 1000000000ULL }, .burst = (b) } }, \
+		.s = { { .p = { .src = (from) }, .v = PASS, .r = { RV_P } } }, \
+		.g = { G(BUCKET_NEW) = 1 }, .check = (fn), \
+	}
+
 static const struct tcase cases[] = {
 {
 	.name = "ring buffer: the first refusal per source is sampled",
@@ -20,26 +33,10 @@ static const struct tcase cases[] = {
 	.g = { G(BUCKET_NEW) = 2, G(EVENTS_SENT) = 3, G(REFUSED_CACHED) = 3 },
 	.check = check_events,
 },
-{
-	.name = "admission leases: a busy source admitted from its lease, never beyond the bucket",
-	.rules = { { .name = "busy", .proto = TCP, .tcp_class = CLS_SYN,
-		     .rate = { 200000, 1000000000ULL }, .burst = 400 } },
-	.s = {
-		{ .p = { .src = "198.51.100.42" }, .v = PASS, .r = { RV_P } },
-	},
-	.g = { G(BUCKET_NEW) = 1 },
-	.check = check_leases,
-},
-{
-	.name = "admission leases: a busy source under its rate, admitted in full from leases",
-	.rules = { { .name = "busy", .proto = TCP, .tcp_class = CLS_SYN,
-		     .rate = { 2000000, 1000000000ULL }, .burst = 4000 } },
-	.s = {
-		{ .p = { .src = "198.51.100.43" }, .v = PASS, .r = { RV_P } },
-	},
-	.g = { G(BUCKET_NEW) = 1 },
-	.check = check_leases_busy,
-},
+LEASE_CASE("a busy source admitted from its lease, never beyond the bucket", 200000, 400,
+	   "198.51.100.42", check_leases),
+LEASE_CASE("a busy source under its rate, admitted in full from leases", 2000000, 4000,
+	   "198.51.100.43", check_leases_busy),
 };
 
 const struct case_set cases_events = CASE_SET(cases);

@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "pktbuild.h"
@@ -61,6 +62,24 @@ static void pb_fill_next(struct pb *p, unsigned int value)
 	p->next_off = -1;
 }
 
+/*
+ * A header of len bytes, reserved, with the previous header's "next
+ * protocol" field set to proto. NULL (p->err set, the first error kept)
+ * when bad (the caller's options make no such header: -EINVAL) or when it
+ * does not fit.
+ */
+static uint8_t *pb_hdr(struct pb *p, bool bad, size_t len, unsigned int proto)
+{
+	uint8_t *b;
+
+	if (bad && !p->err)
+		p->err = -EINVAL;
+	b = pb_grow(p, len);
+	if (b)
+		pb_fill_next(p, proto);
+	return b;
+}
+
 static void pb_open_next(struct pb *p, size_t off, int size)
 {
 	p->next_off = off;
@@ -101,15 +120,9 @@ void pb_vlan(struct pb *p, uint16_t tpid, uint16_t vid)
 
 	/* The TPID goes in the previous EtherType field; the tag itself is
 	 * TCI + encapsulated protocol. */
-	if (p->next_off < 0 || p->next_size != 2) {
-		if (!p->err)
-			p->err = -EINVAL;
-		return;
-	}
-	b = pb_grow(p, 4);
+	b = pb_hdr(p, p->next_off < 0 || p->next_size != 2, 4, tpid);
 	if (!b)
 		return;
-	pb_fill_next(p, tpid);
 	put16(b, vid & 0x0fff);
 	pb_mark(p, p->off[PB_L_VLAN] < 0 ? PB_L_VLAN : PB_L_VLAN2, off);
 	pb_open_next(p, off + 2, 2);
@@ -138,23 +151,15 @@ void pb_ipv4(struct pb *p, const struct pb_ipv4_opts *o)
 {
 	uint32_t src[4], dst[4];
 	int fs, fd;
-	size_t off = p->len, hlen;
+	size_t off = p->len, hlen = 20 + 4 * o->opt_words;
+	bool bad = pb_parse_addr(o->src, &fs, src) < 0 || fs != 4 ||
+		   pb_parse_addr(o->dst, &fd, dst) < 0 || fd != 4;
 	uint16_t frag;
-	uint8_t *b;
+	/* a 4-bit IHL in words: at most 10 words of options */
+	uint8_t *b = pb_hdr(p, bad || o->opt_words > 10, hlen, PB_ETH_P_IP);
 
-	if (p->err)
-		return;
-	if (o->opt_words > 10 ||
-	    pb_parse_addr(o->src, &fs, src) < 0 || fs != 4 ||
-	    pb_parse_addr(o->dst, &fd, dst) < 0 || fd != 4) {
-		p->err = -EINVAL;
-		return;
-	}
-	hlen = 20 + 4 * o->opt_words;
-	b = pb_grow(p, hlen);
 	if (!b)
 		return;
-	pb_fill_next(p, PB_ETH_P_IP);
 	b[0] = (o->version ? o->version : 4) << 4 |
 	       ((o->ihl ? o->ihl : 5 + o->opt_words) & 0x0f);
 	put16(b + 2, o->tot_len);
@@ -191,19 +196,12 @@ void pb_ipv6(struct pb *p, const struct pb_ipv6_opts *o)
 	uint32_t src[4], dst[4];
 	int fs, fd;
 	size_t off = p->len;
-	uint8_t *b;
+	bool bad = pb_parse_addr(o->src, &fs, src) < 0 || fs != 6 ||
+		   pb_parse_addr(o->dst, &fd, dst) < 0 || fd != 6;
+	uint8_t *b = pb_hdr(p, bad, 40, PB_ETH_P_IPV6);
 
-	if (p->err)
-		return;
-	if (pb_parse_addr(o->src, &fs, src) < 0 || fs != 6 ||
-	    pb_parse_addr(o->dst, &fd, dst) < 0 || fd != 6) {
-		p->err = -EINVAL;
-		return;
-	}
-	b = pb_grow(p, 40);
 	if (!b)
 		return;
-	pb_fill_next(p, PB_ETH_P_IPV6);
 	put32(b, 6u << 28);
 	b[7] = o->hop_limit ? o->hop_limit : 64;
 	memcpy(b + 8, src, 16);
@@ -283,20 +281,12 @@ void pb_ipv6_frag(struct pb *p, uint16_t offset, bool more, uint32_t id)
 
 void pb_tcp(struct pb *p, const struct pb_tcp_opts *o)
 {
-	size_t off = p->len, hlen;
-	uint8_t *b;
+	size_t off = p->len, hlen = 20 + 4 * o->opt_words;
+	/* a 4-bit data offset in words: at most 10 words of options */
+	uint8_t *b = pb_hdr(p, o->opt_words > 10, hlen, PB_IPPROTO_TCP);
 
-	if (p->err)
-		return;
-	if (o->opt_words > 10) {
-		p->err = -EINVAL;
-		return;
-	}
-	hlen = 20 + 4 * o->opt_words;
-	b = pb_grow(p, hlen);
 	if (!b)
 		return;
-	pb_fill_next(p, PB_IPPROTO_TCP);
 	put16(b, o->sport ? o->sport : 40000);
 	put16(b + 2, o->dport);
 	put32(b + 4, o->seq);
@@ -344,8 +334,7 @@ void pb_payload(struct pb *p, size_t n, uint8_t fill)
 		pb_mark(p, PB_L_PAYLOAD, off);
 }
 
-/* RFC 1071 one's complement sum, not yet folded/inverted. */
-static uint32_t csum_add(uint32_t sum, const uint8_t *b, size_t n)
+uint32_t pb_csum_add(uint32_t sum, const uint8_t *b, size_t n)
 {
 	size_t i;
 
@@ -356,7 +345,7 @@ static uint32_t csum_add(uint32_t sum, const uint8_t *b, size_t n)
 	return sum;
 }
 
-static uint16_t csum_fold(uint32_t sum)
+uint16_t pb_csum_fold(uint32_t sum)
 {
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
@@ -373,9 +362,9 @@ static void pb_l4_csum(struct pb *p)
 	uint16_t c;
 
 	if (p->ip_family == 4) {
-		sum = csum_add(sum, ip + 12, 8);
+		sum = pb_csum_add(sum, ip + 12, 8);
 	} else if (p->ip_family == 6) {
-		sum = csum_add(sum, ip + 8, 32);
+		sum = pb_csum_add(sum, ip + 8, 32);
 		sum += l4len >> 16;
 	} else {
 		return;
@@ -384,8 +373,8 @@ static void pb_l4_csum(struct pb *p)
 	sum += l4len & 0xffff;
 	l4[csum_at] = 0;
 	l4[csum_at + 1] = 0;
-	sum = csum_add(sum, l4, l4len);
-	c = csum_fold(sum);
+	sum = pb_csum_add(sum, l4, l4len);
+	c = pb_csum_fold(sum);
 	/* UDP sends 0 as "no checksum"; a computed 0 is written as 0xffff */
 	if (p->l4_proto == PB_IPPROTO_UDP && c == 0)
 		c = 0xffff;
@@ -406,7 +395,7 @@ int pb_finish(struct pb *p)
 		ip[10] = 0;
 		ip[11] = 0;
 		/* over the bytes written, whatever the IHL field says */
-		put16(ip + 10, csum_fold(csum_add(0, ip, p->ip_hlen)));
+		put16(ip + 10, pb_csum_fold(pb_csum_add(0, ip, p->ip_hlen)));
 	} else if (p->ip_family == 6) {
 		put16(p->buf + p->ip_off + 4, p->len - p->ip_off - 40);
 	}
@@ -438,7 +427,7 @@ int pb_set_ip_len(struct pb *p, size_t len)
 		put16(ip + 2, len);
 		ip[10] = 0;
 		ip[11] = 0;
-		put16(ip + 10, csum_fold(csum_add(0, ip, p->ip_hlen)));
+		put16(ip + 10, pb_csum_fold(pb_csum_add(0, ip, p->ip_hlen)));
 	} else {
 		if (len < 40 || (size_t)p->ip_off + 40 > p->len)
 			return -EINVAL;
@@ -489,4 +478,17 @@ void pb_hexdump(FILE *f, const char *indent, const void *buf, size_t len)
 			fputc(b[j] >= 0x20 && b[j] < 0x7f ? b[j] : '.', f);
 		fputs("|\n", f);
 	}
+}
+
+void pb_check(int *fails, bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("  %s ", ok ? "ok  " : "FAIL");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	if (!ok)
+		(*fails)++;
 }

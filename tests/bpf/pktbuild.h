@@ -169,4 +169,14 @@ int pb_parse_addr(const char *s, int *family, uint32_t addr[4]);
 /* 16 bytes a line, offset, hex and ASCII, each line prefixed with indent. */
 void pb_hexdump(FILE *f, const char *indent, const void *buf, size_t len);
 
+/* RFC 1071 one's complement sum of n bytes, not yet folded or inverted. */
+uint32_t pb_csum_add(uint32_t sum, const uint8_t *b, size_t n);
+/* The folded, inverted sum: the checksum field's value; 0 when the sum
+ * ran over a header whose checksum verifies. */
+uint16_t pb_csum_fold(uint32_t sum);
+
+/* One check's line, "  ok   what" or "  FAIL what"; a failure counts in
+ * *fails. The tests' own check() calls this with their counter. */
+void pb_check(int *fails, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif /* XRL_PKTBUILD_H */

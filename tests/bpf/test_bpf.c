@@ -58,21 +58,7 @@ struct run {
 
 /* ---- checks and output ----------------------------------------------- */
 
-static void check(struct run *r, bool ok, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void check(struct run *r, bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("  %s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		r->fails++;
-}
+#define check(r, ...) pb_check(&(r)->fails, __VA_ARGS__)
 
 static void check_u64(struct run *r, const char *name, uint64_t got, uint64_t want)
 {
@@ -572,8 +558,8 @@ static int run_case(int num, const struct tcase *tc)
 	for (int i = 0; i < XRL_G_MAX; i++)
 		e->g[i] += tc->g[i];
 	compare_stats(&r, before, after, e);
-	if (tc->check)
-		tc->check(&r);
+	if (tc->check) /* parenthesised: not the check() macro */
+		(tc->check)(&r);
 out:
 	printf("%s case %d: %s\n", r.fails ? "FAILED" : "PASSED", num, tc->name);
 	xrl_close(r.h);
@@ -666,22 +652,48 @@ int check_deny_gc(struct run *r)
 	return 0;
 }
 
+/* A lease check's packet and its stats before and after a round. */
+struct lease_run {
+	struct pb p;
+	struct xrl_stats a, b;
+};
+
+/* The packet of a SYN from src; NULL (a failed check) if it cannot be built. */
+static struct lease_run *lease_setup(struct run *r, const char *src)
+{
+	struct lease_run *lr = calloc(1, sizeof(*lr));
+	struct pspec ps = { .src = src };
+
+	if (!lr || build(&ps, &lr->p)) {
+		check(r, false, "lease check: set-up");
+		free(lr);
+		return NULL;
+	}
+	return lr;
+}
+
+/* lr->b minus lr->a: admits that came from a lease. */
+static uint64_t leased_in(const struct lease_run *lr)
+{
+	return lr->b.global.c[XRL_G_LEASED] - lr->a.global.c[XRL_G_LEASED];
+}
+
 /*
- * Send p as fast as BPF_PROG_TEST_RUN goes for ns nanoseconds, the stats
- * read into a before and b after: how many were sent, passed, and the time
+ * Send lr->p as fast as BPF_PROG_TEST_RUN goes for ns nanoseconds, the stats
+ * read into lr->a before and lr->b after: how many were sent, passed, and the time
  * it took. Nonzero (a failed check) when a run fails.
  */
-static int send_for(struct run *r, const struct pb *p, uint64_t ns, struct xrl_stats *a,
-		    struct xrl_stats *b, uint64_t *sent, uint64_t *passed, uint64_t *el)
+static int send_for(struct run *r, struct lease_run *lr, uint64_t ns, uint64_t *sent,
+		    uint64_t *passed, uint64_t *el)
 {
 	uint64_t t0;
 	int v, rc;
 
 	*sent = *passed = 0;
-	xrl_read_stats(r->h, a);
+	xrl_read_stats(r->h, &lr->a);
 	t0 = xrl_now_ns();
 	while (xrl_now_ns() - t0 < ns) {
-		rc = send_pkt(r, p, &v);
+		rc = send_pkt(r, &lr->p, &v);
 		if (rc) {
 			check(r, false, "lease check: test run: %d", rc);
 			return rc;
@@ -690,7 +702,7 @@ static int send_for(struct run *r, const struct pb *p, uint64_t ns, struct xrl_s
 		*passed += v == XDP_PASS_V;
 	}
 	*el = xrl_now_ns() - t0;
-	xrl_read_stats(r->h, b);
+	xrl_read_stats(r->h, &lr->b);
 	return 0;
 }
 
@@ -704,17 +716,13 @@ static int send_for(struct run *r, const struct pb *p, uint64_t ns, struct xrl_s
  */
 int check_leases(struct run *r)
 {
-	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	struct pspec ps = { .src = "198.51.100.42" };
+	struct lease_run *lr = lease_setup(r, "198.51.100.42");
 	uint64_t sent, passed, el, bound, leased = 0, leased_all = 0;
 	bool busy = false, any_busy = false;
-	struct pb p;
 	int round;
 
-	if (!a || !b || build(&ps, &p)) {
-		check(r, false, "lease check: set-up");
-		goto out;
-	}
+	if (!lr)
+		return 0;
 	/*
 	 * Rounds of 40 ms: the bound is checked in every one (a bucket never
 	 * holds more than its burst, whatever came before). Whether leases are
@@ -723,7 +731,7 @@ int check_leases(struct run *r)
 	 * precondition, retried (up to 6 rounds) until some round leased.
 	 */
 	for (round = 0; round < 6 && !leased_all; round++) {
-		if (send_for(r, &p, 40000000ULL, a, b, &sent, &passed, &el))
+		if (send_for(r, lr, 40000000ULL, &sent, &passed, &el))
 			goto out;
 		/* 200,000/s is 200 a millisecond; one jiffy of slack for the clock */
 		bound = 400 + (el + 4000000ULL) * 200000ULL / 1000000000ULL;
@@ -731,14 +739,16 @@ int check_leases(struct run *r)
 		      "round %d: leases never over-admit: %llu admitted of %llu sent in %.1f ms, "
 		      "bound burst + rate x (t + 1 jiffy) = %llu", round, (unsigned long long)passed,
 		      (unsigned long long)sent, (double)el / 1e6, (unsigned long long)bound);
-		check(r, b->rules[0].pkts[XRL_V_PASSED] - a->rules[0].pkts[XRL_V_PASSED] == passed,
+		check(r,
+		      lr->b.rules[0].pkts[XRL_V_PASSED] - lr->a.rules[0].pkts[XRL_V_PASSED] ==
+			      passed,
 		      "round %d: every admit counted as passed, leased or not", round);
 		/* leases need a busy source (dozens of admits a jiffy on this
 		 * CPU) and a bucket with tokens to spare: a sender faster than
 		 * the rate keeps it dry, and then (rightly) no lease is granted */
 		busy = sent * 4000000ULL / (el ? el : 1) >= 100 &&
 		       sent < el * 200000ULL / 1000000000ULL * 9 / 10;
-		leased = b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED];
+		leased = leased_in(lr);
 		leased_all += leased;
 		any_busy |= busy;
 		printf("  info round %d: %llu packets a jiffy, %llu sent against a rate of %llu, "
@@ -750,8 +760,7 @@ int check_leases(struct run *r)
 		check(r, leased_all > 0, "some admits came from a lease: %llu",
 		      (unsigned long long)leased_all);
 out:
-	free(a);
-	free(b);
+	free(lr);
 	return 0;
 }
 
@@ -761,16 +770,12 @@ out:
  */
 int check_leases_busy(struct run *r)
 {
-	struct xrl_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
-	struct pspec ps = { .src = "198.51.100.43" };
+	struct lease_run *lr = lease_setup(r, "198.51.100.43");
 	uint64_t sent = 0, passed = 0, n, ok, el, rate = 0, leased = 0;
-	struct pb p;
 	int round;
 
-	if (!a || !b || build(&ps, &p)) {
-		check(r, false, "lease check: set-up");
-		goto out;
-	}
+	if (!lr)
+		return 0;
 	/*
 	 * Whether a lease is taken depends on the jiffy ticking while this
 	 * CPU runs the test (a busy previous jiffy); a round of 30 ms in
@@ -779,12 +784,12 @@ int check_leases_busy(struct run *r)
 	 * are checked in full.
 	 */
 	for (round = 0; round < 10 && !leased; round++) {
-		if (send_for(r, &p, 30000000ULL, a, b, &n, &ok, &el))
+		if (send_for(r, lr, 30000000ULL, &n, &ok, &el))
 			goto out;
 		sent += n;
 		passed += ok;
 		rate = n * 4000000ULL / (el ? el : 1);
-		leased = b->global.c[XRL_G_LEASED] - a->global.c[XRL_G_LEASED];
+		leased = leased_in(lr);
 	}
 	check(r, passed == sent, "a source under its rate is admitted in full: %llu of %llu",
 	      (unsigned long long)passed, (unsigned long long)sent);
@@ -795,8 +800,7 @@ int check_leases_busy(struct run *r)
 		printf("  info only %llu packets a jiffy: too few to lease\n",
 		       (unsigned long long)rate);
 out:
-	free(a);
-	free(b);
+	free(lr);
 	return 0;
 }
 

@@ -44,20 +44,7 @@
 static int fails_total;
 static int fails;
 
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("  %s ", ok ? "ok  " : "FAIL");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!ok)
-		fails++;
-}
+#define check(...) pb_check(&fails, __VA_ARGS__)
 
 static void check_eq(const char *name, uint64_t got, uint64_t want)
 {
@@ -155,23 +142,6 @@ static int run(struct xrl_handle *h, const uint8_t *in, size_t len, struct out *
 static uint16_t get16(const uint8_t *b) { return (uint16_t)(b[0] << 8 | b[1]); }
 static uint32_t get32(const uint8_t *b) { return (uint32_t)get16(b) << 16 | get16(b + 2); }
 
-/* RFC 1071 sum of n bytes, not folded or inverted. */
-static uint32_t sum16(const uint8_t *b, size_t n, uint32_t s)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		s += get16(b + i);
-	if (n & 1)
-		s += (uint32_t)b[n - 1] << 8;
-	return s;
-}
-
-static uint16_t fold(uint32_t s)
-{
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	return (uint16_t)s;
-}
-
 /* What the SYN-ACK said, for the ACK that answers it. */
 struct synack {
 	uint32_t cookie;
@@ -219,15 +189,16 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 		CHECK_EQ("IPv4 protocol", b[l3 + 9], 6);
 		check(!memcmp(b + l3 + 12, in + l3 + 16, 4) && !memcmp(b + l3 + 16, in + l3 + 12, 4),
 		      "IPv4 addresses swapped");
-		CHECK_EQ("IPv4 header checksum verifies", fold(sum16(b + l3, 20, 0)), 0xffff);
-		ps = sum16(b + l3 + 12, 8, 0) + 6 + (o->len - l4);
+		CHECK_EQ("IPv4 header checksum verifies", pb_csum_fold(pb_csum_add(0, b + l3, 20)),
+			 0);
+		ps = pb_csum_add(0, b + l3 + 12, 8) + 6 + (o->len - l4);
 	} else {
 		CHECK_EQ("IPv6 version", b[l3] >> 4, 6);
 		CHECK_EQ("IPv6 payload length = TCP header", get16(b + l3 + 4), o->len - l4);
 		CHECK_EQ("IPv6 next header", b[l3 + 6], 6);
 		check(!memcmp(b + l3 + 8, in + l3 + 24, 16) && !memcmp(b + l3 + 24, in + l3 + 8, 16),
 		      "IPv6 addresses swapped");
-		ps = sum16(b + l3 + 8, 32, 0) + 6 + (o->len - l4);
+		ps = pb_csum_add(0, b + l3 + 8, 32) + 6 + (o->len - l4);
 	}
 	CHECK_EQ("TCP source port = SYN's destination", get16(b + l4), get16(in + l4 + 2));
 	CHECK_EQ("TCP destination port = SYN's source", get16(b + l4 + 2), get16(in + l4));
@@ -235,7 +206,7 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 	CHECK_EQ("flags SYN+ACK", b[l4 + 13], 0x12);
 	hl = (b[l4 + 12] >> 4) * 4;
 	CHECK_EQ("TCP header = rest of frame", hl, o->len - l4);
-	CHECK_EQ("TCP checksum verifies", fold(sum16(b + l4, o->len - l4, ps)), 0xffff);
+	CHECK_EQ("TCP checksum verifies", pb_csum_fold(pb_csum_add(ps, b + l4, o->len - l4)), 0);
 	for (int i = 20; i < hl && i < (int)(o->len - l4);) {
 		const uint8_t *op = b + l4 + i;
 
@@ -666,11 +637,65 @@ static void case_aggregate(struct ctx *c)
 	CHECK_EQ("a vouch shorter than /24: -EINVAL", xrl_vouch_add(c->h, &pf, 0), -EINVAL);
 }
 
+/* The rule's SYN counter since setup. */
+static uint64_t rule_syns(struct ctx *c)
+{
+	struct xrl_stats st;
+
+	if (xrl_read_stats(c->h, &st))
+		return ~0ULL;
+	return st.rules[0].syns - c->st0.rules[0].syns;
+}
+
+/*
+ * syn_cookies: auto. Idle, the rule is one without cookies: a SYN meets
+ * the bucket, an ACK is not its business. Engaged (the byte xrld flips,
+ * here flipped by the library call xrld uses), SYNs get cookie SYN-ACKs;
+ * let go, they meet the bucket again. The SYN counter counts all of them.
+ */
+static void case_auto(struct ctx *c)
+{
+	struct seg s = full4, a = full4;
+	struct out o;
+	struct pb p;
+	__u8 was = 0;
+
+	CHECK_EQ("web to auto", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO, &was), 0);
+	CHECK_EQ("it was on", was, XRL_COOKIES_ON);
+	s.flags = PB_TCP_SYN;
+	CHECK_EQ("auto, idle: a SYN meets the bucket (XDP_PASS)", send_seg(c, &s, &p, &o), V_PASS);
+	CHECK_EQ("no cookie sent", delta(c, XRL_G_COOKIES_SENT), 0);
+	CHECK_EQ("the source has a bucket", xrl_bucket_count(c->h), 1);
+	a.flags = PB_TCP_ACK;
+	a.ack = 12345;
+	CHECK_EQ("auto, idle: an ACK of no connection is not the rule's (XDP_PASS)",
+		 send_seg(c, &a, &p, &o), V_PASS);
+	CHECK_EQ("no cookie checked", delta(c, XRL_G_COOKIES_BAD), 0);
+
+	CHECK_EQ("engage", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO_ON, NULL), 0);
+	prime(c, "192.0.2.1", 0);
+	s.src = "198.51.100.99";
+	CHECK_EQ("auto, engaged: a SYN gets a SYN-ACK (XDP_TX)", send_seg(c, &s, &p, &o), V_TX);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("auto, engaged: the ACK of no connection is a bad cookie (XDP_DROP)",
+		 send_seg(c, &a, &p, &o), V_DROP);
+
+	CHECK_EQ("let go", xrl_rule_cookies_set(c->h, "web", XRL_COOKIES_AUTO, &was), 0);
+	CHECK_EQ("it was engaged", was, XRL_COOKIES_AUTO_ON);
+	s.src = "198.51.100.100";
+	CHECK_EQ("auto, let go: a SYN meets the bucket again", send_seg(c, &s, &p, &o), V_PASS);
+	CHECK_EQ("cookies_sent unchanged", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("the rule counted every SYN (2 idle, the primer, 1 engaged)", rule_syns(c), 4);
+	CHECK_EQ("no such rule: -ENOENT",
+		 xrl_rule_cookies_set(c->h, "nope", XRL_COOKIES_ON, NULL), -ENOENT);
+}
+
 static const struct {
 	const char *name;
 	uint16_t port;
 	void (*fn)(struct ctx *c);
 } cases[] = {
+	{ "syn_cookies auto: idle as off, engaged as on, let go", 80, case_auto },
 	{ "v4 SYN-ACK, valid ACK charges the bucket, forged and replayed ACKs dropped", 80, case_v4 },
 	{ "v4 without options, with MSS and timestamp only", 80, case_v4_no_options },
 	{ "v6 SYN-ACK and ACK", 80, case_v6 },

@@ -413,3 +413,25 @@ check_float() {
 		XRL_FAILS=$((XRL_FAILS + 1))
 	fi
 }
+
+# ---- policy files ----------------------------------------------------------
+
+# http_yaml PORT [PROXY]: the head of an http: section on stdout, listening
+# on 127.0.0.1:PORT; with PROXY, behind that proxy (forwarded_from) with
+# 127.0.0.1 trusted. For a here-document: $(http_yaml "$P" traefik).
+http_yaml() {
+	printf 'http:\n  listen: 127.0.0.1:%s\n' "$1"
+	[ -z "${2:-}" ] || printf '  forwarded_from: %s\n  trusted_proxies: [127.0.0.1]\n' "$2"
+}
+
+# yaml_rule NAME MATCH KEY RATE BURST [LINE...]: one entry of http.rules on
+# stdout; MATCH is a flow mapping ('' for none), each LINE one more field
+# ("shadow: true").
+yaml_rule() {
+	local l
+	printf '    - name: %s\n' "$1"
+	[ -z "$2" ] || printf '      match: %s\n' "$2"
+	printf '      key: %s\n      rate: %s\n      burst: %s\n' "$3" "$4" "$5"
+	shift 5
+	for l in "$@"; do printf '      %s\n' "$l"; done
+}

@@ -46,6 +46,21 @@ http_setup() {
 	trap 'exit 143' TERM
 }
 
+# http_begin [TOOL...]: require_http TOOL..., then http_setup.
+http_begin() {
+	require_http "$@"
+	http_setup
+}
+
+# http_redis_begin: http_begin with redis-server and redis-cli, then a
+# redis-server "redis" (redis_start) whose port is in RP.
+http_redis_begin() {
+	http_begin redis-server redis-cli
+	redis_start redis
+	# shellcheck disable=SC2034 # read by the tests
+	RP=${HT_PORT[redis]}
+}
+
 http_cleanup() {
 	local rc=$? name p
 	trap - EXIT INT TERM
@@ -92,6 +107,59 @@ redis_ping() {
 	[ "$(redis-cli -h 127.0.0.1 -p "${HT_PORT[$1]}" ping 2>/dev/null)" = PONG ]
 }
 
+# redis_cluster_start N: a Redis Cluster of N redis-servers (rc0..rc<N-1>,
+# ports in RC_PORTS, no persistence, cluster-node-timeout 1 s) as our
+# children, created with one replica a master (N/2 masters); waits until
+# every node says cluster_state:ok.
+RC_PORTS=()
+redis_cluster_start() {
+	local i p
+	for ((i = 0; i < $1; i++)); do
+		p=$(free_port)
+		RC_PORTS+=("$p")
+		mkdir -p "$HT_TMP/rc$i"
+		HT_LOG[rc$i]=$HT_TMP/rc$i.log
+		redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$i" \
+			--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf \
+			--cluster-node-timeout 1000 --cluster-require-full-coverage no --daemonize no \
+			>>"${HT_LOG[rc$i]}" 2>&1 &
+		HT_PID[rc$i]=$!
+		HT_PORT[rc$i]=$p
+		HT_PIDS+=("$!")
+	done
+	for ((i = 0; i < $1; i++)); do
+		wait_for 10 redis_ping "rc$i" || fatal "redis-server rc$i did not answer: $(tail -n 5 "${HT_LOG[rc$i]}")"
+	done
+	# shellcheck disable=SC2046 # one word a node
+	redis-cli --cluster create $(printf '127.0.0.1:%s ' "${RC_PORTS[@]}") --cluster-replicas 1 \
+		--cluster-yes >"$HT_TMP/create.log" 2>&1 ||
+		fatal "redis-cli --cluster create: $(tail -n 5 "$HT_TMP/create.log")"
+	wait_for 20 cluster_ok "${RC_PORTS[@]}" || fatal "the cluster did not reach cluster_state:ok"
+}
+
+# cluster_ok PORT...: every node says cluster_state:ok.
+cluster_ok() {
+	local p
+	for p in "$@"; do
+		redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
+	done
+}
+
+# masters LIVEPORT: "port first-slot-last-slot..." a master, from CLUSTER
+# NODES of a live node.
+masters() {
+	redis-cli -p "$1" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && NF > 8 {
+		split($2, a, "[:@]"); printf "%s", a[2]; for (i = 9; i <= NF; i++) printf " %s", $i; print "" }'
+}
+
+# owner LIVEPORT KEY: the port of the master of KEY's slot.
+owner() {
+	local slot
+	slot=$(redis-cli -p "$1" cluster keyslot "$2")
+	masters "$1" | awk -v s="$slot" '{ for (i = 2; i <= NF; i++) { n = split($i, r, "-");
+		lo = r[1]; hi = n > 1 ? r[2] : r[1]; if (s >= lo && s <= hi) { print $1; exit } } }'
+}
+
 # proc_stop NAME [KILL]: stop a named process, by TERM (stop_pids), or by
 # KILL at once.
 proc_stop() {
@@ -128,6 +196,26 @@ xrld_http_start() {
 		sleep 0.1
 	done
 	fatal "xrld $name did not answer on 127.0.0.1:$port/healthz within 10 s: $(tail -n 5 "${HT_LOG[$name]}")"
+}
+
+# xrld_http_run NAME PORT [ARGS...] <YAML: the policy on stdin (a
+# here-document) into $HT_TMP/NAME.yaml, then xrld_http_start NAME on it.
+xrld_http_run() {
+	local name=$1 port=$2
+	shift 2
+	cat >"$HT_TMP/$name.yaml" || fatal "couldn't write $HT_TMP/$name.yaml"
+	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
+}
+
+# xrld_http_rules NAME PROXY [ARGS...] <YAML: xrld NAME on a free port
+# (HT_PORT[NAME]); its policy is the head of an http: section behind PROXY
+# (http_yaml) followed by stdin (the rest of the section: a here-document).
+xrld_http_rules() {
+	local name=$1 proxy=$2 port
+	shift 2
+	port=$(free_port)
+	{ http_yaml "$port" "$proxy" && cat; } >"$HT_TMP/$name.yaml" || fatal "couldn't write $HT_TMP/$name.yaml"
+	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
 }
 
 # rss_kib PID: VmRSS in KiB.
@@ -171,6 +259,22 @@ count() {
 	shift
 	for x in "$@"; do [ "$x" = "$w" ] && n=$((n + 1)); done
 	echo "$n"
+}
+
+# codes N CMD [ARG...]: CMD ARG... N times, each "{i}" in an ARG replaced by
+# the run's number (1..N); the H_CODE each run set, in order, into CODES
+# (an array: "${CODES[*]}" to compare, count 200 "${CODES[@]}" to count).
+CODES=()
+codes() {
+	local n=$1 i a args
+	shift
+	CODES=()
+	for i in $(seq "$n"); do
+		args=()
+		for a in "$@"; do args+=("${a//\{i\}/$i}"); done
+		"${args[@]}"
+		CODES+=("$H_CODE")
+	done
 }
 
 # ---- nginx -----------------------------------------------------------------

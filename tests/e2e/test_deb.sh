@@ -51,7 +51,8 @@ out=$(dpkg -i "$deb" 2>&1); rc=$?
 info "$(tail -n 2 <<<"$out")"
 check_eq "dpkg -i (exit status)" "$rc" 0
 for f in /usr/sbin/xrld /usr/sbin/xrlctl /usr/sbin/xrl-load /usr/lib/xrl/xrl.bpf.o \
-	/lib/systemd/system/xrld.service /usr/share/man/man8/xrld.8 /etc/xrl/policy.yaml; do
+	/lib/systemd/system/xrld.service /usr/share/man/man8/xrld.8 /usr/share/man/man5/xrl-policy.5 \
+	/etc/xrl/policy.yaml; do
 	check_eq "installed: $f" "$([ -e "$f" ] && echo yes)" yes
 done
 check_eq "the unit runs the installed xrld" \

@@ -27,25 +27,15 @@ XRL_TEST_NAME=test_http_caddy
 SNIPPET=$XRL_ROOT/docs/examples/caddy-xrl.Caddyfile
 CADDY=${CADDY:-$(command -v caddy || echo /usr/bin/caddy)}
 [ -x "$CADDY" ] || skip "needs caddy"
-require_http
+http_begin
 [ -r "$SNIPPET" ] || fatal "$SNIPPET is missing"
-http_setup
 
-X=$(free_port); C=$(free_port); UP=$(free_port)
-T=$HT_TMP
-cat >"$T/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$X
-  forwarded_from: caddy
-  trusted_proxies: [127.0.0.1]
+xrld_http_rules xrld caddy <<EOF
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: bearer
-      rate: 1/min
-      burst: 3
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
 EOF
-xrld_http_start xrld "$T/xrld.yaml" "$X"
+X=${HT_PORT[xrld]}; C=$(free_port); UP=$(free_port)
+T=$HT_TMP
 
 # the backend: answers 200 and logs every request it sees
 "$XRL_PY" - "$UP" "$T/backend.log" <<'PY' >/dev/null 2>&1 &

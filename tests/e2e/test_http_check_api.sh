@@ -28,28 +28,14 @@ XRL_TEST_NAME=test_http_check_api
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http
-http_setup
-
-P=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$P
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+http_begin
+xrld_http_rules xrld traefik <<EOF
   penalty: { strikes: 2, window: 1s, base: 3s, max: 10s }
   rules:
-    - name: login-account
-      match: { method: POST, path_prefix: /login }
-      key: header:X-Login
-      rate: 5/min
-      burst: 5
-    - name: fast
-      key: header:X-Fast
-      rate: 2/s
-      burst: 2
+$(yaml_rule login-account '{ method: POST, path_prefix: /login }' header:X-Login 5/min 5)
+$(yaml_rule fast '' header:X-Fast 2/s 2)
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
+P=${HT_PORT[xrld]}
 CHECK=http://127.0.0.1:$P/v1/check
 
 # check JSON: POST it to /v1/check

@@ -66,30 +66,26 @@ xff() {
 }
 
 log "1. untrusted peer (U, trusted_proxies 10.9.9.9/32): X-Forwarded-For is ignored"
-c=()
-for i in 1 2 3; do xff "$PU" "1.2.3.$i"; c+=("$H_CODE"); done
-check_eq "XFF 1.2.3.1..3" "${c[*]}" "200 200 200"
-c=()
-for i in $(seq 4 11); do xff "$PU" "1.2.3.$i"; c+=("$H_CODE"); done
-check_eq "8 more, XFF rotating 1.2.3.4..11" "${c[*]}" "429 429 429 429 429 429 429 429"
+codes 3 xff "$PU" "1.2.3.{i}"
+check_eq "XFF 1.2.3.1..3" "${CODES[*]}" "200 200 200"
+CODES=()
+for i in $(seq 4 11); do xff "$PU" "1.2.3.$i"; CODES+=("$H_CODE"); done
+check_eq "8 more, XFF rotating 1.2.3.4..11" "${CODES[*]}" "429 429 429 429 429 429 429 429"
 xff "$PU" "9.9.9.9, 10.9.9.9"
 check_eq "XFF naming the trusted proxy itself" "$H_CODE" 429
 xff "$PU" ""
 check_eq "no XFF (127.0.0.1's bucket, spent)" "$H_CODE" 429
 
 log "2. trusted peer (T, trusted_proxies 127.0.0.1/32): walked right to left"
-c=()
-for i in 1 2 3 4; do xff "$PT" "1.2.3.4, 127.0.0.1"; c+=("$H_CODE"); done
-check_eq "XFF \"1.2.3.4, 127.0.0.1\" x4" "${c[*]}" "200 200 200 429"
+codes 4 xff "$PT" "1.2.3.4, 127.0.0.1"
+check_eq "XFF \"1.2.3.4, 127.0.0.1\" x4" "${CODES[*]}" "200 200 200 429"
 xff "$PT" "1.2.3.5, 127.0.0.1"
 check_eq "XFF \"1.2.3.5, 127.0.0.1\" (new bucket)" "$H_CODE" 200
 check_eq "  its X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 2
-c=()
-for i in $(seq 10); do xff "$PT" "203.0.113.$i"; c+=("$H_CODE"); done
-check_eq "10 rotating clients 203.0.113.1..10" "$(count 200 "${c[@]}")" 10
-c=()
-for i in 1 2 3 4; do xff "$PT" "2001:db8::7, 127.0.0.1"; c+=("$H_CODE"); done
-check_eq "IPv6 client 2001:db8::7 x4" "${c[*]}" "200 200 200 429"
+codes 10 xff "$PT" "203.0.113.{i}"
+check_eq "10 rotating clients 203.0.113.1..10" "$(count 200 "${CODES[@]}")" 10
+codes 4 xff "$PT" "2001:db8::7, 127.0.0.1"
+check_eq "IPv6 client 2001:db8::7 x4" "${CODES[*]}" "200 200 200 429"
 xff "$PT" "1.2.3.4"
 check_eq "XFF \"1.2.3.4\" (same client, spent)" "$H_CODE" 429
 
@@ -98,25 +94,20 @@ xff "$PT" "6.6.6.6, 1.2.3.4, 127.0.0.1"
 check_eq "client 1.2.3.4 prepending 6.6.6.6" "$H_CODE" 429
 xff "$PT" "6.6.6.7, 1.2.3.4"
 check_eq "client 1.2.3.4 prepending 6.6.6.7" "$H_CODE" 429
-c=()
-for i in $(seq 6); do xff "$PT" "junk$i"; c+=("$H_CODE"); done
-check_eq "XFF junk1..6 (peer 127.0.0.1's bucket)" "${c[*]}" "200 200 200 429 429 429"
+codes 6 xff "$PT" "junk{i}"
+check_eq "XFF junk1..6 (peer 127.0.0.1's bucket)" "${CODES[*]}" "200 200 200 429 429 429"
 xff "$PT" "5.5.5.5, junk, 127.0.0.1"
 check_eq "XFF with a junk hop: stops at the last vouched address" "$H_CODE" 429
 
 log "4. trusted peer: the whole header counts"
 # a proxy that adds its own field line (HAProxy's option forwardfor) after
 # the client's: the fields are one list, the proxy's entry is the last
-c=()
-for i in $(seq 5); do
-	hreq "http://127.0.0.1:$PT/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /x" \
-		-H "X-Forwarded-For: 7.7.7.$i" \
-		-H "X-Forwarded-For: 1.2.3.4"
-	c+=("$H_CODE")
-done
-check_eq "two XFF lines, client's 7.7.7.1..5 then 1.2.3.4 (spent)" "${c[*]}" "429 429 429 429 429"
+codes 5 hreq "http://127.0.0.1:$PT/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /x" \
+	-H "X-Forwarded-For: 7.7.7.{i}" \
+	-H "X-Forwarded-For: 1.2.3.4"
+check_eq "two XFF lines, client's 7.7.7.1..5 then 1.2.3.4 (spent)" "${CODES[*]}" "429 429 429 429 429"
 # a long header whose first KiB ends with an address the client chose
-c=()
+CODES=()
 for i in $(seq 5); do
 	long=$("$XRL_PY" -c '
 import sys
@@ -127,23 +118,21 @@ while len(s) < 1023 - len(tail) - 20:
 s += "1" * (1023 - len(tail) - 2 - len(s)) + ", " + tail
 print(s + ", 1.2.3.4")' "$i")
 	xff "$PT" "$long"
-	c+=("$H_CODE")
+	CODES+=("$H_CODE")
 done
-check_eq "XFF of ${#long} bytes ending in 1.2.3.4 (spent), x5" "${c[*]}" "429 429 429 429 429"
+check_eq "XFF of ${#long} bytes ending in 1.2.3.4 (spent), x5" "${CODES[*]}" "429 429 429 429 429"
 
 log "5. trusted peer: entries with a port, brackets or quotes"
-c=()
-for port in 1111 1112 1113 1114; do xff "$PT" "198.51.100.1:$port"; c+=("$H_CODE"); done
-check_eq "198.51.100.1 with ports 1111..1114: one bucket" "${c[*]}" "200 200 200 429"
+codes 4 xff "$PT" "198.51.100.1:111{i}"
+check_eq "198.51.100.1 with ports 1111..1114: one bucket" "${CODES[*]}" "200 200 200 429"
 xff "$PT" "198.51.100.1"
 check_eq "198.51.100.1 without a port: the same bucket" "$H_CODE" 429
-c=()
+CODES=()
 for e in "[2001:db8:1::1]:3333" "[2001:db8:1::1]:3334" '"[2001:db8:1::1]"' "2001:db8:1::1"; do
-	xff "$PT" "$e"; c+=("$H_CODE")
+	xff "$PT" "$e"; CODES+=("$H_CODE")
 done
-check_eq "2001:db8:1::1 (its /64) as [..]:3333, [..]:3334, \"[..]\", bare: one bucket" "${c[*]}" "200 200 200 429"
-c=()
-for i in $(seq 5); do xff "$PT" "198.51.100.$((10 + i)):4444"; c+=("$H_CODE"); done
-check_eq "5 clients with ports: not the proxy's bucket (all 200)" "${c[*]}" "200 200 200 200 200"
+check_eq "2001:db8:1::1 (its /64) as [..]:3333, [..]:3334, \"[..]\", bare: one bucket" "${CODES[*]}" "200 200 200 429"
+codes 5 xff "$PT" "198.51.100.1{i}:4444"
+check_eq "5 clients with ports: not the proxy's bucket (all 200)" "${CODES[*]}" "200 200 200 200 200"
 
 finish

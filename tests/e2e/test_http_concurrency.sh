@@ -15,7 +15,9 @@
 #   4. exempt: GET /healthz gets 200 through a shed bucket and a rule that
 #      refuse; GET /healthy (not exempt) gets 429 from the rule, then 503
 #   5. shed per route: checkout sheds (503) while holds keep flowing (200)
-#   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400
+#   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400; 405
+#      with Allow; costs out of range (1e99, -5, 2^64) 400; a forged
+#      nonce frees nothing; crafted ids (1000 bytes, dots, %2e, %00) 404
 #   7. xrlctl --json policy show has concurrency, lease_ttl, exempt and the
 #      shed routes (a concurrency-only rule's rate and burst: null)
 #
@@ -131,6 +133,15 @@ for i in 1 2 3 4; do
 	check_eq "GET /healthz $i: no quota headers (not counted)" "$(hdr RateLimit)" ""
 done
 
+# an exemption covers whole segments: /healthz/live is exempt, /healthzX
+# and /healthz.php are not (they meet the rule, whose token is spent)
+hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthz/live"
+check_eq "GET /healthz/live: exempt" "$H_CODE" 200
+for u in /healthzX /healthz.php; do
+	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: $u"
+	check_eq "GET $u: not exempt (refused)" "$([ "$H_CODE" = 200 ] && echo admitted || echo refused)" refused
+done
+
 info "5. shedding per route"
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/checkout-shed"
@@ -151,6 +162,25 @@ hreq "$URL/v1/release" -X POST -d '{"lease":5}'
 check_eq "a release body that is not one" "$H_CODE" 400
 hreq "$URL/v1/release" -X GET
 check_eq "GET /v1/release" "$H_CODE" 405
+check_eq "  Allow" "$(hdr Allow)" POST
+hreq "$URL/v1/lease/$solo_lease" -X GET
+check_eq "GET /v1/lease/ID" "$H_CODE" 405
+check_eq "  Allow" "$(hdr Allow)" DELETE
+for c in 1e99 -5 18446744073709551616 100000001; do
+	hreq "$URL/v1/release" -X POST -H "X-XRL-Lease: $solo_lease" -H "X-XRL-Cost: $c"
+	check_eq "X-XRL-Cost: '$c' refused" "$H_CODE" 400
+	hreq "$URL/v1/release" -X POST -H 'Content-Type: application/json' \
+		-d "{\"lease\":\"$solo_lease\",\"cost\":$c}"
+	check_eq "{\"cost\":$c} refused" "$H_CODE" 400
+done
+forged=${solo_lease%.*}
+forged="${forged%.*}.0123456789abcdef.${solo_lease##*.}"
+hreq "$URL/v1/release" -X POST -d "lease=$forged"
+check_eq "a forged nonce releases nothing" "$H_BODY" '{"released":0,"unknown":1,"charged":0}'
+for id in "$(printf 'a%.0s' $(seq 1000))" ... "a.b.c" "%2e%2e" "x.0123456789abcdef.%00"; do
+	hreq "$URL/v1/lease/$id" -X DELETE
+	check_eq "DELETE /v1/lease/${id:0:20}: 404" "$H_CODE" 404
+done
 
 info "7. the policy as JSON"
 pj=$("$XRL_ROOT/build/xrlctl" --socket "$HT_TMP/a.sock" --json policy show 2>&1)

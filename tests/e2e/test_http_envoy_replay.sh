@@ -27,24 +27,12 @@ XRL_TEST_NAME=test_http_envoy_replay
 require_http
 http_setup
 X=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<YAML
-http:
-  listen: 127.0.0.1:$X
-  forwarded_from: envoy
-  trusted_proxies: [127.0.0.1]
+xrld_http_run xrld "$X" <<YAML
+$(http_yaml "$X" envoy)
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: bearer
-      rate: 1/min
-      burst: 3
-    - name: per-ip
-      match: { path_prefix: /ip/ }
-      key: client_ip
-      rate: 1/min
-      burst: 1
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
+$(yaml_rule per-ip '{ path_prefix: /ip/ }' client_ip 1/min 1)
 YAML
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$X"
 B=http://127.0.0.1:$X/v1/auth
 
 # envoy METHOD PATH [CURL-ARGS...]: the ext_authz check request for PATH

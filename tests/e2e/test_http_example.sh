@@ -6,7 +6,7 @@
 # Redis) it does what its comments say.
 #
 #   1. xrld --check: exit 0
-#   2. holds: 10 POSTs of a user, the 11th 429; no X-User-Id -> 429 naming
+#   2. holds: 10 POSTs of a user, the 11th 429; no X-User-Id -> 401 naming
 #      the missing identity (on_missing_key refuse)
 #   3. login-account through /v1/check: 5 allowed, the 6th 429; forward-auth
 #      POST /login without X-Login-Account is not limited by it
@@ -41,38 +41,26 @@ xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 AUTH=http://127.0.0.1:$P/v1/auth
 
 log "2. holds"
-c=()
-for i in $(seq 11); do
-	hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/$i" -H "X-User-Id: u1"
-	c+=("$H_CODE")
-done
-check_eq "11 POSTs of u1" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 429"
+codes 11 hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/{i}" -H "X-User-Id: u1"
+check_eq "11 POSTs of u1" "${CODES[*]}" "200 200 200 200 200 200 200 200 200 200 429"
 hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/1"
-check_eq "no X-User-Id" "$H_CODE" 429
+check_eq "no X-User-Id (401: no wait brings an identity)" "$H_CODE" 401
 check_match "  detail" "$(jget "d['detail']" <<<"$H_BODY")" 'did not say who the caller is'
 
 log "3. login-account via /v1/check"
-c=()
-for i in $(seq 6); do
-	hreq "http://127.0.0.1:$P/v1/check" -X POST --data-binary '{"rule":"login-account","key":"a@b.c","cost":1}'
-	c+=("$H_CODE")
-done
-check_eq "6 checks for a@b.c" "${c[*]}" "200 200 200 200 200 429"
-c=()
-for i in $(seq 6); do
-	hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /login"
-	c+=("$H_CODE")
-done
-check_eq "6 forward-auth POST /login without the header" "${c[*]}" "200 200 200 200 200 200"
+codes 6 hreq "http://127.0.0.1:$P/v1/check" -X POST --data-binary '{"rule":"login-account","key":"a@b.c","cost":1}'
+check_eq "6 checks for a@b.c" "${CODES[*]}" "200 200 200 200 200 429"
+codes 6 hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /login"
+check_eq "6 forward-auth POST /login without the header" "${CODES[*]}" "200 200 200 200 200 200"
 
 log "4. api-key and the shadow per-ip"
 s0=$(metric "$M" xrl_http_shadow_refusals_total)
 # one curl, one keep-alive connection: 150 requests in well under a second
 urls=()
 for i in $(seq 150); do urls+=("$AUTH"); done
-mapfile -t c < <(curl -s -m 20 -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$" \
+mapfile -t CODES < <(curl -s -m 20 -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$" \
 	-w '%{http_code}\n' -o /dev/null "${urls[@]}")
-check_eq "150 requests with one token at once (burst 200)" "$(count 200 "${c[@]}")" 150
+check_eq "150 requests with one token at once (burst 200)" "$(count 200 "${CODES[@]}")" 150
 hreq "$AUTH" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/v1/x" -H "Authorization: Bearer tok-$$"
 check_eq "  quota headers from api-key" "$(hdr RateLimit-Policy)" '"api-key";q=200;w=2'
 s1=$(metric "$M" xrl_http_shadow_refusals_total)
@@ -83,11 +71,7 @@ proc_stop redis KILL
 hreq "http://127.0.0.1:$P/v1/check" -X POST --data-binary '{"rule":"login-account","key":"x@y.z"}'
 check_eq "login-account (closed)" "$H_CODE" 503
 check_match "  Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
-c=()
-for i in $(seq 11); do
-	hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/$i" -H "X-User-Id: u9"
-	c+=("$H_CODE")
-done
-check_eq "holds (local): 11 POSTs of u9" "${c[*]}" "200 200 200 200 200 200 200 200 200 200 429"
+codes 11 hreq "$AUTH" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/{i}" -H "X-User-Id: u9"
+check_eq "holds (local): 11 POSTs of u9" "${CODES[*]}" "200 200 200 200 200 200 200 200 200 200 429"
 
 finish

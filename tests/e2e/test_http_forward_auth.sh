@@ -21,6 +21,15 @@
 #   5. a refusal keeps the keep-alive connection (two requests, one connect)
 #   6. an untrusted peer (trusted_proxies 10.9.9.9): its X-Forwarded-* are
 #      not believed, rules see GET /v1/auth, and xrld says so in its log
+#   7. Envoy's ext_authz request replayed byte for byte under forwarded_from
+#      traefik: POST /v1/auth/api/holds/1 with the client's headers and no
+#      X-Forwarded-*: the holds rule counts it; the path after /v1/auth is
+#      normalised (/v1/auth/api/./x/../holds/1 is /api/holds/1); the trusted
+#      proxy's X-Forwarded-* still win over the path; %00 is 400
+#   8. answers: a missing identity under on_missing_key: refuse is 401 with
+#      problem+json naming the header and no Retry-After (a bearer rule:
+#      WWW-Authenticate: Bearer); a key under penalty has RateLimit t= equal
+#      to Retry-After; GET /v1/check is 405 with Allow: POST
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -28,29 +37,14 @@ XRL_TEST_NAME=test_http_forward_auth
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http
-http_setup
-
-P=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$P
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+http_begin
+xrld_http_rules xrld traefik <<EOF
   backend: memory
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
-      rate: 1/6s
-      burst: 10
-    - name: quick
-      match: { method: POST, path_prefix: /api/quick }
-      key: header:X-User-Id
-      rate: 1/2s
-      burst: 2
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' header:X-User-Id 1/6s 10)
+$(yaml_rule quick '{ method: POST, path_prefix: /api/quick }' header:X-User-Id 1/2s 2)
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
+P=${HT_PORT[xrld]}
 AUTH=http://127.0.0.1:$P/v1/auth
 NGX=http://127.0.0.1:$P/v1/auth/nginx
 
@@ -153,5 +147,90 @@ c=()
 for i in $(seq 11); do fwd u1 POST "/api/holds/$i" "http://127.0.0.1:$PU/v1/auth"; c+=("$H_CODE"); done
 check_eq "11 POSTs of u1 named only by X-Forwarded-*: no rule matches GET /v1/auth" "$(count 200 "${c[@]}")" 11
 check_match "xrld logs it once" "$(cat "${HT_LOG[untrusted]}")" 'X-Forwarded-Uri from 127.0.0.1 is ignored'
+
+log "7. Envoy's ext_authz form, forwarded_from traefik: the path after /v1/auth"
+# the check request Envoy's HTTP ext_authz sends (path_prefix /v1/auth): the
+# client's method, path_prefix + its path, its allowed headers, x-envoy-*, no
+# X-Forwarded-Method/-Uri; --path-as-is: curl sends the path unnormalised
+envoy() {
+	local m=$1 p=$2
+	shift 2
+	hreq "$AUTH$p" --path-as-is -X "$m" -H 'content-length: 0' -H 'x-request-id: 7e1f00d' \
+		-H 'x-envoy-expected-rq-timeout-ms: 200' -H 'x-envoy-internal: true' \
+		-H 'x-forwarded-for: 198.51.100.7' "$@"
+}
+c=()
+for i in $(seq 11); do envoy POST "/api/holds/$i" -H "X-User-Id: e1"; c+=("$H_CODE"); done
+check_eq "e1: 11 POST /v1/auth/api/holds/N (was 404)" "${c[*]}" \
+	"200 200 200 200 200 200 200 200 200 200 429"
+check_eq "the 11th names the rule" "$(hdr X-XRL-Rule)" holds
+envoy POST "/api/./x/../holds/1" -H "X-User-Id: e1"
+check_eq "/v1/auth/api/./x/../holds/1 is /api/holds/1 (refused)" "$H_CODE" 429
+envoy POST "/api/%68olds//1" -H "X-User-Id: e1"
+check_eq "/v1/auth/api/%68olds//1 is /api/holds/1 (refused)" "$H_CODE" 429
+envoy GET "/api/holds/1" -H "X-User-Id: e1"
+check_eq "GET: the POST rule does not apply" "$H_CODE" 200
+envoy POST "/api/%00" -H "X-User-Id: e1"
+check_eq "%00 after /v1/auth: 400" "$H_CODE" 400
+envoy POST "/public" -H "X-User-Id: e1" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds/2"
+check_eq "a trusted proxy's X-Forwarded-* win over the path (refused)" "$H_CODE" 429
+envoy POST "/api/holds/2" -H "X-User-Id: e1" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /public"
+check_eq "... either way (GET /public: 200)" "$H_CODE" 200
+envoy POST "/api/holds/2" -H "X-User-Id: e1" -H "X-Forwarded-Uri: /public"
+check_eq "one forwarded header alone: 400" "$H_CODE" 400
+
+log "8. answers: a missing identity, a penalty, a wrong method"
+PA=$(free_port)
+cat >"$HT_TMP/answers.yaml" <<EOF
+$(http_yaml "$PA" traefik)
+  penalty: { strikes: 2, window: 1s, base: 6s, max: 12s }
+  rules:
+$(yaml_rule who '{ path_prefix: /who/ }' header:X-User-Id 1/min 5 'on_missing_key: refuse')
+$(yaml_rule tok '{ path_prefix: /tok/ }' bearer 1/min 5 'on_missing_key: refuse')
+$(yaml_rule pen '{ path_prefix: /pen/ }' header:X-User-Id 1/min 1)
+EOF
+xrld_http_start answers "$HT_TMP/answers.yaml" "$PA"
+A2=http://127.0.0.1:$PA/v1/auth
+hreq "$A2" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /who/1"
+check_eq "no X-User-Id, on_missing_key refuse: 401" "$H_CODE" 401
+check_eq "  no Retry-After" "$(hdr Retry-After)" ""
+check_match "  problem+json" "$(hdr Content-Type)" '^application/problem\+json'
+check_eq "  body .missing_header" "$(jget "d['missing_header']" <<<"$H_BODY")" X-User-Id
+check_eq "  body .status" "$(jget "d['status']" <<<"$H_BODY")" 401
+check_match "  body .detail names the header" "$(jget "d['detail']" <<<"$H_BODY")" 'X-User-Id'
+check_match "  WWW-Authenticate" "$(hdr WWW-Authenticate)" '^XRL-Identity '
+hreq "$A2" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /tok/1"
+check_eq "no bearer token, on_missing_key refuse: 401" "$H_CODE" 401
+check_eq "  body .missing_header" "$(jget "d['missing_header']" <<<"$H_BODY")" Authorization
+check_match "  WWW-Authenticate: Bearer" "$(hdr WWW-Authenticate)" '^Bearer realm='
+check_eq "  no Retry-After" "$(hdr Retry-After)" ""
+hreq "$A2" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /who/1" -H "X-User-Id: w1"
+check_eq "with X-User-Id: 200" "$H_CODE" 200
+hreq "$A2/nginx" -H "X-Original-Method: GET" -H "X-Original-URI: /who/1" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /who/1"
+check_eq "/v1/auth/nginx, no identity: 403 (401 is nginx's shedding)" "$H_CODE" 403
+check_eq "  no Retry-After" "$(hdr Retry-After)" ""
+
+# two strikes in two 1 s windows: a 6 s block
+penreq() { hreq "$A2" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /pen/1" -H "X-User-Id: p1"; }
+penreq
+check_eq "pen: the burst of p1" "$H_CODE" 200
+penreq
+check_eq "pen: strike 1" "$H_CODE" 429
+sleep 1.1
+penreq
+check_eq "pen: strike 2 (the penalty starts)" "$H_CODE" 429
+penreq
+check_eq "pen: under penalty" "$H_CODE" 429
+ra=$(hdr Retry-After)
+rl=$(hdr RateLimit)
+info "Retry-After $ra, RateLimit $rl"
+check_range "  Retry-After (s) of a 6 s block" "${ra:-0}" 5 6
+check_eq "  RateLimit t= is Retry-After, r=0" "$rl" "\"pen\";r=0;t=$ra"
+check_match "  body says blocked" "$(jget "d['detail']" <<<"$H_BODY")" 'blocked'
+
+hreq "http://127.0.0.1:$PA/v1/check"
+check_eq "GET /v1/check: 405" "$H_CODE" 405
+check_eq "  Allow" "$(hdr Allow)" POST
+check_match "  problem+json" "$(hdr Content-Type)" '^application/problem\+json'
 
 finish

@@ -25,9 +25,8 @@ require_http
 http_setup
 
 P=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$P
+xrld_http_run xrld "$P" <<EOF
+$(http_yaml "$P")
   idle_timeout: 2s
   max_header_bytes: 8192
   rules:
@@ -36,7 +35,6 @@ http:
       rate: 1/min
       burst: 100
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 BASE=http://127.0.0.1:$P
 
 # alive AFTER: /healthz 200 and a decision 200

@@ -37,10 +37,9 @@ http_setup
 
 P=$(free_port)
 M=$(free_port)
-cat >"$HT_TMP/xrld.yaml" <<EOF
+xrld_http_run xrld "$P" <<EOF
 metrics: 127.0.0.1:$M
-http:
-  listen: 127.0.0.1:$P
+$(http_yaml "$P")
   max_keys: $MAX_KEYS
   threads: 2
   rules:
@@ -49,7 +48,6 @@ http:
       rate: 1/min
       burst: 5
 EOF
-xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P"
 PID=${HT_PID[xrld]}
 CHECK=http://127.0.0.1:$P/v1/check
 post() { hreq "$CHECK" -X POST -H "Content-Type: application/json" --data-binary "$1"; }

@@ -29,33 +29,14 @@ XRL_TEST_NAME=test_http_nginx_bypass
 require_nginx
 http_setup
 
-X=$(free_port); N=$(free_port); UP=$(free_port)
-T=$HT_TMP
-cat >"$T/xrld.yaml" <<EOF
-http:
-  listen: 127.0.0.1:$X
-  forwarded_from: nginx
-  trusted_proxies: [127.0.0.1]
+xrld_http_rules xrld nginx <<EOF
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: bearer
-      rate: 1/min
-      burst: 3
-    - name: guarded
-      match: { method: POST, path_prefix: /api/guarded }
-      key: bearer
-      on_missing_key: refuse
-      rate: 1/min
-      burst: 3
-    - name: by-user
-      match: { method: PUT, path_prefix: /api/profile }
-      key: header:X-User-Id
-      on_missing_key: refuse
-      rate: 1/min
-      burst: 3
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' bearer 1/min 3)
+$(yaml_rule guarded '{ method: POST, path_prefix: /api/guarded }' bearer 1/min 3 'on_missing_key: refuse')
+$(yaml_rule by-user '{ method: PUT, path_prefix: /api/profile }' header:X-User-Id 1/min 3 'on_missing_key: refuse')
 EOF
-xrld_http_start xrld "$T/xrld.yaml" "$X"
+X=${HT_PORT[xrld]}; N=$(free_port); UP=$(free_port)
+T=$HT_TMP
 
 nginx_render "$SNIPPET" "$N" "$X" "$UP" "$T/xrl.conf"
 nginx_start "$T" "$UP" "$N" "" "$T/xrl.conf"

@@ -18,29 +18,19 @@ XRL_TEST_NAME=test_http_redis_shared
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http redis-server redis-cli
-http_setup
+http_redis_begin
 
-redis_start redis
-RP=${HT_PORT[redis]}
 PA=$(free_port)
 PB=$(free_port)
 for n in A B; do
 	p=PA; [ "$n" = B ] && p=PB
 	cat >"$HT_TMP/$n.yaml" <<EOF
-http:
-  listen: 127.0.0.1:${!p}
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "${!p}" traefik)
   backend: redis://127.0.0.1:$RP
   redis_timeout: 200ms
   threads: 4
   rules:
-    - name: holds
-      match: { method: POST, path_prefix: /api/holds }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 10
+$(yaml_rule holds '{ method: POST, path_prefix: /api/holds }' header:X-User-Id 1/min 10)
 EOF
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "${!p}"
 done
@@ -81,21 +71,20 @@ for round in 1 2 3; do
 done
 
 log "2. spent via one instance, refused via the other"
-c=()
-for i in $(seq 10); do hreq "http://127.0.0.1:$PA/v1/auth" -H "X-Forwarded-Method: POST" \
-	-H "X-Forwarded-Uri: /api/holds" -H "X-User-Id: seq-$$"; c+=("$H_CODE"); done
-check_eq "10 requests via A" "$(count 200 "${c[@]}")" 10
-hreq "http://127.0.0.1:$PB/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds" \
-	-H "X-User-Id: seq-$$"
+# hold PORT USER: one POST /api/holds of USER via the xrld on PORT
+hold() {
+	hreq "http://127.0.0.1:$1/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds" \
+		-H "X-User-Id: $2"
+}
+codes 10 hold "$PA" "seq-$$"
+check_eq "10 requests via A" "$(count 200 "${CODES[@]}")" 10
+hold "$PB" "seq-$$"
 check_eq "the 11th, via B" "$H_CODE" 429
 check_match "its Retry-After" "$(hdr Retry-After)" '^[1-9][0-9]*$'
 check_eq "its X-RateLimit-Remaining" "$(hdr X-RateLimit-Remaining)" 0
-c=()
-for i in $(seq 10); do hreq "http://127.0.0.1:$PB/v1/auth" -H "X-Forwarded-Method: POST" \
-	-H "X-Forwarded-Uri: /api/holds" -H "X-User-Id: seq2-$$"; c+=("$H_CODE"); done
-check_eq "10 requests of another user via B" "$(count 200 "${c[@]}")" 10
-hreq "http://127.0.0.1:$PA/v1/auth" -H "X-Forwarded-Method: POST" -H "X-Forwarded-Uri: /api/holds" \
-	-H "X-User-Id: seq2-$$"
+codes 10 hold "$PB" "seq2-$$"
+check_eq "10 requests of another user via B" "$(count 200 "${CODES[@]}")" 10
+hold "$PA" "seq2-$$"
 check_eq "the 11th, via A" "$H_CODE" 429
 
 log "3. the bucket in Redis"

@@ -32,14 +32,9 @@ write_policy() {
 	printf 'metrics: 127.0.0.1:%s\n' "$M" >"$HT_TMP/x.yaml.new"
 	if [ "$1" = with ]; then
 		cat >>"$HT_TMP/x.yaml.new" <<EOF
-http:
-  listen: 127.0.0.1:$P
+$(http_yaml "$P")
   rules:
-    - name: api
-      match: { path_prefix: /api/ }
-      key: header:X-User-Id
-      rate: 100/s
-      burst: 100
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-User-Id 100/s 100)
 EOF
 	fi
 	mv "$HT_TMP/x.yaml.new" "$HT_TMP/x.yaml"

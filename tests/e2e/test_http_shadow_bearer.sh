@@ -24,11 +24,8 @@ XRL_TEST_NAME=test_http_shadow_bearer
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http redis-server redis-cli
-http_setup
+http_redis_begin
 
-redis_start redis
-RP=${HT_PORT[redis]}
 TOK_A="tokA-$$-s3cr3t-$RANDOM$RANDOM"
 TOK_B="tokB-$$-s3cr3t-$RANDOM$RANDOM"
 for n in M R; do
@@ -38,23 +35,11 @@ for n in M R; do
 	cat >"$HT_TMP/$n.yaml" <<EOF
 metrics: 127.0.0.1:$m
 log_level: debug
-http:
-  listen: 127.0.0.1:$p
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$p" traefik)
   backend: $be
   rules:
-    - name: try-holds
-      match: { path_prefix: /shadow/ }
-      key: header:X-User-Id
-      rate: 1/min
-      burst: 2
-      shadow: true
-    - name: api
-      match: { path_prefix: /api/ }
-      key: bearer
-      rate: 1/min
-      burst: 3
+$(yaml_rule try-holds '{ path_prefix: /shadow/ }' header:X-User-Id 1/min 2 'shadow: true')
+$(yaml_rule api '{ path_prefix: /api/ }' bearer 1/min 3)
 EOF
 	xrld_http_start "$n" "$HT_TMP/$n.yaml" "$p" -v
 done
@@ -63,12 +48,8 @@ answers=
 for n in M R; do
 	pv=P_$n; mv=MP_$n; P=${!pv}; MP=${!mv}
 	log "[$n] 1. shadow rule try-holds (burst 2): 6 requests of user u1"
-	c=()
-	for i in $(seq 6); do
-		hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /shadow/$i" -H "X-User-Id: u1"
-		c+=("$H_CODE")
-	done
-	check_eq "[$n] statuses" "${c[*]}" "200 200 200 200 200 200"
+	codes 6 hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /shadow/{i}" -H "X-User-Id: u1"
+	check_eq "[$n] statuses" "${CODES[*]}" "200 200 200 200 200 200"
 	check_eq "[$n] the 6th has no Retry-After" "$(hdr Retry-After)" ""
 	check_eq "[$n] metrics: xrl_http_shadow_refusals_total" \
 		"$(metric "$MP" xrl_http_shadow_refusals_total)" 4
@@ -80,13 +61,13 @@ for n in M R; do
 	log "[$n] 2. bearer keys (api: burst 3)"
 	for t in A B; do
 		tv=TOK_$t
-		c=()
+		CODES=()
 		for i in 1 2 3 4; do
 			hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: Bearer ${!tv}"
-			c+=("$H_CODE")
+			CODES+=("$H_CODE")
 			answers+="$(cat "$HT_TMP/last.hdr") $H_BODY"
 		done
-		check_eq "[$n] token $t x4" "${c[*]}" "200 200 200 429"
+		check_eq "[$n] token $t x4" "${CODES[*]}" "200 200 200 429"
 	done
 	hreq "http://127.0.0.1:$P/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/x" -H "Authorization: bearer $TOK_A"
 	check_eq "[$n] \"bearer\" in lower case, token A" "$H_CODE" 429

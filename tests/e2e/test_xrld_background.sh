@@ -22,14 +22,9 @@ P=$(free_port)
 M=$(free_port)
 cat >"$HT_TMP/x.yaml" <<YAML
 metrics: 127.0.0.1:$M
-http:
-  listen: 127.0.0.1:$P
+$(http_yaml "$P")
   rules:
-    - name: api
-      match: { path_prefix: /api/ }
-      key: header:X-User-Id
-      rate: 10/s
-      burst: 10
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-User-Id 10/s 10)
 YAML
 PIN=/sys/fs/bpf/xrl-http-$$-bg
 HT_PINS+=("$PIN")

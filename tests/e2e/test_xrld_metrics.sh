@@ -39,22 +39,10 @@ xrld_lab xm$$
 start_server
 write_config "$XRLD_CONF" "$RATE" "$BURST"
 cat >>"$XRLD_CONF" <<EOF
-http:
-  listen: 127.0.0.1:$HP
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+$(http_yaml "$HP" traefik)
   rules:
-    - name: api
-      match: { path_prefix: /api/ }
-      key: header:X-Key
-      rate: 1/min
-      burst: 2
-    - name: trial
-      match: { path_prefix: /trial/ }
-      key: header:X-Key
-      rate: 1/min
-      burst: 2
-      shadow: true
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-Key 1/min 2)
+$(yaml_rule trial '{ path_prefix: /trial/ }' header:X-Key 1/min 2 'shadow: true')
 EOF
 
 scrape() { in_prot curl -s --max-time 5 http://127.0.0.1:9101/metrics; }

@@ -40,14 +40,9 @@ HP=18787
 conf() {
 	write_config "$XRLD_CONF" 50 20 drop "" "$1"
 	cat >>"$XRLD_CONF" <<EOF
-http:
-  listen: 127.0.0.1:$HP
+$(http_yaml "$HP")
   rules:
-    - name: api
-      match: { path_prefix: /api/ }
-      key: header:X-User-Id
-      rate: 10/s
-      burst: 10
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-User-Id 10/s 10)
 EOF
 }
 conf ""

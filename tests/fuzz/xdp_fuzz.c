@@ -131,14 +131,15 @@ static unsigned be16(const uint8_t *b)
 }
 
 /*
- * An IPv6 first fragment whose header chain is cut: ipv6frag_thdr_truncated
- * lets it through (ipv6_skip_exthdr fails, so it is not "truncated"), and
+ * An IPv6 header chain cut short (ME_V6_EXT_CUT). A first fragment so
+ * cut: ipv6frag_thdr_truncated lets it through (ipv6_skip_exthdr fails, so it is not "truncated"), and
  * reassembly with a later fragment can complete the chain with any segment,
  * a SYN included. Found by review, not by this fuzzer, which sends one
  * frame at a time: the program must drop it, as a tiny fragment.
  */
-static void v6_cut_first_frag(struct model *m)
+static void v6_ext_cut(struct model *m)
 {
+	m->end = ME_V6_EXT_CUT;
 	if (m->first_frag) {
 		m->tiny = true;
 		m->maybe = true;
@@ -194,22 +195,35 @@ static void model_l4(struct model *m, const uint8_t *b, size_t l4, size_t ip_end
 	m->delivered = doff >= 20;
 }
 
+/*
+ * The fixed part of an IP header of version ver at off (20 or 40 bytes,
+ * the source address at 12 or 8, the destination right after it): the
+ * family and addresses into m; the end if it is cut short or of another
+ * version, else 0.
+ */
+static enum m_end model_ip_fixed(struct model *m, const uint8_t *b, size_t len, size_t off,
+				 unsigned ver)
+{
+	size_t hlen = ver == 4 ? 20 : 40, alen = ver == 4 ? 4 : 16, sa = ver == 4 ? 12 : 8;
+
+	if (off + hlen > len)
+		return ver == 4 ? ME_V4_SHORT : ME_V6_SHORT;
+	if (b[off] >> 4 != ver)
+		return ver == 4 ? ME_V4_VERSION : ME_V6_VERSION;
+	m->family = (int)ver;
+	memcpy(m->src, b + off + sa, alen);
+	memcpy(m->dst, b + off + sa + alen, alen);
+	return 0;
+}
+
 /* IPv4 as ip_rcv_core takes it. */
 static void model_ipv4(struct model *m, const uint8_t *b, size_t len, size_t off)
 {
 	unsigned ihl, tot, frag;
 
-	if (off + 20 > len) {
-		m->end = ME_V4_SHORT;
+	m->end = model_ip_fixed(m, b, len, off, 4);
+	if (m->end)
 		return;
-	}
-	if (b[off] >> 4 != 4) {
-		m->end = ME_V4_VERSION;
-		return;
-	}
-	m->family = 4;
-	memcpy(m->src, b + off + 12, 4);
-	memcpy(m->dst, b + off + 16, 4);
 	ihl = b[off] & 15;
 	tot = be16(b + off + 2);
 	if (ihl < 5) {
@@ -242,17 +256,9 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 	size_t ip_end, p = off + 40;
 	unsigned nh, plen;
 
-	if (off + 40 > len) {
-		m->end = ME_V6_SHORT;
+	m->end = model_ip_fixed(m, b, len, off, 6);
+	if (m->end)
 		return;
-	}
-	if (b[off] >> 4 != 6) {
-		m->end = ME_V6_VERSION;
-		return;
-	}
-	m->family = 6;
-	memcpy(m->src, b + off + 8, 16);
-	memcpy(m->dst, b + off + 24, 16);
 	nh = b[off + 6];
 	plen = be16(b + off + 4);
 	if (plen == 0 && nh == 0) {
@@ -270,8 +276,7 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 			break;
 		m->chain_seen++;
 		if (p + 8 > ip_end) {
-			m->end = ME_V6_EXT_CUT;
-			v6_cut_first_frag(m);
+			v6_ext_cut(m);
 			return;
 		}
 		if (nh == 0 && p != off + 40) {
@@ -297,8 +302,7 @@ static void model_ipv6(struct model *m, const uint8_t *b, size_t len, size_t off
 			hl = ((size_t)b[p + 1] + 1) * 8;
 		}
 		if (p + hl > ip_end) {
-			m->end = ME_V6_EXT_CUT;
-			v6_cut_first_frag(m);
+			v6_ext_cut(m);
 			return;
 		}
 		m->chain++;
@@ -751,39 +755,38 @@ static int fz_prefix_of(const char *s, struct fz_prefix *out)
 	return 0;
 }
 
+/* The next rule of pol: name, proto, its first port range; 1/h, burst 2,
+ * so that a second packet of one source is refused. */
+static struct xrl_rule_spec *add_rule(struct xrl_policy *pol, const char *name, int proto, __u16 lo,
+				      __u16 hi)
+{
+	struct xrl_rule_spec *r = &pol->rules[pol->n_rules++];
+
+	xrl_rule_spec_init(r, name);
+	r->proto = proto;
+	r->ports[r->n_ports++] = (struct xrl_port_range){ lo, hi };
+	r->rate = (struct xrl_rate){ .tokens = 1, .period_ns = 3600ULL * XRL_NSEC_PER_SEC };
+	r->burst = 2;
+	return r;
+}
+
 static int apply_policy(struct fz *f)
 {
-	static struct xrl_policy pol;   /* ~30 KB */
-	const struct xrl_rate slow = { .tokens = 1, .period_ns = 3600ULL * XRL_NSEC_PER_SEC };
+	static struct xrl_policy pol; /* ~30 KB */
 	char err[XRL_ERRLEN] = "";
 	struct xrl_rule_spec *r;
 	int rc;
 
 	memset(&pol, 0, sizeof(pol));
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "web");
-	r->proto = XRL_PROTO_TCP;
+	r = add_rule(&pol, "web", XRL_PROTO_TCP, 80, 80);
 	r->tcp_class = XRL_TCP_SYN;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 80, 80 };
 	r->ports[r->n_ports++] = (struct xrl_port_range){ 8080, 8081 };
-	r->rate = slow;
-	r->burst = 2;
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "login6");
-	r->proto = XRL_PROTO_TCP;
+	r = add_rule(&pol, "login6", XRL_PROTO_TCP, 443, 443);
 	r->tcp_class = XRL_TCP_SYN;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 443, 443 };
 	rc = xrl_prefix_parse(LOGIN6 "/128", &r->dst, err, sizeof(err));
 	r->has_dst = true;
-	r->rate = slow;
-	r->burst = 2;
-	r = &pol.rules[pol.n_rules++];
-	xrl_rule_spec_init(r, "dns-shadow");
-	r->proto = XRL_PROTO_UDP;
+	r = add_rule(&pol, "dns-shadow", XRL_PROTO_UDP, 53, 53);
 	r->action = XRL_ACT_SHADOW;
-	r->ports[r->n_ports++] = (struct xrl_port_range){ 53, 53 };
-	r->rate = slow;
-	r->burst = 2;
 	if (!rc)
 		rc = xrl_apply_policy(f->h, &pol, err, sizeof(err));
 	if (rc)

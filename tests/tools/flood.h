@@ -29,6 +29,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -516,6 +517,279 @@ static inline uint32_t csum_pseudo(int family, const uint8_t *dst, bool udp, siz
 
 	/* v4 has the length in 16 bits, v6 in 32: the same sum below 64 KiB */
 	return csum_add(csum_add(0, dst, family == AF_INET ? 4 : 16), w, sizeof(w));
+}
+
+/* ---- the options of the two tools -------------------------------------------------- */
+
+/*
+ * What the options set, and what follows from them (both tools' options in
+ * one table; each takes a part, struct flood_limits says which). A tool's
+ * configuration holds these as FLOOD_GROUP(): a union of struct flood_args
+ * (for flood_parse) and the same fields unnamed (C.dev, C.vlan...), as the
+ * kernel's struct_group() does.
+ */
+#define FLOOD_ARGS_FIELDS \
+	const char *dev; \
+	int ifindex; \
+	uint8_t src_mac[6], dst_mac[6]; \
+	bool has_src_mac, has_dst_mac; \
+	const char *dst_arg; /* --dst as given */ \
+	int family;	     /* of --dst: AF_INET / AF_INET6 */ \
+	uint8_t dst[16];     /* network order */ \
+	int dport;	     /* host order; -1: not given */ \
+	uint16_t sport;	     /* host order; 0: random per frame */ \
+	const char *sources; /* NULL: not given */ \
+	uint8_t src[16];     /* network order */ \
+	int src_plen; \
+	uint64_t nsrc; /* 0: not sequential */ \
+	bool random, rand_dport, udp, ipv6; \
+	int vlan;	  /* -1: untagged */ \
+	unsigned size;	  /* frame bytes, 0: minimal (xrl-gen) */ \
+	unsigned payload; /* bytes after the L4 header (xrl-synflood) */ \
+	uint64_t rate;	  /* frames/s over all threads, 0 = max */ \
+	double duration;  /* s, 0 = not bounded in time */ \
+	uint64_t count;	  /* frames over all threads, 0 = unbounded */ \
+	int threads; \
+	int cpus[MAX_THREADS]; \
+	int n_cpus; /* 0: no pinning */ \
+	unsigned batch; \
+	bool verbose; \
+	bool allow_physical;
+
+struct flood_args {
+	FLOOD_ARGS_FIELDS
+};
+
+#define FLOOD_GROUP() \
+	union { \
+		struct flood_args a; \
+		struct { \
+			FLOOD_ARGS_FIELDS \
+		}; \
+	}
+
+/* getopt_long values of the options; FO_BIT(o) for struct flood_limits. */
+enum {
+	FO_DEV = 256,
+	FO_SRC_MAC,
+	FO_DST_MAC,
+	FO_DST,
+	FO_DPORT,
+	FO_SPORT,
+	FO_SOURCES,
+	FO_NSRC,
+	FO_RANDOM,
+	FO_RAND_DPORT,
+	FO_UDP,
+	FO_IPV6,
+	FO_VLAN,
+	FO_SIZE,
+	FO_PAYLOAD,
+	FO_RATE,
+	FO_DURATION,
+	FO_COUNT,
+	FO_THREADS,
+	FO_CPUS,
+	FO_BATCH,
+	FO_ALLOW_PHYS,
+};
+#define FO_BIT(o) (1u << ((o)-FO_DEV))
+
+/* What a tool takes and allows where the two differ. */
+struct flood_limits {
+	unsigned takes;	   /* FO_BIT()s of its own options (the rest are common) */
+	flood_num_fn *num; /* its reading of a number */
+	unsigned dport_min;
+	uint64_t rate_max;
+	unsigned size_max, payload_max, batch_max;
+	void (*usage)(FILE *f);
+};
+
+/* The options only one tool takes; any other is an option of both. */
+#define FO_OWN_BITS \
+	(FO_BIT(FO_SPORT) | FO_BIT(FO_RANDOM) | FO_BIT(FO_RAND_DPORT) | FO_BIT(FO_IPV6) | \
+	 FO_BIT(FO_SIZE) | FO_BIT(FO_PAYLOAD))
+
+static const struct option flood_options[] = {
+	{ "dev", required_argument, NULL, FO_DEV },
+	{ "src-mac", required_argument, NULL, FO_SRC_MAC },
+	{ "dst-mac", required_argument, NULL, FO_DST_MAC },
+	{ "dst", required_argument, NULL, FO_DST },
+	{ "dport", required_argument, NULL, FO_DPORT },
+	{ "sport", required_argument, NULL, FO_SPORT },
+	{ "sources", required_argument, NULL, FO_SOURCES },
+	{ "nsrc", required_argument, NULL, FO_NSRC },
+	{ "random", no_argument, NULL, FO_RANDOM },
+	{ "random-dport", no_argument, NULL, FO_RAND_DPORT },
+	{ "udp", no_argument, NULL, FO_UDP },
+	{ "ipv6", no_argument, NULL, FO_IPV6 },
+	{ "vlan", required_argument, NULL, FO_VLAN },
+	{ "size", required_argument, NULL, FO_SIZE },
+	{ "payload", required_argument, NULL, FO_PAYLOAD },
+	{ "rate", required_argument, NULL, FO_RATE },
+	{ "duration", required_argument, NULL, FO_DURATION },
+	{ "count", required_argument, NULL, FO_COUNT },
+	{ "threads", required_argument, NULL, FO_THREADS },
+	{ "cpus", required_argument, NULL, FO_CPUS },
+	{ "batch", required_argument, NULL, FO_BATCH },
+	{ "allow-physical", no_argument, NULL, FO_ALLOW_PHYS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A number in min..max, read the tool's way. */
+static inline uint64_t flood_num(const struct flood_limits *l, const char *opt, const char *s,
+				 uint64_t min, uint64_t max)
+{
+	uint64_t v = l->num(opt, s, max);
+
+	if (v < min)
+		die_usage("%s: must be at least %" PRIu64, opt, min);
+	return v;
+}
+
+/* The bounds of a number option o (FO_DPORT...), in the tool's limits l. */
+static inline uint64_t flood_opt_num(int o, const char *opt, const struct flood_limits *l)
+{
+	switch (o) {
+	case FO_DPORT:
+		return flood_num(l, opt, optarg, l->dport_min, 65535);
+	case FO_SPORT:
+		return flood_num(l, opt, optarg, 0, 65535);
+	case FO_NSRC:
+		return flood_num(l, opt, optarg, 1, UINT32_MAX);
+	case FO_VLAN:
+		return flood_num(l, opt, optarg, 0, 4095);
+	case FO_SIZE:
+		return flood_num(l, opt, optarg, 1, l->size_max);
+	case FO_PAYLOAD:
+		return flood_num(l, opt, optarg, 0, l->payload_max);
+	case FO_RATE:
+		return flood_num(l, opt, optarg, 0, l->rate_max);
+	case FO_COUNT:
+		return flood_num(l, opt, optarg, 1, UINT64_MAX / 2);
+	case FO_THREADS:
+		return flood_num(l, opt, optarg, 1, MAX_THREADS);
+	default:
+		return flood_num(l, opt, optarg, 1, l->batch_max);
+	}
+}
+
+/* How an option's value is read and where it goes in struct flood_args. */
+enum flood_kind { FK_STR, FK_FLAG, FK_MAC, FK_NUM, FK_DURATION, FK_CPUS };
+#define FA(f) offsetof(struct flood_args, f), sizeof(((struct flood_args *)0)->f)
+
+static const struct {
+	enum flood_kind kind;
+	size_t off, size; /* the field (FK_NUM: an integer of 1 to 8 bytes) */
+	size_t has;	  /* FK_MAC: the bool that says it was given */
+} flood_fields[] = {
+	[FO_DEV - FO_DEV] = { FK_STR, FA(dev) },
+	[FO_SRC_MAC - FO_DEV] = { FK_MAC, FA(src_mac), offsetof(struct flood_args, has_src_mac) },
+	[FO_DST_MAC - FO_DEV] = { FK_MAC, FA(dst_mac), offsetof(struct flood_args, has_dst_mac) },
+	[FO_DST - FO_DEV] = { FK_STR, FA(dst_arg) },
+	[FO_DPORT - FO_DEV] = { FK_NUM, FA(dport) },
+	[FO_SPORT - FO_DEV] = { FK_NUM, FA(sport) },
+	[FO_SOURCES - FO_DEV] = { FK_STR, FA(sources) },
+	[FO_NSRC - FO_DEV] = { FK_NUM, FA(nsrc) },
+	[FO_RANDOM - FO_DEV] = { FK_FLAG, FA(random) },
+	[FO_RAND_DPORT - FO_DEV] = { FK_FLAG, FA(rand_dport) },
+	[FO_UDP - FO_DEV] = { FK_FLAG, FA(udp) },
+	[FO_IPV6 - FO_DEV] = { FK_FLAG, FA(ipv6) },
+	[FO_VLAN - FO_DEV] = { FK_NUM, FA(vlan) },
+	[FO_SIZE - FO_DEV] = { FK_NUM, FA(size) },
+	[FO_PAYLOAD - FO_DEV] = { FK_NUM, FA(payload) },
+	[FO_RATE - FO_DEV] = { FK_NUM, FA(rate) },
+	[FO_DURATION - FO_DEV] = { FK_DURATION, FA(duration) },
+	[FO_COUNT - FO_DEV] = { FK_NUM, FA(count) },
+	[FO_THREADS - FO_DEV] = { FK_NUM, FA(threads) },
+	[FO_CPUS - FO_DEV] = { FK_CPUS, FA(cpus) },
+	[FO_BATCH - FO_DEV] = { FK_NUM, FA(batch) },
+	[FO_ALLOW_PHYS - FO_DEV] = { FK_FLAG, FA(allow_physical) },
+};
+
+/* getopt_long's answer o, the option named opt, into a. */
+static inline void flood_opt(int o, const char *opt, struct flood_args *a,
+			     const struct flood_limits *l)
+{
+	char *p = (char *)a + flood_fields[o - FO_DEV].off;
+	uint64_t v;
+
+	switch (flood_fields[o - FO_DEV].kind) {
+	case FK_STR:
+		*(const char **)p = optarg;
+		break;
+	case FK_FLAG:
+		*(bool *)p = true;
+		break;
+	case FK_MAC:
+		parse_mac(opt, optarg, (uint8_t *)p);
+		*(bool *)((char *)a + flood_fields[o - FO_DEV].has) = true;
+		break;
+	case FK_NUM:
+		/* the low bytes of v: every bound fits its field */
+		v = flood_opt_num(o, opt, l);
+		if (flood_fields[o - FO_DEV].size == sizeof(uint16_t))
+			*(uint16_t *)p = (uint16_t)v;
+		else if (flood_fields[o - FO_DEV].size == sizeof(uint32_t))
+			*(uint32_t *)p = (uint32_t)v;
+		else
+			*(uint64_t *)p = v;
+		break;
+	case FK_DURATION:
+		a->duration = parse_duration(optarg);
+		break;
+	case FK_CPUS:
+		a->n_cpus = parse_cpus(optarg, a->cpus, l->num);
+		if (a->n_cpus < 0)
+			die("couldn't parse --cpus: out of memory");
+		break;
+	}
+}
+
+/*
+ * The command line into a: the options the tool takes (another is unknown
+ * to it), no operand, and what every run needs (--dev, --dst-mac, --dst, a
+ * bound); --dst read into a->dst and a->family. --help prints the usage.
+ */
+static inline void flood_parse(int argc, char **argv, struct flood_args *a,
+			       const struct flood_limits *l)
+{
+	char opt[32];
+	int o, i = -1;
+
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, ":vh", flood_options, &i)) != -1) {
+		if (o == 'h') {
+			l->usage(stdout);
+			exit(0);
+		}
+		if (o == ':' || o == '?')
+			bad_option(o, argv);
+		if (o == 'v') {
+			a->verbose = true;
+			continue;
+		}
+		snprintf(opt, sizeof(opt), "--%s", flood_options[i].name);
+		if ((FO_BIT(o) & FO_OWN_BITS) && !(FO_BIT(o) & l->takes))
+			die_usage("unknown option '%s'", opt);
+		flood_opt(o, opt, a, l);
+	}
+	if (optind < argc)
+		die_usage("unexpected argument '%s'", argv[optind]);
+	if (!a->dev)
+		die_usage("--dev IFACE is required");
+	if (!a->has_dst_mac)
+		die_usage("--dst-mac MAC is required (the receiving end's MAC: "
+			  "ip -n NS link show dev IFACE)");
+	if (!a->dst_arg)
+		die_usage("--dst IP is required");
+	if (!a->duration && !a->count)
+		die_usage("give --duration SEC and/or --count N: every run must be bounded");
+	a->family = parse_ip(a->dst_arg, a->dst);
+	if (!a->family)
+		die_usage("--dst: '%s' is not an IPv4 or IPv6 address", a->dst_arg);
 }
 
 #endif /* XRL_FLOOD_H */

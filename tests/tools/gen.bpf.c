@@ -14,10 +14,15 @@
  * checksums, so every frame is valid for the receiving stack.
  *
  * Live-frame pages are recycled without being reset to the template: a
- * frame may start with the bytes of an earlier one. So every field that
- * varies is written in full and every checksum is computed from the
- * constant sums userspace prepared (gen.h), never from what is in the
- * frame.
+ * frame may start with the bytes of an earlier one, as this program or the
+ * receiver left them (a receiver that answers with XDP_TX, as xrl's SYN
+ * cookies do, turns the frame into a SYN-ACK in place, and on a veth the
+ * page comes back here as it was: without a reset the next frames went out
+ * as SYN-ACKs to port 80's answer). So the template's first bytes (every
+ * header) are written back first, every field that varies is written in
+ * full, and every checksum is computed from the constant sums userspace
+ * prepared (gen.h), never from what is in the frame. Bytes past
+ * XRL_GEN_TMPL are the receiver's to keep.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -66,6 +71,14 @@ int xrl_gen(struct xdp_md *ctx)
 	c = bpf_map_lookup_elem(&xrl_gen_ctr, &key);
 	if (!c)
 		return XDP_ABORTED;
+
+	for (__u32 i = 0; i < XRL_GEN_TMPL / 4; i++) {
+		if (i * 4 + 4 > cfg.tmpl_len)
+			break;
+		if (data + i * 4 + 4 > end)
+			goto bad;
+		((__u32 *)data)[i] = cfg.tmpl[i];
+	}
 
 	/* the source address, network order */
 	s0 = cfg.src[0];

@@ -89,32 +89,9 @@
 
 /* ---- configuration -------------------------------------------------------- */
 
+/* --sources NULL: the interface's own address; threads 0: not given. */
 static struct {
-	const char *dev;
-	int ifindex;
-	uint8_t src_mac[6], dst_mac[6];
-	bool has_src_mac, has_dst_mac;
-	int family;                /* AF_INET / AF_INET6 */
-	uint8_t dst[16];           /* network order */
-	int dport;                 /* -1 = not given */
-	const char *sources;       /* NULL = the interface's own address */
-	uint8_t src[16];
-	int src_plen;
-	uint64_t nsrc;             /* 0 = not sequential */
-	bool random;
-	bool rand_dport;
-	bool udp;
-	int vlan;                  /* -1 = untagged */
-	unsigned size;             /* frame bytes, 0 = minimal (padded to 60) */
-	uint64_t rate;             /* frames/s over all threads, 0 = max */
-	double duration;           /* s, 0 = not bounded in time */
-	uint64_t count;            /* frames over all threads, 0 = unbounded */
-	int threads;               /* 0 = not given */
-	int cpus[MAX_THREADS];
-	int n_cpus;
-	unsigned batch;
-	bool verbose;
-	bool allow_physical;
+	FLOOD_GROUP();
 } C = { .dport = -1, .vlan = -1, .batch = BATCH_DEF };
 
 struct thr {
@@ -201,130 +178,21 @@ static uint64_t parse_max(const char *opt, const char *s, uint64_t max)
 
 static void parse_args(int argc, char **argv)
 {
-	enum {
-		O_DEV = 256, O_DST_MAC, O_SRC_MAC, O_DST, O_DPORT, O_SOURCES, O_NSRC,
-		O_RANDOM, O_RAND_DPORT, O_UDP, O_VLAN, O_SIZE, O_RATE, O_DURATION,
-		O_COUNT, O_THREADS, O_CPUS, O_BATCH, O_ALLOW_PHYS,
-	};
-	static const struct option opts[] = {
-		{ "dev",            required_argument, NULL, O_DEV },
-		{ "dst-mac",        required_argument, NULL, O_DST_MAC },
-		{ "src-mac",        required_argument, NULL, O_SRC_MAC },
-		{ "dst",            required_argument, NULL, O_DST },
-		{ "dport",          required_argument, NULL, O_DPORT },
-		{ "sources",        required_argument, NULL, O_SOURCES },
-		{ "nsrc",           required_argument, NULL, O_NSRC },
-		{ "random",         no_argument,       NULL, O_RANDOM },
-		{ "random-dport",   no_argument,       NULL, O_RAND_DPORT },
-		{ "udp",            no_argument,       NULL, O_UDP },
-		{ "vlan",           required_argument, NULL, O_VLAN },
-		{ "size",           required_argument, NULL, O_SIZE },
-		{ "rate",           required_argument, NULL, O_RATE },
-		{ "duration",       required_argument, NULL, O_DURATION },
-		{ "count",          required_argument, NULL, O_COUNT },
-		{ "threads",        required_argument, NULL, O_THREADS },
-		{ "cpus",           required_argument, NULL, O_CPUS },
-		{ "batch",          required_argument, NULL, O_BATCH },
-		{ "allow-physical", no_argument,       NULL, O_ALLOW_PHYS },
-		{ "verbose",        no_argument,       NULL, 'v' },
-		{ "help",           no_argument,       NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *dst = NULL;
-	int o;
+	/* --dport 1..65535 and required; --rate up to 1e9 frames/s */
+	static const struct flood_limits lim = { .takes = FO_BIT(FO_RANDOM) |
+							  FO_BIT(FO_RAND_DPORT) | FO_BIT(FO_SIZE),
+						 .num = parse_max,
+						 .dport_min = 1,
+						 .rate_max = 1000000000,
+						 .size_max = FRAME_MAX,
+						 .batch_max = BATCH_MAX,
+						 .usage = usage };
 
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
-		switch (o) {
-		case O_DEV:
-			C.dev = optarg;
-			break;
-		case O_DST_MAC:
-			parse_mac("--dst-mac", optarg, C.dst_mac);
-			C.has_dst_mac = true;
-			break;
-		case O_SRC_MAC:
-			parse_mac("--src-mac", optarg, C.src_mac);
-			C.has_src_mac = true;
-			break;
-		case O_DST:
-			dst = optarg;
-			break;
-		case O_DPORT:
-			C.dport = (int)parse_u64("--dport", optarg, 1, 65535);
-			break;
-		case O_SOURCES:
-			C.sources = optarg;
-			break;
-		case O_NSRC:
-			C.nsrc = parse_u64("--nsrc", optarg, 1, UINT32_MAX);
-			break;
-		case O_RANDOM:
-			C.random = true;
-			break;
-		case O_RAND_DPORT:
-			C.rand_dport = true;
-			break;
-		case O_UDP:
-			C.udp = true;
-			break;
-		case O_VLAN:
-			C.vlan = (int)parse_u64("--vlan", optarg, 0, 4095);
-			break;
-		case O_SIZE:
-			C.size = (unsigned)parse_u64("--size", optarg, 1, FRAME_MAX);
-			break;
-		case O_RATE:
-			C.rate = parse_u64("--rate", optarg, 0, 1000000000);
-			break;
-		case O_DURATION:
-			C.duration = parse_duration(optarg);
-			break;
-		case O_COUNT:
-			C.count = parse_u64("--count", optarg, 1, UINT64_MAX / 2);
-			break;
-		case O_THREADS:
-			C.threads = (int)parse_u64("--threads", optarg, 1, MAX_THREADS);
-			break;
-		case O_CPUS:
-			C.n_cpus = parse_cpus(optarg, C.cpus, parse_max);
-			if (C.n_cpus < 0)
-				die("out of memory");
-			break;
-		case O_BATCH:
-			C.batch = (unsigned)parse_u64("--batch", optarg, 1, BATCH_MAX);
-			break;
-		case O_ALLOW_PHYS:
-			C.allow_physical = true;
-			break;
-		case 'v':
-			C.verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			bad_option(o, argv);
-		}
-	}
-	if (optind < argc)
-		die_usage("unexpected argument '%s'", argv[optind]);
-	if (!C.dev)
-		die_usage("--dev IFACE is required");
-	if (!C.has_dst_mac)
-		die_usage("--dst-mac MAC is required (the peer's MAC: "
-			  "ip -n NS link show dev PEER)");
-	if (!dst)
-		die_usage("--dst IP is required");
+	flood_parse(argc, argv, &C.a, &lim);
 	if (C.dport < 0)
 		die_usage("--dport N is required");
-	if (!C.duration && !C.count)
-		die_usage("give --duration SEC and/or --count N: every run must be bounded");
 	if (C.random && C.nsrc)
 		die_usage("--random and --nsrc exclude each other");
-	C.family = parse_ip(dst, C.dst);
-	if (!C.family)
-		die_usage("--dst: '%s' is not an IPv4 or IPv6 address", dst);
 	if (!C.threads)
 		C.threads = C.n_cpus ? C.n_cpus : 1;
 	if (C.n_cpus > C.threads && C.verbose)
@@ -454,6 +322,11 @@ static void build_frame(struct xrl_gen_cfg *g)
 		g->ip_sum = csum_add(0, g_frame + l3_off(), sizeof(struct fl_ip4));
 	g->l4_sum = csum_add(csum_pseudo(C.family, C.dst, C.udp, l4len),
 			     g_frame + l4_off(), l4len);
+	/* whole words: of a frame whose length is not a multiple of 4 the
+	 * last 1-3 bytes are left as they are (an untagged IPv6 TCP frame's
+	 * urgent pointer, which no answer sets) */
+	g->tmpl_len = (g_flen < XRL_GEN_TMPL ? g_flen : XRL_GEN_TMPL) & ~3u;
+	memcpy(g->tmpl, g_frame, g->tmpl_len);
 }
 
 static void fill_cfg(struct xrl_gen_cfg *g)

@@ -17,6 +17,12 @@
 #include <linux/types.h>
 #endif
 
+/* Bytes of the template frame the program writes back into every frame:
+ * a receiver may rewrite a frame in place (an XDP_TX answer) and the page
+ * comes back to the generator as it left (see gen.bpf.c). Covers every
+ * header the generator builds (Ethernet, a tag, IPv6, TCP: 78 bytes). */
+#define XRL_GEN_TMPL 128
+
 enum xrl_gen_mode {
 	XRL_GEN_ONE    = 0, /* every frame from src */
 	XRL_GEN_SEQ    = 1, /* src + 0 .. src + nsrc - 1, round robin per CPU */
@@ -45,6 +51,10 @@ struct xrl_gen_cfg {
 	__u32 l4_sum;       /* sum of the pseudo header and the L4 segment with
 	                     * the source address, sport, seq (TCP), dport (if
 	                     * rand_dport) and the checksum zeroed */
+	__u32 tmpl_len;     /* bytes of tmpl: the frame's first bytes, at most
+	                     * XRL_GEN_TMPL */
+	__u32 tmpl[XRL_GEN_TMPL / 4]; /* the template frame's first tmpl_len
+	                     * bytes, as they are in the frame */
 };
 
 struct xrl_gen_ctr {

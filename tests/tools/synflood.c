@@ -56,32 +56,9 @@
 
 /* ---- configuration ------------------------------------------------------ */
 
+/* nsrc 0: random in the --sources prefix. */
 struct cfg {
-	const char *dev;
-	int ifindex;
-	uint8_t src_mac[6];
-	bool has_src_mac;
-	uint8_t dst_mac[6];
-	bool has_dst_mac;
-	int family;                   /* AF_INET or AF_INET6 */
-	uint8_t dst[16];              /* network order; v4 in the first 4 */
-	uint16_t dport;               /* host order */
-	uint16_t sport;               /* host order, 0 = random per frame */
-	uint8_t src[16];              /* --sources address, network order */
-	int src_plen;
-	uint64_t nsrc;                /* 0 = random in the prefix */
-	bool udp;
-	int vlan;                     /* -1 = untagged */
-	uint64_t rate;                /* frames/s over all threads, 0 = max */
-	double duration;              /* s, 0 = unbounded in time */
-	uint64_t count;               /* frames over all threads, 0 = unbounded */
-	int threads;
-	int cpus[MAX_THREADS];
-	int n_cpus;                   /* 0 = no pinning */
-	int batch;
-	unsigned payload;
-	bool verbose;
-	bool allow_physical;
+	FLOOD_GROUP();
 };
 
 struct thr {
@@ -306,7 +283,7 @@ static void *sender(void *arg)
 	if (!frames && !t->err)
 		t->err = ENOMEM;
 	memset(msgs, 0, sizeof(msgs));
-	for (int i = 0; frames && i < C.batch; i++) {
+	for (unsigned i = 0; frames && i < C.batch; i++) {
 		frame_init(frames[i]);
 		iov[i].iov_base = frames[i];
 		iov[i].iov_len = flen;
@@ -376,138 +353,20 @@ static void *sender(void *arg)
 
 static void parse_args(int argc, char **argv)
 {
-	enum {
-		O_DEV = 256, O_SRC_MAC, O_DST_MAC, O_DST, O_DPORT, O_SPORT, O_SOURCES,
-		O_NSRC, O_UDP, O_IPV6, O_VLAN, O_PAYLOAD, O_RATE, O_DURATION,
-		O_COUNT, O_THREADS, O_CPUS, O_BATCH, O_ALLOW_PHYS,
-	};
-	static const struct option opts[] = {
-		{ "dev",      required_argument, NULL, O_DEV },
-		{ "src-mac",  required_argument, NULL, O_SRC_MAC },
-		{ "dst-mac",  required_argument, NULL, O_DST_MAC },
-		{ "dst",      required_argument, NULL, O_DST },
-		{ "dport",    required_argument, NULL, O_DPORT },
-		{ "sport",    required_argument, NULL, O_SPORT },
-		{ "sources",  required_argument, NULL, O_SOURCES },
-		{ "nsrc",     required_argument, NULL, O_NSRC },
-		{ "udp",      no_argument,       NULL, O_UDP },
-		{ "ipv6",     no_argument,       NULL, O_IPV6 },
-		{ "vlan",     required_argument, NULL, O_VLAN },
-		{ "payload",  required_argument, NULL, O_PAYLOAD },
-		{ "rate",     required_argument, NULL, O_RATE },
-		{ "duration", required_argument, NULL, O_DURATION },
-		{ "count",    required_argument, NULL, O_COUNT },
-		{ "threads",  required_argument, NULL, O_THREADS },
-		{ "cpus",     required_argument, NULL, O_CPUS },
-		{ "batch",    required_argument, NULL, O_BATCH },
-		{ "allow-physical", no_argument, NULL, O_ALLOW_PHYS },
-		{ "verbose",  no_argument,       NULL, 'v' },
-		{ "help",     no_argument,       NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *dst = NULL, *sources = NULL;
-	bool ipv6 = false;
-	int o;
+	/* --dport 0..65535, 80 by default; --rate up to 1e8 frames/s */
+	static const struct flood_limits lim = { .takes = FO_BIT(FO_SPORT) | FO_BIT(FO_IPV6) |
+							  FO_BIT(FO_PAYLOAD),
+						 .num = parse_u64,
+						 .rate_max = 100000000,
+						 .payload_max = 1400,
+						 .batch_max = BATCH_MAX,
+						 .usage = usage };
+	const char *dst, *sources;
 
-	opterr = 0;
-	while ((o = getopt_long(argc, argv, ":vh", opts, NULL)) != -1) {
-		switch (o) {
-		case O_DEV:
-			C.dev = optarg;
-			break;
-		case O_SRC_MAC:
-			parse_mac("--src-mac", optarg, C.src_mac);
-			C.has_src_mac = true;
-			break;
-		case O_DST_MAC:
-			parse_mac("--dst-mac", optarg, C.dst_mac);
-			C.has_dst_mac = true;
-			break;
-		case O_DST:
-			dst = optarg;
-			break;
-		case O_DPORT:
-			C.dport = (uint16_t)parse_u64("--dport", optarg, 65535);
-			break;
-		case O_SPORT:
-			C.sport = (uint16_t)parse_u64("--sport", optarg, 65535);
-			break;
-		case O_SOURCES:
-			sources = optarg;
-			break;
-		case O_NSRC:
-			C.nsrc = parse_u64("--nsrc", optarg, UINT32_MAX);
-			if (!C.nsrc)
-				die_usage("--nsrc: must be at least 1");
-			break;
-		case O_UDP:
-			C.udp = true;
-			break;
-		case O_IPV6:
-			ipv6 = true;
-			break;
-		case O_VLAN:
-			C.vlan = (int)parse_u64("--vlan", optarg, 4095);
-			break;
-		case O_PAYLOAD:
-			C.payload = (unsigned)parse_u64("--payload", optarg, 1400);
-			break;
-		case O_RATE:
-			C.rate = parse_u64("--rate", optarg, 100000000);
-			break;
-		case O_DURATION:
-			C.duration = parse_duration(optarg);
-			break;
-		case O_COUNT:
-			C.count = parse_u64("--count", optarg, UINT64_MAX / 2);
-			if (!C.count)
-				die_usage("--count: must be at least 1");
-			break;
-		case O_THREADS:
-			C.threads = (int)parse_u64("--threads", optarg, MAX_THREADS);
-			if (!C.threads)
-				die_usage("--threads: must be at least 1");
-			break;
-		case O_CPUS:
-			C.n_cpus = parse_cpus(optarg, C.cpus, parse_u64);
-			if (C.n_cpus < 0)
-				die("couldn't parse --cpus: out of memory");
-			break;
-		case O_BATCH:
-			C.batch = (int)parse_u64("--batch", optarg, BATCH_MAX);
-			if (!C.batch)
-				die_usage("--batch: must be at least 1");
-			break;
-		case O_ALLOW_PHYS:
-			C.allow_physical = true;
-			break;
-		case 'v':
-			C.verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		default:
-			bad_option(o, argv);
-		}
-	}
-	if (optind < argc)
-		die_usage("unexpected argument '%s'", argv[optind]);
-
-	if (!C.dev)
-		die_usage("--dev IFACE is required");
-	if (!C.has_dst_mac)
-		die_usage("--dst-mac MAC is required (the receiver's MAC: "
-			  "ip -n NS link show dev IFACE)");
-	if (!dst)
-		die_usage("--dst IP is required");
-	if (!C.duration && !C.count)
-		die_usage("give --duration SEC and/or --count N: a flood must be bounded");
-
-	C.family = parse_ip(dst, C.dst);
-	if (!C.family)
-		die_usage("--dst: '%s' is not an IPv4 or IPv6 address", dst);
-	if (ipv6 && C.family != AF_INET6)
+	flood_parse(argc, argv, &C.a, &lim);
+	dst = C.dst_arg;
+	sources = C.sources;
+	if (C.ipv6 && C.family != AF_INET6)
 		die_usage("--ipv6 given but --dst %s is an IPv4 address", dst);
 
 	if (!sources)

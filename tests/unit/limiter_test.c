@@ -183,6 +183,214 @@ struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
 	return d;
 }
 
+/*
+ * A configuration with the rules of spec: "NAME RATE BURST [shadow]" each,
+ * separated by ", " ("site 1/h 5, login 1/h 1"), in that order. Not
+ * finished (a test may still change it): lim_done finishes it. CTX names
+ * the rules.
+ */
+struct xrl_http_cfg *cfg_rules(const char *spec)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	char name[64], rate[32], more[16];
+	const char *p = spec;
+	unsigned burst;
+	int n, got;
+
+	CTX("%s", spec);
+	while (*p) {
+		more[0] = '\0';
+		got = sscanf(p, "%63s %31s %u%n %15[a-z]%n", name, rate, &burst, &n, more, &n);
+		if (got < 3 || (got == 4 && strcmp(more, "shadow")))
+			fail_msg("cfg_rules: bad spec at \"%s\"", p);
+		c->rules[rule_add(c, name, rate, burst)].shadow = got == 4;
+		p += n;
+		p += strspn(p, ", ");
+	}
+	return c;
+}
+
+/* cfg_done(c), then a limiter on it. */
+struct xrl_limiter *lim_done(struct xrl_http_cfg *c)
+{
+	cfg_done(c);
+	return lim_new(c);
+}
+
+/* ---- WANT: a decision or the stats checked in one line ------------------- */
+
+enum { WF_BOOL, WF_U64, WF_U32 };
+
+struct want_field {
+	const char *name;
+	size_t off;
+	int kind;
+};
+
+#define WD(name, field, kind) \
+	{ \
+		name, offsetof(struct xrl_decision, field), kind \
+	}
+static const struct want_field dec_fields[] = {
+	WD("allowed", allowed, WF_BOOL),     WD("shed", shed, WF_BOOL),
+	WD("error", backend_error, WF_BOOL), WD("missing", missing_key, WF_BOOL),
+	WD("penalized", penalized, WF_BOOL), WD("limit", limit, WF_U64),
+	WD("remaining", remaining, WF_U64),  WD("reset", reset_s, WF_U64),
+	WD("retry", retry_after_s, WF_U64),  WD("rules", n_rules, WF_U32),
+	WD("shadow", n_shadow, WF_U32),
+};
+
+#define WS(field) \
+	{ \
+#field, offsetof(struct xrl_limiter_stats, field), WF_U64 \
+	}
+static const struct want_field stats_fields[] = {
+	WS(decisions),
+	WS(allowed),
+	WS(refused),
+	WS(shadow_refused),
+	WS(shed),
+	WS(backend_errors),
+	WS(breaker_open_skips),
+	WS(overlimit_cache_hits),
+	WS(fallback_open),
+	WS(fallback_closed),
+	WS(fallback_local),
+	WS(keys),
+	WS(evictions_idle),
+	WS(evictions_active),
+	WS(penalties),
+	WS(redis_round_trips),
+	WS(redis_calls),
+	WS(redis_decisions),
+};
+
+/* The value of field f of obj, widened. */
+static ull want_get(const void *obj, const struct want_field *f)
+{
+	const char *p = (const char *)obj + f->off;
+
+	if (f->kind == WF_BOOL)
+		return *(const bool *)p;
+	if (f->kind == WF_U32)
+		return *(const __u32 *)p;
+	return *(const __u64 *)p;
+}
+
+/*
+ * Check one word of a spec ("name", "!name", "name=N", "name<=N" or
+ * "name>=N", n bytes at w) against obj, whose fields are tab[0..n_tab);
+ * false (and a message) when it does not hold or names no field.
+ */
+static bool want_word(const void *obj, const struct want_field *tab, size_t n_tab, const char *spec,
+		      const char *w, size_t n)
+{
+	bool neg = *w == '!';
+	size_t len = strcspn(w, "<>= "), op_len = 0;
+	int op = 0; /* '=', '<' (<=), '>' (>=), 0: a flag */
+	const char *rel = "";
+	ull want = !neg, got;
+	bool ok;
+
+	if (len < n) {
+		op = w[len];
+		op_len = op == '=' ? 1 : 2;
+		rel = op == '=' ? "" : op == '<' ? "<= " : ">= ";
+		if (op != '=' && w[len + 1] != '=')
+			op = -1;
+		else
+			want = strtoull(w + len + op_len, NULL, 0);
+	}
+	for (size_t i = 0; op >= 0 && i < n_tab; i++) {
+		if (strlen(tab[i].name) != len - neg || strncmp(w + neg, tab[i].name, len - neg))
+			continue;
+		if (!op && tab[i].kind != WF_BOOL)
+			break; /* a number needs its value */
+		got = want_get(obj, &tab[i]);
+		ok = op == '<' ? got <= want : op == '>' ? got >= want : got == want;
+		if (!ok)
+			print_error("[%s] %s: %s = %llu, want %s%llu\n", ctx, spec, tab[i].name,
+				    got, rel, want);
+		return ok;
+	}
+	print_error("[%s] WANT \"%s\": no such check '%.*s'\n", ctx, spec, (int)n, w);
+	return false;
+}
+
+/*
+ * Every word of the spec (fmt, ap) against obj, whose fields are
+ * tab[0..n_tab); the test fails at file:line unless all hold and no other
+ * check failed (fault: what it found, or NULL).
+ */
+static void want_all(const void *obj, const struct want_field *tab, size_t n_tab, const char *fault,
+		     const char *file, int line, const char *fmt, va_list ap)
+{
+	char spec[512];
+	const char *w = spec;
+	bool ok = !fault;
+
+	vsnprintf(spec, sizeof(spec), fmt, ap);
+	if (fault)
+		print_error("[%s] %s: %s\n", ctx, spec, fault);
+	while (*w) {
+		size_t n = strcspn(w, " ");
+
+		if (n)
+			ok &= want_word(obj, tab, n_tab, spec, w, n);
+		w += n + (w[n] == ' ');
+	}
+	if (!ok)
+		_fail(file, line);
+}
+
+struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
+			     const struct xrl_http_rule *rule, const char *file, int line,
+			     const char *fmt, ...)
+{
+	char fault[128];
+	va_list ap;
+
+	snprintf(fault, sizeof(fault), "rule = %s, want %s", d.rule ? d.rule->name : "(none)",
+		 rule ? rule->name : "(none)");
+	va_start(ap, fmt);
+	want_all(&d, dec_fields, sizeof(dec_fields) / sizeof(dec_fields[0]),
+		 check_rule && d.rule != rule ? fault : NULL, file, line, fmt, ap);
+	va_end(ap);
+	return d;
+}
+
+struct xrl_limiter_stats want_stats(struct xrl_limiter_stats s, const char *file, int line,
+				    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	want_all(&s, stats_fields, sizeof(stats_fields) / sizeof(stats_fields[0]), NULL, file, line,
+		 fmt, ap);
+	va_end(ap);
+	return s;
+}
+
+/* One request of `cost` tokens for rule r and key (decc), which must not fail. */
+struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+			     __u32 cost)
+{
+	struct xrl_decision d;
+
+	EQ(decc(l, r, key, cost, &d), 0);
+	return d;
+}
+
+/* Each step of steps[0..n) on (r, key): its cost, then WANT its spec. */
+void want_steps(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		const char *what, const struct want_step *steps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		CTX("%s: %s", what, steps[i].what);
+		WANT_RULE(dec_cost(l, r, key, steps[i].cost), r, "%s", steps[i].want);
+	}
+}
+
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
 __u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u64 cap)
 {

@@ -67,6 +67,12 @@ __u32 rule_add(struct xrl_http_cfg *c, const char *name, const char *rate, __u32
 
 void cfg_done(struct xrl_http_cfg *c);
 
+/* A configuration with the rules of spec, "NAME RATE BURST [shadow]" each,
+ * separated by ", "; CTX names them. lim_done finishes it (cfg_done) and
+ * makes a limiter on it. */
+struct xrl_http_cfg *cfg_rules(const char *spec);
+struct xrl_limiter *lim_done(struct xrl_http_cfg *c);
+
 struct xrl_limiter *lim_new(const struct xrl_http_cfg *c);
 /* Free early what a test replaces; the rest goes after the test. */
 void lim_free(struct xrl_limiter *l);
@@ -80,6 +86,45 @@ struct xrl_decision dec1(struct xrl_limiter *l, const struct xrl_http_rule *r, c
 /* One request matched by two rules, the same key for both. */
 struct xrl_decision dec2(struct xrl_limiter *l, const struct xrl_http_rule *a,
 			 const struct xrl_http_rule *b, const char *key);
+
+/*
+ * WANT(d, FMT, ...): check the fields of decision d that the spec (FMT, as
+ * printf) names, one word each: a flag "allowed", "shed", "error"
+ * (backend_error), "missing" (missing_key) or "penalized", true, or with a
+ * leading '!' false, or "flag=N"; a number "limit", "remaining", "reset"
+ * (reset_s), "retry" (retry_after_s), "rules" (n_rules), "shadow"
+ * (n_shadow) as "name=N", "name<=N" or "name>=N". WANT_RULE(d, r, ...)
+ * also wants d.rule == r. WANT_STATS(l, ...) checks stats(l) the same way,
+ * by the names of struct xrl_limiter_stats ("decisions=10 shed=0"). Each
+ * fails the test at its own line, naming every check that does not hold
+ * (a word that names nothing fails too); each returns what it checked:
+ * d = WANT(dec1(l, r, "k"), "allowed remaining=%u", n).
+ */
+#define WANT(d, ...)	     want_dec((d), false, NULL, __FILE__, __LINE__, __VA_ARGS__)
+#define WANT_RULE(d, r, ...) want_dec((d), true, (r), __FILE__, __LINE__, __VA_ARGS__)
+#define WANT_STATS(l, ...)   want_stats(stats(l), __FILE__, __LINE__, __VA_ARGS__)
+struct xrl_decision want_dec(struct xrl_decision d, bool check_rule,
+			     const struct xrl_http_rule *rule, const char *file, int line,
+			     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+struct xrl_limiter_stats want_stats(struct xrl_limiter_stats s, const char *file, int line,
+				    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* One request of `cost` tokens for rule r and key, which must not fail. */
+struct xrl_decision dec_cost(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+			     __u32 cost);
+
+/* A step of a table: a request of `cost` tokens, what it is about, and the
+ * WANT spec of its decision. */
+struct want_step {
+	const char *what;
+	__u32 cost;
+	const char *want;
+};
+
+/* Each step on (r, key) in turn, CTX "what: step's what": its decision
+ * names r and is as the step's spec says. */
+void want_steps(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
+		const char *what, const struct want_step *steps, size_t n);
 
 /* Decide (rule, key) until refused; the number allowed (at most cap + 1). */
 __u64 drain(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key, __u64 cap);

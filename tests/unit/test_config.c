@@ -55,6 +55,76 @@ static const char *pfx(const struct xrl_prefix *p)
 	return xrl_prefix_str(p, buf, sizeof(buf));
 }
 
+/* A rule's dst_ports as written in a summary: "lo" or "lo-hi", by spaces. */
+static const char *ports(const struct xrl_rule_spec *r)
+{
+	static char buf[128];
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < r->n_ports && off < sizeof(buf); i++) {
+		const struct xrl_port_range *p = &r->ports[i];
+		const char *sep = i ? " " : "";
+
+		if (p->lo == p->hi)
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%u", sep, p->lo);
+		else
+			off += (size_t)snprintf(buf + off, sizeof(buf) - off, "%s%u-%u", sep, p->lo,
+						p->hi);
+	}
+	return buf;
+}
+
+/* What a parsed xdp rule holds, field by field (expect_rule checks all). */
+struct want_rule {
+	const char *name;
+	int proto, tcp_class;
+	const char *ports; /* as ports() writes them; "" for any port */
+	const char *dst;   /* NULL: no dst */
+	unsigned plen4, plen6;
+	ull tokens, period_ns, burst;
+	int action;
+};
+
+static void expect_rule(const struct xrl_rule_spec *r, const struct want_rule *w)
+{
+	STR_EQ(r->name, w->name);
+	EQ(r->proto, w->proto);
+	EQ(r->tcp_class, w->tcp_class);
+	STR_EQ(ports(r), w->ports);
+	EQ(r->has_dst, w->dst != NULL);
+	if (w->dst)
+		STR_EQ(pfx(&r->dst), w->dst);
+	EQ(r->key_plen4, w->plen4);
+	EQ(r->key_plen6, w->plen6);
+	EQ(r->rate.tokens, w->tokens);
+	EQ(r->rate.period_ns, w->period_ns);
+	EQ(r->burst, w->burst);
+	EQ(r->action, w->action);
+}
+
+/* The top-level settings a file leaves to their defaults when it omits them. */
+static void expect_top_defaults(void)
+{
+	EQ(cfg->buckets_max, 0);
+	EQ(cfg->event_interval_ns, 0);
+	STR_EQ(cfg->metrics, "");
+	EQ(cfg->on_exit_detach, false);
+	EQ(cfg->log_level, -1);
+	EQ(cfg->has_http, false);
+}
+
+/* Field f of policy.rules[0], [1]... against one wanted value each. */
+#define EQ_RULES(f, ...) \
+	do { \
+		const ull w_[] = { __VA_ARGS__ }; \
+		for (size_t i_ = 0; i_ < sizeof(w_) / sizeof(w_[0]); i_++) { \
+			ull g_ = (ull)cfg->policy.rules[i_].f; \
+			CHECK_(g_ == w_[i_], "policy.rules[%zu].%s = %llu, want %llu\n", i_, #f, \
+			       g_, w_[i_]); \
+		} \
+	} while (0)
+
 /* ---- the documented example ---------------------------------------------- */
 
 static const char example[] =
@@ -99,21 +169,8 @@ static void test_example(void **state)
 	EQ(cfg->policy.n_rules, 2);
 	syn = &cfg->policy.rules[0];
 	CTX("example: rule syn");
-	STR_EQ(syn->name, "syn");
-	EQ(syn->proto, XRL_PROTO_TCP);
-	EQ(syn->tcp_class, XRL_TCP_SYN);
-	EQ(syn->n_ports, 2);
-	EQ(syn->ports[0].lo, 80);
-	EQ(syn->ports[0].hi, 80);
-	EQ(syn->ports[1].lo, 443);
-	EQ(syn->ports[1].hi, 443);
-	EQ(syn->has_dst, false);
-	EQ(syn->key_plen4, 32);
-	EQ(syn->key_plen6, 64);
-	EQ(syn->rate.tokens, 100);
-	EQ(syn->rate.period_ns, SEC);
-	EQ(syn->burst, 50);
-	EQ(syn->action, XRL_ACT_DROP);
+	expect_rule(syn, &(struct want_rule){ "syn", XRL_PROTO_TCP, XRL_TCP_SYN, "80 443", NULL, 32,
+					      64, 100, SEC, 50, XRL_ACT_DROP });
 	EQ(syn->id, 0);
 	assert_int_equal(xrl_rule_compile(syn, &r, err, sizeof(err)), 0);
 	EQ(r.emit_ns, 10 * MS);
@@ -122,20 +179,9 @@ static void test_example(void **state)
 
 	login = &cfg->policy.rules[1];
 	CTX("example: rule login");
-	STR_EQ(login->name, "login");
-	EQ(login->proto, XRL_PROTO_TCP);
-	EQ(login->tcp_class, XRL_TCP_SYN);
-	EQ(login->n_ports, 1);
-	EQ(login->ports[0].lo, 443);
-	EQ(login->ports[0].hi, 443);
-	EQ(login->has_dst, true);
-	STR_EQ(pfx(&login->dst), "203.0.113.10/32");
-	EQ(login->key_plen4, 32);
-	EQ(login->key_plen6, 64);
-	EQ(login->rate.tokens, 10);
-	EQ(login->rate.period_ns, MINUTE);
-	EQ(login->burst, 10);
-	EQ(login->action, XRL_ACT_DROP);
+	expect_rule(login,
+		    &(struct want_rule){ "login", XRL_PROTO_TCP, XRL_TCP_SYN, "443",
+					 "203.0.113.10/32", 32, 64, 10, MINUTE, 10, XRL_ACT_DROP });
 	assert_int_equal(xrl_rule_compile(login, &r, err, sizeof(err)), 0);
 	EQ(r.emit_ns, 6 * SEC);
 	EQ(r.tau_ns, 60 * SEC);
@@ -148,20 +194,13 @@ static void test_example(void **state)
 	EQ(cfg->penalty.window_ns, 60 * SEC);
 	EQ(cfg->penalty.base_ns, 60 * SEC);
 	EQ(cfg->penalty.max_ns, HOUR);
-	EQ(cfg->buckets_max, 0);
-	EQ(cfg->event_interval_ns, 0);
-	STR_EQ(cfg->metrics, "");
-	EQ(cfg->on_exit_detach, false);
-	EQ(cfg->log_level, -1);
-	EQ(cfg->has_http, false);
+	expect_top_defaults();
 }
 
 /* ---- defaults and the extensions ----------------------------------------- */
 
 static void test_defaults(void **state)
 {
-	const struct xrl_rule_spec *r;
-
 	CTX("defaults");
 	PARSE_OK("interfaces:\n"
 		 "  - name: eth1\n"
@@ -176,24 +215,11 @@ static void test_defaults(void **state)
 	EQ(cfg->has_xdp, true);
 	EQ(cfg->policy.n_allow, 0);
 	EQ(cfg->policy.n_rules, 1);
-	r = &cfg->policy.rules[0];
-	STR_EQ(r->name, "all");
-	EQ(r->proto, XRL_PROTO_ANY);
-	EQ(r->tcp_class, XRL_TCP_ANY);
-	EQ(r->n_ports, 0);
-	EQ(r->has_dst, false);
-	EQ(r->key_plen4, 32);
-	EQ(r->key_plen6, 64);
-	EQ(r->action, XRL_ACT_DROP);
-	EQ(r->rate.tokens, 1000);
-	EQ(r->burst, 100);
+	expect_rule(&cfg->policy.rules[0],
+		    &(struct want_rule){ "all", XRL_PROTO_ANY, XRL_TCP_ANY, "", NULL, 32, 64, 1000,
+					 SEC, 100, XRL_ACT_DROP });
 	EQ(cfg->penalty.enabled, false);
-	EQ(cfg->buckets_max, 0);
-	EQ(cfg->event_interval_ns, 0);
-	STR_EQ(cfg->metrics, "");
-	EQ(cfg->on_exit_detach, false);
-	EQ(cfg->log_level, -1);
-	EQ(cfg->has_http, false);
+	expect_top_defaults();
 }
 
 static void expect_empty(const char *what)
@@ -203,10 +229,7 @@ static void expect_empty(const char *what)
 	EQ(cfg->policy.n_rules, 0);
 	EQ(cfg->policy.n_allow, 0);
 	EQ(cfg->penalty.enabled, false);
-	STR_EQ(cfg->metrics, "");
-	EQ(cfg->on_exit_detach, false);
-	EQ(cfg->log_level, -1);
-	EQ(cfg->has_http, false);
+	expect_top_defaults();
 	(void)what;
 }
 
@@ -215,6 +238,11 @@ static void test_empty(void **state)
 	static const char *const texts[] = {
 		"",    "\n", "# only a comment\n", "# one\n\n# two\n", "---\n", "--- # c\n...\n",
 		"~\n",
+	};
+	static const char *const sections[] = {
+		"interfaces:\nxdp:\n",
+		"interfaces: []\nxdp: {}\n",
+		"xdp:\n  allow: []\n  rules: []\n",
 	};
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
@@ -227,21 +255,18 @@ static void test_empty(void **state)
 	assert_int_equal(xrl_config_parse(NULL, 0, "t.yaml", cfg, err, sizeof(err)), 0);
 	expect_empty("NULL");
 
-	CTX("empty sections");
-	PARSE_OK("interfaces:\nxdp:\n");
-	EQ(cfg->n_ifaces, 0);
-	EQ(cfg->has_xdp, true);
-	EQ(cfg->policy.n_rules, 0);
-	PARSE_OK("interfaces: []\nxdp: {}\n");
-	EQ(cfg->has_xdp, true);
-	PARSE_OK("xdp:\n  allow: []\n  rules: []\n");
-	EQ(cfg->has_xdp, true);
-	EQ(cfg->policy.n_rules, 0);
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		CTX("empty sections: \"%s\"", sections[i]);
+		PARSE_OK(sections[i]);
+		EQ(cfg->n_ifaces, 0);
+		EQ(cfg->has_xdp, true);
+		EQ(cfg->policy.n_rules, 0);
+	}
 }
 
 static void test_http_only(void **state)
 {
-	const struct xrl_http_rule *r;
+	const struct xrl_http_rule *r = &cfg->http.rules[0];
 
 	CTX("http only");
 	PARSE_OK("# the identity tier alone\n"
@@ -265,7 +290,6 @@ static void test_http_only(void **state)
 	EQ(cfg->http.n_rules, 1);
 	EQ(cfg->http.redis, false);
 	EQ(cfg->http.n_trusted, 1);
-	r = &cfg->http.rules[0];
 	assert_string_equal(r->name, "holds");
 	assert_string_equal(r->method, "POST");
 	assert_string_equal(r->path_prefix, "/api/holds");
@@ -352,25 +376,9 @@ static void test_extensions(void **state)
 	EQ(cfg->policy.n_rules, 3);
 	r = &cfg->policy.rules[0];
 	CTX("extensions: dns");
-	EQ(r->proto, XRL_PROTO_UDP);
-	EQ(r->tcp_class, XRL_TCP_ANY);
-	EQ(r->n_ports, 4);
-	EQ(r->ports[0].lo, 53);
-	EQ(r->ports[0].hi, 53);
-	EQ(r->ports[1].lo, 8000);
-	EQ(r->ports[1].hi, 8080);
-	EQ(r->ports[2].lo, 9000);
-	EQ(r->ports[2].hi, 9000);
-	EQ(r->ports[3].lo, 10000);
-	EQ(r->ports[3].hi, 10010);
-	EQ(r->has_dst, true);
-	STR_EQ(pfx(&r->dst), "2001:db8::/32");
-	EQ(r->key_plen4, 24);
-	EQ(r->key_plen6, 48);
-	EQ(r->rate.tokens, 25);
-	EQ(r->rate.period_ns, 10 * SEC);
-	EQ(r->burst, 7);
-	EQ(r->action, XRL_ACT_SHADOW);
+	expect_rule(r, &(struct want_rule){ "dns", XRL_PROTO_UDP, XRL_TCP_ANY,
+					    "53 8000-8080 9000 10000-10010", "2001:db8::/32", 24,
+					    48, 25, 10 * SEC, 7, XRL_ACT_SHADOW });
 
 	r = &cfg->policy.rules[1];
 	CTX("extensions: any.thing_1-2");
@@ -427,9 +435,22 @@ static void test_extensions(void **state)
 		 "    - { name: c, match: { proto: tcp, dst_ports: [443] }, rate: 1/s, burst: 1, syn_cookies: on }\n"
 		 "    - { name: d, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: off }\n"
 		 "    - { name: e, rate: 1/s, burst: 1 }\n");
-	EQ(cfg->policy.rules[0].syn_cookies, XRL_COOKIES_ON);
-	EQ(cfg->policy.rules[1].syn_cookies, XRL_COOKIES_OFF);
-	EQ(cfg->policy.rules[2].syn_cookies, XRL_COOKIES_OFF);
+	EQ_RULES(syn_cookies, XRL_COOKIES_ON, XRL_COOKIES_OFF, XRL_COOKIES_OFF);
+
+	CTX("syn_cookies auto and its thresholds, with defaults");
+	PARSE_OK("xdp:\n  rules:\n"
+		 "    - { name: c, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+		 "        syn_cookies_auto: { on_rate: 600/min, off_rate: 2/s, hold: 3s, queue_pct: 0 } }\n"
+		 "    - { name: d, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto }\n");
+	EQ(cfg->policy.rules[0].syn_cookies, XRL_COOKIES_AUTO);
+	EQ(cfg->policy.rules[0].auto_on_rate, 10);
+	EQ(cfg->policy.rules[0].auto_off_rate, 2);
+	EQ(cfg->policy.rules[0].auto_hold_ns, 3 * XRL_NSEC_PER_SEC);
+	EQ(cfg->policy.rules[0].auto_queue_pct, 0);
+	EQ(cfg->policy.rules[1].auto_on_rate, XRL_AUTO_ON_RATE);
+	EQ(cfg->policy.rules[1].auto_off_rate, XRL_AUTO_OFF_RATE);
+	EQ(cfg->policy.rules[1].auto_hold_ns, XRL_AUTO_HOLD_NS);
+	EQ(cfg->policy.rules[1].auto_queue_pct, XRL_AUTO_QUEUE_PCT);
 
 	CTX("aggregate: rate, burst, vouched_share in per mille, none by default");
 	PARSE_OK("xdp:\n  rules:\n"
@@ -437,12 +458,9 @@ static void test_extensions(void **state)
 		 "        aggregate: { rate: 1000/s, burst: 200, vouched_share: 0.25 } }\n"
 		 "    - { name: d, rate: 1/s, burst: 1, aggregate: { rate: 5/s, burst: 5 } }\n"
 		 "    - { name: e, rate: 1/s, burst: 1 }\n");
-	EQ(cfg->policy.rules[0].agg_rate.tokens, 1000);
-	EQ(cfg->policy.rules[0].agg_burst, 200);
-	EQ(cfg->policy.rules[0].agg_vouched_pm, 250);
-	EQ(cfg->policy.rules[1].agg_vouched_pm, 0);
-	EQ(cfg->policy.rules[1].agg_burst, 5);
-	EQ(cfg->policy.rules[2].agg_rate.tokens, 0);
+	EQ_RULES(agg_rate.tokens, 1000, 5, 0);
+	EQ_RULES(agg_burst, 200, 5);
+	EQ_RULES(agg_vouched_pm, 250, 0);
 }
 
 static void test_limits(void **state)
@@ -496,7 +514,7 @@ static const struct bad bads[] = {
 	{ "unknown key in rule", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burts: 5\n",
 	  "t.yaml:5:7: xdp.rules[0]: unknown key 'burts' in rule; expected one of name, match, key, rate, burst, action" },
 	{ "unknown top-level key", "interfaces: []\nxpd: {}\n",
-	  "t.yaml:2:1: unknown key 'xpd' in the top level; expected one of interfaces, xdp, penalty, metrics, on_exit, log_level, http (did you mean 'xdp'?)" },
+	  "t.yaml:2:1: unknown key 'xpd' in the top level; expected one of interfaces, xdp, penalty, metrics, on_exit, log_level, http, fleet (did you mean 'xdp'?)" },
 	{ "unknown key in match",
 	  "xdp:\n  rules:\n    - name: a\n      match: {port: 80}\n      rate: 1/s\n      burst: 1\n",
 	  "t.yaml:4:15: xdp.rules[0].match: unknown key 'port' in match; expected one of proto, tcp_flags, dst_ports, dst" },
@@ -606,14 +624,26 @@ static const struct bad bads[] = {
 	{ "interface as a bare word", "interfaces:\n  - eth0\n",
 	  "t.yaml:2:5: interfaces[0]: expected a mapping (name, mode), got 'eth0'" },
 	{ "top level a list", "- xdp\n",
-	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got a list" },
+	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http, fleet), got a list" },
 	{ "top level a word", "hello\n",
-	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http), got 'hello'" },
+	  "t.yaml:1:1: expected a mapping (interfaces, xdp, penalty, metrics, on_exit, log_level, http, fleet), got 'hello'" },
 	{ "rule a list", "xdp:\n  rules:\n    - [a, 1/s, 1]\n",
-	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies, aggregate), got a list" },
+	  "t.yaml:3:7: xdp.rules[0]: expected a mapping (name, match, key, rate, burst, action, penalty, syn_cookies, aggregate, syn_cookies_auto), got a list" },
 	{ "rule syn_cookies word",
 	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: yes }\n",
-	  "xdp.rules[0].syn_cookies: expected one of off or on, got 'yes'" },
+	  "xdp.rules[0].syn_cookies: expected one of off, on or auto, got 'yes'" },
+	{ "syn_cookies_auto without hysteresis",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+	  "        syn_cookies_auto: { on_rate: 100/s, off_rate: 100/s } }\n",
+	  "xdp.rules[0].syn_cookies_auto: off_rate (100/s) must be below on_rate (100/s)" },
+	{ "syn_cookies_auto queue_pct above 100",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1, syn_cookies: auto,\n"
+	  "        syn_cookies_auto: { queue_pct: 101 } }\n",
+	  "xdp.rules[0].syn_cookies_auto.queue_pct: expected a percentage from 0 (not watched) to 100, got '101'" },
+	{ "syn_cookies_auto unknown key",
+	  "xdp:\n  rules:\n    - { name: a, match: { proto: tcp }, rate: 1/s, burst: 1,\n"
+	  "        syn_cookies_auto: { on: 5/s } }\n",
+	  "xdp.rules[0].syn_cookies_auto: unknown key 'on'" },
 	{ "rule syn_cookies without proto tcp",
 	  "xdp:\n  rules:\n    - { name: a, rate: 1/s, burst: 1, syn_cookies: on }\n",
 	  "t.yaml:3:52: xdp.rules[0].syn_cookies: SYN cookies need match.proto: tcp" },
@@ -727,6 +757,16 @@ static const struct bad bads[] = {
 	  "t.yaml:3:1: expected one YAML document, but a second one starts here" },
 	{ "a syntax error in a second document", "xdp: {}\n---\nxdp: [\n",
 	  "t.yaml:4:1: YAML syntax error" },
+	{ "fleet without a name", "fleet: { redis: 'redis://127.0.0.1:6379' }\n",
+	  "fleet: missing 'name'" },
+	{ "fleet without a Redis", "fleet: { name: f1 }\n", "fleet 'f1': no Redis to meet in" },
+	{ "fleet.redis memory", "fleet: { name: f1, redis: memory }\n",
+	  "fleet.redis: expected a redis:// URL, got memory" },
+	{ "fleet name with a space", "fleet: { name: 'a b' }\n",
+	  "fleet.name: expected a fleet name" },
+	{ "http.fleet another fleet",
+	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379' }\nhttp:\n  fleet: f2\n",
+	  "http.fleet: 'f2' is not the fleet 'f1'" },
 };
 
 static void test_errors(void **state)
@@ -820,6 +860,22 @@ static char *fill(const char *prefix, const char *unit, size_t len)
 	return y;
 }
 
+/* n lines, each fmt with the line's number i (from 0), after i spaces when
+ * indent: a block nested n deep, or n numbered entries. */
+static char *lines(int n, bool indent, const char *fmt)
+{
+	char *y = malloc(64 * 1024);
+	size_t off = 0;
+
+	assert_non_null(y);
+	y[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		off += (size_t)sprintf(y + off, "%*s", indent ? i : 0, "");
+		off += (size_t)sprintf(y + off, fmt, i);
+	}
+	return y;
+}
+
 /* Parse y (freed) and check the error: -E2BIG, position and message. */
 static void refused(const char *what, char *y, const char *want)
 {
@@ -838,7 +894,6 @@ static void refused(const char *what, char *y, const char *want)
 static void test_hostile_yaml(void **state)
 {
 	char *y;
-	size_t off;
 
 	refused("40 '[' (small: a syntax error before the bound)", fill("", "[", 40),
 		"t.yaml:1:33: too much YAML for a policy: nested deeper than 32 levels");
@@ -849,22 +904,9 @@ static void test_hostile_yaml(void **state)
 	refused("flow nesting inside a policy", fill("xdp: {rules: ", "[", 1 << 20),
 		"t.yaml:1:44: too much YAML for a policy: nested deeper than 32 levels");
 
-	CTX("block nesting 40 deep");
-	y = malloc(64 * 1024);
-	assert_non_null(y);
-	off = 0;
-	for (int i = 0; i < 40; i++)
-		off += (size_t)sprintf(y + off, "%*sa:\n", i, "");
-	refused("block nesting 40 deep", y,
+	refused("block nesting 40 deep", lines(40, true, "a:\n"),
 		"t.yaml:33:33: too much YAML for a policy: nested deeper than 32 levels");
-
-	CTX("300 anchors");
-	y = malloc(64 * 1024);
-	assert_non_null(y);
-	off = 0;
-	for (int i = 0; i < 300; i++)
-		off += (size_t)sprintf(y + off, "- &a%d x\n", i);
-	refused("300 anchors", y,
+	refused("300 anchors", lines(300, false, "- &a%d x\n"),
 		"t.yaml:257:3: too much YAML for a policy: more than 256 anchors (&name)");
 	refused("1 MiB of aliases", fill("- &a x\n", "- *a\n", 1 << 20),
 		"t.yaml:1026:3: too much YAML for a policy: more than 1024 aliases (*name)");
@@ -894,13 +936,22 @@ static void test_hostile_yaml(void **state)
 
 /* ---- files ------------------------------------------------------------------- */
 
+/* text into path, fopen mode "w" (replace) or "a" (append). */
+static void put_file(const char *path, const char *mode, const char *text)
+{
+	FILE *f = fopen(path, mode);
+
+	assert_non_null(f);
+	assert_true(fputs(text, f) >= 0);
+	assert_int_equal(fclose(f), 0);
+}
+
 static void test_load(void **state)
 {
 	char path[] = "/tmp/xrl-test-config-XXXXXX";
 	static const char bad[] =
 		"xdp:\n  rules:\n    - name: a\n      rate: 100\n      burst: 1\n";
-	char want[128];
-	FILE *f;
+	char want[128], *y;
 	int fd;
 
 	CTX("missing file");
@@ -916,34 +967,24 @@ static void test_load(void **state)
 	CTX("errors name the path");
 	fd = mkstemp(path);
 	assert_true(fd >= 0);
-	f = fdopen(fd, "w");
-	assert_non_null(f);
-	fputs(bad, f);
-	fclose(f);
+	close(fd);
+	put_file(path, "w", bad);
 	EQ(xrl_config_load(path, cfg, err, sizeof(err)), -EINVAL);
 	snprintf(want, sizeof(want), "%s:4:13: xdp.rules[0].rate: expected COUNT/PERIOD", path);
 	HAS(err, want);
 
 	CTX("a file of 1 MiB is read, a larger one refused");
-	f = fopen(path, "w");
-	assert_non_null(f);
-	for (int i = 0; i < 1024 * 1024 / 64; i++)
-		fprintf(f, "#%62s\n", "comment");
-	fclose(f);
+	y = fill("", "#                                                       comment\n", 1 << 20);
+	put_file(path, "w", y);
+	free(y);
 	EQ(xrl_config_load(path, cfg, err, sizeof(err)), 0);
-	f = fopen(path, "a");
-	assert_non_null(f);
-	fputc('\n', f);
-	fclose(f);
+	put_file(path, "a", "\n");
 	EQ(xrl_config_load(path, cfg, err, sizeof(err)), -EFBIG);
 	snprintf(want, sizeof(want), "couldn't read %s: larger than 1024 KiB", path);
 	HAS(err, want);
 
 	CTX("the example from a file");
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(example, f);
-	fclose(f);
+	put_file(path, "w", example);
 	EQ(xrl_config_load(path, cfg, err, sizeof(err)), 0);
 	EQ(cfg->policy.n_rules, 2);
 	unlink(path);
@@ -1075,9 +1116,7 @@ static void test_penalty_trust(void **state)
 		"    - { name: agg, rate: 1000/s, burst: 1, key: { ipv4_prefix: 0, ipv6_prefix: 0 } }\n"
 		"    - { name: v4only, rate: 1/s, burst: 1, key: { ipv4_prefix: 32, ipv6_prefix: 32 } }\n"
 		"penalty: { strikes: 2, window: 1s, base: 3s, max: 12s }\n");
-	EQ(cfg->policy.rules[0].penalty, XRL_PEN_VERIFIED);
-	EQ(cfg->policy.rules[1].penalty, XRL_PEN_UNVERIFIED);
-	EQ(cfg->policy.rules[2].penalty, XRL_PEN_OFF);
+	EQ_RULES(penalty, XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF);
 	EQ(cfg->penalty.floor4, 24);
 	EQ(cfg->penalty.floor6, 48);
 	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
@@ -1166,6 +1205,58 @@ static void test_backend_urls(void **state)
 	}
 }
 
+/* redis-cluster://: the seeds, the first parsed as redis:// (one AUTH
+ * syntax), the others checked as HOST:PORT; no database. */
+static void test_cluster_urls(void **state)
+{
+	static const char *const bad[] = {
+		"redis-cluster://h",	     "redis-cluster://h:1,h",
+		"redis-cluster://h:1,:2",    "redis-cluster://h:1/3",
+		"redis-cluster://:pw@h:1,x", "redis-cluster://bob@h:1,h:2",
+		"redis-cluster://h:1,h:0",
+	};
+	struct xrl_http_cfg c;
+	char err[256] = "";
+
+	(void)state;
+	xrl_http_cfg_init(&c);
+	CTX("two seeds with a user and password");
+	EQ(xrl_http_backend_parse("redis-cluster://xrl:p%40ss@10.0.0.1:7000,[::1]:7001", &c, err,
+				  sizeof(err)),
+	   0);
+	EQ(c.redis, true);
+	EQ(c.redis_cluster, true);
+	assert_string_equal(c.redis_host, "10.0.0.1");
+	EQ(c.redis_port, 7000);
+	assert_string_equal(c.redis_user, "xrl");
+	assert_string_equal(c.redis_pass, "p@ss");
+	assert_string_equal(c.redis_seeds, "10.0.0.1:7000,[::1]:7001");
+	CTX("a concurrency rule on a cluster: refused, named (no slots there yet)");
+	c.n_rules = 1;
+	memset(&c.rules[0], 0, sizeof(c.rules[0]));
+	snprintf(c.rules[0].name, sizeof(c.rules[0].name), "uploads");
+	c.rules[0].concurrency = 2;
+	c.rules[0].key_kind = XRL_KEY_CLIENT_IP;
+	EQ(xrl_http_cfg_finish(&c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "uploads"));
+	assert_non_null(strstr(err, "redis-cluster://"));
+	CTX("back to redis://: not a cluster");
+	EQ(xrl_http_backend_parse("redis://h:1", &c, err, sizeof(err)), 0);
+	EQ(c.redis_cluster, false);
+	EQ(xrl_http_cfg_finish(&c, err, sizeof(err)), 0);
+	c.n_rules = 0;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		xrl_http_cfg_init(&c);
+		err[0] = '\0';
+		EQ(xrl_http_backend_parse(bad[i], &c, err, sizeof(err)), -EINVAL);
+		CTX("%s -> %s", bad[i], err);
+		EQ(c.redis, false);
+		EQ(c.redis_cluster, false);
+		EQ(strncmp(err, "backend: ", 9), 0);
+		assert_null(strstr(err, "pw"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1174,6 +1265,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_http_only, setup, teardown),
 		cmocka_unit_test(test_backend_urls),
+		cmocka_unit_test(test_cluster_urls),
 		cmocka_unit_test_setup_teardown(test_extensions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),

@@ -89,11 +89,14 @@ static void test_truncated(void **state)
 	free(req);
 }
 
+/* A frame the decoder must refuse, and what is wrong with it. */
+struct hostile_frame {
+	const char *what, *frame;
+};
+
 static void test_hostile(void **state)
 {
-	static const struct {
-		const char *what, *frame;
-	} bad[] = {
+	static const struct hostile_frame bad[] = {
 		{ "count without its newline", "XRL1 12" },
 		{ "count of digits only, long", "XRL1 99999999999999999999999999" },
 		{ "count over the maximum", "XRL1 65\n" },

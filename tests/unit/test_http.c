@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "http/http.h"
+#include "http/topk.h"
 #include "xrl.h"
 
 /* ---- path normalisation ---------------------------------------------------------- */
@@ -219,6 +220,24 @@ static const struct orig_case orig_cases[] = {
 	  "/api/holds" },
 	{ XRL_FWD_ENVOY, false, "GET", "/v1/auth", NULL, NULL, false, 0, "GET", "/" },
 	{ XRL_FWD_NONE, true, "PUT", "/v1/auth/api/x", NULL, NULL, false, 0, "PUT", "/api/x" },
+	/* Envoy's path_prefix form under nginx/traefik: the path after
+	 * /v1/auth, normalised as a forwarded URI; a trusted proxy's headers win */
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/holds", NULL, NULL, false, 0, "POST",
+	  "/api/holds" },
+	{ XRL_FWD_NGINX, true, "POST", "/v1/auth/api/./x/../holds;a=b/1", NULL, NULL, false, 0,
+	  "POST", "/api/holds/1" },
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/%2e%2e/admin", NULL, NULL, false, 0, "POST",
+	  "/admin" },
+	{ XRL_FWD_TRAEFIK, true, "POST", "/v1/auth/api/%00", NULL, NULL, false, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", "POST", "/api/holds", false, 0,
+	  "POST", "/api/holds" },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", "POST", NULL, false, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, true, "GET", "/v1/auth/elsewhere", NULL, NULL, true, -EINVAL, NULL,
+	  NULL },
+	{ XRL_FWD_TRAEFIK, false, "PUT", "/v1/auth/api/x", "POST", "/y", false, 0, "PUT",
+	  "/api/x" },
 };
 
 static void test_original_table(void **state)
@@ -433,13 +452,66 @@ static void test_restart_diff(void **state)
 	EQ(xrl_http_cfg_restart_diff(&a, &b, out, sizeof(out)), 0);
 }
 
+/* ---- top --http: bounded, the heavy key found, keys shown safely ---------------------- */
+
+static void test_topk(void **state)
+{
+	struct xrl_topk *t = xrl_topk_new(3);
+	struct xrl_topk_ent e[64];
+	struct xrl_topk_key k;
+	char key[300];
+	int n;
+
+	(void)state;
+	assert_non_null(t);
+	CTX("2000 unique keys refused once each in shard 0, heavy 90 times over 3 shards");
+	for (int i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		xrl_topk_key(t, key, &k);
+		xrl_topk_note(t, 0, 5, &k, 1);
+		if (i % 22 == 0) {
+			xrl_topk_key(t, "heavy", &k);
+			xrl_topk_note(t, (unsigned)i % 3, 5, &k, 2);
+		}
+	}
+	n = xrl_topk_read(t, 5, e, 64);
+	EQ(n, XRL_TOPK_K);
+	STR_EQ(e[0].show, "heavy");
+	EQ(e[0].count >= 91, true);
+	EQ(e[0].last_s, 2);
+	CTX("another rule has nothing; a shard beyond the last is the last");
+	EQ(xrl_topk_read(t, 6, e, 64), 0);
+	xrl_topk_note(t, 99, 6, &k, 3);
+	EQ(xrl_topk_read(t, 6, e, 64), 1);
+	CTX("a reset forgets");
+	xrl_topk_reset(t);
+	EQ(xrl_topk_read(t, 5, e, 64), 0);
+	CTX("shown: control bytes as '?', cut at 64 bytes with ...");
+	xrl_topk_key(t,
+		     "a\x01"
+		     "b\x7f c",
+		     &k);
+	STR_EQ(k.show, "a?b??c");
+	memset(key, 'x', 200);
+	key[200] = '\0';
+	xrl_topk_key(t, key, &k);
+	EQ(strlen(k.show), XRL_TOPK_SHOW + 3);
+	STR_EQ(k.show + XRL_TOPK_SHOW, "...");
+	xrl_topk_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_path_norm_table),	 cmocka_unit_test(test_path_norm_bounds),
-		cmocka_unit_test(test_rule_match_table), cmocka_unit_test(test_original_table),
-		cmocka_unit_test(test_fwd_headers),	 cmocka_unit_test(test_xff_table),
-		cmocka_unit_test(test_config_table),	 cmocka_unit_test(test_restart_diff),
+		cmocka_unit_test(test_path_norm_table),
+		cmocka_unit_test(test_path_norm_bounds),
+		cmocka_unit_test(test_rule_match_table),
+		cmocka_unit_test(test_original_table),
+		cmocka_unit_test(test_fwd_headers),
+		cmocka_unit_test(test_xff_table),
+		cmocka_unit_test(test_config_table),
+		cmocka_unit_test(test_restart_diff),
+		cmocka_unit_test(test_topk),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

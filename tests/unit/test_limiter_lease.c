@@ -197,6 +197,71 @@ static void test_lease_post_paid_cost(void **state)
 	LE(d.retry_after_s, 3600); /* one token's wait, not eleven */
 }
 
+/*
+ * A post-paid cost times a slow rule's emission passes 2^64: at 1/h
+ * (3.6e12 ns a token) a cost of 5124096 wrapped to 1.5e12 ns, less than
+ * one token, so a client that declared millions kept its whole burst.
+ */
+static void test_lease_post_paid_cost_wraps(void **state)
+{
+	const __u32 wrap = 5124096; /* 5124096 * 3.6e12 - 2^64 = 1.53e12 */
+	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_http_rule *r;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	bool rel;
+
+	(void)state;
+	r = &c->rules[rule_add(c, "report", "1/h", 10)];
+	r->concurrency = 4;
+	r->lease_ttl_ns = 60 * SEC;
+	cfg_done(c);
+	l = lim_new(c);
+	d = dec1(l, r, "alice");
+	EQ(d.allowed, true);
+	CTX("released with a cost whose debt in ns wraps");
+	assert_int_equal(release1(l, d.lease[0], wrap, &rel), 0);
+	EQ(rel, true);
+	d = dec1(l, r, "alice");
+	EQ(d.allowed, false);
+	LE(d.retry_after_s, 3600);
+	CTX("charged the same without a lease");
+	assert_int_equal(xrl_limiter_charge(l, r, "bob", wrap), 0);
+	EQ(dec1(l, r, "bob").allowed, false);
+	CTX("the most a request may declare (10^8)");
+	assert_int_equal(xrl_limiter_charge(l, r, "carol", 100000000), 0);
+	EQ(dec1(l, r, "carol").allowed, false);
+}
+
+/*
+ * The lease table is bounded (max_keys / 16 sets, at least 1024): a new
+ * key beyond it is refused as if over its limit. That refusal was counted
+ * where nothing read it; an operator saw 429s and no reason.
+ */
+static void test_lease_table_full_counted(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	const struct xrl_http_rule *r;
+	struct xrl_limiter_stats st;
+	struct xrl_limiter *l;
+	char key[32];
+
+	(void)state;
+	c->memory_max_keys = 1024; /* 1024 / 16 < 1024: the floor, 1024 sets */
+	r = &c->rules[conc_add(c, "per", 1, 60 * SEC, XRL_KEY_HEADER)];
+	cfg_done(c);
+	l = lim_new(c);
+	for (int i = 0; i < 1024; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		CTX("key %d of 1024", i);
+		EQ(dec1(l, r, key).allowed, true);
+	}
+	CTX("the 1025th key");
+	EQ(dec1(l, r, "one-more").allowed, false);
+	xrl_limiter_get_stats(l, &st);
+	EQ(st.leases_full, 1);
+}
+
 static void test_lease_ids(void **state)
 {
 	static const char *const bad[] = {
@@ -355,6 +420,8 @@ const struct CMUnitTest xrl_lim_lease_tests[] = {
 	cmocka_unit_test_teardown(test_lease_runs_out, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_refund, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_post_paid_cost, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_lease_post_paid_cost_wraps, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_lease_table_full_counted, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_ids, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_cost_zero, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_check_cost_zero_reads, xrl_lim_fx_teardown),

@@ -543,7 +543,14 @@ static void test_rule_compile_basic(void **state)
 	s.proto = XRL_PROTO_TCP;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
 	EQ(r.syn_cookies, XRL_COOKIES_ON);
-	s.syn_cookies = 2;
+	s.syn_cookies = XRL_COOKIES_AUTO; /* auto compiles idle: as off until xrld engages */
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
+	EQ(r.syn_cookies, XRL_COOKIES_AUTO);
+	EQ(r.syn_cookies & XRL_COOKIES_LIVE, 0);
+	s.auto_off_rate = s.auto_on_rate; /* no hysteresis */
+	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "off_rate below on_rate"));
+	s.syn_cookies = 4;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
 
 	/* the window scale the kernel picks for cookie connections */
@@ -662,6 +669,17 @@ static void expect_compile_error(const struct xrl_rule_spec *s, int want_rc, con
 
 static void test_rule_compile_rejects(void **state)
 {
+	/* values out of their enums, alone or together */
+	static const struct {
+		const char *name;
+		__u8 proto, tcp_class, action;
+		const char *what;
+	} enums[] = {
+		{ "proto", 1, XRL_TCP_ANY, XRL_ACT_DROP, "proto 1" }, /* ICMP: not a choice */
+		{ "tcpclass", XRL_PROTO_ANY, 2, XRL_ACT_DROP, "tcp_class 2" },
+		{ "synudp", XRL_PROTO_UDP, XRL_TCP_SYN, XRL_ACT_DROP, "syn + udp" },
+		{ "action", XRL_PROTO_ANY, XRL_TCP_ANY, 2, "action 2" },
+	};
 	struct xrl_rule_spec s;
 
 	mkspec(&s, "ports9", 100, SEC, 10);
@@ -701,19 +719,13 @@ static void test_rule_compile_rejects(void **state)
 	mkspec(&s, "toobig", 1, HOUR, 2000000);
 	expect_compile_error(&s, -ERANGE, "1/h burst 2e6");
 
-	mkspec(&s, "proto", 100, SEC, 10);
-	s.proto = 1; /* ICMP: not a choice */
-	expect_compile_error(&s, -EINVAL, "proto 1");
-	mkspec(&s, "tcpclass", 100, SEC, 10);
-	s.tcp_class = 2;
-	expect_compile_error(&s, -EINVAL, "tcp_class 2");
-	mkspec(&s, "synudp", 100, SEC, 10);
-	s.proto = XRL_PROTO_UDP;
-	s.tcp_class = XRL_TCP_SYN;
-	expect_compile_error(&s, -EINVAL, "syn + udp");
-	mkspec(&s, "action", 100, SEC, 10);
-	s.action = 2;
-	expect_compile_error(&s, -EINVAL, "action 2");
+	for (size_t i = 0; i < sizeof(enums) / sizeof(enums[0]); i++) {
+		mkspec(&s, enums[i].name, 100, SEC, 10);
+		s.proto = enums[i].proto;
+		s.tcp_class = enums[i].tcp_class;
+		s.action = enums[i].action;
+		expect_compile_error(&s, -EINVAL, enums[i].what);
+	}
 
 	mkspec(&s, "dstfam", 100, SEC, 10);
 	s.has_dst = true;
@@ -760,99 +772,105 @@ static struct xrl_policy *policy_new(__u32 n_rules)
 	return p;
 }
 
+/* Any negative return: the validator's errno is not part of the contract. */
+#define REFUSED 1
+
+/*
+ * xrl_policy_validate(p): want (0, an -errno, or REFUSED for any error);
+ * an error has a message, containing has when given.
+ */
+static void validate(const struct xrl_policy *p, int want, const char *has)
+{
+	char err[XRL_ERRLEN] = "";
+	int rc = xrl_policy_validate(p, err, sizeof(err));
+
+	if (want == REFUSED)
+		CHECK_(rc < 0, "xrl_policy_validate = %d, want < 0\n", rc);
+	else
+		EQ(rc, want);
+	if (want) {
+		ERR_SET(err);
+		if (has)
+			HAS(err, has);
+	}
+}
+
+/* The explicit ids of a policy's first three rules (0: derived from the name). */
+static void set_ids(struct xrl_policy *p, __u32 a, __u32 b, __u32 c)
+{
+	p->rules[0].id = a;
+	p->rules[1].id = b;
+	p->rules[2].id = c;
+}
+
 static void test_policy_validate(void **state)
 {
 	struct xrl_policy *p;
 	char err[XRL_ERRLEN];
-	int rc;
 
 	CTX("empty policy");
 	p = policy_new(0);
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	free(p);
 
 	CTX("one rule");
 	p = policy_new(1);
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	free(p);
 
 	CTX("64 rules");
 	p = policy_new(XRL_MAX_RULES);
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	CTX("65 rules");
 	p->n_rules = XRL_MAX_RULES + 1;
-	err[0] = '\0';
-	rc = xrl_policy_validate(p, err, sizeof(err));
-	EQ(rc, -E2BIG);
-	ERR_SET(err);
+	validate(p, -E2BIG, NULL);
 	p->n_rules = UINT32_MAX;
-	err[0] = '\0';
-	assert_true(xrl_policy_validate(p, err, sizeof(err)) < 0);
-	ERR_SET(err);
+	validate(p, REFUSED, NULL);
 	free(p);
 
 	CTX("duplicate names");
 	p = policy_new(5);
 	snprintf(p->rules[3].name, sizeof(p->rules[3].name), "%s", p->rules[1].name);
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), -EINVAL);
-	ERR_SET(err);
-	assert_non_null(strstr(err, "rule-1"));
+	validate(p, -EINVAL, "rule-1");
 	free(p);
 
 	/* the same name with distinct explicit ids: still one name twice */
 	CTX("duplicate names, distinct ids");
 	p = policy_new(3);
-	p->rules[0].id = 10;
-	p->rules[1].id = 11;
-	p->rules[2].id = 12;
+	set_ids(p, 10, 11, 12);
 	snprintf(p->rules[2].name, sizeof(p->rules[2].name), "rule-0");
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), -EINVAL);
-	ERR_SET(err);
-	assert_non_null(strstr(err, "rule-0"));
+	validate(p, -EINVAL, "rule-0");
 	free(p);
 
 	CTX("duplicate explicit ids");
 	p = policy_new(3);
-	p->rules[0].id = 7;
-	p->rules[2].id = 7;
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), -EINVAL);
-	ERR_SET(err);
+	set_ids(p, 7, 0, 7);
+	validate(p, -EINVAL, NULL);
 	free(p);
 
 	CTX("explicit id equal to another rule's derived id");
 	p = policy_new(3);
-	p->rules[2].id = xrl_rule_id(p->rules[0].name);
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), -EINVAL);
-	ERR_SET(err);
+	set_ids(p, 0, 0, xrl_rule_id(p->rules[0].name));
+	validate(p, -EINVAL, NULL);
 	free(p);
 
 	CTX("distinct explicit ids");
 	p = policy_new(3);
-	p->rules[0].id = 1;
-	p->rules[1].id = 2;
-	p->rules[2].id = 3;
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	set_ids(p, 1, 2, 3);
+	validate(p, 0, NULL);
 	free(p);
 
 	CTX("one bad rule");
 	p = policy_new(4);
 	p->rules[2].burst = 0;
-	err[0] = '\0';
-	EQ(xrl_policy_validate(p, err, sizeof(err)), -EINVAL);
-	ERR_SET(err);
-	assert_non_null(strstr(err, "rule-2"));
+	validate(p, -EINVAL, "rule-2");
 	free(p);
 
 	CTX("rules past n_rules are not looked at");
 	p = policy_new(2);
 	p->rules[5].burst = 0; /* garbage, unused */
 	snprintf(p->rules[6].name, sizeof(p->rules[6].name), "rule-0");
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	free(p);
 
 	CTX("allowlist");
@@ -860,20 +878,16 @@ static void test_policy_validate(void **state)
 	p->n_allow = 2;
 	EQ(xrl_prefix_parse("192.0.2.0/24", &p->allow[0], err, sizeof(err)), 0);
 	EQ(xrl_prefix_parse("2001:db8::/32", &p->allow[1], err, sizeof(err)), 0);
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	p->n_allow = XRL_POLICY_MAX_ALLOW;
 	for (__u32 i = 2; i < XRL_POLICY_MAX_ALLOW; i++)
 		p->allow[i] = p->allow[0];
-	EQ(xrl_policy_validate(p, err, sizeof(err)), 0);
+	validate(p, 0, NULL);
 	p->n_allow = XRL_POLICY_MAX_ALLOW + 1;
-	err[0] = '\0';
-	assert_true(xrl_policy_validate(p, err, sizeof(err)) < 0);
-	ERR_SET(err);
+	validate(p, REFUSED, NULL);
 	p->n_allow = 3;
 	memset(&p->allow[2], 0, sizeof(p->allow[2])); /* no family */
-	err[0] = '\0';
-	assert_true(xrl_policy_validate(p, err, sizeof(err)) < 0);
-	ERR_SET(err);
+	validate(p, REFUSED, NULL);
 	free(p);
 }
 

@@ -163,13 +163,13 @@ static void test_bad_family(void **state)
 	assert_int_equal(xrl_event_proven(&e), -EAFNOSUPPORT);
 }
 
+static const struct CMUnitTest tests[] = {
+	cmocka_unit_test(test_proven_v4),
+	cmocka_unit_test(test_proven_v6),
+	cmocka_unit_test(test_bad_family),
+};
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_proven_v4),
-		cmocka_unit_test(test_proven_v6),
-		cmocka_unit_test(test_bad_family),
-	};
-
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
  * codes: 0 ok, 1 error, 2 usage. The verbs, their arguments and their
  * help are lib/verbs.c's table, which xrld parses requests with as well.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
@@ -20,10 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "config.h"
 #include "ctl.h"
 #include "log.h"
 #include "report.h"
+#include "stats_http.h"
 #include "util.h"
 #include "verbs.h"
 #include "xrl_version.h"
@@ -238,15 +242,29 @@ static json_t *snaps_json(struct snap *s, int n, struct snap *prev, double dt)
 			 "interfaces", ifs);
 }
 
+/*
+ * One screen: the packet tier from the pins (n interfaces; none: it is not
+ * loaded, said in words, or "packet_tier_loaded": false), then the
+ * identity tier's rules from xrld (http; NULL: none).
+ */
 static void snaps_text(struct xrl_buf *b, struct snap *s, int n, struct snap *prev, double dt,
-		       unsigned flags)
+		       unsigned flags, json_t *http)
 {
-	if (json)
-		xrl_buf_json(b, snaps_json(s, n, prev, dt));
-	else
-		for (int i = 0; i < n; i++)
-			xrl_report_stats(b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
-					 prev ? &prev[i].st : NULL, dt, flags);
+	if (json) {
+		json_t *j = snaps_json(s, n, prev, dt);
+
+		json_object_set_new(j, "packet_tier_loaded", json_boolean(n > 0));
+		json_object_set(j, "http", http ? http : json_null());
+		xrl_buf_json(b, j);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		xrl_report_stats(b, s[i].name, &s[i].st, &s[i].meta, s[i].buckets,
+				 prev ? &prev[i].st : NULL, dt, flags);
+	if (!n)
+		xrl_buf_printf(b, "packet tier: not loaded (no pinned state under %s)\n", pin_root);
+	if (http)
+		xrlctl_http_text(b, http);
 }
 
 static volatile sig_atomic_t stop_watch;
@@ -337,32 +355,48 @@ static int cmd_stats(const struct xrl_verb_call *c)
 	unsigned flags = !json && isatty(STDOUT_FILENO) ? XRL_REPORT_HUMAN : 0;
 	struct watch_out w;
 	struct timespec t0;
+	json_t *http, *hprev = NULL;
 	int n, pn = 0;
 
 	n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
-	if (n <= 0)
-		return fail(1, "no xrl state under %s%s%s", pin_root, only ? " for " : "",
-			    only ? only : "");
+	http = xrlctl_http_stats(sock_path);
+	if (n < 0)
+		n = 0;
+	if (!n && (only || !http))
+		return fail(1, "no xrl state under %s%s%s%s", pin_root, only ? " for " : "",
+			    only ? only : "",
+			    only ? ""
+				 : ", and no identity tier at xrld's socket (is xrld running?)");
 	if (watch)
 		watch_begin(&w, watch, "stats");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		struct xrl_buf b = {};
 
+		if (http)
+			xrlctl_http_rates(http, hprev, dt);
 		snaps_text(&b, cur, n, pn && n == pn ? prev : NULL, dt,
-			   flags | (watch && (flags & XRL_REPORT_HUMAN) ? XRL_REPORT_RATES : 0));
+			   flags | (watch && (flags & XRL_REPORT_HUMAN) ? XRL_REPORT_RATES : 0),
+			   http);
 		if (!watch) {
 			fputs(b.p ? b.p : "", stdout);
 			xrl_buf_free(&b);
+			json_decref(http);
 			return 0;
 		}
 		watch_show(&w, b.p ? b.p : "");
 		xrl_buf_free(&b);
 		memcpy(prev, cur, sizeof(cur));
 		pn = n;
-		if (!watch_sleep(watch))
+		json_decref(hprev);
+		hprev = http;
+		if (!watch_sleep(watch)) {
+			json_decref(hprev);
 			return 0;
+		}
 		n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
+		n = n < 0 ? 0 : n;
+		http = xrlctl_http_stats(sock_path);
 		dt = elapsed_s(&t0);
 	}
 }
@@ -476,7 +510,67 @@ static int list_from_pins(bool deny)
 	return 0;
 }
 
+static int vouch_from_pins(void)
+{
+	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES), rc;
+	struct xrl_buf b = {};
+	struct xrl_handle *h;
+	json_t *a = NULL;
+
+	if (n <= 0 || xrl_open_pinned(pin_root, names[0], &h))
+		return fail(1, "xrld is not running and there is no pinned state under %s",
+			    pin_root);
+	if (json) {
+		a = xrl_report_vouch_json(h);
+		rc = a ? 0 : -EIO;
+		if (a)
+			xrl_buf_json(&b, a);
+	} else {
+		rc = xrl_report_vouch(&b, h);
+	}
+	xrl_close(h);
+	if (rc) {
+		xrl_buf_free(&b);
+		return fail(1, "couldn't read the vouched sources: %s", strerror(-rc));
+	}
+	if (b.p)
+		fputs(b.p, stdout);
+	xrl_buf_free(&b);
+	return 0;
+}
+
 /* What xrlctl does for a verb: the daemon when it is up, the pins otherwise. */
+/*
+ * penalty del KEY|HASH: 8 to 32 hex digits are a key hash (as `penalty
+ * list` shows it); anything else is a key, and only its hash (SHA-256,
+ * the first 32 hex digits) leaves xrlctl: the key, a bearer token perhaps,
+ * is never on the socket nor in xrld's log of changes. A key that is
+ * itself 8 to 32 hex digits is given by its hash (`printf %s KEY |
+ * sha256sum`).
+ */
+static int cmd_penalty_del(const char *arg)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	char hex[65];
+	unsigned int n = 0;
+	size_t len = strlen(arg), i;
+	const char *argv[3] = { "penalty", "del", hex };
+
+	for (i = 0; i < len && isxdigit((unsigned char)arg[i]); i++)
+		;
+	if (i == len && len >= 8 && len <= 32) {
+		for (i = 0; i <= len; i++)
+			hex[i] = (char)tolower((unsigned char)arg[i]);
+	} else {
+		if (!EVP_Digest(arg, len, md, &n, EVP_sha256(), NULL) || n < 16)
+			return fail(1, "couldn't hash the key: %s", strerror(EIO));
+		for (i = 0; i < 16; i++)
+			snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	}
+	return call(3, argv);
+}
+
 static int run(const struct xrl_verb_call *c, int argc, char **argv)
 {
 	const char *const *args = (const char *const *)argv;
@@ -490,6 +584,8 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 	case XRL_VERB_DENY_LIST:
 		return daemon_up() ? call(argc, args)
 				   : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+	case XRL_VERB_VOUCH_LIST:
+		return daemon_up() ? call(argc, args) : vouch_from_pins();
 	case XRL_VERB_POLICY_CHECK:
 		return cmd_policy_check(c->pos[0]);
 	case XRL_VERB_POLICY_APPLY:
@@ -498,6 +594,14 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 		return cmd_stats(c);
 	case XRL_VERB_TOP:
 		return c->opt[2] ? cmd_top_watch(c, argc, argv) : call(argc, args);
+	case XRL_VERB_PENALTY_DEL:
+		return cmd_penalty_del(c->pos[0]);
+	case XRL_VERB_OVERRIDE:
+		if (!c->opt[0] || !c->opt[1] || !c->opt[2])
+			return fail(
+				2,
+				"override RULE KEY needs --rate RATE, --burst N and --ttl DURATION");
+		return call(argc, args);
 	default:
 		return call(argc, args);
 	}
@@ -508,7 +612,7 @@ static int verb_help(const struct xrl_verb_call *c, const char *word)
 {
 	char syn[128];
 
-	if (!c->v) {
+	if (!c->v || (!c->v->sub && c->v->id == XRL_VERB_OVERRIDE)) {
 		printf("usage: xrlctl [--socket PATH] [--pin-dir DIR] [--json] %s ...\n", word);
 		xrl_verb_usage(stdout, word);
 		return 0;

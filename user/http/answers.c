@@ -61,7 +61,7 @@ static void buf_json_str(struct xrl_buf *b, const char *s)
 	xrl_buf_add(b, "\"", 1);
 }
 
-static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
+static void rate_words(const struct xrl_rate *rt, char *buf, size_t len)
 {
 	static const struct {
 		__u64 ns;
@@ -73,7 +73,7 @@ static void rate_words(const struct xrl_http_rule *r, char *buf, size_t len)
 		{ XRL_NSEC_PER_SEC, "second", "seconds" },
 		{ 1000000, "millisecond", "milliseconds" },
 	};
-	__u64 per = r->rate.period_ns, tok = r->rate.tokens;
+	__u64 per = rt->period_ns, tok = rt->tokens;
 
 	for (size_t i = 0; i < sizeof(u) / sizeof(u[0]); i++) {
 		if (per % u[i].ns)
@@ -127,7 +127,9 @@ static void add_quota_headers(const struct xrl_http_cfg *c, struct MHD_Response 
 		p = put_str(p, "\";q=", 4);
 		p = xrl_put_u64(p, d->limit);
 		p = put_str(p, ";w=", 3);
-		p = xrl_put_u64(p, (d->rule->g.tau_ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC);
+		/* a key's override has a window of its own */
+		p = xrl_put_u64(p, ((d->tau_ns ? d->tau_ns : d->rule->g.tau_ns) + XRL_NSEC_PER_SEC -
+				    1) / XRL_NSEC_PER_SEC);
 		*p = '\0';
 		MHD_add_response_header(resp, "RateLimit-Policy", v);
 		p = put_str(v, "\"", 1);
@@ -163,7 +165,16 @@ static struct MHD_Response *make_response(const char *ctype, struct xrl_buf *b,
 	if (ctype)
 		MHD_add_response_header(resp, "Content-Type", ctype);
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (c && d) {
+	if (c && d && d->missing_key) {
+		/* no bucket was asked and waiting brings no identity: no quota
+		 * headers, no Retry-After; the challenge RFC 9110 11.6.1 wants */
+		if (d->rule)
+			MHD_add_response_header(resp, "X-XRL-Rule", d->rule->name);
+		MHD_add_response_header(resp, "WWW-Authenticate",
+					d->rule && d->rule->key_kind == XRL_KEY_BEARER
+						? "Bearer realm=\"xrl\""
+						: "XRL-Identity realm=\"xrl\"");
+	} else if (c && d) {
 		add_quota_headers(c, resp, d);
 		if (!d->allowed) {
 			snprintf(v, sizeof(v), "%llu", (unsigned long long)d->retry_after_s);
@@ -189,10 +200,13 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 	return ret;
 }
 
-enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
-				const char *detail)
+/* A problem+json answer; allow: the Allow header's methods (a 405 must
+ * carry it, RFC 9110 15.5.6), NULL for none. */
+static enum MHD_Result problem_allow(struct MHD_Connection *conn, unsigned status,
+				     const char *title, const char *detail, const char *allow)
 {
 	struct xrl_buf b = {};
+	struct MHD_Response *resp;
 	enum MHD_Result r;
 
 	xrl_buf_printf(&b, "{\"type\":\"about:blank\",\"title\":");
@@ -200,9 +214,43 @@ enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, co
 	xrl_buf_printf(&b, ",\"status\":%u,\"detail\":", status);
 	buf_json_str(&b, detail);
 	xrl_buf_printf(&b, "}\n");
-	r = xrl_srv_send_buf(conn, status, "application/problem+json", &b, NULL, NULL);
+	resp = make_response("application/problem+json", &b, NULL, NULL);
 	xrl_buf_free(&b);
+	if (!resp)
+		return MHD_NO;
+	if (allow)
+		MHD_add_response_header(resp, "Allow", allow);
+	r = MHD_queue_response(conn, status, resp);
+	MHD_destroy_response(resp);
 	return r;
+}
+
+enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
+				const char *detail)
+{
+	return problem_allow(conn, status, title, detail, NULL);
+}
+
+enum MHD_Result xrl_srv_not_allowed(struct MHD_Connection *conn, const char *allow,
+				    const char *detail)
+{
+	return problem_allow(conn, 405, "Method Not Allowed", detail, allow);
+}
+
+/* The header whose absence made a refusal (on_missing_key: refuse). */
+static const char *missing_header(const struct xrl_http_rule *r)
+{
+	if (!r)
+		return "";
+	return r->key_kind == XRL_KEY_BEARER ? "Authorization" : r->header;
+}
+
+static const char *status_title(unsigned status)
+{
+	return status == 503   ? "Service Unavailable"
+	       : status == 401 ? "Unauthorized"
+	       : status == 403 ? "Forbidden"
+			       : "Too Many Requests";
 }
 
 /* 429/503 body: which limit, in a sentence a person understands. */
@@ -212,7 +260,7 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	const char *rn = d->rule ? d->rule->name : "capacity";
 
 	if (d->rule && d->rule->has_rate)
-		rate_words(d->rule, rate, sizeof(rate));
+		rate_words(d->rate.period_ns ? &d->rate : &d->rule->rate, rate, sizeof(rate));
 	else
 		rate[0] = '\0';
 	if (d->conc)
@@ -234,8 +282,8 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 	else if (d->missing_key)
 		snprintf(detail, sizeof(detail),
 			 "Requests to this route are limited per caller (rule \"%s\") and this request "
-			 "did not say who the caller is.",
-			 rn);
+			 "did not say who the caller is: it has no %s header.",
+			 rn, missing_header(d->rule));
 	else if (d->penalized)
 		snprintf(detail, sizeof(detail),
 			 "You went over the limit \"%s\" (%s, bursts of %llu) repeatedly and are blocked "
@@ -249,10 +297,16 @@ static void refusal_body(struct xrl_buf *b, const struct xrl_decision *d, unsign
 			 rn, rate, (unsigned long long)d->limit,
 			 (unsigned long long)d->retry_after_s, d->retry_after_s == 1 ? "" : "s");
 	xrl_buf_printf(b, "{\"type\":\"about:blank\",\"title\":\"%s\",\"status\":%u,\"detail\":",
-		       status == 503 ? "Service Unavailable" : "Too Many Requests", status);
+		       status_title(status), status);
 	buf_json_str(b, detail);
 	xrl_buf_printf(b, ",\"rule\":");
 	buf_json_str(b, rn);
+	if (d->missing_key) {
+		xrl_buf_printf(b, ",\"missing_header\":");
+		buf_json_str(b, missing_header(d->rule));
+		xrl_buf_printf(b, "}\n");
+		return;
+	}
 	xrl_buf_printf(b, ",\"limit\":%llu,\"remaining\":%llu,\"retry_after\":%llu}\n",
 		       (unsigned long long)d->limit, (unsigned long long)d->remaining,
 		       (unsigned long long)d->retry_after_s);
@@ -269,6 +323,7 @@ struct refusal_cache {
 	__u32 gen;
 	const struct xrl_http_rule *rule;
 	__u64 limit, remaining, reset_s, retry_after_s;
+	__u64 tau_ns, per_ns, tokens; /* an override's, in the headers and body */
 	time_t now_s;
 	unsigned status;
 	bool missing, penalized, conc;
@@ -296,11 +351,12 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 	    rc->status != status || rc->limit != d->limit || rc->remaining != d->remaining ||
 	    rc->reset_s != d->reset_s || rc->retry_after_s != d->retry_after_s ||
 	    rc->now_s != now_s || rc->missing != d->missing_key || rc->penalized != d->penalized ||
-	    rc->conc != d->conc) {
+	    rc->conc != d->conc || rc->tau_ns != d->tau_ns || rc->per_ns != d->rate.period_ns ||
+	    rc->tokens != d->rate.tokens) {
 		struct xrl_buf b = {};
 		struct MHD_Response *resp;
 
-		refusal_body(&b, d, 429);
+		refusal_body(&b, d, status == MHD_HTTP_FORBIDDEN ? 429 : status);
 		resp = make_response("application/problem+json", &b, c, d);
 		xrl_buf_free(&b);
 		if (!resp)
@@ -314,6 +370,9 @@ static enum MHD_Result send_refusal(struct xrl_http_server *s, const struct xrl_
 					      .remaining = d->remaining,
 					      .reset_s = d->reset_s,
 					      .retry_after_s = d->retry_after_s,
+					      .tau_ns = d->tau_ns,
+					      .per_ns = d->rate.period_ns,
+					      .tokens = d->rate.tokens,
 					      .now_s = now_s,
 					      .status = status,
 					      .missing = d->missing_key,
@@ -354,6 +413,10 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 {
 	int ri = rule_index(c, d->rule);
 
+	/* Redis did not decide: every rule of the request fell back to its
+	 * on_backend_error (a closed one stops at the first) */
+	for (int i = 0; d->backend_error && i < n; i++)
+		atomic_fetch_add(&s->rule_fallback[rule_index(c, rules[i])], 1);
 	/* a shadow rule that would have refused is counted as such, not as
 	 * allowed: each rule's request is in one verdict, as in the packet tier */
 	for (__u32 i = 0; i < d->n_shadow; i++) {
@@ -377,6 +440,38 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 }
 
 /* The loop of the thread running (a handler runs in its loop's thread). */
+void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg)
+{
+	atomic_store(&s->vouch_arg, arg);
+	atomic_store(&s->vouch_fn, fn);
+}
+
+/* An admitted request: the client vouched for if a rule that admitted it
+ * (not one that only counted a shadow refusal) says vouch: true. */
+static void vouch_admitted(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			   struct MHD_Connection *conn, const struct xrl_http_rule *const *rules,
+			   int n, const struct xrl_decision *d)
+{
+	xrl_http_vouch_fn fn = atomic_load(&s->vouch_fn);
+	char ip[INET6_ADDRSTRLEN] = "";
+	struct xrl_prefix p;
+	__u64 ttl = 0;
+
+	for (int i = 0; fn && i < n; i++) {
+		bool shadowed = false;
+
+		for (__u32 k = 0; k < d->n_shadow; k++)
+			shadowed |= d->shadow[k] == rules[i];
+		if (rules[i]->vouch && !shadowed && rules[i]->vouch_ttl_ns > ttl)
+			ttl = rules[i]->vouch_ttl_ns;
+	}
+	if (!ttl)
+		return;
+	xrl_srv_client_ip(c, conn, ip, sizeof(ip));
+	if (!xrl_http_addr_parse(ip, strlen(ip), &p))
+		fn(atomic_load(&s->vouch_arg), &p, ttl);
+}
+
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, bool nginx,
 				    const struct xrl_http_rule *const *rules, int n,
@@ -393,10 +488,18 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_
 	if (d->allowed) {
 		status = MHD_HTTP_OK;
 		atomic_fetch_add(&s->status[ST_200], 1);
+		if (rules)
+			vouch_admitted(s, c, conn, rules, n, d);
 	} else if (d->shed) {
 		status = nginx ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
 		atomic_fetch_add(&s->status[nginx ? ST_401 : ST_503], 1);
 		refusal_body(&b, d, 503);
+	} else if (d->missing_key && !nginx) {
+		/* 401, not 429: the request lacks the identity the rule counts,
+		 * and no wait helps (nginx's auth_request keeps 401 for shedding:
+		 * there it is 403, a refusal, without Retry-After) */
+		atomic_fetch_add(&s->status[ST_401], 1);
+		return send_refusal(s, c, conn, MHD_HTTP_UNAUTHORIZED, d);
 	} else {
 		status = nginx ? MHD_HTTP_FORBIDDEN : MHD_HTTP_TOO_MANY_REQUESTS;
 		atomic_fetch_add(&s->status[nginx ? ST_403 : ST_429], 1);

@@ -55,7 +55,10 @@ void xrl_http_fwd_headers(enum xrl_fwd_from f, const char **method_hdr, const ch
  * the peer is trusted (NULL: absent); dup: one of them came more than once.
  * With headers of the configured kind, a trusted peer must send both, once.
  * Otherwise (envoy, none, or an untrusted peer) the request's own method
- * and its path after "/v1/auth" are used. On success *om is the method and
+ * and its path after "/v1/auth" are used. Envoy's path-prefix form
+ * (/v1/auth/PATH) is taken for every kind when a trusted proxy sent none
+ * of the headers (they win when it sent one); /v1/auth/nginx is nginx's
+ * endpoint, not a path, unless the kind reads no header. On success *om is the method and
  * path holds the normalised path (pathlen bytes at most).
  * Returns 0, or -EINVAL / -ENAMETOOLONG with *why saying what was wrong.
  */
@@ -96,6 +99,8 @@ struct xrl_decision {
 	__u64 remaining;		  /* whole tokens left */
 	__u64 reset_s;			  /* seconds until its bucket is full */
 	__u64 retry_after_s;		  /* refusals: whole seconds, >= 1 */
+	struct xrl_rate rate;		  /* of that rule, or of the key's override */
+	__u64 tau_ns;			  /* likewise: an empty bucket's time to fill */
 	__u32 n_rules;			  /* rules checked */
 	/* shadow rules that would have refused (counted per rule, never told
 	 * to the client) */
@@ -137,6 +142,7 @@ struct xrl_limiter_stats {
 	__u64 redis_round_trips; /* writes of a batch of EVALSHA */
 	__u64 redis_calls;	 /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
 	__u64 redis_decisions;	 /* decisions sent in them */
+	__u64 leases_full;	 /* slots refused: the lease table was full */
 };
 
 int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);
@@ -152,6 +158,28 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c);
  */
 int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d);
+
+/*
+ * Per-key overrides (override.c): rule's bucket for key gets rate and burst
+ * until until_ms (CLOCK_REALTIME ms). At most XRL_OVR_MAX in force.
+ */
+#define XRL_OVR_MAX 512
+struct xrl_ovr {
+	char rule[XRL_RULE_NAME_LEN];
+	char key[XRL_HTTP_KEY_MAX + 1];
+	struct xrl_rate rate;
+	__u32 burst;
+	__u64 until_ms;
+};
+__u64 xrl_ovr_now_ms(void);
+/* 0, -EINVAL/-ERANGE (no bucket has that rate and burst), -ENOSPC (full). */
+int xrl_limiter_override_set(struct xrl_limiter *l, const struct xrl_ovr *e);
+/* 0, -ENOENT. */
+int xrl_limiter_override_del(struct xrl_limiter *l, const char *rule, const char *key);
+/* The entries in force (max at most), unordered; returns how many. */
+int xrl_limiter_override_list(struct xrl_limiter *l, struct xrl_ovr *out, int max);
+/* The whole set, as Redis holds it (ctl.c's refresh). */
+void xrl_limiter_override_replace(struct xrl_limiter *l, const struct xrl_ovr *e, int n);
 
 /*
  * A Redis pipe: one connection, driven by one thread's event loop. The
@@ -270,6 +298,25 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 /* Reload: new rules and limits; the listener stays. */
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
+/* The fleet this tier counts in and shares its penalties with (pen_list.c):
+ * set once, before the fleet's thread runs. */
+struct xrl_fleet;
+void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f);
+/* The penalties in force: [{rule, key_hash, level, remaining_s}]. */
+struct json_t;
+struct json_t *xrl_http_penalties(struct xrl_http_server *s);
+/* Lift the penalties whose key hash starts with hex (here and, in a
+ * fleet, everywhere); *lifted: how many. */
+int xrl_http_penalty_del(struct xrl_http_server *s, const char *hex, int *lifted);
+/*
+ * A request that rules with vouch: true admitted (/v1/auth): fn(arg,
+ * client, ttl_ns) with the client's address as the tier determined it
+ * (trusted proxies walked) and the longest vouch_ttl of those rules. Called
+ * on a server thread, which may not make bpf() calls (seccomp): fn only
+ * queues. Set once, after xrl_http_start; NULL: nobody listens.
+ */
+typedef void (*xrl_http_vouch_fn)(void *arg, const struct xrl_prefix *client, __u64 ttl_ns);
+void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg);
 /* Prometheus lines for the tier (appended to xrld's /metrics). */
 struct xrl_buf;
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b);

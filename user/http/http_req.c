@@ -168,10 +168,17 @@ int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *me
 		      char *path, size_t pathlen, const char **why)
 {
 	const char *mh, *uh, *target = url;
+	bool prefix_form;
 	int rc;
 
 	xrl_http_fwd_headers(c->forwarded_from, &mh, &uh);
-	if (mh && trusted) {
+	/* Envoy's ext_authz form, path_prefix /v1/auth + the original path, is
+	 * taken whatever forwarded_from says, but the forwarded headers of the
+	 * configured kind from a trusted proxy win when it sent any (one alone
+	 * is still a 400). /v1/auth/nginx stays nginx's endpoint unless the
+	 * tier reads no header (envoy, none). */
+	prefix_form = !strncmp(url, "/v1/auth/", 9) && (!mh || strcmp(url, "/v1/auth/nginx"));
+	if (mh && trusted && !(prefix_form && !fm && !fu && !dup)) {
 		if (dup) {
 			*why = "the original method or URI header came more than once";
 			return -EINVAL;
@@ -185,8 +192,9 @@ int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *me
 		target = fu;
 	} else {
 		*om = method;
-		/* envoy ext_authz: path_prefix /v1/auth, then the original path */
-		if (!mh && !strncmp(url, "/v1/auth", 8))
+		/* envoy ext_authz: path_prefix /v1/auth, then the original path,
+		 * normalised below as a forwarded URI is */
+		if (prefix_form || (!mh && !strcmp(url, "/v1/auth")))
 			target = url[8] ? url + 8 : "/";
 	}
 	rc = xrl_http_path_norm(target, strlen(target), path, pathlen);

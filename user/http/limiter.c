@@ -120,19 +120,24 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
 
 /* The identity of rule r's bucket for key: the rule's name, not its 32-bit
  * id, so two rules never share buckets either. */
-static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
-				const char *key)
+struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key)
 {
 	struct sip s;
 	__u64 o[2];
 
 	sip_init(&s, l->sip);
-	sip_add(&s, r->name, strnlen(r->name, sizeof(r->name)) + 1); /* with its NUL */
+	sip_add(&s, rule, strnlen(rule, XRL_RULE_NAME_LEN) + 1); /* with its NUL */
 	sip_add(&s, key, strlen(key));
 	sip_end(&s, o);
 	if (!TAG(o[1]))
 		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
 	return (struct xrl_kd){ o[0], o[1] };
+}
+
+static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
+				const char *key)
+{
+	return xrl_lim_digest(l, r->name, key);
 }
 
 /* Fill the answer from the items: refusing rule with the longest wait, or
@@ -145,7 +150,7 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	d->allowed = true;
 	for (int i = 0; i < n; i++) {
 		if (!it[i].ok && !it[i].r->shadow) {
-			__u64 w = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+			__u64 w = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].g.tau_ns);
 
 			if (d->allowed || w > best_wait) {
 				best_wait = w;
@@ -157,8 +162,7 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	if (d->allowed) {
 		for (int i = 0; i < n; i++) {
 			__u64 t = it[i].ok ? it[i].new_tat : it[i].tat;
-			__u64 rem =
-				xrl_gcra_remaining(t, now, it[i].r->g.emit_ns, it[i].r->g.tau_ns);
+			__u64 rem = xrl_gcra_remaining(t, now, it[i].g.emit_ns, it[i].g.tau_ns);
 
 			if (it[i].r->shadow)
 				continue; /* invisible to clients: no headers from it */
@@ -171,14 +175,16 @@ static void conclude(struct xrl_lim_item *it, int n, __u64 now, struct xrl_decis
 	if (pick < 0)
 		return;
 	d->rule = it[pick].r;
-	d->limit = it[pick].r->burst;
+	d->limit = it[pick].g.burst;
+	d->rate = it[pick].rate;
+	d->tau_ns = it[pick].g.tau_ns;
 	if (d->allowed) {
 		d->remaining = best_rem;
 		d->reset_s =
 			ceil_s(xrl_gcra_reset(it[pick].ok ? it[pick].new_tat : it[pick].tat, now));
 	} else {
-		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].r->g.emit_ns,
-						  it[pick].r->g.tau_ns);
+		d->remaining = xrl_gcra_remaining(it[pick].tat, now, it[pick].g.emit_ns,
+						  it[pick].g.tau_ns);
 		d->retry_after_s = ceil_s(best_wait);
 		if (d->retry_after_s < 1)
 			d->retry_after_s = 1;
@@ -248,6 +254,9 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 		    struct xrl_decision *d)
 {
 	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
+	struct xrl_http_rule shr[XRL_HTTP_MAX_MATCH]; /* NODE_SHARE's copies */
+	const struct xrl_http_rule *orig[XRL_HTTP_MAX_MATCH];
+	__u32 live = 1;
 	int k = 0;
 
 	if (st == J_OK) {
@@ -265,7 +274,7 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 			d->allowed = false;
 			d->shed = true;
 			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
+			d->limit = it[i].g.burst;
 			d->retry_after_s = ceil_s(l->cfg.breaker_cooldown_ns);
 			STAT_ADD(l, shed, 1);
 			return;
@@ -279,9 +288,12 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 	}
 	if (k) {
 		STAT_ADD(l, fallback_local, 1);
+		live = xrl_lim_share(l, loc, k, shr, orig);
 		xrl_store_decide(l->mem, loc, k, now);
 	}
 	conclude_count(l, loc, k, now, d);
+	if (live > 1)
+		xrl_lim_unshare(k, shr, orig, d);
 }
 
 /*
@@ -299,7 +311,7 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 		if (it[i].r->shadow)
 			continue;
 		it[i].tat = xrl_store_peek(l->overlimit, it[i].k);
-		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns);
+		wait = xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].g.tau_ns);
 		if (wait > best) {
 			best = wait;
 			pick = i;
@@ -307,11 +319,19 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	}
 	if (pick < 0)
 		return false;
+	/* a refusal, as Redis would give it: it strikes as one of Redis's does
+	 * (else a key the cache keeps refusing never earns a second strike) */
+	for (int i = 0; i < m && l->cfg.penalty.enabled; i++)
+		if (!it[i].r->shadow &&
+		    xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns) > 0)
+			xrl_lim_penalty_strike(l, &it[i], now);
 	tat = it[pick].tat;
 	d->allowed = false;
 	d->rule = it[pick].r;
-	d->limit = it[pick].r->burst;
-	d->remaining = xrl_gcra_remaining(tat, now, it[pick].r->g.emit_ns, it[pick].r->g.tau_ns);
+	d->limit = it[pick].g.burst;
+	d->rate = it[pick].rate;
+	d->tau_ns = it[pick].g.tau_ns;
+	d->remaining = xrl_gcra_remaining(tat, now, it[pick].g.emit_ns, it[pick].g.tau_ns);
 	d->retry_after_s = ceil_s(best);
 	d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
 	STAT_ADD(l, overlimit_cache_hits, 1);
@@ -371,7 +391,8 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			d->missing_key = true;
 			d->rule = r;
 			d->limit = r->burst;
-			d->retry_after_s = 1;
+			/* no Retry-After: waiting never brings an identity (401) */
+			d->retry_after_s = 0;
 			STAT_ADD(l, refused, 1);
 			return 1;
 		}
@@ -381,12 +402,18 @@ static int items(struct xrl_limiter *l, const struct xrl_http_rule *const *rules
 			conc_item(l, r, keys[i], &ci[nc++]);
 		if (!r->has_rate)
 			continue;
-		if (cost > r->burst)
-			return -E2BIG;
 		it[m] = (struct xrl_lim_item){ .r = r,
 					       .k = key_digest(l, r, keys[i]),
-					       .inc = (__u64)cost * r->g.emit_ns,
+					       .g = r->g,
+					       .rate = r->rate,
 					       .key = keys[i] };
+		/* a key's override (xrlctl override) replaces the rule's rate and burst */
+		xrl_lim_ovr_lookup(l, it[m].k, &it[m].g, &it[m].rate);
+		if (cost > it[m].g.burst)
+			return -E2BIG;
+		it[m].inc = (__u64)cost * it[m].g.emit_ns;
+		if (l->cfg.penalty.enabled)
+			xrl_pen_item(&it[m]);
 		m++;
 	}
 	*pm = m;
@@ -585,6 +612,19 @@ static void mem_decide(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 	conc_conclude(l, ci, nc, d);
 }
 
+/*
+ * The debt of a post-paid cost in ns of rule r's bucket: cost * emit_ns, at
+ * most tau (an empty bucket). A cost is up to 10^8 and emit_ns up to a day
+ * (8.64e13 ns), so the product can pass 2^64: wrapped, a cost of millions
+ * at 1/h was a fraction of a token, or made the bucket full again.
+ */
+static __u64 post_paid_inc(const struct xrl_http_rule *r, __u32 cost)
+{
+	if (r->g.emit_ns && cost > r->g.tau_ns / r->g.emit_ns)
+		return r->g.tau_ns;
+	return (__u64)cost * r->g.emit_ns;
+}
+
 /* Charge inc to bucket k of rule r (post-paid): at most to an empty bucket. */
 static void mem_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, struct xrl_kd k,
 		       __u64 inc, __u64 now)
@@ -617,7 +657,7 @@ int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, con
 	if (!cost)
 		return 0;
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	mem_charge(l, r, key_digest(l, r, key), (__u64)cost * r->g.emit_ns, lim_now(l));
+	mem_charge(l, r, key_digest(l, r, key), post_paid_inc(r, cost), lim_now(l));
 	pthread_rwlock_unlock(&l->cfg_mu);
 	return 0;
 }
@@ -661,7 +701,7 @@ static void release_prepare(struct xrl_limiter *l, const char *const *ids, int n
 			continue;
 		}
 		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
-			mem_charge(l, r, rate, (__u64)cost * r->g.emit_ns, now);
+			mem_charge(l, r, rate, post_paid_inc(r, cost), now);
 			res->charged[i] = true;
 		}
 	}
@@ -852,9 +892,20 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->pen_block = xrl_store_new(cap / 16);
 	l->pen_state = xrl_store_new(cap / 16);
 	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
-	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases) {
+	l->pens = xrl_pen_list_new();
+	l->ovr = xrl_ovr_new();
+	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
+	    !l->ovr) {
 		xrl_limiter_free(l);
 		return -ENOMEM;
+	}
+	if (c->redis_cluster) {
+		int rc = xrl_cluster_new(l); /* redis_cluster.c */
+
+		if (rc) {
+			xrl_limiter_free(l);
+			return rc;
+		}
 	}
 	*out = l;
 	return 0;
@@ -865,12 +916,15 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	if (!l)
 		return;
 	xrl_limiter_pipe_free(l->sync_pipe);
+	xrl_cluster_free(l->cl);
 	redisFreeCommand(l->load_cmd);
 	xrl_store_free(l->mem);
 	xrl_store_free(l->overlimit);
 	xrl_store_free(l->pen_block);
 	xrl_store_free(l->pen_state);
 	xrl_lease_store_free(l->leases);
+	free(l->pens);
+	xrl_ovr_free(l->ovr);
 	free(l);
 }
 
@@ -889,7 +943,7 @@ void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
 
 int xrl_limiter_breaker_state(struct xrl_limiter *l)
 {
-	return atomic_load(&l->brk_state);
+	return atomic_load(&l->brk.state);
 }
 
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
@@ -900,6 +954,7 @@ void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
 	s->keys = atomic_load(&l->mem->keys);
 	s->evictions_idle = atomic_load(&l->mem->ev_idle);
 	s->evictions_active = atomic_load(&l->mem->ev_active);
+	s->leases_full = xrl_lease_store_full(l->leases);
 }
 
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,

@@ -57,6 +57,18 @@ struct xrl_store {
 
 enum { BRK_CLOSED = 0, BRK_OPEN = 1, BRK_HALF = 2 };
 
+/* A breaker: the limiter's (one Redis), or a cluster node's. */
+struct xrl_brk {
+	_Atomic int state;
+	_Atomic __u64 until; /* open until (monotonic ns) */
+	_Atomic __u32 fails;
+	_Atomic int probe; /* a half-open probe is in flight */
+};
+
+struct xrl_cluster;
+struct xrl_cpipe;
+struct xrl_cnode;
+
 struct xrl_limiter {
 	struct xrl_http_cfg cfg; /* copy; swapped under cfg_mu */
 	pthread_rwlock_t cfg_mu;
@@ -66,10 +78,8 @@ struct xrl_limiter {
 	struct xrl_store *pen_state; /* key -> packed strikes */
 	__u64 sip[2];		     /* SipHash key of bucket identities */
 	const _Atomic __u64 *clock;  /* tests: the time; NULL: the clocks */
-	_Atomic int brk_state;
-	_Atomic __u64 brk_until; /* open until (monotonic ns) */
-	_Atomic __u32 brk_fails;
-	_Atomic int brk_probe; /* a half-open probe is in flight */
+	struct xrl_brk brk;
+	struct xrl_cluster *cl; /* redis-cluster://: the slot map, the nodes */
 	char sha[41];	       /* SHA1 of xrl_lua_gcra, for EVALSHA */
 	__u64 auth;	       /* xrl_redis_auth_tag(&cfg) */
 	char *load_cmd;	       /* SCRIPT LOAD xrl_lua_gcra, formatted */
@@ -79,6 +89,9 @@ struct xrl_limiter {
 	pthread_mutex_t sync_mu;	  /* xrl_limiter_decide: one at a time */
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
+	struct xrl_fleet *fleet;	  /* set once, before the first decision */
+	struct xrl_pen_list *pens;	  /* penalties, for xrlctl penalty list|del */
+	struct xrl_ovr_tab *ovr;	  /* per-key overrides (override.c) */
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -91,12 +104,19 @@ static inline __u64 lim_now(const struct xrl_limiter *l)
 
 struct xrl_lim_item {
 	const struct xrl_http_rule *r;
-	struct xrl_kd k; /* the bucket's identity */
+	struct xrl_kd k;	  /* the bucket's identity */
+	struct xrl_gcra_params g; /* the rule's, or the key's override */
+	struct xrl_rate rate;	  /* likewise, for the answer's sentence */
 	__u64 inc;	 /* cost * emit, ns */
 	__u64 tat;	 /* before */
 	__u64 new_tat;	 /* after an admit */
 	bool ok;
 	const char *key;
+	/* with penalties on: the penalty's identity, the same in every
+	 * instance (SHA-256 of the key, mixed with the rule's name; see
+	 * pen_list.c), and the first 16 bytes of SHA-256 of the key */
+	struct xrl_kd pk;
+	__u8 kh[16];
 };
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; longer keys by their SHA-256 */
@@ -146,11 +166,15 @@ _Static_assert(XRL_HTTP_MAX_MATCH *(2 * (5 + 26 + 2) + 3 * (5 + 26 + 2)) <= ARGS
 
 /* J_BADKEY: Redis answered, but a key of the decision is not a string (not
  * Redis failing: the decision falls back alone, the breaker is not told) */
-enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY };
+enum { J_OK = 0, J_FAIL, J_SKIP, J_NOSCRIPT, J_PENDING, J_BADKEY, J_MOVED, J_ASK };
+
+/* What a job asks of Redis: a decision (gcra.lua), or, in a cluster, the
+ * refund of a decision's part that a later part refused (refund.lua). */
+enum { JK_DECIDE = 0, JK_REFUND };
 
 /* The answers a batch awaits before its own: a new connection's AUTH,
  * SELECT, SCRIPT LOAD, or the SCRIPT LOAD after NOSCRIPT (HS_SKIP). */
-enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD };
+enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD, HS_LOAD_NODE };
 
 /*
  * One decision waiting for Redis: its items, its part of the batch's
@@ -163,13 +187,24 @@ struct xrl_redis_job {
 	struct xrl_decision *d;
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m;
-	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH]; /* its slots (concurrency rules) */
-	int nc;
+	int nc;			 /* its slots (concurrency rules), in ci */
 	struct xrl_release *res; /* a release of nc leases (no decision): its answer */
 	int st;	    /* J_* */
 	int call_n; /* first job of a call: the call's decisions */
 	__u64 mnow; /* the batch's now, monotonic (ns) */
+	/* a cluster's: the slot of its keys (-1: one Redis), its kind, the
+	 * request it is a part of, ASKING ahead of it, the node a redirect
+	 * named, redirects followed */
+	int slot;
+	__u8 kind;
+	bool asking, ask_sent;
+	bool one_slot; /* not in a node's call of several slots (after "non local key") */
+	__u16 redir;
+	__u8 hops;
+	struct xrl_creq *cr;
 	size_t klen, alen;
+	/* after klen: a cluster's job_get clears what is before it (nc = 0) */
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	char kb[KEYS_MAX];
 	char ab[ARGS_MAX];
 };
@@ -195,11 +230,47 @@ bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
 		       struct xrl_kd *rate);
 __u32 xrl_lease_held(struct xrl_lease_store *s, struct xrl_kd k, __u64 now);
 __u64 xrl_lease_store_full(struct xrl_lease_store *s);
+/* ---- override.c ------------------------------------------------------------ */
+struct xrl_ovr_tab;
+struct xrl_ovr_tab *xrl_ovr_new(void);
+void xrl_ovr_free(struct xrl_ovr_tab *t);
+/* The digest of (rule name, key), as key_digest makes it. */
+struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key);
+/* k's override in force: true with *g and *rate set (cfg_mu held or not). */
+bool xrl_lim_ovr_lookup(struct xrl_limiter *l, struct xrl_kd k, struct xrl_gcra_params *g,
+			struct xrl_rate *rate);
 
 /* ---- penalty.c ------------------------------------------------------------- */
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			     struct xrl_decision *d);
+
+/* ---- pen_list.c ------------------------------------------------------------ */
+struct xrl_pen_list *xrl_pen_list_new(void);
+/* The identity of rule's penalty for the key whose SHA-256 starts kh. */
+struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
+/* it's pk and kh, from its key (penalties on). */
+void xrl_pen_item(struct xrl_lim_item *it);
+/* A penalty was made here (until: monotonic ns): listed, and told to the fleet. */
+void xrl_pen_made(struct xrl_limiter *l, const struct xrl_lim_item *x, __u64 until, __u64 ttl,
+		  __u32 level, __u64 now);
+/* Forget the escalation state of pk (penalty.c). */
+void xrl_lim_penalty_forget(struct xrl_limiter *l, struct xrl_kd pk);
+/* Set pk's offence count to at least level (penalty.c). */
+void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level, __u64 now);
+
+/* ---- node_share.c ---------------------------------------------------------- */
+/* Local fallback of a fleet: loc's rules replaced by copies at rate/live
+ * and burst/live (floored at 1 token) in tmp; orig keeps the originals.
+ * Returns live (1: nothing changed). */
+__u32 xrl_lim_share(struct xrl_limiter *l, struct xrl_lim_item *loc, int k,
+		    struct xrl_http_rule *tmp, const struct xrl_http_rule **orig);
+/* xrl_lim_share at a given live count (the unit tests'). */
+__u32 xrl_lim_share_at(struct xrl_lim_item *loc, int k, struct xrl_http_rule *tmp,
+		       const struct xrl_http_rule **orig, __u32 live);
+/* d's rule pointers back from the copies to the rules. */
+void xrl_lim_unshare(int k, const struct xrl_http_rule *tmp, const struct xrl_http_rule **orig,
+		     struct xrl_decision *d);
 
 /* ---- limiter.c ------------------------------------------------------------- */
 void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
@@ -230,5 +301,34 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 				 const char *const *rules, struct xrl_release *res,
 				 const struct xrl_limiter_wait *w);
 void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done);
+/* A cluster node's pipe: connects to node, hands its jobs to cp. */
+struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl_cnode *node,
+					       struct xrl_cpipe *cp);
+void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j);
+/* Jobs queued and no batch in flight: the next run sends them. */
+bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p);
+
+/* ---- redis_cluster.c -------------------------------------------------------- */
+int xrl_cluster_new(struct xrl_limiter *l);
+void xrl_cluster_free(struct xrl_cluster *cl);
+const char *xrl_cnode_name(const struct xrl_cnode *n, int *port);
+struct xrl_brk *xrl_cnode_brk(struct xrl_cnode *n);
+void xrl_cnode_batch(struct xrl_cnode *n, __u64 ns, bool ok);
+/* The node script (a call of several slots of one node): its SHA1, and
+ * its SCRIPT LOAD formatted (*cmd, *len). */
+const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len);
+/* J_MOVED or J_ASK and the node named (*to), when err is a redirect; 0 */
+int xrl_cnode_redirect(struct xrl_cnode *from, const char *err, size_t n, __u16 *to);
+/* A node pipe's batch is over: its jobs, each now the cluster's */
+void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j);
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_limiter *l);
+void xrl_cpipe_free(struct xrl_cpipe *cp);
+void xrl_cpipe_abort(struct xrl_cpipe *cp);
+int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen);
+int xrl_cpipe_run(struct xrl_cpipe *cp, short revents);
+bool xrl_cpipe_busy(const struct xrl_cpipe *cp);
+int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct xrl_decision *d,
+		    const struct xrl_limiter_wait *w);
+extern const char xrl_lua_refund[];
 
 #endif /* XRL_LIMITER_INT_H */

@@ -35,32 +35,57 @@
 
 __thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
+static int loop_io_ctl(struct xrl_srv_loop *lp, int op, struct xrl_srv_io *io, unsigned events)
+{
+	struct epoll_event e = { .events = events, .data.ptr = io };
+
+	return epoll_ctl(lp->ep, op, io->fd, &e) ? -errno : 0;
+}
+
 /* The pipe's fd in the loop's epoll, as it is now (a new connection is a
  * new fd; a closed one left the epoll set when it was closed). */
 static void loop_pipe_reg(struct xrl_srv_loop *lp, int fd, short ev, __u32 gen)
 {
-	struct epoll_event e = { .events = (ev & POLLIN ? EPOLLIN : 0u) |
-					   (ev & POLLOUT ? EPOLLOUT : 0u),
-				 .data.u32 = EV_PIPE };
+	unsigned e = (ev & POLLIN ? EPOLLIN : 0u) | (ev & POLLOUT ? EPOLLOUT : 0u);
+	bool same = fd == lp->pipe_io.fd && gen == lp->pipe_gen;
 
-	if (fd == lp->pipe_fd && gen == lp->pipe_gen && ev == lp->pipe_ev)
+	if (same && ev == lp->pipe_ev)
 		return;
+	lp->pipe_io.fd = fd;
 	if (fd >= 0) {
-		if (fd == lp->pipe_fd && gen == lp->pipe_gen)
-			epoll_ctl(lp->ep, EPOLL_CTL_MOD, fd, &e);
-		else if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &e) && errno == EEXIST)
-			epoll_ctl(lp->ep, EPOLL_CTL_MOD, fd, &e);
+		if (same)
+			loop_io_ctl(lp, EPOLL_CTL_MOD, &lp->pipe_io, e);
+		else if (loop_io_ctl(lp, EPOLL_CTL_ADD, &lp->pipe_io, e) == -EEXIST)
+			loop_io_ctl(lp, EPOLL_CTL_MOD, &lp->pipe_io, e);
 	}
-	lp->pipe_fd = fd;
 	lp->pipe_gen = gen;
 	lp->pipe_ev = ev;
+}
+
+/* The daemon's epoll fd: libmicrohttpd has work (a connection, a request). */
+static void on_mhd(struct xrl_srv_loop *lp, struct xrl_srv_io *io, unsigned events)
+{
+	lp->run_mhd = true;
+}
+
+/* stop_fd: xrl_srv_loops_stop wants the thread back; the pass ends at once. */
+static void on_stop(struct xrl_srv_loop *lp, struct xrl_srv_io *io, unsigned events)
+{
+	lp->stop = true;
+}
+
+/* The Redis pipe's fd: its epoll events as poll events, for the pipe's run. */
+static void on_pipe(struct xrl_srv_loop *lp, struct xrl_srv_io *io, unsigned events)
+{
+	lp->pipe_rev =
+		(short)((events & EPOLLIN ? POLLIN : 0) | (events & EPOLLOUT ? POLLOUT : 0) |
+			(events & EPOLLERR ? POLLERR : 0) | (events & EPOLLHUP ? POLLHUP : 0));
 }
 
 void *xrl_srv_loop_main(void *arg)
 {
 	struct xrl_srv_loop *lp = arg;
 	struct epoll_event ev[8];
-	bool run_mhd = true;
 	sigset_t all;
 
 	/* signals are for the main thread */
@@ -72,20 +97,22 @@ void *xrl_srv_loop_main(void *arg)
 	if (xrl_thread_confine())
 		log_warnx(
 			"couldn't confine an identity-tier thread (seccomp): it runs with xrld's privileges");
+	lp->run_mhd = true;
+	lp->stop = false;
 	for (;;) {
 		MHD_UNSIGNED_LONG_LONG mto;
 		__u64 pto;
-		short pev = 0, prev = 0;
+		short pev = 0;
 		__u32 gen;
 		int fd, n, ms = -1;
 
-		if (run_mhd)
+		if (lp->run_mhd)
 			MHD_run(lp->d);
 		/* every ready connection is served: what they queued for Redis
 		 * goes out now, if the pipe is free (else with the next batch).
 		 * Decided at once (the breaker is open): answer them first */
-		run_mhd = xrl_limiter_pipe_run(lp->pipe, 0) > 0;
-		if (run_mhd)
+		lp->run_mhd = xrl_limiter_pipe_run(lp->pipe, 0) > 0;
+		if (lp->run_mhd)
 			continue;
 		fd = xrl_limiter_pipe_poll(lp->pipe, &pev, &pto, &gen);
 		loop_pipe_reg(lp, fd, pev, gen);
@@ -101,28 +128,21 @@ void *xrl_srv_loop_main(void *arg)
 				ms = (int)pms;
 		}
 		n = epoll_wait(lp->ep, ev, 8, ms);
-		run_mhd = n <= 0; /* a timeout: libmicrohttpd's idle connections */
+		lp->run_mhd = n <= 0; /* a timeout: libmicrohttpd's idle connections */
+		lp->pipe_rev = 0;
 		for (int i = 0; i < n; i++) {
-			switch (ev[i].data.u32) {
-			case EV_STOP:
-				goto out;
-			case EV_MHD:
-				run_mhd = true;
-				break;
-			default:
-				prev = (short)((ev[i].events & EPOLLIN ? POLLIN : 0) |
-					       (ev[i].events & EPOLLOUT ? POLLOUT : 0) |
-					       (ev[i].events & EPOLLERR ? POLLERR : 0) |
-					       (ev[i].events & EPOLLHUP ? POLLHUP : 0));
-				break;
-			}
+			struct xrl_srv_io *io = ev[i].data.ptr;
+
+			io->fn(lp, io, ev[i].events);
 		}
+		if (lp->stop)
+			break;
 		/* replies, or the batch's timeout: libmicrohttpd's next pass
 		 * answers the decided */
-		if ((prev || pto != UINT64_MAX) && xrl_limiter_pipe_run(lp->pipe, prev) > 0)
-			run_mhd = true;
+		if ((lp->pipe_rev || pto != UINT64_MAX) &&
+		    xrl_limiter_pipe_run(lp->pipe, lp->pipe_rev) > 0)
+			lp->run_mhd = true;
 	}
-out:
 	/* whatever still waits for Redis falls back (the daemon closes
 	 * those connections as it stops) */
 	xrl_limiter_pipe_abort(lp->pipe);
@@ -166,18 +186,16 @@ void xrl_srv_loops_stop(struct xrl_http_server *s)
 int xrl_srv_loop_init(struct xrl_srv_loop *lp)
 {
 	const union MHD_DaemonInfo *di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_EPOLL_FD);
-	struct epoll_event e = { .events = EPOLLIN };
+	int rc;
 
 	lp->ep = epoll_create1(EPOLL_CLOEXEC);
 	lp->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	lp->pipe = xrl_limiter_pipe_new(lp->s->lim);
 	if (!di || lp->ep < 0 || lp->stop_fd < 0 || !lp->pipe)
 		return -ENOMEM;
-	e.data.u32 = EV_MHD;
-	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, di->epoll_fd, &e))
-		return -errno;
-	e.data.u32 = EV_STOP;
-	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->stop_fd, &e))
-		return -errno;
-	return 0;
+	lp->mhd_io = (struct xrl_srv_io){ .fd = di->epoll_fd, .fn = on_mhd };
+	lp->stop_io = (struct xrl_srv_io){ .fd = lp->stop_fd, .fn = on_stop };
+	lp->pipe_io = (struct xrl_srv_io){ .fd = -1, .fn = on_pipe };
+	rc = loop_io_ctl(lp, EPOLL_CTL_ADD, &lp->mhd_io, EPOLLIN);
+	return rc ? rc : loop_io_ctl(lp, EPOLL_CTL_ADD, &lp->stop_io, EPOLLIN);
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "http.h"
+#include "redis_cluster.h"
 #include "report.h"
 #include "server_int.h"
 
@@ -137,6 +138,10 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 		       (unsigned long long)st.evictions_active);
 	one(b, "xrl_http_penalties_total", "counter", "Key penalties given (identity tier).",
 	    st.penalties);
+	one(b, "xrl_http_lease_table_full_total", "counter",
+	    "Concurrency slots refused because the lease table (max_keys / 16 keys, at least "
+	    "1024) was full: a new key's request answered 429 or 503 as if over its limit.",
+	    st.leases_full);
 	one(b, "xrl_http_redis_breaker_open", "gauge",
 	    "1 while the Redis breaker is open or half-open.",
 	    xrl_limiter_breaker_state(s->lim) != 0);
@@ -161,4 +166,5 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);
+	xrl_cluster_metrics(s->lim, b);
 }

@@ -17,12 +17,12 @@
 void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now)
 {
 	__u64 win = now / l->cfg.penalty.window_ns, st, ttl;
-	struct xrl_shard *sh = xrl_store_shard(l->pen_state, x->k);
+	struct xrl_shard *sh = xrl_store_shard(l->pen_state, x->pk);
 	__u32 strikes, offenses;
 	struct xrl_slot *s;
 
 	pthread_mutex_lock(&sh->mu);
-	s = xrl_store_slot(l->pen_state, sh, x->k, 0, ~0ULL);
+	s = xrl_store_slot(l->pen_state, sh, x->pk, 0, ~0ULL);
 	st = s->v;
 	strikes = (st >> 16) & 0xff;
 	offenses = (st >> 8) & 0xff;
@@ -52,8 +52,9 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 	s->v = (win << 24) | ((__u64)strikes << 16) | ((__u64)offenses << 8) | 1;
 	pthread_mutex_unlock(&sh->mu);
 	if (ttl) {
-		xrl_store_put(l->pen_block, x->k, now + ttl, now);
+		xrl_store_put(l->pen_block, x->pk, now + ttl, now);
 		STAT_ADD(l, penalties, 1);
+		xrl_pen_made(l, x, now + ttl, ttl, offenses, now);
 		char key[XRL_RULE_NAME_LEN + 32];
 
 		/* one line per rule per interval: a flood of keys is one line */
@@ -70,19 +71,45 @@ bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int
 	if (!l->cfg.penalty.enabled)
 		return false;
 	for (int i = 0; i < m; i++) {
-		__u64 until = xrl_store_peek(l->pen_block, it[i].k);
+		__u64 until = xrl_store_peek(l->pen_block, it[i].pk);
 
 		if (until > now && !it[i].r->shadow) {
 			d->allowed = false;
 			d->penalized = true;
 			d->rule = it[i].r;
-			d->limit = it[i].r->burst;
+			d->limit = it[i].g.burst;
 			d->retry_after_s = ceil_s(until - now);
+			/* nothing is left until the block ends: RateLimit's t= is
+			 * that end too, as Retry-After says (not the bucket's) */
+			d->remaining = 0;
+			d->reset_s = d->retry_after_s;
 			STAT_ADD(l, refused, 1);
 			return true;
 		}
 	}
 	return false;
+}
+
+void xrl_lim_penalty_forget(struct xrl_limiter *l, struct xrl_kd pk)
+{
+	xrl_store_update(l->pen_block, pk, 0);
+	xrl_store_update(l->pen_state, pk, 0);
+}
+
+/* A penalty of another instance: this one escalates from its level on. */
+void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level, __u64 now)
+{
+	struct xrl_shard *sh = xrl_store_shard(l->pen_state, pk);
+	__u64 win = now / l->cfg.penalty.window_ns;
+	struct xrl_slot *s;
+
+	if (level > 0xff)
+		level = 0xff;
+	pthread_mutex_lock(&sh->mu);
+	s = xrl_store_slot(l->pen_state, sh, pk, 0, ~0ULL);
+	if (!s->v || ((s->v >> 8) & 0xff) < level)
+		s->v = (win << 24) | ((__u64)level << 8) | 1; /* no strike pending */
+	pthread_mutex_unlock(&sh->mu);
 }
 
 /*

@@ -24,41 +24,22 @@
 
 /* ---- the breaker -------------------------------------------------------------- */
 
-static bool brk_allow(struct xrl_limiter *l, __u64 now, bool *probe)
+static bool brk_allow(struct xrl_brk *b, __u64 now, bool *probe)
 {
-	int st = atomic_load(&l->brk_state);
+	int st = atomic_load(&b->state);
 
 	*probe = false;
 	if (st == BRK_CLOSED)
 		return true;
-	if (now < atomic_load(&l->brk_until))
+	if (now < atomic_load(&b->until))
 		return false;
 	int expect = 0;
 
-	if (!atomic_compare_exchange_strong(&l->brk_probe, &expect, 1))
+	if (!atomic_compare_exchange_strong(&b->probe, &expect, 1))
 		return false;
-	atomic_store(&l->brk_state, BRK_HALF);
+	atomic_store(&b->state, BRK_HALF);
 	*probe = true;
 	return true;
-}
-
-static void brk_result(struct xrl_limiter *l, bool ok, bool probe, __u64 now, const char *why)
-{
-	if (ok) {
-		atomic_store(&l->brk_fails, 0);
-		if (atomic_exchange(&l->brk_state, BRK_CLOSED) != BRK_CLOSED)
-			log_info("redis %s:%d answers again: shared limits resumed",
-				 l->cfg.redis_host, l->cfg.redis_port);
-	} else {
-		/* one timeout is enough: the next request must not wait it out too */
-		if (atomic_exchange(&l->brk_state, BRK_OPEN) == BRK_CLOSED)
-			log_warnx("redis %s:%d failed (%s): breaker open, rules fall back to on_backend_error",
-				  l->cfg.redis_host, l->cfg.redis_port, why ? why : "?");
-		atomic_store(&l->brk_until, now + l->cfg.breaker_cooldown_ns);
-		atomic_fetch_add(&l->brk_fails, 1);
-	}
-	if (probe)
-		atomic_store(&l->brk_probe, 0);
 }
 
 /* ---- the Redis pipe ------------------------------------------------------------ */
@@ -102,7 +83,43 @@ struct xrl_redis_pipe {
 	__u32 handed;	 /* decisions handed back (pipe_run's count) */
 	const char *why; /* what failed, for the log */
 	char why_buf[160];
+	struct xrl_cnode *node; /* a cluster node's pipe: that node; else NULL */
+	struct xrl_cpipe *cp;	/* the cluster's pipe: this one's, or its owner */
 };
+
+static struct xrl_brk *pipe_brk(struct xrl_redis_pipe *p, const char **host, int *port)
+{
+	if (p->node) {
+		*host = xrl_cnode_name(p->node, port);
+		return xrl_cnode_brk(p->node);
+	}
+	*host = p->l->cfg.redis_host;
+	*port = p->l->cfg.redis_port;
+	return &p->l->brk;
+}
+
+static void brk_result(struct xrl_redis_pipe *p, bool ok, bool probe, __u64 now, const char *why)
+{
+	struct xrl_limiter *l = p->l;
+	const char *host;
+	int port;
+	struct xrl_brk *b = pipe_brk(p, &host, &port);
+
+	if (ok) {
+		atomic_store(&b->fails, 0);
+		if (atomic_exchange(&b->state, BRK_CLOSED) != BRK_CLOSED)
+			log_info("redis %s:%d answers again: shared limits resumed", host, port);
+	} else {
+		/* one timeout is enough: the next request must not wait it out too */
+		if (atomic_exchange(&b->state, BRK_OPEN) == BRK_CLOSED)
+			log_warnx("redis %s:%d failed (%s): breaker open, rules fall back to on_backend_error",
+				  host, port, why ? why : "?");
+		atomic_store(&b->until, now + l->cfg.breaker_cooldown_ns);
+		atomic_fetch_add(&b->fails, 1);
+	}
+	if (probe)
+		atomic_store(&b->probe, 0);
+}
 
 /*
  * hiredis 0.14 allocates an array's element pointers as soon as it reads
@@ -190,15 +207,19 @@ __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c)
 static int pipe_connect(struct xrl_redis_pipe *p)
 {
 	const struct xrl_http_cfg *c = &p->l->cfg;
+	const char *host = c->redis_host;
+	int port = c->redis_port;
 
+	if (p->node)
+		host = xrl_cnode_name(p->node, &port);
 	p->reused = p->fresh = false;
-	if (p->c && p->port == c->redis_port && p->db == c->redis_db &&
-	    !strcmp(p->host, c->redis_host) && p->auth == p->l->auth) {
+	if (p->c && p->port == port && p->db == c->redis_db && !strcmp(p->host, host) &&
+	    p->auth == p->l->auth) {
 		p->reused = true;
 		return 0;
 	}
 	pipe_drop(p);
-	p->c = redisConnectNonBlock(c->redis_host, c->redis_port);
+	p->c = redisConnectNonBlock(host, port);
 	if (p->c && !p->c->err)
 		p->guard = xrl_reader_guard_new(p->c->reader);
 	if (!p->c || p->c->err || !p->guard) {
@@ -208,8 +229,8 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 		pipe_drop(p);
 		return -EIO;
 	}
-	snprintf(p->host, sizeof(p->host), "%s", c->redis_host);
-	p->port = c->redis_port;
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	p->port = port;
 	p->db = c->redis_db;
 	p->auth = p->l->auth;
 	p->gen++;
@@ -273,6 +294,15 @@ static int pipe_handshake(struct xrl_redis_pipe *p)
 		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
 	if (!rc)
 		p->hs[p->hs_n++] = HS_LOAD;
+	if (!rc && p->node) {
+		const char *cmd;
+		size_t len;
+
+		xrl_cnode_script(p->node, &cmd, &len);
+		rc = wb_add(p, cmd, len);
+		if (!rc)
+			p->hs[p->hs_n++] = HS_LOAD_NODE;
+	}
 	return rc;
 }
 
@@ -302,6 +332,14 @@ static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply
 				  r->str, p->l->sha);
 		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
 		return p->why_buf;
+	case HS_LOAD_NODE: {
+		const char *cmd, *sha = xrl_cnode_script(p->node, &cmd, &(size_t){ 0 });
+
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, sha, 40))
+			return NULL;
+		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD (node script): %.100s", err);
+		return p->why_buf;
+	}
 	default:
 		return NULL; /* HS_SKIP: the load after NOSCRIPT; the retry tells */
 	}
@@ -344,9 +382,46 @@ static int wb_num2(struct xrl_redis_pipe *p, __u64 v, __u64 c)
 	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
 }
 
+/* A RESP bulk string of n bytes at s. */
+static int wb_num_str(struct xrl_redis_pipe *p, const char *s, size_t n)
+{
+	char t[32], *e = t;
+
+	*e++ = '$';
+	e = xrl_put_u64(e, n);
+	*e++ = '\r';
+	*e++ = '\n';
+	if (wb_add(p, t, (size_t)(e - t)) || wb_add(p, s, n))
+		return -ENOMEM;
+	return wb_add(p, "\r\n", 2);
+}
+
 static int wb_num(struct xrl_redis_pipe *p, __u64 v)
 {
 	return wb_num2(p, v, 0);
+}
+
+/*
+ * A refund (a cluster's, JK_REFUND): EVAL refund.lua, its keys, now, the
+ * inc of each key (its ab: one bulk string a key). Rare: sent as text, so
+ * no script cache has to hold it.
+ */
+static int wb_refund(struct xrl_redis_pipe *p, struct xrl_redis_job *j, const char *now, __u64 mnow)
+{
+	char hdr[32], *h = hdr;
+	size_t sl = strlen(xrl_lua_refund);
+
+	*h++ = '*';
+	h = xrl_put_u64(h, (__u64)(3 + 2 * j->m + 1));
+	*h++ = '\r';
+	*h++ = '\n';
+	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$4\r\nEVAL\r\n", 10) ||
+	    wb_num_str(p, xrl_lua_refund, sl) || wb_num(p, (__u64)j->m) ||
+	    wb_add(p, j->kb, j->klen) || wb_add(p, now, strlen(now)) || wb_add(p, j->ab, j->alen))
+		return -ENOMEM;
+	j->mnow = mnow;
+	j->call_n = 1;
+	return 0;
 }
 
 /*
@@ -362,21 +437,47 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 	char hdr[64], *h = hdr;
 	int keys = 0, args = 0;
 	struct xrl_redis_job *x;
+	bool xs = false; /* keys of several slots (a cluster node's call) */
 	int i;
 
+	if (j->asking) {
+		/* ASK: this once, the node importing the slot (redis_cluster.c) */
+		if (wb_add(p, "*1\r\n$6\r\nASKING\r\n", 16))
+			return -ENOMEM;
+		j->ask_sent = true;
+	}
+	if (j->kind == JK_REFUND)
+		return wb_refund(p, j, now, mnow);
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
 			keys += x->m + (x->res ? 2 : 1) * x->nc;
 			args += 2 * x->m + 3 * x->nc;
+			xs |= x->slot != j->slot;
 			i++;
 		}
 	*h++ = '*';
-	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + args));
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + args + (xs ? 2 : 0)));
 	*h++ = '\r';
 	*h++ = '\n';
-	if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
-	    wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys))
+	if (xs) {
+		/* the node script: KEYS one key (Redis routes by it: MOVED,
+		 * ASK), ARGV the key count and every key, then as gcra.lua */
+		const char *sha =
+			xrl_cnode_script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
+		size_t k1 = 0;
+
+		for (const char *q = j->kb + 1; *q >= '0' && *q <= '9'; q++)
+			k1 = k1 * 10 + (size_t)(*q - '0');
+		k1 += (size_t)snprintf(NULL, 0, "%zu", k1) + 5; /* "$N\r\n" ... "\r\n" */
+		if (wb_add(p, hdr, (size_t)(h - hdr)) ||
+		    wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) || wb_add(p, sha, 40) ||
+		    wb_add(p, "\r\n$1\r\n1\r\n", 9) || wb_add(p, j->kb, k1) ||
+		    wb_num(p, (__u64)keys))
+			return -ENOMEM;
+	} else if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
+		   wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
 		return -ENOMEM;
+	}
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
 			if (wb_add(p, x->kb, x->klen))
@@ -430,14 +531,36 @@ static int pipe_send(struct xrl_redis_pipe *p)
 		if (wb_add(p, l->load_cmd, l->load_len))
 			goto oom;
 		p->hs[p->hs_n++] = HS_SKIP;
+		if (p->node) {
+			const char *cmd;
+			size_t len;
+
+			xrl_cnode_script(p->node, &cmd, &len);
+			if (wb_add(p, cmd, len))
+				goto oom;
+			p->hs[p->hs_n++] = HS_SKIP;
+		}
 	}
 	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
+		/* one Redis, or a cluster node: every decision of a call (a
+		 * node's of several slots by its node script); an ASK or a
+		 * refund alone; after "non local key", one slot a call */
+		bool alone = j->asking || j->kind != JK_DECIDE;
+
 		if (j->st != J_PENDING)
 			continue;
-		decisions++;
+		decisions += j->kind == JK_DECIDE;
+		if (first &&
+		    (alone || ((j->one_slot || first->one_slot) && j->slot != first->slot))) {
+			if (wb_call(p, first, n, now, mnow))
+				goto oom;
+			calls++;
+			first = NULL;
+			n = 0;
+		}
 		if (!first)
 			first = j;
-		if (++n == CALL_MAX) {
+		if (++n == CALL_MAX || alone) {
 			if (wb_call(p, first, n, now, mnow))
 				goto oom;
 			calls++;
@@ -524,6 +647,76 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 	return x;
 }
 
+/*
+ * A cluster node's reply to the call of the n pending jobs from j on: a
+ * redirect (every job of the call goes where it says), a refund's answer,
+ * or a decision's (call_reply).
+ */
+static struct xrl_redis_job *node_reply(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n,
+					redisReply *r)
+{
+	__u16 to = 0;
+	int st = 0, i;
+	struct xrl_redis_job *x;
+
+	if (r->type == REDIS_REPLY_ERROR)
+		st = xrl_cnode_redirect(p->node, r->str, r->len, &to);
+	if (!st && r->type == REDIS_REPLY_ERROR && strstr(r->str, "non local key")) {
+		/* a key of the node's call is in a slot the node no longer
+		 * serves (the node script reads every key before it writes
+		 * one): each decision again, by its own slot */
+		st = J_MOVED;
+		for (x = j, i = 0; i < n; x = x->next)
+			if (x->st == J_PENDING) {
+				x->one_slot = true;
+				i++;
+			}
+	}
+	if (!st && j->kind != JK_REFUND)
+		return call_reply(j, n, r);
+	if (!st) {
+		st = r->type == REDIS_REPLY_ERROR ? J_FAIL : J_OK;
+		if (st == J_FAIL)
+			log_warnx("redis: a refund failed: %s", r->str);
+	}
+	for (x = j, i = 0; i < n; x = x->next)
+		if (x->st == J_PENDING) {
+			x->st = st;
+			x->redir = to;
+			i++;
+		}
+	return x;
+}
+
+/* A cluster node's batch is over: its jobs go back to the cluster's pipe,
+ * which decides what each means for its request. */
+static void node_end(struct xrl_redis_pipe *p)
+{
+	struct xrl_redis_job *b = p->b, *next;
+	bool ok = true, skipped = false;
+
+	for (struct xrl_redis_job *j = b; j; j = j->next) {
+		ok &= j->st == J_OK || j->st == J_BADKEY || j->st == J_MOVED || j->st == J_ASK;
+		skipped |= j->st == J_SKIP;
+	}
+	pthread_rwlock_rdlock(&p->l->cfg_mu);
+	if (!skipped && !p->aborting) {
+		brk_result(p, ok, p->probe, p->t0, p->why);
+		xrl_cnode_batch(p->node, lim_now(p->l) - p->t0, ok);
+	} else if (p->probe) {
+		atomic_store(&xrl_cnode_brk(p->node)->probe, 0);
+	}
+	pthread_rwlock_unlock(&p->l->cfg_mu);
+	p->b = NULL;
+	p->probe = false;
+	for (struct xrl_redis_job *j = b; j; j = next) {
+		next = j->next;
+		j->next = NULL;
+		p->handed++;
+		xrl_cpipe_job_done(p->cp, j);
+	}
+}
+
 /* The batch is over: the breaker, the decisions, back to their callers. */
 static void pipe_end(struct xrl_redis_pipe *p)
 {
@@ -532,15 +725,19 @@ static void pipe_end(struct xrl_redis_pipe *p)
 	bool ok = true, skipped = false;
 	__u64 now;
 
+	if (p->node) {
+		node_end(p);
+		return;
+	}
 	for (struct xrl_redis_job *j = b; j; j = j->next) {
 		ok &= j->st == J_OK || j->st == J_BADKEY;
 		skipped |= j->st == J_SKIP;
 	}
 	pthread_rwlock_rdlock(&l->cfg_mu);
 	if (!skipped && !p->aborting)
-		brk_result(l, ok, p->probe, p->t0, p->why);
+		brk_result(p, ok, p->probe, p->t0, p->why);
 	else if (p->probe)
-		atomic_store(&l->brk_probe, 0); /* the probe is given up */
+		atomic_store(&l->brk.probe, 0); /* the probe is given up */
 	now = lim_now(l);
 	for (struct xrl_redis_job *j = b; j; j = j->next) {
 		if (j->res) /* a release Redis did not answer: the slots wait out lease_ttl */
@@ -606,7 +803,7 @@ static void pipe_start(struct xrl_redis_pipe *p)
 	p->retried = p->reloaded = p->answered = false;
 	p->why = NULL;
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	if (!brk_allow(l, p->t0, &p->probe)) {
+	if (!brk_allow(pipe_brk(p, &(const char *){ NULL }, &(int){ 0 }), p->t0, &p->probe)) {
 		pthread_rwlock_unlock(&l->cfg_mu);
 		for (struct xrl_redis_job *j = p->b; j; j = j->next)
 			j->st = J_SKIP;
@@ -656,12 +853,20 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		}
 		while (p->cur && p->cur->st != J_PENDING)
 			p->cur = p->cur->next;
+		if (p->cur && p->cur->ask_sent) {
+			p->cur->ask_sent = false; /* ASKING's +OK; the call tells */
+			freeReplyObject(r);
+			continue;
+		}
 		if (!p->cur || p->cur->call_n <= 0) {
 			freeReplyObject(r);
 			pipe_fail(p, false, "an answer too many");
 			return;
 		}
-		p->cur = call_reply(p->cur, p->cur->call_n, r);
+		if (p->node)
+			p->cur = node_reply(p, p->cur, p->cur->call_n, r);
+		else
+			p->cur = call_reply(p->cur, p->cur->call_n, r);
 		p->answered = true;
 		freeReplyObject(r);
 	}
@@ -702,15 +907,60 @@ struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
 {
 	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
 
-	if (p)
-		p->l = l;
+	if (!p)
+		return NULL;
+	p->l = l;
+	if (l->cl) {
+		/* a cluster: this pipe is the face of one per node */
+		p->cp = xrl_cpipe_new(l);
+		if (!p->cp) {
+			free(p);
+			return NULL;
+		}
+	}
 	return p;
 }
+
+struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl_cnode *node,
+					       struct xrl_cpipe *cp)
+{
+	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
+
+	if (p) {
+		p->l = l;
+		p->node = node;
+		p->cp = cp;
+	}
+	return p;
+}
+
+/* A cluster's job onto a node's queue; it goes with the node's next batch. */
+void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j)
+{
+	j->next = NULL;
+	j->st = J_PENDING;
+	if (p->q_tail)
+		p->q_tail->next = j;
+	else
+		p->q = j;
+	p->q_tail = j;
+}
+
+bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p)
+{
+	return !p->b && p->q;
+}
+
+#define FRONT(p) ((p)->cp && !(p)->node) /* a cluster's pipe: redis_cluster.c */
 
 void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 {
 	struct xrl_redis_job **tail = &p->b;
 
+	if (FRONT(p)) {
+		xrl_cpipe_abort(p->cp);
+		return;
+	}
 	/* the batch in flight and the queue, as one failed batch; not a
 	 * failure of Redis: the breaker is left as it is */
 	while (*tail)
@@ -734,6 +984,11 @@ void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
 
 	if (!p)
 		return;
+	if (FRONT(p)) {
+		xrl_cpipe_free(p->cp);
+		free(p);
+		return;
+	}
 	xrl_limiter_pipe_abort(p);
 	for (struct xrl_redis_job *j = p->free; j; j = next) {
 		next = j->next;
@@ -745,6 +1000,8 @@ void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
 
 int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
 {
+	if (FRONT(p))
+		return xrl_cpipe_poll(p->cp, events, timeout_ns, gen);
 	*events = 0;
 	*timeout_ns = UINT64_MAX;
 	*gen = p->gen;
@@ -764,6 +1021,8 @@ int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeou
 
 int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 {
+	if (FRONT(p))
+		return xrl_cpipe_run(p->cp, revents);
 	p->handed = 0;
 	if (p->b) {
 		if (p->woff < p->wlen && (revents & (POLLOUT | POLLERR | POLLHUP)) && pipe_write(p))
@@ -792,6 +1051,8 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 
 bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 {
+	if (FRONT(p))
+		return xrl_cpipe_busy(p->cp);
 	return p->b || p->q;
 }
 
@@ -831,8 +1092,12 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
-	struct xrl_redis_job *j = job_get(p);
+	struct xrl_redis_job *j;
 
+	/* a cluster takes no slots: config.c refuses concurrency rules there */
+	if (FRONT(p) && !nc)
+		return xrl_cpipe_queue(p->cp, it, m, d, w);
+	j = FRONT(p) ? NULL : job_get(p);
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
@@ -850,6 +1115,9 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	j->nc = nc;
 	j->d = d;
 	j->res = NULL;
+	j->slot = -1;
+	j->kind = JK_DECIDE;
+	j->asking = j->ask_sent = j->one_slot = false;
 	xrl_redis_job_format(j, ik);
 	job_put(p, j, w);
 	return 1;
@@ -862,7 +1130,8 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 				 const char *const *rules, struct xrl_release *res,
 				 const struct xrl_limiter_wait *w)
 {
-	struct xrl_redis_job *j = job_get(p);
+	/* no leases on a cluster (config.c): nothing there to give back */
+	struct xrl_redis_job *j = FRONT(p) ? NULL : job_get(p);
 
 	if (!j)
 		return 0;

@@ -202,7 +202,7 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 	j->klen = (size_t)(p - j->kb);
 	p = j->ab;
 	for (int i = 0; i < j->m; i++) {
-		p = put_us_bulk(p, j->it[i].r->g.tau_ns, j->it[i].r->shadow);
+		p = put_us_bulk(p, j->it[i].g.tau_ns, j->it[i].r->shadow);
 		p = put_us_bulk(p, j->it[i].inc, false);
 	}
 	for (int i = 0; i < j->nc; i++) {

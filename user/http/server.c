@@ -93,6 +93,44 @@ static void rq_release(struct xrl_srv_req *rq)
 	rq->phase = RQ_NEW;
 }
 
+void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
+			  const struct xrl_topk_key *tk, int n)
+{
+	/* no key refused: admitted, shed, or no identity; counters are by the
+	 * rule's index in the configuration in force */
+	if (d->allowed || d->shed || d->missing_key || !d->rule || sc != s->cfg)
+		return;
+	for (int i = 0; i < n; i++)
+		if (rules[i] == d->rule && tk[i].h) {
+			/* this loop's shard, or the shared last one off the loops */
+			unsigned sh = xrl_srv_tl_loop && xrl_srv_tl_loop->s == s
+					      ? (unsigned)(xrl_srv_tl_loop - s->loops)
+					      : s->n_loops;
+
+			xrl_topk_note(s->topk, sh, (unsigned)(d->rule - sc->c.rules), &tk[i],
+				      (__u64)time(NULL));
+			return;
+		}
+}
+
+/* A decision made at once: its refused key, if any, to the top-k. */
+static void note_now(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+		     const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
+		     const char *const *keys, int n)
+{
+	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH] = {};
+
+	if (d->allowed || d->shed || d->missing_key || !d->rule)
+		return;
+	for (int i = 0; i < n && i < XRL_HTTP_MAX_MATCH; i++)
+		if (rules[i] == d->rule && keys[i]) {
+			xrl_topk_key(s->topk, keys[i], &tk[i]);
+			xrl_srv_note_refused(s, sc, d, rules, tk, i + 1);
+			return;
+		}
+}
+
 /*
  * Decide into rq->d: 0 decided (or -E2BIG), 1 when it waits for Redis
  * (answered on a later call). The rules are of sc (s->mu held).
@@ -107,8 +145,16 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s) {
 		rc = xrl_limiter_decide(s->lim, rules, keys, costs, n, &rq->d);
 		rq->timed = rc >= 0;
+		if (!rc)
+			note_now(s, sc, &rq->d, rules, keys, n);
 		return rc;
 	}
+	/* the keys may be gone once Redis answers: their top-k form now */
+	for (int i = 0; i < n && i < XRL_HTTP_MAX_MATCH; i++)
+		if (keys[i])
+			xrl_topk_key(s->topk, keys[i], &rq->tk[i]);
+		else
+			rq->tk[i].h = 0;
 	rq->cfg = sc;
 	rq->n = n;
 	memcpy(rq->rules, rules, sizeof(rules[0]) * (size_t)n);
@@ -116,6 +162,8 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 				      &w);
 	if (rc != 1)
 		rq->cfg = NULL;
+	if (!rc)
+		note_now(s, sc, &rq->d, rules, keys, n);
 	rq->timed = rc >= 0;
 	return rc;
 }
@@ -296,6 +344,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* Redis has decided; the rules are of rq->cfg, held */
 		xrl_srv_tl_loop->waiting--;
 		pthread_rwlock_rdlock(&s->mu);
+		xrl_srv_note_refused(s, rq->cfg, &rq->d, rq->rules, rq->tk, rq->n);
 		if (rq->kind == K_CHECK)
 			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
 		else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
@@ -331,27 +380,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/auth/nginx"))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, true);
+	else if (!strncmp(url, "/v1/auth/", 9)) /* Envoy's path_prefix form */
+		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/check")) {
 		if (!post) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/check takes POST");
+			ret = xrl_srv_not_allowed(conn, "POST", "/v1/check takes POST");
 		} else {
 			ret = do_check(s, s->cfg, conn, rq);
 		}
 	} else if (!strcmp(url, "/v1/release")) {
 		if (!post) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/release takes POST");
+			ret = xrl_srv_not_allowed(conn, "POST", "/v1/release takes POST");
 		} else {
 			ret = xrl_srv_release(s, &s->cfg->c, conn, rq);
 		}
 	} else if (!strncmp(url, "/v1/lease/", 10)) {
 		if (strcmp(method, MHD_HTTP_METHOD_DELETE)) {
 			atomic_fetch_add(&s->status[ST_405], 1);
-			ret = xrl_srv_problem(conn, 405, "Method Not Allowed",
-					      "/v1/lease/ID takes DELETE");
+			ret = xrl_srv_not_allowed(conn, "DELETE", "/v1/lease/ID takes DELETE");
 		} else {
 			ret = xrl_srv_lease_delete(s, conn, rq, url + 10);
 		}
@@ -513,6 +561,14 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		return -ENOMEM;
 	}
 	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
+	s->topk = xrl_topk_new(n + 1);
+	if (!s->topk) {
+		free(s->cfg);
+		free(s->loops);
+		free(s->lat);
+		free(s);
+		return -ENOMEM;
+	}
 	s->n_loops = n;
 	s->cfg->c = *c;
 	pthread_rwlock_init(&s->mu, NULL);
@@ -529,7 +585,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		struct xrl_srv_loop *lp = &s->loops[i];
 
 		lp->s = s;
-		lp->ep = lp->stop_fd = lp->pipe_fd = -1;
+		lp->ep = lp->stop_fd = lp->pipe_io.fd = -1;
 		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
 		if (!lp->d) {
 			if (!i)
@@ -561,6 +617,9 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 		}
 		s->loops[i].started = true;
 	}
+	if (xrl_srv_ovr_sync_start(s))
+		log_warnx("http: couldn't start sharing overrides through Redis: overrides stay "
+			  "on this instance");
 	log_info("identity tier listening on %s, %u rules, backend %s, %u threads", c->listen,
 		 c->n_rules, c->redis ? "redis" : "memory", n);
 	*out = s;
@@ -568,6 +627,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 fail:
 	xrl_srv_loops_stop(s);
 	xrl_limiter_free(s->lim);
+	xrl_topk_free(s->topk);
 	free(s->cfg);
 	free(s->lat);
 	free(s);
@@ -592,7 +652,17 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
 		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
 		n->c.threads = s->cfg->c.threads;
+		if (n->c.redis_cluster != s->cfg->c.redis_cluster) {
+			/* the pipes are one kind or the other: the backend stays */
+			n->c.redis = s->cfg->c.redis;
+			n->c.redis_cluster = s->cfg->c.redis_cluster;
+			memcpy(n->c.redis_host, s->cfg->c.redis_host, sizeof(n->c.redis_host));
+			n->c.redis_port = s->cfg->c.redis_port;
+			n->c.redis_db = s->cfg->c.redis_db;
+			memcpy(n->c.redis_seeds, s->cfg->c.redis_seeds, sizeof(n->c.redis_seeds));
+		}
 	}
+	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
 	s->cfg->next = s->retired;
 	s->retired = s->cfg;
 	s->cfg = n;
@@ -611,6 +681,8 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
 	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
 	memset((void *)s->rule_shadow, 0, sizeof(s->rule_shadow));
+	memset((void *)s->rule_fallback, 0, sizeof(s->rule_fallback));
+	xrl_topk_reset(s->topk); /* by rule index, as the counters */
 	pthread_rwlock_unlock(&s->mu);
 	if (changed[0])
 		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
@@ -625,8 +697,10 @@ void xrl_http_stop(struct xrl_http_server *s)
 
 	if (!s)
 		return;
+	xrl_srv_ovr_sync_stop(s);
 	xrl_srv_loops_stop(s);
 	xrl_limiter_free(s->lim);
+	xrl_topk_free(s->topk);
 	while ((x = s->retired)) {
 		s->retired = x->next;
 		free(x);

@@ -16,6 +16,7 @@
 
 #include "http.h"
 #include "report.h"
+#include "topk.h"
 
 #define BODY_MAX 16384
 
@@ -31,6 +32,19 @@ struct xrl_srv_cfg {
 	struct xrl_srv_cfg *next; /* retired */
 };
 
+struct xrl_srv_loop;
+
+/*
+ * One fd of a loop's epoll with the handler it wakes (redis ae.c's file
+ * events, as xrld's struct xrld_io): epoll's data.ptr points at it, so the
+ * loop calls what it stored instead of switching on a tag. A handler only
+ * notes what the pass must do next (run_mhd, stop, pipe_rev).
+ */
+struct xrl_srv_io {
+	int fd;
+	void (*fn)(struct xrl_srv_loop *lp, struct xrl_srv_io *io, unsigned events);
+};
+
 /* One server thread: its daemon, its Redis pipe, what its epoll holds. */
 struct xrl_srv_loop {
 	struct xrl_http_server *s;
@@ -40,10 +54,16 @@ struct xrl_srv_loop {
 	bool started;
 	int ep;	     /* the daemon's epoll fd, the pipe's fd, stop_fd */
 	int stop_fd; /* eventfd: leave the loop */
-	int pipe_fd; /* the pipe's fd as registered (-1: none) */
+	struct xrl_srv_io mhd_io;  /* the daemon's epoll fd */
+	struct xrl_srv_io stop_io; /* stop_fd */
+	struct xrl_srv_io pipe_io; /* the pipe's fd as registered (-1: none) */
 	__u32 pipe_gen;
 	short pipe_ev;
-	int waiting; /* handlers that wait for Redis, unanswered */
+	/* what this pass's handlers noted */
+	bool run_mhd;
+	bool stop;
+	short pipe_rev; /* the pipe's poll events */
+	int waiting;	/* handlers that wait for Redis, unanswered */
 };
 
 /*
@@ -75,7 +95,16 @@ struct xrl_http_server {
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
+	_Atomic __u64 rule_fallback[XRL_HTTP_MAX_RULES]; /* decided by on_backend_error */
 	struct xrl_srv_lat *lat; /* n_loops + 1 */
+	_Atomic(xrl_http_vouch_fn) vouch_fn; /* xrl_http_set_vouch */
+	void *_Atomic vouch_arg;
+	struct xrl_topk *topk;	 /* most refused keys per rule */
+	/* `xrlctl shadow RULE on|off` of HTTP rules, kept over reloads (mu) */
+	char shadow_name[XRL_HTTP_MAX_RULES][XRL_RULE_NAME_LEN];
+	bool shadow_on[XRL_HTTP_MAX_RULES];
+	int n_shadow;
+	struct xrl_ovr_sync *ovr_sync; /* overrides shared through Redis (ctl.c) */
 };
 
 /*
@@ -103,10 +132,9 @@ struct xrl_srv_req {
 	bool timed;  /* a decision: its latency is observed when answered */
 	struct xrl_release rel; /* K_RELEASE, K_LEASE_DEL: what Redis gave back */
 	long rel_cost;
+	/* waiting for Redis: the keys as top --http counts them */
+	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH];
 };
-
-/* What woke a loop: epoll data.u32 of its three fds. */
-enum { EV_MHD = 0, EV_STOP, EV_PIPE };
 
 extern __thread struct xrl_srv_loop *xrl_srv_tl_loop;
 
@@ -118,6 +146,9 @@ enum MHD_Result xrl_srv_send_buf(struct MHD_Connection *conn, unsigned status, c
 				 const struct xrl_decision *d);
 enum MHD_Result xrl_srv_problem(struct MHD_Connection *conn, unsigned status, const char *title,
 				const char *detail);
+/* 405 with Allow: allow (RFC 9110 15.5.6) and a problem+json body. */
+enum MHD_Result xrl_srv_not_allowed(struct MHD_Connection *conn, const char *allow,
+				    const char *detail);
 bool xrl_srv_shed_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, __u64 *wait);
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, bool nginx,
@@ -153,5 +184,13 @@ void xrl_srv_refusal_drop(void);
 /* A decision answered ns after its request was read (xrl_srv_lat). */
 void xrl_srv_lat_observe(struct xrl_http_server *s, __u64 ns);
 int xrl_srv_loop_init(struct xrl_srv_loop *lp);
+/* A decision refused a key: counted for `top --http` (s->mu held). */
+void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
+			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
+			  const struct xrl_topk_key *tk, int n);
+/* ctl.c: the shadow overrides onto c; the Redis sync of overrides. */
+void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
+int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
+void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);
 
 #endif /* XRL_SERVER_INT_H */

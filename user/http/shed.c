@@ -30,10 +30,26 @@ static bool route_match(const struct xrl_http_cfg *c, const struct xrl_http_rout
 				   : !strncmp(path, m->path_prefix, pl);
 }
 
+/*
+ * An exemption skips every rule, so it is read narrowly: its path_prefix
+ * covers whole path segments. "/healthz" exempts /healthz and /healthz/live,
+ * never /healthzfoo or /healthz.php (a rule's prefix may be as broad as it
+ * likes: a broad rule limits more, a broad exemption limits less). A prefix
+ * ending in "/" covers what is below it.
+ */
+static bool segment_end(const struct xrl_http_route *m, const char *path)
+{
+	size_t pl = strnlen(m->path_prefix, sizeof(m->path_prefix));
+
+	if (!pl || m->path_prefix[pl - 1] == '/')
+		return true;
+	return path[pl] == '\0' || path[pl] == '/' || path[pl] == '?';
+}
+
 bool xrl_srv_exempt(const struct xrl_http_cfg *c, const char *method, const char *path)
 {
 	for (__u32 i = 0; i < c->n_exempt; i++)
-		if (route_match(c, &c->exempt[i], method, path))
+		if (route_match(c, &c->exempt[i], method, path) && segment_end(&c->exempt[i], path))
 			return true;
 	return false;
 }

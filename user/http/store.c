@@ -186,7 +186,7 @@ void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64
 			xrl_store_slot(s, xrl_store_shard(s, it[i].k), it[i].k, now, it[i].inc);
 
 		it[i].tat = x->v;
-		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].r->g.tau_ns, &it[i].new_tat);
+		it[i].ok = xrl_gcra_decide(x->v, now, it[i].inc, it[i].g.tau_ns, &it[i].new_tat);
 		if (!it[i].ok && !it[i].r->shadow)
 			all_ok = false;
 	}

@@ -780,6 +780,66 @@ static int parse_aggregate(struct cx *x, yaml_node_t *n, const char *rpath, stru
 	return rc;
 }
 
+/* A rate as SYNs per second (>= 1): "5000/s", "300000/min". */
+static int per_sec_val(struct cx *x, yaml_node_t *n, const char *path, __u64 *out)
+{
+	static const char what[] = "COUNT/PERIOD such as 5000/s";
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	struct xrl_rate r;
+	const char *s;
+	int rc;
+
+	rc = scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(s, &r, msg, sizeof(msg)))
+		return at(x, n, "%s: expected %s, got %s%s", path, what, desc(n, d, sizeof(d)),
+			  detail(msg, s, dt, sizeof(dt)));
+	*out = r.tokens * XRL_NSEC_PER_SEC / r.period_ns;
+	if (!*out)
+		return at(x, n, "%s: expected %s, got %s: at least 1/s", path, what,
+			  desc(n, d, sizeof(d)));
+	return 0;
+}
+
+/* syn_cookies_auto: { on_rate: 5000/s, off_rate: 1000/s, hold: 10s, queue_pct: 50 } */
+static int parse_cookies_auto(struct cx *x, yaml_node_t *n, const char *rpath,
+			      struct xrl_rule_spec *r)
+{
+	enum { F_ON, F_OFF, F_HOLD, F_QUEUE, F_COUNT };
+	struct field f[F_COUNT] = {
+		[F_ON] = { .key = "on_rate" },
+		[F_OFF] = { .key = "off_rate" },
+		[F_HOLD] = { .key = "hold" },
+		[F_QUEUE] = { .key = "queue_pct" },
+	};
+	char path[PATHLEN], p2[PATHLEN];
+	__u64 v;
+	int rc;
+
+	subpath(path, rpath, ".syn_cookies_auto");
+	rc = mapping(x, n, path, "syn_cookies_auto", f, F_COUNT);
+	if (!rc && f[F_ON].v)
+		rc = per_sec_val(x, f[F_ON].v, (subpath(p2, path, ".on_rate"), p2),
+				 &r->auto_on_rate);
+	if (!rc && f[F_OFF].v)
+		rc = per_sec_val(x, f[F_OFF].v, (subpath(p2, path, ".off_rate"), p2),
+				 &r->auto_off_rate);
+	if (!rc && f[F_HOLD].v)
+		rc = dur_val(x, f[F_HOLD].v, (subpath(p2, path, ".hold"), p2), &r->auto_hold_ns);
+	if (!rc && f[F_QUEUE].v) {
+		subpath(p2, path, ".queue_pct");
+		rc = uint_val(x, f[F_QUEUE].v, p2, "a percentage from 0 (not watched) to 100", 0,
+			      100, &v);
+		r->auto_queue_pct = (__u8)v;
+	}
+	if (!rc && r->auto_off_rate >= r->auto_on_rate)
+		return at(x, n, "%s: off_rate (%llu/s) must be below on_rate (%llu/s)", path,
+			  (unsigned long long)r->auto_off_rate,
+			  (unsigned long long)r->auto_on_rate);
+	return rc;
+}
+
 /* A rule's action, penalty and syn_cookies words. */
 static int parse_rule_modes(struct cx *x, struct field *fa, struct field *fp, struct field *fc,
 			    const char *path, struct xrl_rule_spec *r)
@@ -788,8 +848,8 @@ static int parse_rule_modes(struct cx *x, struct field *fa, struct field *fp, st
 	static const int avals[] = { XRL_ACT_DROP, XRL_ACT_SHADOW };
 	static const char *const pens[] = { "verified", "unverified", "off" };
 	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
-	static const char *const cks[] = { "off", "on" };
-	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON };
+	static const char *const cks[] = { "off", "on", "auto" };
+	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON, XRL_COOKIES_AUTO };
 	int rc, a;
 
 	a = (int)r->action;
@@ -834,6 +894,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		F_PENALTY,
 		F_COOKIES,
 		F_AGG,
+		F_COOKIES_AUTO,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
@@ -841,7 +902,7 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		[F_KEY] = { .key = "key" },	    [F_RATE] = { .key = "rate" },
 		[F_BURST] = { .key = "burst" },	    [F_ACTION] = { .key = "action" },
 		[F_PENALTY] = { .key = "penalty" }, [F_COOKIES] = { .key = "syn_cookies" },
-		[F_AGG] = { .key = "aggregate" },
+		[F_AGG] = { .key = "aggregate" }, [F_COOKIES_AUTO] = { .key = "syn_cookies_auto" },
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -902,6 +963,8 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	rc = parse_rule_modes(x, &f[F_ACTION], &f[F_PENALTY], &f[F_COOKIES], path, r);
 	if (!rc && f[F_AGG].v)
 		rc = parse_aggregate(x, f[F_AGG].v, path, r);
+	if (!rc && f[F_COOKIES_AUTO].v)
+		rc = parse_cookies_auto(x, f[F_COOKIES_AUTO].v, path, r);
 	if (rc)
 		return rc;
 
@@ -1201,6 +1264,36 @@ static int parse_http_rule_limits(struct cx *x, yaml_node_t *rate, yaml_node_t *
 	return 0;
 }
 
+/*
+ * An http rule's vouch and vouch_ttl. The vouch map is the packet tier's:
+ * an xrld without interfaces (an identity tier alone) has none to write,
+ * so vouch: true is refused there rather than silently doing nothing.
+ */
+static int parse_http_vouch(struct cx *x, yaml_node_t *vn, yaml_node_t *tn, const char *path,
+			    struct xrl_http_rule *r)
+{
+	char p2[PATHLEN];
+	int rc;
+
+	r->vouch_ttl_ns = (__u64)XRL_VOUCH_TTL_S * XRL_NSEC_PER_SEC;
+	if (vn) {
+		subpath(p2, path, ".vouch");
+		if ((rc = bool_val(x, vn, p2, &r->vouch)))
+			return rc;
+		if (r->vouch && !x->c->n_ifaces)
+			return at(x, vn,
+				  "%s: vouch: true needs the packet tier in this xrld (an "
+				  "interfaces: entry): the vouched sources live in its XDP maps",
+				  p2);
+	}
+	if (tn) {
+		subpath(p2, path, ".vouch_ttl");
+		if ((rc = dur_val(x, tn, p2, &r->vouch_ttl_ns)))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 {
 	static const char *const be[] = { "open", "closed", "local" };
@@ -1219,11 +1312,15 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		F_SHADOW,
 		F_CONCURRENCY,
 		F_LEASE_TTL,
+		F_VOUCH,
+		F_VOUCH_TTL,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
 		[F_CONCURRENCY] = { .key = "concurrency" },
 		[F_LEASE_TTL] = { .key = "lease_ttl" },
+		[F_VOUCH] = { .key = "vouch" },
+		[F_VOUCH_TTL] = { .key = "vouch_ttl" },
 		[F_NAME] = { .key = "name" },
 		[F_MATCH] = { .key = "match" },
 		[F_KEY] = { .key = "key" },
@@ -1284,6 +1381,8 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		if ((rc = bool_val(x, f[F_SHADOW].v, p2, &r->shadow)))
 			return rc;
 	}
+	if ((rc = parse_http_vouch(x, f[F_VOUCH].v, f[F_VOUCH_TTL].v, path, r)))
+		return rc;
 	if (r->has_rate && xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
 		return at(x, f[F_RATE].v,
 			  "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
@@ -1565,6 +1664,133 @@ static int parse_http_rules(struct cx *x, yaml_node_t *n)
 	return 0;
 }
 
+/* A fleet's name: what its Redis keys are named after (xrl:{fleet:NAME}:...). */
+static int fleet_name(struct cx *x, yaml_node_t *n, const char *path, char out[64])
+{
+	char d[64];
+	const char *s;
+	int rc;
+
+	if ((rc = scalar(x, n, path, "a fleet name ([A-Za-z0-9_.-], 1 to 63 bytes)", &s)))
+		return rc;
+	if (!rule_name_ok(s) || strlen(s) >= 64)
+		return at(x, n, "%s: expected a fleet name ([A-Za-z0-9_.-], 1 to 63 bytes), got %s",
+			  path, desc(n, d, sizeof(d)));
+	snprintf(out, 64, "%s", s);
+	return 0;
+}
+
+/* fleet: { name: NAME, redis: redis://... } (redis: optional when the
+ * identity tier's backend is a redis:// URL; fleet_resolve checks). */
+static int parse_fleet(struct cx *x, yaml_node_t *n)
+{
+	enum { F_NAME, F_REDIS, F_COUNT };
+	struct field f[F_COUNT] = { [F_NAME] = { .key = "name" }, [F_REDIS] = { .key = "redis" } };
+	struct xrl_fleet_cfg *fc = &x->c->fleet;
+	struct xrl_http_cfg *tmp;
+	char msg[XRL_ERRLEN];
+	const char *s;
+	int rc;
+
+	if ((rc = mapping(x, n, "fleet", "fleet", f, F_COUNT)))
+		return rc;
+	if (!f[F_NAME].v)
+		return at(x, n,
+			  "fleet: missing 'name' (the fleet's name, shared by its instances)");
+	if ((rc = fleet_name(x, f[F_NAME].v, "fleet.name", fc->name)))
+		return rc;
+	fc->enabled = fc->packet = true;
+	if (!f[F_REDIS].v)
+		return 0;
+	if ((rc = scalar(x, f[F_REDIS].v, "fleet.redis", "redis://[[USER]:PASSWORD@]HOST:PORT[/DB]",
+			 &s)))
+		return rc;
+	tmp = calloc(1, sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
+	xrl_http_cfg_init(tmp);
+	rc = xrl_http_backend_parse(s, tmp, msg, sizeof(msg));
+	if (!rc && !tmp->redis)
+		snprintf(msg, sizeof(msg), "backend: expected a redis:// URL, got memory"),
+			rc = -EINVAL;
+	if (!rc) {
+		fc->own_redis = true;
+		memcpy(fc->redis_host, tmp->redis_host, sizeof(fc->redis_host));
+		fc->redis_port = tmp->redis_port;
+		fc->redis_db = tmp->redis_db;
+		memcpy(fc->redis_user, tmp->redis_user, sizeof(fc->redis_user));
+		memcpy(fc->redis_pass, tmp->redis_pass, sizeof(fc->redis_pass));
+	}
+	explicit_bzero(tmp, sizeof(*tmp));
+	free(tmp);
+	/* msg reads "backend: ...": say which key it was */
+	if (rc)
+		return at(x, f[F_REDIS].v, "fleet.redis%s",
+			  strchr(msg, ':') ? strchr(msg, ':') : msg);
+	return 0;
+}
+
+/* After fleet: and http: are read: one fleet, one Redis. */
+static int fleet_resolve(struct cx *x, yaml_node_t *root)
+{
+	struct xrl_fleet_cfg *fc = &x->c->fleet;
+	struct xrl_http_cfg *h = &x->c->http;
+
+	if (x->c->has_http && h->fleet[0] && fc->enabled && strcmp(h->fleet, fc->name))
+		return at(x, root,
+			  "http.fleet: '%s' is not the fleet '%s' of fleet.name: an instance "
+			  "is in one fleet",
+			  h->fleet, fc->name);
+	if (x->c->has_http && fc->enabled && !h->fleet[0])
+		snprintf(h->fleet, sizeof(h->fleet), "%s", fc->name); /* the tier joins too */
+	if (x->c->has_http && h->fleet[0] && !fc->enabled) {
+		fc->enabled = true;
+		snprintf(fc->name, sizeof(fc->name), "%s", h->fleet);
+	}
+	if (!fc->enabled || fc->own_redis)
+		return 0;
+	if (!x->c->has_http || !h->redis)
+		return at(x, root,
+			  "fleet '%s': no Redis to meet in: give fleet.redis: redis://..., "
+			  "or an http.backend: redis://...",
+			  fc->name);
+	memcpy(fc->redis_host, h->redis_host, sizeof(fc->redis_host));
+	fc->redis_port = h->redis_port;
+	fc->redis_db = h->redis_db;
+	memcpy(fc->redis_user, h->redis_user, sizeof(fc->redis_user));
+	memcpy(fc->redis_pass, h->redis_pass, sizeof(fc->redis_pass));
+	return 0;
+}
+
+/* http.listen and http.backend: where the identity tier answers and where
+ * its buckets live */
+static int parse_http_endpoints(struct cx *x, yaml_node_t *ln, yaml_node_t *bn)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	char msg[XRL_ERRLEN], d[64];
+	const char *s;
+	int rc;
+
+	if (ln) {
+		if ((rc = scalar(x, ln, "http.listen",
+				 "HOST:PORT such as 127.0.0.1:8433", &s)))
+			return rc;
+		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
+			return at(x, ln,
+				  "http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
+				  desc(ln, d, sizeof(d)));
+		snprintf(h->listen, sizeof(h->listen), "%s", s);
+	}
+	if (bn) {
+		if ((rc = scalar(x, bn, "http.backend",
+				 "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
+			return rc;
+		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
+			return at(x, bn, "http.%s", msg);
+	}
+	return 0;
+}
+
 static int parse_http(struct cx *x, yaml_node_t *n)
 {
 	enum {
@@ -1585,6 +1811,7 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		F_FORWARDED_FROM,
 		F_IGNORE_PATH_CASE,
 		F_EXEMPT,
+		F_FLEET,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
@@ -1605,33 +1832,18 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		[F_FORWARDED_FROM] = { .key = "forwarded_from" },
 		[F_IGNORE_PATH_CASE] = { .key = "ignore_path_case" },
 		[F_EXEMPT] = { .key = "exempt" },
+		[F_FLEET] = { .key = "fleet" },
 	};
 	struct xrl_http_cfg *h = &x->c->http;
-	char msg[XRL_ERRLEN], d[64];
-	const char *s;
+	char msg[XRL_ERRLEN];
 	int rc;
 
 	xrl_http_cfg_init(h);
 	x->c->has_http = true;
 	if ((rc = mapping(x, n, "http", "http", f, F_COUNT)))
 		return rc;
-	if (f[F_LISTEN].v) {
-		if ((rc = scalar(x, f[F_LISTEN].v, "http.listen",
-				 "HOST:PORT such as 127.0.0.1:8433", &s)))
-			return rc;
-		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
-			return at(x, f[F_LISTEN].v,
-				  "http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
-				  desc(f[F_LISTEN].v, d, sizeof(d)));
-		snprintf(h->listen, sizeof(h->listen), "%s", s);
-	}
-	if (f[F_BACKEND].v) {
-		if ((rc = scalar(x, f[F_BACKEND].v, "http.backend",
-				 "memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB]", &s)))
-			return rc;
-		if (xrl_http_backend_parse(s, h, msg, sizeof(msg)))
-			return at(x, f[F_BACKEND].v, "http.%s", msg);
-	}
+	if ((rc = parse_http_endpoints(x, f[F_LISTEN].v, f[F_BACKEND].v)))
+		return rc;
 	if (f[F_REDIS_TIMEOUT].v &&
 	    (rc = dur_val(x, f[F_REDIS_TIMEOUT].v, "http.redis_timeout", &h->redis_timeout_ns)))
 		return rc;
@@ -1656,6 +1868,8 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		return rc;
 	if (f[F_RULES].v && (rc = parse_http_rules(x, f[F_RULES].v)))
 		return rc;
+	if (f[F_FLEET].v && (rc = fleet_name(x, f[F_FLEET].v, "http.fleet", h->fleet)))
+		return rc;
 	if ((rc = xrl_http_cfg_finish(h, msg, sizeof(msg))))
 		return at(x, n, "http: %s", msg);
 	return 0;
@@ -1669,7 +1883,17 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 	static const int lvals[] = { XRL_LOG_ERR, XRL_LOG_WARN, XRL_LOG_INFO, XRL_LOG_DEBUG };
 	static const char metrics_what[] =
 		"HOST:PORT such as 127.0.0.1:8434 or [::1]:8434, port 1-65535";
-	enum { F_INTERFACES, F_XDP, F_PENALTY, F_METRICS, F_ON_EXIT, F_LOG_LEVEL, F_HTTP, F_COUNT };
+	enum {
+		F_INTERFACES,
+		F_XDP,
+		F_PENALTY,
+		F_METRICS,
+		F_ON_EXIT,
+		F_LOG_LEVEL,
+		F_HTTP,
+		F_FLEET,
+		F_COUNT
+	};
 	struct field f[F_COUNT] = {
 		[F_INTERFACES] = { .key = "interfaces" },
 		[F_XDP] = { .key = "xdp" },
@@ -1678,6 +1902,7 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		[F_ON_EXIT] = { .key = "on_exit" },
 		[F_LOG_LEVEL] = { .key = "log_level" },
 		[F_HTTP] = { .key = "http" },
+		[F_FLEET] = { .key = "fleet" },
 	};
 	const char *s;
 	char d[64];
@@ -1720,7 +1945,9 @@ static int parse_top(struct cx *x, yaml_node_t *root)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	if (f[F_FLEET].v && (rc = parse_fleet(x, f[F_FLEET].v)))
+		return rc;
+	return fleet_resolve(x, root);
 }
 
 /* ---- entry points ------------------------------------------------------ */
@@ -2185,7 +2412,11 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 			put(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4, s->key_plen6,
 			    rate_str(&s->rate, r, sizeof(r)), s->burst,
 			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
-			put(&b, "%s%s\n", s->syn_cookies ? ", SYN cookies" : "", penalty_str(c, s));
+			put(&b, "%s%s\n",
+			    s->syn_cookies == XRL_COOKIES_ON     ? ", SYN cookies"
+			    : s->syn_cookies == XRL_COOKIES_AUTO ? ", SYN cookies auto"
+								 : "",
+			    penalty_str(c, s));
 		}
 		put(&b, "buckets: %u%s, event interval %s%s\n",
 		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
@@ -2356,4 +2587,9 @@ int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary,
 	*cfg = c;
 	*summary = sum;
 	return 0;
+}
+
+const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len)
+{
+	return rate_str(r, buf, len);
 }

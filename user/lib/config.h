@@ -35,6 +35,24 @@ struct xrl_penalty_cfg {
 	__u8 floor6; /* and for IPv6: /48 */
 };
 
+/*
+ * The fleet (top-level `fleet: {name, redis}`, and `http.fleet: NAME`):
+ * instances of one name share penalties and packet-tier denials through
+ * one Redis, and count each other for NODE_SHARE. Resolved after parsing:
+ * the Redis is fleet.redis, else the identity tier's redis:// backend.
+ */
+struct xrl_fleet_cfg {
+	bool enabled;	/* a fleet is configured (either way) */
+	bool packet;	/* a top-level fleet: section: packet-tier denials shared */
+	char name[64];	/* [A-Za-z0-9_.-], 1 to 63 bytes */
+	bool own_redis; /* fleet.redis was given (else the backend's) */
+	char redis_host[128];
+	int redis_port;
+	int redis_db;
+	char redis_user[64];
+	char redis_pass[256]; /* never logged */
+};
+
 struct xrld_config {
 	__u32 n_ifaces;
 	struct xrl_iface_cfg ifaces[XRL_CFG_MAX_IFACES];
@@ -48,6 +66,7 @@ struct xrld_config {
 	int log_level;		  /* log_level: error|warning|info|debug; -1 unset */
 	bool has_http;		  /* an http: section (the identity tier) */
 	struct xrl_http_cfg http; /* valid when has_http */
+	struct xrl_fleet_cfg fleet;
 };
 
 /* Parse a YAML policy from a buffer; `name` is used in error messages. */
@@ -63,6 +82,8 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
  * {"interfaces":[{"name","mode"}],"xdp":{"rules":[...],"allow":[...]}|null,
  *  "penalty":{...}|null,"metrics":..,"http":{...}|null} */
 json_t *xrl_config_json(const struct xrld_config *c);
+/* A rate as a policy file writes it: "100/s", "10/min", "1/6s". */
+const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len);
 /* --check and `policy check`: load path into a new *cfg and its summary
  * into a new *summary (free both), or fail with err saying why. */
 int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,

@@ -116,6 +116,48 @@ int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int 
 }
 
 /*
+ * redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]: the seeds,
+ * each checked as a redis:// URL's HOST:PORT would be; the first (with
+ * the user and password) parsed as redis://, so the AUTH syntax is one.
+ * A cluster has no database but 0.
+ */
+static int cluster_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen)
+{
+	const char *p = s + 16, *at = strrchr(p, '@'), *seeds = at ? at + 1 : p, *comma;
+	char url[1024], host[128];
+	int port, rc;
+
+	comma = strchr(seeds, ',');
+	if (strlen(seeds) >= sizeof(c->redis_seeds) || strchr(seeds, '/')) {
+		snprintf(err, errlen,
+			 "backend: expected redis-cluster://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...] "
+			 "(no /DB, at most %zu bytes of seeds)",
+			 sizeof(c->redis_seeds) - 1);
+		return -EINVAL;
+	}
+	snprintf(url, sizeof(url), "redis://%.*s", (int)(comma ? comma - p : (long)strlen(p)), p);
+	rc = xrl_http_backend_parse(url, c, err, errlen);
+	explicit_bzero(url, sizeof(url));
+	if (rc)
+		return rc;
+	for (const char *q = comma; q; q = comma) {
+		q++;
+		comma = strchr(q, ',');
+		if (xrl_hostport_parse(q, comma ? (size_t)(comma - q) : strlen(q), host,
+				       sizeof(host), &port)) {
+			snprintf(err, errlen,
+				 "backend: a seed of redis-cluster:// is not HOST:PORT: '%.*s'",
+				 (int)(comma ? (comma - q > 100 ? 100 : comma - q) : 100), q);
+			c->redis = false;
+			return -EINVAL;
+		}
+	}
+	snprintf(c->redis_seeds, sizeof(c->redis_seeds), "%s", seeds);
+	c->redis_cluster = true;
+	return 0;
+}
+
+/*
  * memory | redis://[[USER]:PASSWORD@]HOST:PORT[/DB], HOST a name, an IPv4
  * address or [an IPv6 one]; USER and PASSWORD %XX-encoded where they hold
  * ':', '@', '/' or '%'. What an error says never shows the password.
@@ -126,10 +168,13 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
 	char user[sizeof(c->redis_user)] = "", pass[sizeof(c->redis_pass)] = "";
 	int port, db = 0;
 
+	c->redis_cluster = false;
 	if (!strcmp(s, "memory")) {
 		c->redis = false;
 		return 0;
 	}
+	if (!strncmp(s, "redis-cluster://", 16))
+		return cluster_parse(s, c, err, errlen);
 	if (strncmp(s, "redis://", 8)) {
 		snprintf(err, errlen,
 			 "backend: expected memory or redis://[[USER]:PASSWORD@]HOST:PORT[/DB], "
@@ -225,6 +270,15 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 		}
 		if (r->concurrency && !r->lease_ttl_ns)
 			r->lease_ttl_ns = XRL_HTTP_LEASE_TTL;
+		/* a cluster's take-and-refund across slots gives back tokens,
+		 * not slots: no leases there yet (docs/policy.md) */
+		if (r->concurrency && c->redis_cluster) {
+			snprintf(err, errlen,
+				 "http rule %s: concurrency needs backend memory or redis://, "
+				 "not redis-cluster:// (not supported there yet)",
+				 r->name);
+			return -EINVAL;
+		}
 		rc = r->has_rate ? xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g)
 				 : 0;
 		if (rc) {
@@ -271,6 +325,9 @@ int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_h
 		{ "max_header_bytes", run->max_header_bytes != next->max_header_bytes },
 		{ "max_keys", run->memory_max_keys != next->memory_max_keys },
 		{ "threads", run->threads != next->threads },
+		{ "fleet", strcmp(run->fleet, next->fleet) != 0 },
+		/* a pipe is a cluster's or one server's for its life */
+		{ "backend kind", run->redis_cluster != next->redis_cluster },
 	};
 	size_t o = 0;
 	int n = 0;

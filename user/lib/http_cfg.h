@@ -74,6 +74,11 @@ struct xrl_http_rule {
 	bool cost_zero;	     /* cost: 0 was written: counted, never refused */
 	__u32 concurrency;   /* requests held at once per key; 0: no such limit */
 	__u64 lease_ttl_ns;  /* a slot not given back is free after this; 60 s */
+	/* vouch: true: a request this rule admits vouches for the client's
+	 * /24 or /48 in the packet tier's xrl_vouch map for vouch_ttl_ns
+	 * (xrld writes it; docs/security.md says when to use it) */
+	bool vouch;
+	__u64 vouch_ttl_ns; /* default XRL_VOUCH_TTL_S */
 };
 
 /* A method and path prefix, as a rule's match (http.exempt, http.shed). */
@@ -99,6 +104,8 @@ struct xrl_http_cfg {
 	int redis_db;
 	char redis_user[64];	   /* AUTH user (Redis 6 ACL); "": the default user */
 	char redis_pass[256];	   /* AUTH password; "": no AUTH. Never logged */
+	bool redis_cluster;	   /* backend: redis-cluster://; redis is true too */
+	char redis_seeds[512];	   /* the cluster's seed nodes, "HOST:PORT,..." */
 	__u64 redis_timeout_ns;	   /* connect and command; default 50 ms */
 	__u64 breaker_cooldown_ns; /* how long a dead Redis is left alone; 1 s */
 	__u32 n_trusted;
@@ -130,13 +137,15 @@ struct xrl_http_cfg {
 	 * a request is the one it is shed by (shed_enabled: the mapping form) */
 	__u32 n_shed;
 	struct xrl_http_shed shed[XRL_HTTP_MAX_SHED];
+	char fleet[64]; /* http.fleet: the fleet this instance counts in; "": none */
 };
 
 /* Fill defaults for a new http: section. */
 void xrl_http_cfg_init(struct xrl_http_cfg *c);
 /* Validate and derive (gcra params, ids); err names the problem. */
 int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen);
-/* "redis://HOST:PORT[/DB]" or "memory". */
+/* "redis://HOST:PORT[/DB]", "redis-cluster://HOST:PORT[,HOST:PORT...]" or
+ * "memory". */
 int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, size_t errlen);
 /* HOST:PORT or [V6]:PORT, the n bytes at s (HOST an IPv4 address or a host
  * name): host (brackets off) and port. -EINVAL: not that shape, or not such

@@ -794,6 +794,26 @@ int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p)
 	return deny_write(h, p, NULL);
 }
 
+int xrl_deny_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u32 *origin)
+{
+	struct xrl_deny_val v;
+	struct xrl_lpm_v4 k4;
+	struct xrl_lpm_v6 k6;
+	void *key;
+	int fd = deny_key(h, p, &k4, &k6, &key);
+
+	if (fd < 0)
+		return fd;
+	if (bpf_map_lookup_elem(fd, key, &v))
+		return -errno;
+	/* an LPM lookup answers the longest entry covering the key: only an
+	 * entry of the same length is p's own */
+	if (v.plen != p->plen)
+		return -ENOENT;
+	*origin = v.origin;
+	return 0;
+}
+
 /* The vouch key of a prefix: its /24 or /48 (a longer prefix is widened:
  * vouches are per network); a shorter one is refused. */
 static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)
@@ -813,7 +833,13 @@ static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)
 
 int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns)
 {
-	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME };
+	return xrl_vouch_add_origin(h, p, ttl_ns, XRL_ORIGIN_RUNTIME);
+}
+
+int xrl_vouch_add_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
+			 __u32 origin)
+{
+	struct xrl_vouch_val v = { .origin = origin };
 	struct xrl_vouch_key k;
 	int err = vouch_key(p, &k);
 
@@ -1026,6 +1052,8 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out)
 		return err;
 	}
 	out->n_rules = rs->n_rules > XRL_MAX_RULES ? XRL_MAX_RULES : rs->n_rules;
+	for (__u32 i = 0; i < out->n_rules; i++)
+		out->cookies[i] = rs->rules[i].syn_cookies;
 	free(rs);
 	for (__u32 i = 0; i < out->n_rules; i++) {
 		err = percpu_sum(h, sfd, cfg.active_ruleset * XRL_MAX_RULES + i,
@@ -1171,8 +1199,31 @@ static int flip_ruleset(struct xrl_handle *h, __u32 next)
 	return 0;
 }
 
-/* The ruleset slot not in force, with p's rules and carried counters. */
-static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 active)
+/*
+ * An auto rule keeps its engaged state across an apply when its name stays
+ * (a reload during a flood must not hand the flood to the kernel until
+ * xrld's next tick). Returns whether any rule of rs has cookies live.
+ */
+static bool carry_auto(struct xrl_ruleset *rs, const struct xrl_ruleset_meta *meta,
+		       const struct xrl_ruleset *old, const struct xrl_ruleset_meta *old_meta)
+{
+	bool live = false;
+
+	for (__u32 i = 0; i < rs->n_rules && i < XRL_MAX_RULES; i++) {
+		for (__u32 j = 0; rs->rules[i].syn_cookies == XRL_COOKIES_AUTO &&
+				  j < old->n_rules && j < XRL_MAX_RULES;
+		     j++)
+			if (old->rules[j].syn_cookies == XRL_COOKIES_AUTO_ON &&
+			    !strncmp(meta->names[i], old_meta->names[j], XRL_RULE_NAME_LEN))
+				rs->rules[i].syn_cookies = XRL_COOKIES_AUTO_ON;
+		live |= rs->rules[i].syn_cookies & XRL_COOKIES_LIVE;
+	}
+	return live;
+}
+
+/* The ruleset slot not in force, with p's rules and carried counters;
+ * *live: a rule of it has cookies live. */
+static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 active, bool *live)
 {
 	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS), mfd = xrl_map_fd(h, XRL_MAP_META);
 	struct xrl_ruleset_meta *old_meta = calloc(1, sizeof(*old_meta));
@@ -1188,6 +1239,7 @@ static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 ac
 		goto out;
 	}
 	compile_rules(h, p, rs, meta);
+	*live = carry_auto(rs, meta, old, old_meta);
 	rs->generation = old->generation + 1;
 	rc = carry_counters(h, active, next, rs, meta, old, old_meta);
 	if (!rc && (bpf_map_update_elem(rfd, &next, rs, BPF_ANY) ||
@@ -1215,19 +1267,17 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	if (err && errlen)
 		err[0] = '\0';
 	rc = xrl_policy_validate(p, err, errlen);
-	if (rc)
-		return rc;
-	for (__u32 i = 0; i < p->n_rules; i++)
-		cookies |= p->rules[i].syn_cookies != XRL_COOKIES_OFF;
-	/* set before the cookie rules are in force, restored after they left */
-	rc = cookies ? cookie_sysctls(h, true) : 0;
-	if (rc && err && errlen)
-		snprintf(err, errlen, "couldn't set the sysctls SYN cookies need: %s",
-			 strerror(-rc));
 	if (!rc)
 		rc = read_config(h, &cfg);
 	if (!rc)
-		rc = write_next(h, p, cfg.active_ruleset);
+		rc = write_next(h, p, cfg.active_ruleset, &cookies);
+	/* set before the cookie rules are in force, restored after they left */
+	if (!rc && cookies) {
+		rc = cookie_sysctls(h, true);
+		if (rc && err && errlen)
+			snprintf(err, errlen, "couldn't set the sysctls SYN cookies need: %s",
+				 strerror(-rc));
+	}
 	for (int fam = 0; !rc && fam < 2; fam++)
 		rc = sync_allowlist(h, p, fam);
 	if (!rc)
@@ -1239,6 +1289,68 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 	if (rc && err && errlen && !err[0])
 		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
 	return rc;
+}
+
+/* Rewrite one rule's cookie byte in the ruleset in force (see xrl.h). */
+static int cookies_write(struct xrl_handle *h, struct xrl_ruleset *rs, __u32 active,
+			 const char *name, __u8 mode, __u8 *was, bool *live)
+{
+	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS);
+	struct xrl_ruleset_meta *meta = calloc(1, sizeof(*meta));
+	int slot = -1;
+
+	if (!meta)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(rfd, &active, rs) ||
+	    bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_META), &active, meta)) {
+		free(meta);
+		return -errno;
+	}
+	for (__u32 i = 0; i < rs->n_rules && i < XRL_MAX_RULES; i++)
+		if (!strncmp(meta->names[i], name, XRL_RULE_NAME_LEN))
+			slot = (int)i;
+	free(meta);
+	if (slot < 0)
+		return -ENOENT;
+	if (rs->rules[slot].proto != XRL_PROTO_TCP)
+		return -EPROTONOSUPPORT;
+	if (was)
+		*was = rs->rules[slot].syn_cookies;
+	*live = false;
+	for (__u32 i = 0; i < rs->n_rules && i < XRL_MAX_RULES; i++)
+		*live |= ((int)i == slot ? mode : rs->rules[i].syn_cookies) & XRL_COOKIES_LIVE;
+	if (rs->rules[slot].syn_cookies == mode)
+		return 1; /* nothing to write */
+	rs->rules[slot].syn_cookies = mode;
+	return 0;
+}
+
+int xrl_rule_cookies_set(struct xrl_handle *h, const char *name, __u8 mode, __u8 *was)
+{
+	struct xrl_ruleset *rs = malloc(sizeof(*rs));
+	struct xrl_config cfg;
+	bool live = false;
+	int rc;
+
+	if (!rs)
+		return -ENOMEM;
+	rc = mode > XRL_COOKIES_AUTO_ON ? -EINVAL : read_config(h, &cfg);
+	if (!rc)
+		rc = cookies_write(h, rs, cfg.active_ruleset, name, mode, was, &live);
+	if (!rc && live)
+		rc = cookie_sysctls(h, true);
+	/* one byte of the rule changes; every other byte is written with the
+	 * value it has, so a packet sees the old mode or the new one */
+	if (!rc && bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_RULESETS), &cfg.active_ruleset, rs,
+				       BPF_ANY))
+		rc = -errno;
+	if (!rc)
+		rc = flip_ruleset(h, cfg.active_ruleset); /* the epoch: refusals cached
+							   * without cookies go */
+	if (rc >= 0 && !live)
+		cookie_sysctls(h, false);
+	free(rs);
+	return rc > 0 ? 0 : rc;
 }
 
 /*

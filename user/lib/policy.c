@@ -237,6 +237,10 @@ void xrl_rule_spec_init(struct xrl_rule_spec *r, const char *name)
 	r->action = XRL_ACT_DROP;
 	r->key_plen4 = 32;
 	r->key_plen6 = 64;
+	r->auto_on_rate = XRL_AUTO_ON_RATE;
+	r->auto_off_rate = XRL_AUTO_OFF_RATE;
+	r->auto_hold_ns = XRL_AUTO_HOLD_NS;
+	r->auto_queue_pct = XRL_AUTO_QUEUE_PCT;
 }
 
 __u32 xrl_rule_id(const char *name)
@@ -314,8 +318,16 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char 
 			    nm);
 	if (in->action > XRL_ACT_SHADOW)
 		return fail(err, errlen, -EINVAL, "rule %s: action must be drop or shadow", nm);
-	if (in->syn_cookies > XRL_COOKIES_ON)
-		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on or off", nm);
+	if (in->syn_cookies > XRL_COOKIES_AUTO_ON)
+		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on, auto or off",
+			    nm);
+	if (in->syn_cookies >= XRL_COOKIES_AUTO &&
+	    (in->auto_off_rate >= in->auto_on_rate || !in->auto_hold_ns ||
+	     in->auto_queue_pct > 100))
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: syn_cookies_auto needs off_rate below on_rate, a hold above "
+			    "zero and queue_pct 0 to 100",
+			    nm);
 	if (in->syn_cookies && in->proto != XRL_PROTO_TCP)
 		return fail(err, errlen, -EINVAL, "rule %s: SYN cookies need proto tcp", nm);
 	if (in->n_ports > XRL_MAX_PORT_RANGES)
@@ -440,6 +452,18 @@ const char *xrl_global_name(int idx)
 }
 
 /* The one table of verdict names (counters, metrics, JSON keys). */
+const char *xrl_cookies_name(int mode)
+{
+	static const char *const names[] = {
+		[XRL_COOKIES_OFF] = "off",
+		[XRL_COOKIES_ON] = "on",
+		[XRL_COOKIES_AUTO] = "auto",
+		[XRL_COOKIES_AUTO_ON] = "auto",
+	};
+
+	return mode >= 0 && mode <= XRL_COOKIES_AUTO_ON ? names[mode] : "unknown";
+}
+
 const char *xrl_verdict_name(int v)
 {
 	static const char *const names[XRL_V_MAX] = {

@@ -60,9 +60,11 @@ static double rate(__u64 now, __u64 then, double dt_s)
 
 /* One rule's counters: {"name":..,"passed":N,"passed_bytes":N,..[,"passed_per_s":R,..]}. */
 static json_t *rule_json(const char *name, const struct xrl_rule_ctr *c,
-			 const struct xrl_rule_ctr *prev, double dt_s)
+			 const struct xrl_rule_ctr *prev, double dt_s, __u8 cookies)
 {
-	json_t *o = json_pack("{s:s}", "name", name);
+	json_t *o = json_pack("{s:s,s:I,s:s,s:b}", "name", name, "syns", (json_int_t)c->syns,
+			      "syn_cookies", xrl_cookies_name(cookies), "syn_cookies_live",
+			      cookies & XRL_COOKIES_LIVE);
 	char k[40];
 
 	for (int v = 0; v < XRL_V_MAX; v++) {
@@ -94,7 +96,8 @@ json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
 
 	for (__u32 r = 0; r < st->n_rules; r++)
 		json_array_append_new(rules, rule_json(meta->names[r], &st->rules[r],
-						       prev ? &prev->rules[r] : NULL, dt_s));
+						       prev ? &prev->rules[r] : NULL, dt_s,
+						       st->cookies[r]));
 	o = json_pack("{s:s,s:o,s:o,s:I}", "interface", ifname, "rules", rules, "global",
 		      xrl_global_json(&st->global), "buckets", (json_int_t)buckets);
 	if (o && prev && dt_s > 0) {
@@ -130,6 +133,33 @@ static const char *rate_str(char *buf, size_t len, const struct stats_tab *t, __
 	return num(buf, len, rate(now, then, t->dt_s), t->human);
 }
 
+/* The rules whose SYN cookies are not off, on one line: "SYN cookies:
+ * login auto (on, 81.2k SYN/s)". Nothing when every rule's are off. */
+static void stats_cookie_modes(struct xrl_buf *b, const struct stats_tab *t,
+			       const struct xrl_ruleset_meta *meta)
+{
+	const char *sep = "  SYN cookies:";
+	char x[32];
+
+	for (__u32 r = 0; r < t->st->n_rules; r++) {
+		__u8 m = t->st->cookies[r];
+
+		if (m == XRL_COOKIES_OFF)
+			continue;
+		xrl_buf_printf(b, "%s %s %s", sep, meta->names[r], xrl_cookies_name(m));
+		if (m >= XRL_COOKIES_AUTO)
+			xrl_buf_printf(b, " (%s", m & XRL_COOKIES_LIVE ? "on" : "off");
+		if (m >= XRL_COOKIES_AUTO && t->prev)
+			xrl_buf_printf(b, ", %s SYN/s",
+				       rate_str(x, sizeof(x), t, t->st->rules[r].syns,
+						t->prev->rules[r].syns));
+		xrl_buf_printf(b, "%s", m >= XRL_COOKIES_AUTO ? ")" : "");
+		sep = ",";
+	}
+	if (sep[0] == ',')
+		xrl_buf_printf(b, "\n");
+}
+
 /* The rules: totals, and the rate columns. */
 static void stats_rules(struct xrl_buf *b, const struct stats_tab *t,
 			const struct xrl_ruleset_meta *meta)
@@ -156,6 +186,7 @@ static void stats_rules(struct xrl_buf *b, const struct stats_tab *t,
 						t->prev ? t->prev->rules[r].pkts[col[i]] : 0));
 		xrl_buf_printf(b, "\n");
 	}
+	stats_cookie_modes(b, t, meta);
 }
 
 /* One global counter: "name total" and, with rates, "rate/s". */
@@ -215,7 +246,6 @@ static void list_walk(struct xrl_handle *h, int deny,
 		      void (*fn)(void *arg, const char *prefix, const char *origin, __u64 exp),
 		      void *arg)
 {
-	static const char *origin[] = { "policy", "runtime", "penalty" };
 
 	for (int fam = 0; fam < 2; fam++) {
 		const char *name = deny ? (fam ? XRL_MAP_DENY_V6 : XRL_MAP_DENY_V4)
@@ -249,7 +279,7 @@ static void list_walk(struct xrl_handle *h, int deny,
 				continue;
 			org = deny ? v.d.origin : v.a.origin;
 			xrl_prefix_str(&p, buf, sizeof(buf));
-			fn(arg, buf, org < 3 ? origin[org] : "?", deny ? v.d.expires_ns : 0);
+			fn(arg, buf, xrl_origin_name(org), deny ? v.d.expires_ns : 0);
 		}
 	}
 }

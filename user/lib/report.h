@@ -65,4 +65,11 @@ void xrl_human(double v, char *out, size_t len);
 void xrl_report_list(struct xrl_buf *b, struct xrl_handle *h, int deny);
 json_t *xrl_report_list_json(struct xrl_handle *h, int deny);
 
+/* report_vouch.c: the vouched sources (`xrlctl vouch list`), a table or
+ * [{"prefix","origin","expires_in_s"(null: never)}]; 0 or -errno. */
+int xrl_report_vouch(struct xrl_buf *b, struct xrl_handle *h);
+json_t *xrl_report_vouch_json(struct xrl_handle *h);
+/* "policy", "runtime", "penalty", "cookie", "fleet", "identity" (enum xrl_origin). */
+const char *xrl_origin_name(__u32 origin);
+
 #endif

@@ -24,7 +24,7 @@
 /* clang-format off */
 const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 	[XRL_VERB_STATUS] = { XRL_VERB_STATUS, "status", NULL, {}, {}, 0,
-		"daemon and interfaces (from the pins if xrld is down)" },
+		"daemon, interfaces and the identity tier (from the pins if xrld is down)" },
 	[XRL_VERB_ATTACH] = { XRL_VERB_ATTACH, "attach", NULL, { POS("IFACE", XRL_ARG_NAME) },
 		{ OPT("--mode", XRL_ARG_MODE, "native|skb|auto") }, XRL_VERB_CHANGES,
 		"attach the program to IFACE (native by default)" },
@@ -40,11 +40,12 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		"the running policy and the shadow overrides" },
 	[XRL_VERB_STATS] = { XRL_VERB_STATS, "stats", NULL, {},
 		{ OPT("--iface", XRL_ARG_NAME, "IF"), OPT("--watch", XRL_ARG_SECONDS, "SECONDS") },
-		XRL_VERB_LOCAL, "counters per rule, read from the pinned maps (--watch: live)" },
+		XRL_VERB_LOCAL,
+		"counters per rule: packet tier from the pins, HTTP rules from xrld (--watch: live)" },
 	[XRL_VERB_TOP] = { XRL_VERB_TOP, "top", NULL, {},
 		{ OPT("--rule", XRL_ARG_NAME, "NAME"), OPT("-n", XRL_ARG_COUNT, "N"),
-		  OPT("--watch", XRL_ARG_SECONDS, "SECONDS") }, 0,
-		"top refused source prefixes" },
+		  OPT("--watch", XRL_ARG_SECONDS, "SECONDS"), OPT("--http", XRL_ARG_NAME, "RULE") }, 0,
+		"top refused source prefixes (--http RULE: an HTTP rule's most refused keys)" },
 	[XRL_VERB_ALLOW_ADD] = { XRL_VERB_ALLOW_ADD, "allow", "add", { POS("CIDR", XRL_ARG_CIDR) },
 		{}, XRL_VERB_CHANGES, "never limit CIDR" },
 	[XRL_VERB_ALLOW_DEL] = { XRL_VERB_ALLOW_DEL, "allow", "del", { POS("CIDR", XRL_ARG_CIDR) },
@@ -60,7 +61,33 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		"the denylist with origins and expiry (from the pins if xrld is down)" },
 	[XRL_VERB_SHADOW] = { XRL_VERB_SHADOW, "shadow", NULL,
 		{ POS("RULE", XRL_ARG_NAME), POS("on|off", XRL_ARG_ONOFF) }, {}, XRL_VERB_CHANGES,
-		"count a rule's refusals without dropping (until xrld restarts)" },
+		"count a packet or HTTP rule's refusals without enforcing them (until xrld restarts)" },
+	[XRL_VERB_PENALTY_LIST] = { XRL_VERB_PENALTY_LIST, "penalty", "list", {}, {}, 0,
+		"identity-tier key penalties: rule, key hash, level, time left" },
+	[XRL_VERB_PENALTY_DEL] = { XRL_VERB_PENALTY_DEL, "penalty", "del",
+		{ POS("KEY|HASH", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
+		"lift a key's penalties (in a fleet: on every instance); xrlctl sends the key's hash" },
+	[XRL_VERB_COOKIES] = { XRL_VERB_COOKIES, "cookies", NULL,
+		{ POS("RULE", XRL_ARG_NAME), POS("on|auto|off", XRL_ARG_COOKIES) }, {},
+		XRL_VERB_CHANGES,
+		"a rule's SYN cookies now, without a reload (until the next policy apply or reload)" },
+	[XRL_VERB_VOUCH_ADD] = { XRL_VERB_VOUCH_ADD, "vouch", "add", { POS("PREFIX", XRL_ARG_VOUCH) },
+		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
+		"vouch for PREFIX's /24 or /48 (for DURATION; without it, until removed)" },
+	[XRL_VERB_VOUCH_DEL] = { XRL_VERB_VOUCH_DEL, "vouch", "del", { POS("PREFIX", XRL_ARG_VOUCH) },
+		{}, XRL_VERB_CHANGES, "take PREFIX's /24 or /48 off the vouched sources" },
+	[XRL_VERB_VOUCH_LIST] = { XRL_VERB_VOUCH_LIST, "vouch", "list", {}, {}, 0,
+		"vouched sources with origin and time left (from the pins if xrld is down)" },
+	[XRL_VERB_OVERRIDE_LIST] = { XRL_VERB_OVERRIDE_LIST, "override", "list", {}, {}, 0,
+		"the per-key overrides of HTTP rules in force" },
+	[XRL_VERB_OVERRIDE_DEL] = { XRL_VERB_OVERRIDE_DEL, "override", "del",
+		{ POS("RULE", XRL_ARG_NAME), POS("KEY", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
+		"remove KEY's override of HTTP rule RULE" },
+	[XRL_VERB_OVERRIDE] = { XRL_VERB_OVERRIDE, "override", NULL,
+		{ POS("RULE", XRL_ARG_NAME), POS("KEY", XRL_ARG_NAME) },
+		{ OPT("--rate", XRL_ARG_RATE, "RATE"), OPT("--burst", XRL_ARG_COUNT, "N"),
+		  OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
+		"KEY's own rate and burst on HTTP rule RULE for DURATION (all three required)" },
 };
 /* clang-format on */
 
@@ -153,9 +180,32 @@ static int check_value(const struct xrl_verb_arg *a, const char *s, char *err, s
 		if (strcmp(s, "native") && strcmp(s, "skb") && strcmp(s, "auto"))
 			return snprintf(err, errlen, "%s: want native, skb or auto", a->name), 2;
 		return 0;
+	case XRL_ARG_RATE: {
+		struct xrl_rate rt;
+
+		if (xrl_rate_parse(s, &rt, why, sizeof(why)))
+			return snprintf(err, errlen, "%s: %s", a->name, why), 2;
+		return 0;
+	}
 	case XRL_ARG_ONOFF:
 		if (strcmp(s, "on") && strcmp(s, "off"))
 			return snprintf(err, errlen, "%s: want on or off, got '%s'", a->name, s), 2;
+		return 0;
+	case XRL_ARG_COOKIES:
+		if (strcmp(s, "on") && strcmp(s, "auto") && strcmp(s, "off"))
+			return snprintf(err, errlen, "%s: want on, auto or off, got '%s'", a->name,
+					s),
+			       2;
+		return 0;
+	case XRL_ARG_VOUCH:
+		if (xrl_prefix_parse(s, &p, why, sizeof(why)))
+			return snprintf(err, errlen, "%s", why), 2;
+		if (p.plen < (p.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6))
+			return snprintf(err, errlen,
+					"%s: a vouch covers one /%d (IPv4) or /%d (IPv6); '%s' is "
+					"wider",
+					a->name, XRL_VOUCH_PLEN4, XRL_VOUCH_PLEN6, s),
+			       2;
 		return 0;
 	default:
 		return 0;

@@ -30,6 +30,17 @@ enum xrl_verb_id {
 	XRL_VERB_DENY_DEL,
 	XRL_VERB_DENY_LIST,
 	XRL_VERB_SHADOW,
+	XRL_VERB_PENALTY_LIST,
+	XRL_VERB_PENALTY_DEL,
+	XRL_VERB_COOKIES,
+	XRL_VERB_VOUCH_ADD,
+	XRL_VERB_VOUCH_DEL,
+	XRL_VERB_VOUCH_LIST,
+	/* "override list|del" before "override RULE KEY": the walker takes
+	 * the first row whose words match */
+	XRL_VERB_OVERRIDE_LIST,
+	XRL_VERB_OVERRIDE_DEL,
+	XRL_VERB_OVERRIDE,
 	XRL_VERB_MAX
 };
 
@@ -43,10 +54,13 @@ enum xrl_arg_type {
 	XRL_ARG_SECONDS,  /* a number > 0 (fractions allowed) */
 	XRL_ARG_MODE,	  /* native | skb | auto */
 	XRL_ARG_ONOFF,	  /* on | off */
+	XRL_ARG_COOKIES,  /* on | auto | off */
+	XRL_ARG_VOUCH,	  /* a CIDR at least /24 (IPv4) or /48 (IPv6) long */
+	XRL_ARG_RATE,	  /* xrl_rate_parse: "10/s", "100/min" */
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
-#define XRL_VERB_OPTS 3 /* options (--name VALUE) of a verb at most */
+#define XRL_VERB_OPTS 4 /* options (--name VALUE) of a verb at most */
 
 struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */

@@ -61,7 +61,23 @@ struct xrl_rule_spec {
 	struct xrl_rate agg_rate;
 	__u32 agg_burst;
 	__u16 agg_vouched_pm; /* 0..XRL_AGG_VOUCHED_MAX_PM */
+	/* syn_cookies: auto (xrld's; docs/policy.md `syn_cookies_auto`):
+	 * cookies are engaged once the rule matches auto_on_rate SYNs a second
+	 * or a listener on its ports has auto_queue_pct % of its accept queue
+	 * in use, and let go once it has been under auto_off_rate and under
+	 * that queue share for auto_hold_ns. Userspace only. */
+	__u64 auto_on_rate;   /* SYNs per second, > auto_off_rate */
+	__u64 auto_off_rate;  /* SYNs per second */
+	__u64 auto_hold_ns;   /* > 0 */
+	__u8 auto_queue_pct;  /* 1..100; 0: the queue is not watched */
 };
+
+/* Defaults of syn_cookies_auto: a flood well above what one listener's
+ * SYN queue of a few thousand absorbs, and an end that is the flood's. */
+#define XRL_AUTO_ON_RATE   5000
+#define XRL_AUTO_OFF_RATE  1000
+#define XRL_AUTO_HOLD_NS   (10ull * 1000000000ull)
+#define XRL_AUTO_QUEUE_PCT 50
 
 /* At most this share (per mille) of an aggregate cap is reserved for
  * vouched sources: the rest stays open to new ones, which is how a new
@@ -179,6 +195,9 @@ int xrl_allow_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* ttl_ns 0 = no expiry; origin is an enum xrl_origin. */
 int xrl_deny_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin);
 int xrl_deny_del(struct xrl_handle *h, const struct xrl_prefix *p);
+/* The origin (enum xrl_origin) of the denylist entry for exactly p: 0, or
+ * -ENOENT when there is none (an entry that only covers p is not p's). */
+int xrl_deny_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u32 *origin);
 /* Entries in use and the capacity of one family's denylist. */
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
 /* One bounded step of the expiry sweep (XRL_GC_BUDGET keys per family, so
@@ -193,6 +212,9 @@ struct xrl_vouch {
 	__u32 origin;	  /* enum xrl_origin */
 };
 int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns);
+/* The same with an origin (enum xrl_origin); xrl_vouch_add's is RUNTIME. */
+int xrl_vouch_add_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
+			 __u32 origin);
 int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p);
 /* Is any part of p vouched for, unexpired? (A penalty never denies it.) */
 bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p);
@@ -205,9 +227,20 @@ int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);
 struct xrl_stats {
 	__u32 n_rules; /* of the ruleset in force */
 	struct xrl_rule_ctr rules[XRL_MAX_RULES];
+	__u8 cookies[XRL_MAX_RULES]; /* each rule's enum xrl_syn_cookies, now */
 	struct xrl_global_ctr global;
 };
 int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
+/*
+ * Set the SYN-cookie mode (enum xrl_syn_cookies) of the rule named name in
+ * the ruleset in force, without a reload: the byte in the rule is
+ * rewritten in place, the epoch bumped. The sysctls cookies need are held
+ * before a rule goes live and let go once none is. Until the next apply,
+ * which writes the policy's modes (an auto rule keeps its engaged state).
+ * -ENOENT: no such rule; -EPROTONOSUPPORT: not a tcp rule. *was: the mode
+ * before (may be NULL).
+ */
+int xrl_rule_cookies_set(struct xrl_handle *h, const char *name, __u8 mode, __u8 *was);
 /* Entries in the shared bucket table (walks it: O(n)). */
 long xrl_bucket_count(struct xrl_handle *h);
 
@@ -223,5 +256,7 @@ __u8 xrl_syn_wscale(void);
 int xrl_cookie_sysctls(int fd, const char *pin_dir, const char *who, bool want);
 const char *xrl_global_name(int idx);
 const char *xrl_verdict_name(int v);
+/* "off", "on", "auto" (either auto state) of an enum xrl_syn_cookies. */
+const char *xrl_cookies_name(int mode);
 
 #endif /* XRL_H */

@@ -74,7 +74,7 @@ static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
 		log_info("reloaded %s", d->config_path);
 }
 
-/* Once a second: expired deny entries out. */
+/* Once a second: expired deny entries out, syn_cookies auto decided. */
 static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
 {
 	__u64 exp;
@@ -83,6 +83,7 @@ static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
 		return;
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_deny_gc(d->ifs[i].h);
+	xrld_cookies_tick(d);
 	log_agg_flush(xrl_now_ns(), false);
 }
 
@@ -292,6 +293,14 @@ static int start(struct xrld *d, int verbose)
 		log_err("%s", err);
 		goto fail;
 	}
+	if ((rc = xrld_fleet_start(d))) {
+		log_err("couldn't join the fleet %s: %s", d->cfg->fleet.name, strerror(-rc));
+		goto fail;
+	}
+	if ((rc = xrld_vouch_start(d))) {
+		log_err("couldn't set up the identity tier's vouches: %s", strerror(-rc));
+		goto fail;
+	}
 	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics))) {
 		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
 		goto fail;
@@ -310,6 +319,7 @@ static void stop(struct xrld *d)
 					 : "the program stays attached and enforcing");
 	if (d->mhd)
 		MHD_stop_daemon(d->mhd);
+	xrld_fleet_stop(d); /* first: its thread calls into the identity tier */
 	if (d->http)
 		xrl_http_stop(d->http);
 	log_agg_flush(xrl_now_ns(), true);

@@ -217,8 +217,11 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	rule_series(d, b, false);
 	rule_series(d, b, true);
 	global_series(d, b);
+	xrld_cookies_metrics(d, b);
+	xrld_vouch_metrics(d, b);
 	if (d->http)
 		xrl_http_metrics(d->http, b);
+	xrld_fleet_metrics(d, b);
 	pthread_mutex_unlock(&d->lock);
 }
 

@@ -308,6 +308,10 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 		 xrld_rule_name(d, e->rule_id, nb, sizeof(nb)));
 	if (penalty_deny(d, f, key, &p, ttl))
 		return;
+	/* only a verified strike goes to the fleet: a spoofed source never
+	 * earns a denial on other hosts (docs/security.md) */
+	if (event_rule(d, e) && event_rule(d, e)->penalty == XRL_PEN_VERIFIED)
+		xrld_fleet_deny_out(d, &p, ttl, true);
 	pe->offenses++;
 	pe->last_offense_ns = now;
 	COUNT(d->penalties);

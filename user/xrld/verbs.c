@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "http/http.h"
+#include "http/http_ctl.h"
 #include "log.h"
 #include "xrld.h"
 
@@ -103,11 +105,12 @@ static json_t *status_json(struct xrld *d)
 						"multiprog", in.multiprog, "rules",
 						(json_int_t)d->cfg->policy.n_rules));
 	}
-	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o}", "daemon", "pid", (int)getpid(),
-			 "config", d->config_path ? d->config_path : "", "pin_dir", d->pin_root,
-			 "reloads", (json_int_t)READ(d->reloads), "reload_failures",
-			 (json_int_t)READ(d->reload_failures), "penalties", (json_int_t)READ(d->penalties),
-			 "penalties_skipped", skipped, "interfaces", ifs);
+	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o,s:o}", "daemon", "pid",
+			 (int)getpid(), "config", d->config_path ? d->config_path : "", "pin_dir",
+			 d->pin_root, "reloads", (json_int_t)READ(d->reloads), "reload_failures",
+			 (json_int_t)READ(d->reload_failures), "penalties",
+			 (json_int_t)READ(d->penalties), "penalties_skipped", skipped, "interfaces",
+			 ifs, "http", xrld_http_status_json(d));
 }
 
 static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
@@ -115,11 +118,15 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	struct xrl_buf *b = r->b;
 
 	if (r->json) {
-		xrl_buf_json(b, status_json(d));
+		json_t *o = status_json(d);
+
+		xrld_fleet_status(d, NULL, json_object_get(o, "daemon"));
+		xrl_buf_json(b, o);
 		return 0;
 	}
 	xrl_buf_printf(b, "xrld pid %d, config %s, pins %s\n", (int)getpid(),
 		       d->config_path ? d->config_path : "-", d->pin_root);
+	xrld_fleet_status(d, b, NULL);
 	xrl_buf_printf(b, "%-16s %-8s %-8s %-10s %-18s %s\n", "INTERFACE", "PROG", "MODE",
 		       "ATTACHED", "HOW", "RULES");
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -130,6 +137,9 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 			       in.multiprog ? "libxdp dispatcher" : "single program",
 			       d->cfg->policy.n_rules);
 	}
+	if (!d->n_ifs)
+		xrl_buf_printf(b, "(no interface: the packet tier is not loaded)\n");
+	xrld_http_status_text(d, b);
 	return 0;
 }
 
@@ -159,7 +169,8 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 					 0);
 	}
 	if (r->json)
-		xrl_buf_json(r->b, json_pack("{s:o}", "interfaces", ifs));
+		xrl_buf_json(r->b, json_pack("{s:o,s:o}", "interfaces", ifs, "http",
+					     xrld_http_stats_json(d)));
 	else
 		json_decref(ifs);
 	return 0;
@@ -215,6 +226,16 @@ static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *
 	json_t *a = NULL;
 	size_t m = 0;
 
+	if (c->opt[3]) {
+		char err[XRL_ERRLEN + 64];
+		int rc;
+
+		if (rule)
+			return fail(r, 2,
+				    "--rule names a packet rule; --http RULE names an HTTP one");
+		rc = xrld_http_top(d, c->opt[3], n, r->json, r->b, err, sizeof(err));
+		return rc ? fail(r, 1, "%s", err) : 0;
+	}
 	if (rule && !rule_id(d, rule, &want_id))
 		return fail(r, 1, "no rule named '%s'", rule);
 	v = malloc(sizeof(*v) * TOP_SLOTS);
@@ -284,6 +305,11 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		if (rc)
 			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
 	}
+	if (deny && xrld_fleet_deny_out(d, &p, ttl, add) == -ERANGE)
+		return done(r,
+			    "deny added %s on this host only: the fleet takes no prefix wider "
+			    "than the penalty floor",
+			    c->pos[0]);
 	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed", c->pos[0]);
 }
 
@@ -354,11 +380,16 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	const char *rule = c->pos[0];
 	bool on = !strcmp(c->pos[1], "on");
 	char err[XRL_ERRLEN] = "";
+	bool xdp, http;
 	__u32 id;
 	int k;
 
-	if (!rule_id(d, rule, &id))
+	xdp = rule_id(d, rule, &id);
+	http = d->http && xrl_http_has_rule(d->http, rule);
+	if (!xdp && !http)
 		return fail(r, 1, "no rule named '%s'", rule);
+	if (http && xrl_http_shadow(d->http, rule, on, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
 	for (k = 0; k < d->n_override; k++)
 		if (!strcmp(d->shadow_override[k], rule))
 			break;
@@ -369,12 +400,165 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		d->n_override++;
 	}
 	d->shadow_val[k] = on;
-	if (xrld_push_policy(d, err, sizeof(err)))
+	if (xdp && xrld_push_policy(d, err, sizeof(err)))
 		return fail(r, 1, "%s", err);
 	return done(r,
-		    "rule %s: shadow %s (until xrld restarts; set `action:` in the policy file "
+		    "%s rule %s: shadow %s (until xrld restarts; set %s in the policy file "
 		    "to make it permanent)",
-		    rule, on ? "on" : "off");
+		    xdp && http ? "packet and HTTP"
+		    : xdp	? "packet"
+				: "HTTP",
+		    rule, on ? "on" : "off", http ? "`shadow:`" : "`action:`");
+}
+
+static int cmd_override_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char err[XRL_ERRLEN + 64];
+
+	if (xrld_http_override_list(d, r->json, r->b, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	return 0;
+}
+
+static int cmd_override(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	char err[XRL_ERRLEN + 128] = "";
+
+	if (c->v->id == XRL_VERB_OVERRIDE && (!c->opt[0] || !c->opt[1] || !c->opt[2]))
+		return fail(r, 2, "override RULE KEY needs --rate, --burst and --ttl");
+	if (xrld_http_override(d, c, err, sizeof(err)))
+		return fail(r, 1, "%s", err);
+	if (c->v->id == XRL_VERB_OVERRIDE_DEL)
+		return done(r, "override of rule %s for %s removed", c->pos[0], c->pos[1]);
+	return done(r, "rule %s: %s gets %s, burst %s, for %s", c->pos[0], c->pos[1], c->opt[0],
+		    c->opt[1], c->opt[2]);
+}
+
+static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	json_t *a;
+	size_t i;
+	json_t *e;
+
+	if (!d->http)
+		return fail(r, 1, "no identity tier runs here (no http: section)");
+	a = xrl_http_penalties(d->http);
+	if (!a)
+		return fail(r, 1, "couldn't list the penalties: %s", strerror(ENOMEM));
+	if (r->json) {
+		xrl_buf_json(r->b, a);
+		return 0;
+	}
+	xrl_buf_printf(r->b, "%-24s %-14s %6s %10s\n", "RULE", "KEY HASH", "LEVEL", "LEFT (s)");
+	json_array_foreach (a, i, e)
+		xrl_buf_printf(r->b, "%-24s %-14.12s %6lld %10lld\n",
+			       json_string_value(json_object_get(e, "rule")),
+			       json_string_value(json_object_get(e, "key_hash")),
+			       (long long)json_integer_value(json_object_get(e, "level")),
+			       (long long)json_integer_value(json_object_get(e, "remaining_s")));
+	json_decref(a);
+	return 0;
+}
+
+/* pos[0]: a key hash's first 8 to 32 hex digits (xrlctl hashes a key). */
+static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	size_t n = strlen(c->pos[0]);
+	int lifted = 0;
+
+	if (!d->http)
+		return fail(r, 1, "no identity tier runs here (no http: section)");
+	if (n < 8 || n > 32 || strspn(c->pos[0], "0123456789abcdef") != n)
+		return fail(r, 2, "penalty del: want 8 to 32 hex digits of a key hash");
+	xrl_http_penalty_del(d->http, c->pos[0], &lifted);
+	if (!lifted)
+		return fail(r, 1, "no penalty with key hash %s", c->pos[0]);
+	return done(r, "%d penalt%s lifted (key hash %s)%s", lifted, lifted == 1 ? "y" : "ies",
+		    c->pos[0], d->fleet && d->cfg->http.fleet[0] ? ", on every instance" : "");
+}
+
+/* cookies RULE on|auto|off: the rule's mode in force on every interface. */
+static int cmd_cookies(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	__u8 mode = !strcmp(c->pos[1], "on")	 ? XRL_COOKIES_ON
+		    : !strcmp(c->pos[1], "auto") ? XRL_COOKIES_AUTO
+						 : XRL_COOKIES_OFF;
+	__u8 was = 0;
+	int rc;
+
+	if (!d->n_ifs)
+		return fail(r, 1, "no interface is attached");
+	for (int i = 0; i < d->n_ifs; i++) {
+		rc = xrl_rule_cookies_set(d->ifs[i].h, c->pos[0], mode, &was);
+		if (rc == -ENOENT)
+			return fail(r, 1, "no rule named '%s'", c->pos[0]);
+		if (rc == -EPROTONOSUPPORT)
+			return fail(r, 1, "rule %s does not match tcp: SYN cookies need proto tcp",
+				    c->pos[0]);
+		if (rc)
+			return fail(r, 1, "couldn't set the SYN cookies of rule %s on %s: %s",
+				    c->pos[0], d->ifs[i].name, strerror(-rc));
+	}
+	return done(r,
+		    "rule %s: SYN cookies %s (were %s; until the next policy apply or reload)",
+		    c->pos[0], c->pos[1], xrld_cookies_word(was));
+}
+
+/* vouch list: the map of the first interface (one map a pin directory;
+ * the identity tier and operators write every interface's). */
+static int cmd_vouch_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	json_t *a;
+
+	if (!d->n_ifs)
+		return r->json ? (xrl_buf_json(r->b, json_array()), 0)
+			       : fail(r, 1, "no interface is attached");
+	if (!r->json)
+		return xrl_report_vouch(r->b, d->ifs[0].h)
+			       ? fail(r, 1, "couldn't read the vouched sources")
+			       : 0;
+	a = xrl_report_vouch_json(d->ifs[0].h);
+	if (!a)
+		return fail(r, 1, "couldn't read the vouched sources");
+	xrl_buf_json(r->b, a);
+	return 0;
+}
+
+static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	bool add = c->v->id == XRL_VERB_VOUCH_ADD;
+	char err[XRL_ERRLEN], buf[64];
+	struct xrl_prefix p, k;
+	__u64 ttl = 0;
+	int rc;
+
+	xrl_prefix_parse(c->pos[0], &p, err, sizeof(err)); /* checked by the parser */
+	if (add && c->opt[0])
+		xrl_duration_parse(c->opt[0], &ttl, err, sizeof(err));
+	if (!d->n_ifs)
+		return fail(r, 1, "no interface is attached");
+	k = p; /* the key's prefix, for the answer */
+	k.plen = p.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+	{
+		__u32 m[4];
+
+		xrl_prefix_mask(k.family, k.plen, m);
+		for (int i = 0; i < 4; i++)
+			k.addr[i] &= m[i];
+	}
+	xrl_prefix_str(&k, buf, sizeof(buf));
+	for (int i = 0; i < d->n_ifs; i++) {
+		rc = add ? xrl_vouch_add(d->ifs[i].h, &p, ttl) : xrl_vouch_del(d->ifs[i].h, &p);
+		if (rc == -ENOENT)
+			return fail(r, 1, "%s is not vouched for", buf);
+		if (rc)
+			return fail(r, 1, "couldn't update the vouched sources of %s: %s",
+				    d->ifs[i].name, strerror(-rc));
+	}
+	if (!add)
+		return done(r, "vouch for %s removed", buf);
+	return done(r, "vouched for %s%s%s", buf, c->opt[0] ? " for " : " until removed",
+		    c->opt[0] ? c->opt[0] : "");
 }
 
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
@@ -393,6 +577,15 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_DENY_DEL] = cmd_list_change,
 	[XRL_VERB_DENY_LIST] = cmd_list_show,
 	[XRL_VERB_SHADOW] = cmd_shadow,
+	[XRL_VERB_PENALTY_LIST] = cmd_penalty_list,
+	[XRL_VERB_PENALTY_DEL] = cmd_penalty_del,
+	[XRL_VERB_COOKIES] = cmd_cookies,
+	[XRL_VERB_VOUCH_ADD] = cmd_vouch_change,
+	[XRL_VERB_VOUCH_DEL] = cmd_vouch_change,
+	[XRL_VERB_VOUCH_LIST] = cmd_vouch_list,
+	[XRL_VERB_OVERRIDE_LIST] = cmd_override_list,
+	[XRL_VERB_OVERRIDE_DEL] = cmd_override,
+	[XRL_VERB_OVERRIDE] = cmd_override,
 };
 
 /*

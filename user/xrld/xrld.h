@@ -94,6 +94,17 @@ struct xrld_pen_ent {
 	bool win_unproven;    /* a sample in it did not: the window is void */
 };
 
+/* syn_cookies: auto, per interface and rule (cookies.c) */
+struct xrld_auto {
+	char rule[XRL_RULE_NAME_LEN]; /* "": unused */
+	__u64 syns;		      /* the rule's SYN counter at the last tick */
+	__u64 seen_ns;		      /* when it was read; 0: not yet */
+	__u64 below_ns;		      /* since when under both off thresholds; 0: not */
+	__u64 rate;		      /* SYNs a second over the last tick */
+	unsigned queue_pct;	      /* the fullest accept queue on its ports */
+	__u64 engaged, released;      /* transitions, for metrics */
+};
+
 /* The daemon's counters: written by the main thread, read by the metrics
  * thread without d->lock (relaxed atomics: a count, not a synchronisation). */
 #define COUNT(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
@@ -122,6 +133,10 @@ struct xrld {
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	struct xrl_http_server *http; /* the identity tier, when configured */
+	struct xrld_fleet *fleet;     /* the fleet, when configured (fleet.c) */
+	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
+	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
+	__u64 vouched_identity, vouch_skipped, vouch_dropped;
 	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -156,10 +171,48 @@ int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const cha
 struct ucred;
 int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, struct xrl_buf *b);
 
+/* ---- verbs_http.c: the verbs' identity-tier parts -------------------------- */
+/* null without an http: section */
+json_t *xrld_http_status_json(struct xrld *d);
+void xrld_http_status_text(struct xrld *d, struct xrl_buf *b);
+json_t *xrld_http_stats_json(struct xrld *d);
+int xrld_http_top(struct xrld *d, const char *rule, long n, bool json, struct xrl_buf *b, char *err,
+		  size_t errlen);
+int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *err, size_t errlen);
+/* override RULE KEY ... and override del RULE KEY; -errno with err. */
+int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen);
+
 /* ---- ctlsock.c: the control socket --------------------------------------- */
 int xrld_ctl_listen(struct xrld *d);
 /* Drop clients past their deadline; the epoll timeout (ms) until the next. */
 int xrld_ctl_expire(void);
+
+/* ---- fleet.c: the fleet's denials and the fleet's thread ------------------- */
+struct xrld_fleet;
+/* After the identity tier started: the fleet's thread, its entries applied
+ * on this loop (never blocking it on Redis). 0, or -errno. */
+int xrld_fleet_start(struct xrld *d);
+void xrld_fleet_stop(struct xrld *d);
+/* A deny made here (an operator's, or a verified penalty's): to the fleet.
+ * 0, or -ERANGE for an add wider than the penalty floor (stays here). */
+int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
+/* `status` lines or fields ({} when there is no fleet). */
+void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
+void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
+/* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
+/* Once a second: measure each auto rule, engage or let go of its cookies. */
+void xrld_cookies_tick(struct xrld *d);
+/* The auto state of rule name on interface i (NULL: none yet). */
+const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
+const char *xrld_cookies_word(__u8 mode);
+/* Prometheus families of cookies and auto (called with d->lock held). */
+void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
+
+/* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
+/* After the identity tier started: its admits by vouch: true rules queued
+ * for the main loop, which writes them (0 without an identity tier). */
+int xrld_vouch_start(struct xrld *d);
+void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);

@@ -8,6 +8,11 @@
         summary whose last line is
             xrl_vs_nft_cost=R legit_error_pct=E legit_p99_ratio=P
         and exits 0 if R <= RMAX, E <= EMAX and P <= PMAX, else 1 (saying why).
+        With the spoofed-source scenario's rows (defences sp_*) in R.tsv, a
+        section of its own and a last line
+            spoofed_capacity_vs_kernel=X spoofed_cost_vs_nft_synproxy=Y legit_error_pct=E2
+        judged by --spoofed-limits XMIN YMAX E2MAX (X >= XMIN, Y <= YMAX,
+        E2 <= E2MAX); --spoofed-cost C.tsv holds its alternating rounds.
 
     report.py --update-docs docs/benchmarks.md --out DIR
         replaces what lies between the markers <!-- flood-table:begin -->
@@ -23,7 +28,16 @@ import sys
 
 BEGIN = "<!-- flood-table:begin -->"
 END = "<!-- flood-table:end -->"
-NAMES = {"floor": "floor: bare XDP_DROP (the lab's NIC)", "none": "none (SYN cookies)", "nft": "nftables", "iptables": "iptables hashlimit", "xrl": "xrl"}
+NAMES = {"floor": "floor: bare XDP_DROP (the lab's NIC)", "none": "none (SYN cookies)", "nft": "nftables", "iptables": "iptables hashlimit", "xrl": "xrl",
+         "sp_none": "none (kernel SYN cookies)", "sp_nft": "nftables synproxy", "sp_ipt": "iptables SYNPROXY",
+         "sp_xrl": "xrl, syn_cookies: on"}
+SPOOFED = ("sp_none", "sp_nft", "sp_ipt", "sp_xrl")
+
+
+def med(v):
+    v = sorted(v)
+    m = len(v)
+    return float("nan") if not m else v[m // 2] if m % 2 else (v[m // 2 - 1] + v[m // 2]) / 2
 
 
 def rows(path):
@@ -64,6 +78,94 @@ def update_docs(doc, out):
     return 0
 
 
+def spoofed(L, a, steps, idle, carried, why):
+    """The spoofed-source section of table.md; returns its verdict line."""
+    xmin, ymax, emax = a.spoofed_limits
+    order = [d for d in SPOOFED if d in steps]
+    cost = rows(a.spoofed_cost)
+    rounds = sorted(set(r["round"] for r in cost), key=int)
+    by = {rd: {r["defence"]: r for r in cost if r["round"] == rd} for rd in rounds}
+    ns = {d: med([f(by[rd][d]["ns_per_pkt"]) for rd in rounds if d in by[rd]]) for d in order}
+
+    def cap(d):
+        ok = [r for r in steps[d] if r["control"] == "yes"]
+        return max(ok, key=lambda r: f(r["rx_pps"])) if ok else None
+
+    L.append("")
+    L.append("### Spoofed sources: every SYN from a new address")
+    L.append("")
+    L.append("SYNs to port 80 from random sources of 11.0.0.0/8, against four defences that answer every one "
+             "with a cookie SYN-ACK (dropped by the lab's wire); the same clients. Capacity: the highest rate "
+             "received in a step where the clients lost <= 0.1 % with a p99 <= 2x their idle p99. Receive ns "
+             "per spoofed SYN: the median of the alternating rounds below (flat out, no clients).")
+    L.append("")
+    L.append("| defence | spoofed capacity | receive ns per spoofed SYN | kthread busy there | "
+             "clients idle: p99 | clients, heaviest flood: errors, p99 |")
+    L.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for d in order:
+        c, h, i = cap(d), steps[d][-1] if steps[d] else None, idle.get(d)
+        cs = "below %s pps" % kpps(f(steps[d][0]["gen_pps"])) if not c and steps[d] else "-"
+        if c:
+            cs = kpps(f(c["rx_pps"])) + " pps" + (" (the heaviest step)" if c is h else "")
+        L.append("| %s | %s | %s | %s | %s ms | %s |" % (
+            NAMES[d], cs, "%.0f" % ns[d] if not math.isnan(ns[d]) else "-", "%s %%" % c["busy_pct"] if c else "-",
+            i["p99_ms"] if i else "-", "%s %%, %s ms" % (h["legit_err_pct"], h["p99_ms"]) if h else "-"))
+    L.append("")
+    L.append("| defence | step | offered pps | received pps | ring drops | kthread busy | others | ns/SYN | "
+             "client errors | p50 ms | p99 ms | clients kept |")
+    L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for d in order:
+        for r in steps[d]:
+            c = r["control"]
+            c = "yes" if c == "yes" else "no: " + c[3:].replace(";", "; ")
+            L.append("| %s | %s | %s | %s | %s %% | %s %% | %s %% | %s | %s/%s | %s | %s | %s |" % (
+                d, step_name(r["step"]), r["gen_pps"], r["rx_pps"], r["ring_drop_pct"], r["busy_pct"],
+                r["others_pct"], r["ns_per_pkt"], r["legit_err"], r["legit_req"], r["p50_ms"], r["p99_ms"], c))
+    if rounds:
+        L.append("")
+        L.append("Rounds (ns per spoofed SYN, frames received per second, others on the receive CPU):")
+        L.append("")
+        L.append("| round | " + " | ".join(NAMES[d] for d in order) + " | xrl / nftables synproxy |")
+        L.append("| ---: |" + " ---: |" * (len(order) + 1))
+        for rd in rounds:
+            b = by[rd]
+            cells = ["%s (%s, %s %%)" % (b[d]["ns_per_pkt"], kpps(f(b[d]["rx_pps"])), b[d]["others_pct"])
+                     if d in b else "-" for d in order]
+            ratio = "-"
+            if "sp_xrl" in b and "sp_nft" in b and f(b["sp_nft"]["ns_per_pkt"]) > 0:
+                ratio = "%.2f" % (f(b["sp_xrl"]["ns_per_pkt"]) / f(b["sp_nft"]["ns_per_pkt"]))
+            L.append("| %s | %s | %s |" % (rd, " | ".join(cells), ratio))
+    if a.spoofed_xrl:
+        L.append("")
+        L.append("xrl's counters after its steps: `%s`." % a.spoofed_xrl)
+
+    X = Y = E = float("nan")
+    cx, cn = (cap("sp_xrl") if "sp_xrl" in steps else None), (cap("sp_none") if "sp_none" in steps else None)
+    if cx and cn and f(cn["rx_pps"]) > 0:
+        X = f(cx["rx_pps"]) / f(cn["rx_pps"])
+    ratios = [f(by[rd]["sp_xrl"]["ns_per_pkt"]) / f(by[rd]["sp_nft"]["ns_per_pkt"]) for rd in rounds
+              if "sp_xrl" in by[rd] and "sp_nft" in by[rd] and f(by[rd]["sp_nft"]["ns_per_pkt"]) > 0]
+    Y = med(ratios)
+    elig = [r for r in steps.get("sp_xrl", []) if carried is None or r["step"] in carried]
+    worst = max(elig, key=lambda r: f(r["legit_err_pct"])) if elig else None
+    if worst:
+        E = f(worst["legit_err_pct"])
+    L.append("")
+    L.append("X = xrl's spoofed capacity / the kernel's alone; Y = the median of the rounds' xrl / nftables "
+             "synproxy; E2 = the clients' errors with xrl, worst step%s." %
+             (" the floor carried" if carried is not None else ""))
+    if not X >= xmin:
+        why.append("xrl's spoofed capacity is %.2fx the kernel's alone (%s vs %s pps); required >= %.0fx" % (
+            X, cx["rx_pps"] if cx else "-", cn["rx_pps"] if cn else "-", xmin))
+    if not Y <= ymax:
+        why.append("xrl's receive cost per spoofed SYN is %.2f of nftables synproxy's; required <= %.2f" % (Y, ymax))
+    if not E <= emax:
+        why.append("legitimate clients lost %.2f %% of requests under the spoofed flood with xrl (step %s: %s); "
+                   "required <= %.2f %%" % (E, step_name(worst["step"]) if worst else "?",
+                                            worst["legit_detail"] if worst else "no sp_xrl run", emax))
+    return "spoofed_capacity_vs_kernel=%.2f spoofed_cost_vs_nft_synproxy=%.2f legit_error_pct=%.2f" % (X, Y, E)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--results")
@@ -75,21 +177,29 @@ def main():
     ap.add_argument("--kernel", default="?")
     ap.add_argument("--limits", nargs=3, type=float, default=[0.5, 0.1, 2.0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--spoofed-cost")
+    ap.add_argument("--spoofed-xrl", default="")
+    ap.add_argument("--spoofed-limits", nargs=3, type=float, default=[5.0, 0.5, 0.1])
+    ap.add_argument("--cpu", default="?")
+    ap.add_argument("--load", default="?")
     ap.add_argument("--update-docs")
     a = ap.parse_args()
     if a.update_docs:
         return update_docs(a.update_docs, a.out)
 
-    res = rows(a.results)
-    defences = []
-    for r in res:
-        if r["defence"] not in defences:
-            defences.append(r["defence"])
-    steps = {d: [r for r in res if r["defence"] == d and r["step"] != "idle"] for d in defences}
-    idle = {d: next((r for r in res if r["defence"] == d and r["step"] == "idle"), None) for d in defences}
+    allres = rows(a.results)
+    alld = []
+    for r in allres:
+        if r["defence"] not in alld:
+            alld.append(r["defence"])
+    steps = {d: [r for r in allres if r["defence"] == d and r["step"] != "idle"] for d in alld}
+    idle = {d: next((r for r in allres if r["defence"] == d and r["step"] == "idle"), None) for d in alld}
+    # the spoofed-source scenario has a section of its own
+    defences = [d for d in alld if d not in SPOOFED]
+    res = [r for r in allres if r["defence"] in defences]
 
     # plot data: one file per defence, the steps in order
-    for d in defences:
+    for d in alld:
         with open(os.path.join(a.out, d + ".dat"), "w") as o:
             o.write("# gen_pps rx_pps busy_pct ns_per_pkt legit_err_pct p50_ms p99_ms\n")
             for r in steps[d]:
@@ -111,8 +221,9 @@ def main():
 
     L = []
     date = datetime.date.today().isoformat()
-    L.append("Last run: %s, `sudo scripts/bench/flood.sh --docs`, kernel `%s`, %d CPUs, generator `%s`."
-             % (date, a.kernel, os.cpu_count() or 0, a.generator))
+    L.append("Last run: %s, `sudo scripts/bench/flood.sh --docs`, kernel `%s`, %d CPUs (`lscpu`: %s), generator "
+             "`%s`; other tasks kept the CPUs %s %% busy before the run."
+             % (date, a.kernel, os.cpu_count() or 0, a.cpu, a.generator, a.load))
     L.append("")
     L.append("| defence | receive ns/packet (heaviest step) | kthread busy | highest flood kept under control | "
              "clients idle: errors, p50, p99 | clients, heaviest flood: errors, p50, p99 |")
@@ -217,10 +328,6 @@ def main():
         if "xrl" in by and "nft" in by and f(by["nft"]["ns_per_pkt"]) > 0:
             ratios.append((rd, by))
     if ratios:
-        def med(v):
-            v = sorted(v)
-            m = len(v)
-            return v[m // 2] if m % 2 else (v[m // 2 - 1] + v[m // 2]) / 2
         R = med([f(b["xrl"]["ns_per_pkt"]) / f(b["nft"]["ns_per_pkt"]) for _, b in ratios])
         net = [(f(b["xrl"]["ns_per_pkt"]) - f(b["floor"]["ns_per_pkt"])) /
                (f(b["nft"]["ns_per_pkt"]) - f(b["floor"]["ns_per_pkt"]))
@@ -276,21 +383,24 @@ def main():
                    "required <= %.1fx" % (P, worst_p["p99_ms"] if worst_p else "?",
                                           step_name(worst_p["step"]) if worst_p else "?",
                                           idle["xrl"]["p99_ms"] if idle.get("xrl") else "?", pmax))
-    last = "xrl_vs_nft_cost=%.2f legit_error_pct=%.2f legit_p99_ratio=%.2f" % (R, E, P)
+    last = ["xrl_vs_nft_cost=%.2f legit_error_pct=%.2f legit_p99_ratio=%.2f" % (R, E, P)]
+    if any(d in steps for d in SPOOFED):
+        last.append(spoofed(L, a, steps, idle, carried, why))
     L.append("")
     L.append("```")
-    L.append(last)
+    L.extend(last)
     L.append("```")
     with open(os.path.join(a.out, "table.md"), "w") as o:
         o.write("\n".join(L) + "\n")
 
-    print("\n".join(L[:-4]))
+    print("\n".join(L[:-3 - len(last)]))
     print()
     for w in why:
         print("FAIL: " + w)
     if not why:
-        print("OK: R <= %.2f, E <= %.2f %%, P <= %.1f" % (rmax, emax, pmax))
-    print(last)
+        print("OK: R <= %.2f, E <= %.2f %%, P <= %.1f" % (rmax, emax, pmax) +
+              (", X >= %.0f, Y <= %.2f, E2 <= %.2f %%" % tuple(a.spoofed_limits) if len(last) > 1 else ""))
+    print("\n".join(last))
     return 1 if why else 0
 
 

@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * ctl.c - the identity tier's side of xrlctl (http_ctl.h): status, stats,
+ * `top --http`, shadow mode of HTTP rules, and per-key overrides with their
+ * sharing through Redis.
+ *
+ * Overrides and Redis: when the backend is Redis, the overrides live in
+ * one hash, xrl:overrides, field "RULE:KEY" (rule names have no ':'), value
+ * "TOKENS PERIOD_NS BURST UNTIL_MS" (UNTIL_MS wall-clock, so hosts agree
+ * on it). The hash expires with its longest-lived entry; a reader skips
+ * entries past their time. `xrlctl override` on one instance writes the
+ * hash (and its own table at once); every instance reads the whole hash
+ * every XRL_OVR_REFRESH_MS on a thread of its own and replaces its table
+ * with it, so a decision never waits for Redis because of overrides, and
+ * another instance follows within that time. Redis down: the table stays
+ * as last read (and entries still expire), and a change through xrlctl
+ * fails with the reason, changing nothing.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "http_ctl.h"
+#include "log.h"
+#include "server_int.h"
+
+#define OVR_KEY "xrl:overrides"
+
+/*
+ * Fields of the hash read at most: a hash filled by anyone who can write
+ * to Redis is not read (the last overrides read stay in force) rather than
+ * allocated whole every XRL_OVR_REFRESH_MS.
+ */
+#define OVR_FIELDS_MAX (16 * XRL_OVR_MAX)
+
+/* HSET the entry, and the hash's expiry no earlier than the entry's. The
+ * fields that ran out by ARGV[4] (ms) go: the hash's expiry moves on with
+ * each new entry, so without this it kept every override ever set, and
+ * past XRL_OVR_MAX of them the ones in force were no longer read. */
+static const char ovr_lua[] = "local a = redis.call('HGETALL', KEYS[1])\n"
+			      "for i = 1, #a, 2 do\n"
+			      "  local u = tonumber(string.match(a[i + 1], '(%d+)$'))\n"
+			      "  if u and u <= tonumber(ARGV[4]) then\n"
+			      "    redis.call('HDEL', KEYS[1], a[i])\n"
+			      "  end\n"
+			      "end\n"
+			      "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])\n"
+			      "local t = redis.call('PTTL', KEYS[1])\n"
+			      "if t < tonumber(ARGV[3]) then\n"
+			      "  redis.call('PEXPIRE', KEYS[1], ARGV[3])\n"
+			      "end\n"
+			      "return 1\n";
+
+struct xrl_ovr_sync {
+	pthread_t thr;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	bool warned; /* a failure was logged; the next success says so */
+};
+
+/* What a Redis connection needs, copied out of the configuration in force. */
+struct ovr_redis {
+	bool on;
+	char host[128];
+	int port, db;
+	char user[64], pass[256];
+	__u64 timeout_ns;
+};
+
+static struct ovr_redis redis_of(struct xrl_http_server *s)
+{
+	struct ovr_redis r = {};
+	const struct xrl_http_cfg *c;
+
+	pthread_rwlock_rdlock(&s->mu);
+	c = &s->cfg->c;
+	r.on = c->redis;
+	snprintf(r.host, sizeof(r.host), "%s", c->redis_host);
+	r.port = c->redis_port;
+	r.db = c->redis_db;
+	snprintf(r.user, sizeof(r.user), "%s", c->redis_user);
+	snprintf(r.pass, sizeof(r.pass), "%s", c->redis_pass);
+	r.timeout_ns = c->redis_timeout_ns ? c->redis_timeout_ns : 50000000;
+	pthread_rwlock_unlock(&s->mu);
+	return r;
+}
+
+/* One command's reply, an error reply as -EIO with its text in err. */
+static redisReply *command(redisContext *c, char *err, size_t errlen, const char *fmt, ...)
+{
+	redisReply *rep;
+	va_list ap;
+
+	va_start(ap, fmt);
+	rep = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (!rep) {
+		snprintf(err, errlen, "%s", c->errstr[0] ? c->errstr : "no answer");
+		return NULL;
+	}
+	if (rep->type == REDIS_REPLY_ERROR) {
+		snprintf(err, errlen, "%.120s", rep->str);
+		freeReplyObject(rep);
+		return NULL;
+	}
+	return rep;
+}
+
+/* A blocking connection with AUTH and SELECT done; NULL with err. The
+ * password is never in err (only Redis's answer to AUTH is). */
+static redisContext *ovr_connect(const struct ovr_redis *r, char *err, size_t errlen)
+{
+	struct timeval tv = { .tv_sec = (time_t)(r->timeout_ns / 1000000000),
+			      .tv_usec = (suseconds_t)(r->timeout_ns % 1000000000 / 1000) };
+	redisContext *c = redisConnectWithTimeout(r->host, r->port, tv);
+	redisReply *rep = NULL;
+
+	if (!c || c->err) {
+		snprintf(err, errlen, "couldn't connect to Redis at %s:%d: %s", r->host, r->port,
+			 c ? c->errstr : "out of memory");
+		redisFree(c);
+		return NULL;
+	}
+	redisSetTimeout(c, tv);
+	if (r->pass[0]) {
+		char e[160] = "";
+
+		rep = r->user[0] ? command(c, e, sizeof(e), "AUTH %s %s", r->user, r->pass)
+				 : command(c, e, sizeof(e), "AUTH %s", r->pass);
+		if (!rep) {
+			snprintf(err, errlen, "Redis refused AUTH: %s", e);
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(rep);
+	}
+	if (r->db) {
+		char e[160] = "";
+
+		rep = command(c, e, sizeof(e), "SELECT %d", r->db);
+		if (!rep) {
+			snprintf(err, errlen, "Redis refused SELECT %d: %s", r->db, e);
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(rep);
+	}
+	return c;
+}
+
+/* "RULE:KEY" and "TOKENS PERIOD_NS BURST UNTIL_MS" into e; false: not that. */
+static bool ovr_parse(const redisReply *f, const redisReply *v, struct xrl_ovr *e)
+{
+	const char *colon;
+	unsigned long long tok, per, until;
+	unsigned burst;
+	size_t rl, kl;
+	int used = 0;
+
+	if (f->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+		return false;
+	colon = memchr(f->str, ':', f->len);
+	if (!colon)
+		return false;
+	rl = (size_t)(colon - f->str);
+	kl = f->len - rl - 1;
+	if (!rl || rl >= sizeof(e->rule) || !kl || kl >= sizeof(e->key) ||
+	    memchr(colon + 1, '\0', kl))
+		return false;
+	memset(e, 0, sizeof(*e));
+	memcpy(e->rule, f->str, rl);
+	memcpy(e->key, colon + 1, kl);
+	if (sscanf(v->str, "%llu %llu %u %llu%n", &tok, &per, &burst, &until, &used) != 4 ||
+	    (size_t)used != v->len)
+		return false;
+	e->rate = (struct xrl_rate){ tok, per };
+	e->burst = burst;
+	e->until_ms = until;
+	return true;
+}
+
+/* The whole hash into the limiter's table; -errno with err. */
+static int ovr_refresh(struct xrl_http_server *s, redisContext *c, char *err, size_t errlen)
+{
+	struct xrl_ovr *e;
+	redisReply *rep = command(c, err, errlen, "HLEN %s", OVR_KEY);
+	__u64 now = xrl_ovr_now_ms();
+	int n = 0;
+
+	if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > OVR_FIELDS_MAX) {
+		snprintf(err, errlen, "%s holds %lld fields, more than %d: not read", OVR_KEY,
+			 rep->integer, OVR_FIELDS_MAX);
+		freeReplyObject(rep);
+		return -E2BIG;
+	}
+	if (rep)
+		freeReplyObject(rep);
+	rep = command(c, err, errlen, "HGETALL %s", OVR_KEY);
+	if (!rep)
+		return -EIO;
+	if (rep->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "HGETALL %s: not a hash", OVR_KEY);
+		freeReplyObject(rep);
+		return -EBADMSG;
+	}
+	e = calloc(XRL_OVR_MAX, sizeof(*e));
+	if (!e) {
+		freeReplyObject(rep);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i + 1 < rep->elements && n < XRL_OVR_MAX; i += 2)
+		if (ovr_parse(rep->element[i], rep->element[i + 1], &e[n]) && e[n].until_ms > now)
+			n++; /* the ones in force: expired ones took the room before */
+	xrl_limiter_override_replace(s->lim, e, n);
+	free(e);
+	freeReplyObject(rep);
+	return 0;
+}
+
+/* Sleep XRL_OVR_REFRESH_MS, or until stopped: false once stopped. */
+static bool sync_wait(struct xrl_ovr_sync *y)
+{
+	struct timespec ts;
+	bool stop;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)XRL_OVR_REFRESH_MS * 1000000;
+	ts.tv_sec += ts.tv_nsec / 1000000000;
+	ts.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&y->mu);
+	if (!y->stop)
+		pthread_cond_timedwait(&y->cv, &y->mu, &ts);
+	stop = y->stop;
+	pthread_mutex_unlock(&y->mu);
+	return !stop;
+}
+
+static void *sync_main(void *arg)
+{
+	struct xrl_http_server *s = arg;
+	struct xrl_ovr_sync *y = s->ovr_sync;
+	redisContext *c = NULL;
+	char err[256];
+
+	while (sync_wait(y)) {
+		struct ovr_redis r = redis_of(s);
+
+		if (!r.on) {
+			redisFree(c);
+			c = NULL;
+			continue;
+		}
+		err[0] = '\0';
+		if (!c)
+			c = ovr_connect(&r, err, sizeof(err));
+		if (c && ovr_refresh(s, c, err, sizeof(err))) {
+			redisFree(c);
+			c = NULL;
+		}
+		if (!c && !y->warned) {
+			log_warnx("http: couldn't read the overrides from Redis: %s (the last ones "
+				  "read stay in force)",
+				  err);
+			y->warned = true;
+		} else if (c && y->warned) {
+			log_info("http: reading the overrides from Redis again");
+			y->warned = false;
+		}
+	}
+	redisFree(c);
+	return NULL;
+}
+
+int xrl_srv_ovr_sync_start(struct xrl_http_server *s)
+{
+	struct xrl_ovr_sync *y = calloc(1, sizeof(*y));
+	pthread_condattr_t ca;
+
+	if (!y)
+		return -ENOMEM;
+	pthread_mutex_init(&y->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&y->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	s->ovr_sync = y;
+	if (pthread_create(&y->thr, NULL, sync_main, s)) {
+		s->ovr_sync = NULL;
+		free(y);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void xrl_srv_ovr_sync_stop(struct xrl_http_server *s)
+{
+	struct xrl_ovr_sync *y = s->ovr_sync;
+
+	if (!y)
+		return;
+	pthread_mutex_lock(&y->mu);
+	y->stop = true;
+	pthread_cond_signal(&y->cv);
+	pthread_mutex_unlock(&y->mu);
+	pthread_join(y->thr, NULL);
+	pthread_cond_destroy(&y->cv);
+	pthread_mutex_destroy(&y->mu);
+	free(y);
+	s->ovr_sync = NULL;
+}
+
+/* ---- shadow --------------------------------------------------------------- */
+
+void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c)
+{
+	for (int k = 0; k < s->n_shadow; k++)
+		for (__u32 i = 0; i < c->n_rules; i++)
+			if (!strcmp(c->rules[i].name, s->shadow_name[k]))
+				c->rules[i].shadow = s->shadow_on[k];
+}
+
+static int rule_index(const struct xrl_http_cfg *c, const char *rule)
+{
+	for (__u32 i = 0; i < c->n_rules; i++)
+		if (!strcmp(c->rules[i].name, rule))
+			return (int)i;
+	return -1;
+}
+
+bool xrl_http_has_rule(struct xrl_http_server *s, const char *rule)
+{
+	bool has;
+
+	pthread_rwlock_rdlock(&s->mu);
+	has = rule_index(&s->cfg->c, rule) >= 0;
+	pthread_rwlock_unlock(&s->mu);
+	return has;
+}
+
+/*
+ * A new configuration like the one in force but for the rule's shadow
+ * flag, swapped in as a reload does (requests waiting for Redis keep the
+ * old one), without a reset of the counters: the rules are the same.
+ */
+int xrl_http_shadow(struct xrl_http_server *s, const char *rule, bool on, char *err, size_t errlen)
+{
+	struct xrl_srv_cfg *n = calloc(1, sizeof(*n)), **pp, *x;
+	int k;
+
+	if (!n)
+		return snprintf(err, errlen, "couldn't set shadow mode: %s", strerror(ENOMEM)),
+		       -ENOMEM;
+	pthread_rwlock_wrlock(&s->mu);
+	if (rule_index(&s->cfg->c, rule) < 0) {
+		pthread_rwlock_unlock(&s->mu);
+		free(n);
+		snprintf(err, errlen, "no http rule named '%s'", rule);
+		return -ENOENT;
+	}
+	for (k = 0; k < s->n_shadow && strcmp(s->shadow_name[k], rule); k++)
+		;
+	if (k == s->n_shadow) {
+		snprintf(s->shadow_name[k], sizeof(s->shadow_name[k]), "%s", rule);
+		s->n_shadow++; /* at most one per rule name of the policy: bounded */
+	}
+	s->shadow_on[k] = on;
+	n->c = s->cfg->c;
+	xrl_srv_shadow_apply(s, &n->c);
+	s->cfg->next = s->retired;
+	s->retired = s->cfg;
+	s->cfg = n;
+	for (pp = &s->retired; (x = *pp);) {
+		if (atomic_load(&x->held)) {
+			pp = &x->next;
+		} else {
+			*pp = x->next;
+			free(x);
+		}
+	}
+	atomic_fetch_add(&s->gen, 1);
+	xrl_limiter_set_cfg(s->lim, &n->c);
+	pthread_rwlock_unlock(&s->mu);
+	return 0;
+}
+
+/* ---- status and stats ----------------------------------------------------- */
+
+static const char *const missing_name[] = { "skip", "refuse", "client_ip" };
+static const char *const backend_err_name[] = { "open", "closed", "local" };
+
+static json_t *rule_json(const struct xrl_http_rule *r)
+{
+	char rate[48], key[80];
+
+	if (r->key_kind == XRL_KEY_HEADER)
+		snprintf(key, sizeof(key), "header:%s", r->header);
+	else
+		snprintf(key, sizeof(key), "%s",
+			 r->key_kind == XRL_KEY_BEARER ? "bearer" : "client_ip");
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:s,s:s}", "name", r->name, "method",
+			 r->method[0] ? r->method : "*", "path_prefix",
+			 r->path_prefix[0] ? r->path_prefix : "/", "key", key, "rate",
+			 xrl_rate_str(&r->rate, rate, sizeof(rate)), "burst", (json_int_t)r->burst,
+			 "cost", (json_int_t)r->cost, "shadow", r->shadow, "on_missing_key",
+			 missing_name[r->on_missing_key % 3], "on_backend_error",
+			 backend_err_name[r->on_backend_error % 3]);
+}
+
+json_t *xrl_http_status_json(struct xrl_http_server *s)
+{
+	static const char *const brk[] = { "closed", "open", "half-open" };
+	struct xrl_ovr *o = calloc(XRL_OVR_MAX, sizeof(*o));
+	const struct xrl_http_cfg *c;
+	json_t *rules = json_array(), *j;
+	char be[200], rate[48];
+	int n_ovr = o ? xrl_limiter_override_list(s->lim, o, XRL_OVR_MAX) : 0;
+
+	free(o);
+	pthread_rwlock_rdlock(&s->mu);
+	c = &s->cfg->c;
+	for (__u32 i = 0; i < c->n_rules; i++)
+		json_array_append_new(rules, rule_json(&c->rules[i]));
+	/* the Redis password is never shown */
+	if (c->redis)
+		snprintf(be, sizeof(be), "redis://%s:%d/%d", c->redis_host, c->redis_port,
+			 c->redis_db);
+	else
+		snprintf(be, sizeof(be), "memory");
+	j = json_pack("{s:s,s:s,s:s?,s:I,s:o,s:b,s:i,s:o}", "listen", c->listen, "backend", be,
+		      "breaker", c->redis ? brk[xrl_limiter_breaker_state(s->lim) % 3] : NULL,
+		      "threads", (json_int_t)s->n_loops, "shed",
+		      c->shed_enabled ? json_pack("{s:s,s:I}", "rate",
+						  xrl_rate_str(&c->shed_rate, rate, sizeof(rate)),
+						  "burst", (json_int_t)c->shed_burst)
+				      : json_null(),
+		      "penalty", c->penalty.enabled, "overrides", n_ovr, "rules", rules);
+	pthread_rwlock_unlock(&s->mu);
+	return j;
+}
+
+json_t *xrl_http_stats_json(struct xrl_http_server *s)
+{
+	static const char *const sn[ST_MAX] = { "200", "400", "401", "403", "404",
+						"405", "413", "414", "429", "503" };
+	json_t *rules = json_array(), *resp = json_object();
+	struct xrl_limiter_stats st;
+
+	xrl_limiter_get_stats(s->lim, &st);
+	for (int i = 0; i < ST_MAX; i++)
+		json_object_set_new(resp, sn[i],
+				    json_integer((json_int_t)atomic_load(&s->status[i])));
+	pthread_rwlock_rdlock(&s->mu);
+	for (__u32 i = 0; i < s->cfg->c.n_rules; i++)
+		json_array_append_new(rules,
+				      json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "name",
+						s->cfg->c.rules[i].name, "allowed",
+						(json_int_t)atomic_load(&s->rule_allowed[i]),
+						"refused",
+						(json_int_t)atomic_load(&s->rule_refused[i]),
+						"shadow_refused",
+						(json_int_t)atomic_load(&s->rule_shadow[i]),
+						"fallbacks",
+						(json_int_t)atomic_load(&s->rule_fallback[i]),
+						"shadow", s->cfg->c.rules[i].shadow));
+	pthread_rwlock_unlock(&s->mu);
+	return json_pack("{s:o,s:o,s:I,s:I,s:I}", "rules", rules, "responses", resp, "decisions",
+			 (json_int_t)st.decisions, "backend_errors", (json_int_t)st.backend_errors,
+			 "keys", (json_int_t)st.keys);
+}
+
+int xrl_http_top_json(struct xrl_http_server *s, const char *rule, int n, json_t **out, char *err,
+		      size_t errlen)
+{
+	struct xrl_topk_ent e[XRL_TOPK_K];
+	__u64 now = (__u64)time(NULL);
+	int ri, m;
+
+	pthread_rwlock_rdlock(&s->mu);
+	ri = rule_index(&s->cfg->c, rule);
+	m = ri < 0 ? 0 : xrl_topk_read(s->topk, (unsigned)ri, e, XRL_TOPK_K);
+	pthread_rwlock_unlock(&s->mu);
+	if (ri < 0) {
+		snprintf(err, errlen, "no http rule named '%s'", rule);
+		return -ENOENT;
+	}
+	*out = json_array();
+	for (int i = 0; i < m && i < n; i++)
+		json_array_append_new(*out, json_pack("{s:s,s:I,s:I,s:I}", "key", e[i].show,
+						      "refused", (json_int_t)e[i].count, "error",
+						      (json_int_t)e[i].err, "last_seen_s_ago",
+						      (json_int_t)(now - e[i].last_s)));
+	return 0;
+}
+
+/* ---- overrides ------------------------------------------------------------ */
+
+/* A key as an operator gives it: 1 to XRL_HTTP_KEY_MAX bytes, no control byte. */
+static int key_ok(const char *key, char *err, size_t errlen)
+{
+	size_t n = strlen(key);
+
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)key[i] < 0x20 || key[i] == 0x7f)
+			return snprintf(err, errlen, "KEY has a control byte"), -EINVAL;
+	if (!n || n > XRL_HTTP_KEY_MAX)
+		return snprintf(err, errlen, "KEY must be 1 to %d bytes", XRL_HTTP_KEY_MAX),
+		       -EINVAL;
+	return 0;
+}
+
+/* The entry into Redis's hash (the backend is Redis); -errno with err. */
+static int redis_put(struct xrl_http_server *s, const struct xrl_ovr *e, bool del, char *err,
+		     size_t errlen)
+{
+	struct ovr_redis r = redis_of(s);
+	char field[XRL_RULE_NAME_LEN + XRL_HTTP_KEY_MAX + 2], val[96], ttl[24], why[200] = "";
+	redisContext *c;
+	redisReply *rep;
+	__u64 now = xrl_ovr_now_ms();
+
+	if (!r.on)
+		return 0;
+	c = ovr_connect(&r, err, errlen);
+	if (!c)
+		return -EIO;
+	snprintf(field, sizeof(field), "%s:%s", e->rule, e->key);
+	snprintf(val, sizeof(val), "%llu %llu %u %llu", (unsigned long long)e->rate.tokens,
+		 (unsigned long long)e->rate.period_ns, e->burst, (unsigned long long)e->until_ms);
+	snprintf(ttl, sizeof(ttl), "%llu",
+		 (unsigned long long)(e->until_ms > now ? e->until_ms - now : 1));
+	if (del)
+		rep = command(c, why, sizeof(why), "HDEL %s %s", OVR_KEY, field);
+	else
+		rep = command(c, why, sizeof(why), "EVAL %s 1 %s %s %s %s %llu", ovr_lua, OVR_KEY,
+			      field, val, ttl, (unsigned long long)now);
+	redisFree(c);
+	if (!rep) {
+		snprintf(err, errlen, "couldn't store the override in Redis: %s", why);
+		return -EIO;
+	}
+	freeReplyObject(rep);
+	return 0;
+}
+
+int xrl_http_override_set(struct xrl_http_server *s, const char *rule, const char *key,
+			  const char *rate, unsigned burst, __u64 ttl_ns, char *err, size_t errlen)
+{
+	struct xrl_ovr e = { .burst = burst }, old = {};
+	struct xrl_gcra_params g;
+	char why[XRL_ERRLEN];
+	bool had = false;
+	int rc;
+
+	if (!xrl_http_has_rule(s, rule))
+		return snprintf(err, errlen, "no http rule named '%s'", rule), -ENOENT;
+	rc = key_ok(key, err, errlen);
+	if (rc)
+		return rc;
+	if (xrl_rate_parse(rate, &e.rate, why, sizeof(why)))
+		return snprintf(err, errlen, "--rate: %s", why), -EINVAL;
+	if (xrl_gcra_init(e.rate.tokens, e.rate.period_ns, burst, &g))
+		return snprintf(err, errlen, "no bucket has rate %s and burst %u", rate, burst),
+		       -ERANGE;
+	snprintf(e.rule, sizeof(e.rule), "%s", rule);
+	snprintf(e.key, sizeof(e.key), "%s", key);
+	e.until_ms = xrl_ovr_now_ms() + (ttl_ns + 999999) / 1000000;
+	{
+		struct xrl_ovr *all = calloc(XRL_OVR_MAX, sizeof(*all));
+		int n = all ? xrl_limiter_override_list(s->lim, all, XRL_OVR_MAX) : 0;
+
+		for (int i = 0; i < n; i++)
+			if (!strcmp(all[i].rule, rule) && !strcmp(all[i].key, key)) {
+				old = all[i];
+				had = true;
+			}
+		free(all);
+	}
+	rc = xrl_limiter_override_set(s->lim, &e);
+	if (rc == -ENOSPC)
+		return snprintf(err, errlen, "%d overrides are in force already: delete one first",
+				XRL_OVR_MAX),
+		       rc;
+	if (rc)
+		return snprintf(err, errlen, "couldn't set the override: %s", strerror(-rc)), rc;
+	rc = redis_put(s, &e, false, err, errlen);
+	if (rc) {
+		/* nothing changes when Redis, the source of truth, did not take it */
+		if (had)
+			xrl_limiter_override_set(s->lim, &old);
+		else
+			xrl_limiter_override_del(s->lim, rule, key);
+	}
+	return rc;
+}
+
+int xrl_http_override_del(struct xrl_http_server *s, const char *rule, const char *key, char *err,
+			  size_t errlen)
+{
+	struct xrl_ovr e = {};
+	int rc;
+
+	snprintf(e.rule, sizeof(e.rule), "%s", rule);
+	snprintf(e.key, sizeof(e.key), "%s", key);
+	rc = redis_put(s, &e, true, err, errlen);
+	if (rc)
+		return rc;
+	rc = xrl_limiter_override_del(s->lim, rule, key);
+	if (rc == -ENOENT)
+		snprintf(err, errlen, "no override of rule '%s' for that key", rule);
+	return rc;
+}
+
+static int ovr_cmp(const void *a, const void *b)
+{
+	const struct xrl_ovr *x = a, *y = b;
+	int c = strcmp(x->rule, y->rule);
+
+	return c ? c : strcmp(x->key, y->key);
+}
+
+json_t *xrl_http_override_list_json(struct xrl_http_server *s)
+{
+	struct xrl_ovr *o = calloc(XRL_OVR_MAX, sizeof(*o));
+	__u64 now = xrl_ovr_now_ms();
+	json_t *a = json_array();
+	char rate[48];
+	int n;
+
+	if (!o)
+		return a;
+	n = xrl_limiter_override_list(s->lim, o, XRL_OVR_MAX);
+	qsort(o, (size_t)n, sizeof(*o), ovr_cmp);
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a,
+				      json_pack("{s:s,s:s,s:s,s:I,s:I}", "rule", o[i].rule, "key",
+						o[i].key, "rate",
+						xrl_rate_str(&o[i].rate, rate, sizeof(rate)),
+						"burst", (json_int_t)o[i].burst, "expires_in_s",
+						(json_int_t)((o[i].until_ms - now + 999) / 1000)));
+	free(o);
+	return a;
+}

@@ -1,0 +1,918 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * redis_cluster.c - the identity tier on Redis Cluster (backend:
+ * redis-cluster://): the slot map and the nodes, shared by a limiter's
+ * threads; per server thread, a pipe per node (redis_pipe.c's, one
+ * connection each) behind one face that the event loop sees as one pipe.
+ *
+ * A decision's keys are grouped by slot ("parts"); one slot's keys go in
+ * one script call, atomically, as on one Redis. A decision of several
+ * slots takes from them in turn: a part goes out only once the one before
+ * it admitted, and a refusal (or a failure) refunds the parts before it
+ * (refund.lua: the TAT moved back by what was added). A crash between a
+ * take and its refund costs at most one request's cost per rule; see
+ * docs/design.md, "Redis Cluster".
+ *
+ * MOVED updates the map at once and asks the refresher for the whole map;
+ * ASK sends that call alone, after ASKING, to the node named, once. Five
+ * redirects of one call in a row fail it (a map in flux). The breaker is
+ * per node; a failed node also asks for a refresh, so a promoted replica
+ * is found without a MOVED (its old master answers nothing).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include "limiter_int.h"
+#include "log.h"
+#include "redis_cluster.h"
+#include "redis_slots.h"
+#include "report.h"
+
+#define HOPS_MAX	 5
+#define REFRESH_GAP_NS	 (100 * 1000000ULL) /* refreshes at most 10/s */
+#define REFRESH_PERIOD_S 5		    /* and at least every 5 s */
+#define CPIPE_FREE_MAX	 256
+
+/*
+ * Refund a decision's part: KEYS its buckets, ARGV[1] now (us since the
+ * 2024 epoch, as gcra.lua), ARGV[1+k] what the part added to key k (us).
+ * The TAT moves back by that much; one in the past is a full bucket,
+ * deleted. Another instance's admissions since stay counted: GCRA adds.
+ */
+const char xrl_lua_refund[] =
+	"local function split(v)\n"
+	"  local d = string.find(v, '.', 1, true)\n"
+	"  if not d then return tonumber(v) or 0, 0 end\n"
+	"  return tonumber(string.sub(v, 1, d - 1)) or 0, tonumber(string.sub(v, d)) or 0\n"
+	"end\n"
+	"local ni, nf = split(ARGV[1])\n"
+	"for k = 1, #KEYS do\n"
+	"  local v = redis.pcall('GET', KEYS[k])\n"
+	"  if type(v) == 'string' then\n"
+	"    local ti, tf = split(v)\n"
+	"    local r = (ti - ni) + (tf - nf) - tonumber(ARGV[1 + k])\n"
+	"    if r <= 0.0005 then redis.call('DEL', KEYS[k]) else\n"
+	"      local x = nf + r\n"
+	"      local xi = math.floor(x)\n"
+	"      local f = math.floor((x - xi) * 1000 + 0.5)\n"
+	"      if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
+	"      redis.call('SET', KEYS[k], string.format('%.0f.%03d', ni + xi, f), 'PX',\n"
+	"                 math.ceil(r / 1000) + 1)\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"return #KEYS\n";
+
+/*
+ * Put before gcra.lua, the node script: one call for a node's decisions of
+ * several slots. KEYS holds one key, for Redis to route by; ARGV[1] is the
+ * number of keys, then the keys, then gcra.lua's ARGV. A script without a
+ * shebang may touch keys of several slots of its node, one key a command:
+ * MGET becomes a GET a key, and EXISTS (which gcra.lua asks only of keys
+ * MGET found missing, to tell another type) is answered from those GETs'
+ * WRONGTYPE errors, without a call. A key
+ * the node does not serve raises "non local key" at the first read, before
+ * anything is written, so the call can be sent again slot by slot.
+ */
+static const char node_prologue[] =
+	"local R, A0 = redis, ARGV\n"
+	"local KEYS, ARGV = {}, {}\n"
+	"local nk = tonumber(A0[1])\n"
+	"for i = 1, nk do KEYS[i] = A0[1 + i] end\n"
+	"for i = nk + 2, #A0 do ARGV[#ARGV + 1] = A0[i] end\n"
+	"local wrong = {}\n"
+	"local function get(k)\n"
+	"  local v = R.pcall('GET', k)\n"
+	"  if type(v) == 'table' and v.err then\n"
+	"    if string.find(v.err, 'non local', 1, true) then return R.call('GET', k) end\n"
+	"    wrong[k] = true\n"
+	"    return false\n"
+	"  end\n"
+	"  return v\n"
+	"end\n"
+	"local redis = { pcall = R.pcall, call = function(c, ...)\n"
+	"  local a = { ... }\n"
+	"  if c == 'MGET' then\n"
+	"    local t = {}\n"
+	"    for i = 1, #a do t[i] = get(a[i]) end\n"
+	"    return t\n"
+	"  elseif c == 'EXISTS' then\n"
+	"    local n = 0\n"
+	"    for i = 1, #a do if wrong[a[i]] then n = n + 1 end end\n"
+	"    return n\n"
+	"  end\n"
+	"  return R.call(c, ...)\n"
+	"end }\n";
+
+struct xrl_cnode {
+	struct xrl_cluster *cl;
+	struct xrl_node_addr a; /* set once, before n_nodes counts it */
+	struct xrl_brk brk;
+	_Atomic __u64 batches, errors, lat_ns;
+};
+
+struct xrl_cluster {
+	struct xrl_limiter *l;
+	pthread_rwlock_t mu; /* map */
+	struct xrl_slot_map map;
+	struct xrl_slot_map tmp; /* the refresher's, under mu */
+	struct xrl_cnode node[XRL_CLUSTER_NODES_MAX];
+	_Atomic __u32 n_nodes;
+	pthread_t thr;
+	bool thr_ok;
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	bool want, stop;
+	_Atomic __u64 refreshes, refresh_errors, moved, ask, refunds, refund_errors;
+	char node_sha[41]; /* the node script's SHA1 */
+	char *node_load;   /* its SCRIPT LOAD, formatted */
+	size_t node_load_len;
+};
+
+/* One decision on a cluster: its items, grouped in parts of one slot each. */
+struct xrl_creq {
+	struct xrl_creq *next;
+	struct xrl_limiter_wait w;
+	struct xrl_decision *d;
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
+	int m, np, cur;
+	struct xrl_redis_job *part[XRL_HTTP_MAX_MATCH];
+	__u8 pitem[XRL_HTTP_MAX_MATCH][XRL_HTTP_MAX_MATCH]; /* part's item q: it[pitem] */
+};
+
+struct xrl_cpipe {
+	struct xrl_limiter *l;
+	struct xrl_cluster *cl;
+	int ep; /* the node pipes' fds; the loop polls this one */
+	struct xrl_redis_pipe *np[XRL_CLUSTER_NODES_MAX];
+	int reg_fd[XRL_CLUSTER_NODES_MAX];
+	__u32 reg_gen[XRL_CLUSTER_NODES_MAX];
+	short reg_ev[XRL_CLUSTER_NODES_MAX];
+	unsigned handed;
+	__u32 inflight; /* requests not yet decided */
+	bool closing;
+	struct xrl_creq *free_cr;
+	struct xrl_redis_job *free_j;
+	__u32 n_free_cr, n_free_j;
+};
+
+/* ---- nodes and the map -------------------------------------------------------- */
+
+const char *xrl_cnode_name(const struct xrl_cnode *n, int *port)
+{
+	*port = n->a.port;
+	return n->a.host;
+}
+
+const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len)
+{
+	*cmd = n->cl->node_load;
+	*len = n->cl->node_load_len;
+	return n->cl->node_sha;
+}
+
+/* The node script: node_prologue, then gcra.lua as xrld embeds it. */
+static int node_script(struct xrl_cluster *cl)
+{
+	size_t pl = sizeof(node_prologue) - 1, n = pl + xrl_lua_gcra_len;
+	char *text = malloc(n);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	const char *argv[3] = { "SCRIPT", "LOAD", text };
+	size_t argl[3] = { 6, 4, n };
+	int len;
+
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, node_prologue, pl);
+	memcpy(text + pl, xrl_lua_gcra, xrl_lua_gcra_len);
+	if (!EVP_Digest(text, n, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
+		free(text);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(cl->node_sha + 2 * i, 3, "%02x", md[i]);
+	len = redisFormatCommandArgv(&cl->node_load, 3, argv, argl);
+	free(text);
+	if (len < 0)
+		return -ENOMEM;
+	cl->node_load_len = (size_t)len;
+	return 0;
+}
+
+struct xrl_brk *xrl_cnode_brk(struct xrl_cnode *n)
+{
+	return &n->brk;
+}
+
+void xrl_cnode_batch(struct xrl_cnode *n, __u64 ns, bool ok)
+{
+	atomic_fetch_add_explicit(&n->batches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&n->lat_ns, ns, memory_order_relaxed);
+	if (!ok) {
+		atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
+		xrl_cluster_want_refresh(n->cl); /* a failover? */
+	}
+}
+
+/* Nodes m's table gained since n_nodes last counted (mu held for write). */
+static void nodes_publish(struct xrl_cluster *cl, const struct xrl_slot_map *m)
+{
+	for (__u32 i = atomic_load(&cl->n_nodes); i < m->n_nodes; i++) {
+		cl->node[i].cl = cl;
+		cl->node[i].a = m->node[i];
+	}
+	atomic_store(&cl->n_nodes, m->n_nodes);
+}
+
+int xrl_cnode_redirect(struct xrl_cnode *from, const char *err, size_t n, __u16 *to)
+{
+	struct xrl_cluster *cl = from->cl;
+	char host[128];
+	unsigned slot;
+	bool ask;
+	int port, idx;
+
+	if (xrl_redirect_parse(err, n, &ask, &slot, host, sizeof(host), &port))
+		return 0;
+	if (!host[0]) /* the node that answered, on another port */
+		snprintf(host, sizeof(host), "%s", from->a.host);
+	pthread_rwlock_wrlock(&cl->mu);
+	idx = xrl_slot_map_node(&cl->map, host, port);
+	if (idx >= 0) {
+		nodes_publish(cl, &cl->map);
+		if (!ask)
+			cl->map.master[slot] = (__u16)idx;
+	}
+	pthread_rwlock_unlock(&cl->mu);
+	if (idx < 0)
+		return 0; /* a table full of nodes: an error answer like another */
+	*to = (__u16)idx;
+	atomic_fetch_add(ask ? &cl->ask : &cl->moved, 1);
+	if (!ask)
+		xrl_cluster_want_refresh(cl);
+	return ask ? J_ASK : J_MOVED;
+}
+
+/* The node serving slot now: the map's master, or the first seed (its
+ * MOVED tells) while the map has none. */
+static __u16 route(struct xrl_cluster *cl, unsigned slot)
+{
+	__u16 i;
+
+	pthread_rwlock_rdlock(&cl->mu);
+	i = cl->map.master[slot];
+	pthread_rwlock_unlock(&cl->mu);
+	return i == XRL_CLUSTER_NO_NODE ? 0 : i;
+}
+
+void xrl_cluster_want_refresh(struct xrl_cluster *cl)
+{
+	pthread_mutex_lock(&cl->rmu);
+	cl->want = true;
+	pthread_cond_signal(&cl->rcv);
+	pthread_mutex_unlock(&cl->rmu);
+}
+
+/* One node asked for CLUSTER SLOTS, blocking up to the timeout (the
+ * refresher's thread only). 0 and the map installed, or -errno. */
+static int refresh_from(struct xrl_cluster *cl, const struct xrl_node_addr *a,
+			const struct xrl_http_cfg *c)
+{
+	struct timeval tv = { .tv_sec = (time_t)(c->redis_timeout_ns / 1000000000ULL),
+			      .tv_usec =
+				      (suseconds_t)(c->redis_timeout_ns % 1000000000ULL / 1000) };
+	redisContext *ctx = redisConnectWithTimeout(a->host, a->port, tv);
+	redisReply *r = NULL;
+	int rc = -EIO;
+
+	if (!ctx || ctx->err || redisSetTimeout(ctx, tv) != REDIS_OK)
+		goto out;
+	if (c->redis_pass[0]) {
+		r = c->redis_user[0] ? redisCommand(ctx, "AUTH %s %s", c->redis_user, c->redis_pass)
+				     : redisCommand(ctx, "AUTH %s", c->redis_pass);
+		if (!r || r->type == REDIS_REPLY_ERROR)
+			goto out;
+		freeReplyObject(r);
+	}
+	r = redisCommand(ctx, "CLUSTER SLOTS");
+	if (!r || r->type != REDIS_REPLY_ARRAY)
+		goto out;
+	pthread_rwlock_wrlock(&cl->mu);
+	memcpy(cl->tmp.node, cl->map.node, sizeof(cl->map.node));
+	cl->tmp.n_nodes = cl->map.n_nodes;
+	rc = xrl_slot_map_parse(&cl->tmp, r, a->host);
+	/* a map that serves no slot (a node just restarted) is no news */
+	if (rc > 0) {
+		memcpy(&cl->map, &cl->tmp, sizeof(cl->map));
+		nodes_publish(cl, &cl->map);
+		rc = 0;
+	} else {
+		rc = -EBADMSG;
+	}
+	pthread_rwlock_unlock(&cl->mu);
+out:
+	if (r)
+		freeReplyObject(r);
+	if (ctx)
+		redisFree(ctx);
+	return rc;
+}
+
+/* The map from the first node that gives it: known nodes, then the seeds. */
+static void refresh(struct xrl_cluster *cl)
+{
+	static __thread struct xrl_http_cfg c; /* 40 kB: not on the stack */
+	struct xrl_node_addr cand[XRL_CLUSTER_NODES_MAX];
+	__u32 n;
+
+	pthread_rwlock_rdlock(&cl->l->cfg_mu);
+	c = cl->l->cfg;
+	pthread_rwlock_unlock(&cl->l->cfg_mu);
+	n = atomic_load(&cl->n_nodes);
+	for (__u32 i = 0; i < n; i++)
+		cand[i] = cl->node[i].a;
+	for (__u32 i = 0; i < n; i++)
+		if (!refresh_from(cl, &cand[i], &c)) {
+			atomic_fetch_add(&cl->refreshes, 1);
+			explicit_bzero(&c, sizeof(c));
+			return;
+		}
+	atomic_fetch_add(&cl->refresh_errors, 1);
+	explicit_bzero(&c, sizeof(c));
+}
+
+static void *refresher(void *arg)
+{
+	struct xrl_cluster *cl = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&cl->rmu);
+	while (!cl->stop) {
+		if (!cl->want) {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += REFRESH_PERIOD_S;
+			pthread_cond_timedwait(&cl->rcv, &cl->rmu, &ts);
+			if (cl->stop)
+				break;
+		}
+		cl->want = false;
+		pthread_mutex_unlock(&cl->rmu);
+		refresh(cl);
+		nanosleep(&(struct timespec){ .tv_nsec = REFRESH_GAP_NS }, NULL);
+		pthread_mutex_lock(&cl->rmu);
+	}
+	pthread_mutex_unlock(&cl->rmu);
+	return NULL;
+}
+
+/* The seeds, as the first nodes (the map's node 0 is the first seed). */
+static int add_seeds(struct xrl_cluster *cl, const char *seeds)
+{
+	char host[128];
+	int port;
+
+	for (const char *q = seeds, *e; *q; q = *e ? e + 1 : e) {
+		e = strchr(q, ',');
+		if (!e)
+			e = q + strlen(q);
+		if (xrl_hostport_parse(q, (size_t)(e - q), host, sizeof(host), &port) ||
+		    xrl_slot_map_node(&cl->map, host, port) < 0)
+			return -EINVAL;
+	}
+	nodes_publish(cl, &cl->map);
+	return cl->map.n_nodes ? 0 : -EINVAL;
+}
+
+int xrl_cluster_new(struct xrl_limiter *l)
+{
+	struct xrl_cluster *cl = calloc(1, sizeof(*cl));
+	int rc;
+
+	if (!cl)
+		return -ENOMEM;
+	cl->l = l;
+	pthread_rwlock_init(&cl->mu, NULL);
+	pthread_mutex_init(&cl->rmu, NULL);
+	pthread_cond_init(&cl->rcv, NULL);
+	for (unsigned s = 0; s < XRL_CLUSTER_SLOTS; s++)
+		cl->map.master[s] = XRL_CLUSTER_NO_NODE;
+	rc = add_seeds(cl, l->cfg.redis_seeds);
+	if (!rc)
+		rc = node_script(cl);
+	if (rc) {
+		redisFreeCommand(cl->node_load);
+		free(cl);
+		return rc;
+	}
+	/* the first map before the first decision, if the cluster answers */
+	refresh(cl);
+	rc = -pthread_create(&cl->thr, NULL, refresher, cl);
+	if (rc) {
+		redisFreeCommand(cl->node_load);
+		free(cl);
+		return rc;
+	}
+	cl->thr_ok = true;
+	l->cl = cl;
+	return 0;
+}
+
+void xrl_cluster_free(struct xrl_cluster *cl)
+{
+	if (!cl)
+		return;
+	if (cl->thr_ok) {
+		pthread_mutex_lock(&cl->rmu);
+		cl->stop = true;
+		pthread_cond_signal(&cl->rcv);
+		pthread_mutex_unlock(&cl->rmu);
+		pthread_join(cl->thr, NULL);
+	}
+	pthread_rwlock_destroy(&cl->mu);
+	redisFreeCommand(cl->node_load);
+	free(cl);
+}
+
+/* ---- the per-thread face ---------------------------------------------------- */
+
+static struct xrl_redis_job *job_get(struct xrl_cpipe *cp)
+{
+	struct xrl_redis_job *j = cp->free_j;
+
+	if (j) {
+		cp->free_j = j->next;
+		cp->n_free_j--;
+	} else {
+		j = malloc(sizeof(*j));
+	}
+	if (j) {
+		memset(j, 0, offsetof(struct xrl_redis_job, klen));
+		j->slot = -1;
+	}
+	return j;
+}
+
+static void job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j)
+{
+	if (!j)
+		return;
+	if (cp->n_free_j < CPIPE_FREE_MAX) {
+		j->next = cp->free_j;
+		cp->free_j = j;
+		cp->n_free_j++;
+	} else {
+		free(j);
+	}
+}
+
+/* Onto the queue of the node that serves j's slot (or that a redirect
+ * named): 0, or -ENOMEM (no pipe for it). */
+static int job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
+{
+	__u16 i = to >= 0 ? (__u16)to : route(cp->cl, (unsigned)j->slot);
+
+	if (i >= atomic_load(&cp->cl->n_nodes))
+		i = 0;
+	if (!cp->np[i]) {
+		cp->np[i] = xrl_redis_node_pipe_new(cp->l, &cp->cl->node[i], cp);
+		if (!cp->np[i])
+			return -ENOMEM;
+		cp->reg_fd[i] = -1;
+	}
+	xrl_redis_pipe_push(cp->np[i], j);
+	return 0;
+}
+
+/* The length of the RESP bulk string at s ("$N\r\n...\r\n"), and its text. */
+static size_t bulk(const char *s, const char **text, size_t *tlen)
+{
+	size_t n = 0;
+	const char *p = s + 1;
+
+	while (*p >= '0' && *p <= '9')
+		n = n * 10 + (size_t)(*p++ - '0');
+	*text = p + 2;
+	*tlen = n;
+	return (size_t)(p + 2 + n + 2 - s);
+}
+
+/* Refund what parts [0, k) of cr took: one refund job a part. Best
+ * effort: a refund that fails leaves those tokens spent (counted). */
+static void refund(struct xrl_cpipe *cp, struct xrl_creq *cr, int k)
+{
+	for (int p = 0; p < k; p++) {
+		struct xrl_redis_job *pj = cr->part[p], *r;
+		const char *kb = pj->kb, *t;
+		size_t tl;
+		char num[32], *e;
+
+		if (cp->closing || !(r = job_get(cp))) {
+			atomic_fetch_add(&cp->cl->refund_errors, 1);
+			continue;
+		}
+		r->kind = JK_REFUND;
+		r->slot = pj->slot;
+		r->klen = r->alen = 0;
+		for (int q = 0; q < pj->m; q++) {
+			size_t n = bulk(kb, &t, &tl);
+
+			if (pj->it[q].ok) { /* 'A': the script wrote it */
+				memcpy(r->kb + r->klen, kb, n);
+				r->klen += n;
+				e = xrl_redis_put_us(num, pj->it[q].inc);
+				r->alen = (size_t)(xrl_redis_put_bulk(r->ab + r->alen, num,
+								      (size_t)(e - num)) -
+						   r->ab);
+				r->it[r->m++] = pj->it[q];
+			}
+			kb += n;
+		}
+		if (!r->m || job_send(cp, r, -1)) {
+			job_put(cp, r);
+			continue;
+		}
+		atomic_fetch_add(&cp->cl->refunds, 1);
+	}
+}
+
+static void creq_finish(struct xrl_cpipe *cp, struct xrl_creq *cr, int st, int upto)
+{
+	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
+	int k = 0;
+
+	/* a refusal: the items of the parts asked (later ones were not) */
+	for (int p = 0; p < upto; p++)
+		for (int q = 0; q < cr->part[p]->m; q++)
+			it[k++] = cr->it[cr->pitem[p][q]];
+	pthread_rwlock_rdlock(&cp->l->cfg_mu);
+	xrl_lim_finish(cp->l, it, k, st, lim_now(cp->l), cr->d);
+	pthread_rwlock_unlock(&cp->l->cfg_mu);
+	cr->w.decided(cr->w.arg);
+	cp->handed++;
+	cp->inflight--;
+	for (int p = 0; p < cr->np; p++)
+		job_put(cp, cr->part[p]);
+	if (cp->n_free_cr < CPIPE_FREE_MAX) {
+		cr->next = cp->free_cr;
+		cp->free_cr = cr;
+		cp->n_free_cr++;
+	} else {
+		free(cr);
+	}
+}
+
+/* A part answered (J_OK): its items into the request; the next part, or
+ * the decision (a refusal refunds the parts before). */
+static void part_done(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_redis_job *j)
+{
+	bool refused = false;
+
+	for (int q = 0; q < j->m; q++) {
+		cr->it[cr->pitem[cr->cur][q]] = j->it[q];
+		refused |= !j->it[q].ok && !j->it[q].r->shadow;
+	}
+	if (refused) {
+		refund(cp, cr, cr->cur);
+		creq_finish(cp, cr, J_OK, cr->cur + 1);
+	} else if (cr->cur + 1 < cr->np) {
+		cr->cur++;
+		if (job_send(cp, cr->part[cr->cur], -1)) {
+			refund(cp, cr, cr->cur);
+			creq_finish(cp, cr, J_FAIL, cr->np);
+		}
+	} else {
+		creq_finish(cp, cr, J_OK, cr->np);
+	}
+}
+
+void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j)
+{
+	struct xrl_creq *cr = j->cr;
+	int st = j->st;
+
+	if ((st == J_MOVED || st == J_ASK) && !cp->closing && ++j->hops <= HOPS_MAX) {
+		j->asking = st == J_ASK;
+		/* MOVED updated the map: each job by its own slot (a node's call
+		 * holds several); ASK: the node named */
+		if (!job_send(cp, j, st == J_ASK ? j->redir : -1))
+			return;
+		st = J_FAIL;
+	}
+	j->asking = false;
+	if (j->kind == JK_REFUND) {
+		if (st != J_OK)
+			atomic_fetch_add(&cp->cl->refund_errors, 1);
+		job_put(cp, j);
+		return;
+	}
+	if (st == J_MOVED || st == J_ASK)
+		st = J_FAIL; /* redirected too often */
+	if (st == J_OK) {
+		part_done(cp, cr, j);
+		return;
+	}
+	/* the node failed, or its breaker is open: the parts taken go back, and
+	 * every rule of the request decides per its on_backend_error */
+	refund(cp, cr, cr->cur);
+	creq_finish(cp, cr, st, cr->np);
+}
+
+/* The parts of a decision: its items grouped by the slot of their key
+ * names, each part's keys and arguments cut from j0 (formatted whole). */
+static int split_parts(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_redis_job *j0)
+{
+	const char *kb = j0->kb, *ab = j0->ab, *t;
+	size_t kn[XRL_HTTP_MAX_MATCH], an[XRL_HTTP_MAX_MATCH], tl;
+	const char *ks[XRL_HTTP_MAX_MATCH], *as[XRL_HTTP_MAX_MATCH];
+	int slot[XRL_HTTP_MAX_MATCH], p;
+
+	for (int i = 0; i < cr->m; i++) {
+		ks[i] = kb;
+		kn[i] = bulk(kb, &t, &tl);
+		slot[i] = (int)xrl_key_slot(t, tl);
+		kb += kn[i];
+		as[i] = ab;
+		an[i] = bulk(ab, &t, &tl);
+		an[i] += bulk(ab + an[i], &t, &tl);
+		ab += an[i];
+	}
+	for (p = 1; p < cr->m && slot[p] == slot[0]; p++)
+		;
+	if (p == cr->m) { /* the common case: one slot, j0 is the part */
+		j0->slot = slot[0];
+		cr->part[cr->np++] = j0;
+		for (int k = 0; k < cr->m; k++)
+			cr->pitem[0][k] = (__u8)k;
+		return 0;
+	}
+	for (int i = 0; i < cr->m; i++) {
+		struct xrl_redis_job *pj;
+
+		for (p = 0; p < cr->np && cr->part[p]->slot != slot[i]; p++)
+			;
+		if (p == cr->np) {
+			cr->part[p] = job_get(cp);
+			if (!cr->part[p])
+				return -ENOMEM;
+			cr->part[p]->slot = slot[i];
+			cr->part[p]->klen = cr->part[p]->alen = 0;
+			cr->np++;
+		}
+		pj = cr->part[p];
+		cr->pitem[p][pj->m] = (__u8)i;
+		pj->it[pj->m++] = cr->it[i];
+		memcpy(pj->kb + pj->klen, ks[i], kn[i]);
+		pj->klen += kn[i];
+		memcpy(pj->ab + pj->alen, as[i], an[i]);
+		pj->alen += an[i];
+	}
+	job_put(cp, j0);
+	return 0;
+}
+
+int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct xrl_decision *d,
+		    const struct xrl_limiter_wait *w)
+{
+	const char *ik[XRL_HTTP_MAX_MATCH];
+	struct xrl_redis_job *j0 = job_get(cp);
+	struct xrl_creq *cr = cp->free_cr;
+
+	if (cr) {
+		cp->free_cr = cr->next;
+		cp->n_free_cr--;
+	} else {
+		cr = malloc(sizeof(*cr));
+	}
+	if (!cr || !j0)
+		goto oom;
+	memset(cr, 0, offsetof(struct xrl_creq, pitem));
+	for (int i = 0; i < m; i++) {
+		ik[i] = it[i].key;
+		it[i].key = NULL; /* the caller's: gone once we return */
+	}
+	memcpy(cr->it, it, sizeof(it[0]) * (size_t)m);
+	memcpy(j0->it, it, sizeof(it[0]) * (size_t)m);
+	cr->m = j0->m = m;
+	cr->d = d;
+	cr->w = *w;
+	xrl_redis_job_format(j0, ik);
+	if (split_parts(cp, cr, j0)) {
+		j0 = NULL;
+		goto oom;
+	}
+	for (int p = 0; p < cr->np; p++)
+		cr->part[p]->cr = cr;
+	if (job_send(cp, cr->part[0], -1)) {
+		for (int p = 0; p < cr->np; p++)
+			job_put(cp, cr->part[p]);
+		j0 = NULL;
+		goto oom;
+	}
+	cp->inflight++;
+	if (w->queued)
+		w->queued(w->arg);
+	return 1;
+oom:
+	job_put(cp, j0);
+	free(cr);
+	pthread_rwlock_rdlock(&cp->l->cfg_mu);
+	xrl_lim_finish(cp->l, it, m, J_FAIL, lim_now(cp->l), d);
+	pthread_rwlock_unlock(&cp->l->cfg_mu);
+	return 0;
+}
+
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_limiter *l)
+{
+	struct xrl_cpipe *cp = calloc(1, sizeof(*cp));
+
+	if (!cp)
+		return NULL;
+	cp->l = l;
+	cp->cl = l->cl;
+	cp->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (cp->ep < 0) {
+		free(cp);
+		return NULL;
+	}
+	return cp;
+}
+
+void xrl_cpipe_abort(struct xrl_cpipe *cp)
+{
+	/* a node's failed jobs may queue refunds on another: twice round */
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+			if (cp->np[i])
+				xrl_limiter_pipe_abort(cp->np[i]);
+}
+
+void xrl_cpipe_free(struct xrl_cpipe *cp)
+{
+	void *next;
+
+	if (!cp)
+		return;
+	xrl_cpipe_abort(cp);
+	cp->closing = true;
+	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+		xrl_limiter_pipe_free(cp->np[i]);
+	for (struct xrl_creq *c = cp->free_cr; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	for (struct xrl_redis_job *j = cp->free_j; j; j = next) {
+		next = j->next;
+		free(j);
+	}
+	close(cp->ep);
+	free(cp);
+}
+
+int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen)
+{
+	*timeout_ns = UINT64_MAX;
+	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++) {
+		short ev = 0;
+		__u64 to;
+		__u32 g;
+		int fd;
+
+		if (!cp->np[i])
+			continue;
+		fd = xrl_limiter_pipe_poll(cp->np[i], &ev, &to, &g);
+		if (to < *timeout_ns)
+			*timeout_ns = to;
+		if (fd != cp->reg_fd[i] || g != cp->reg_gen[i] || ev != cp->reg_ev[i]) {
+			/* as loop.c's: a new connection is a new fd; a closed one
+			 * left the set when it was closed */
+			struct epoll_event e = { .events = (ev & POLLIN ? EPOLLIN : 0u) |
+							   (ev & POLLOUT ? EPOLLOUT : 0u),
+						 .data.u32 = (__u32)i };
+
+			if (fd >= 0 && fd == cp->reg_fd[i] && g == cp->reg_gen[i])
+				epoll_ctl(cp->ep, EPOLL_CTL_MOD, fd, &e);
+			else if (fd >= 0 && epoll_ctl(cp->ep, EPOLL_CTL_ADD, fd, &e) &&
+				 errno == EEXIST)
+				epoll_ctl(cp->ep, EPOLL_CTL_MOD, fd, &e);
+			cp->reg_fd[i] = fd;
+			cp->reg_gen[i] = g;
+			cp->reg_ev[i] = ev;
+		}
+	}
+	*events = POLLIN;
+	*gen = 0;
+	return cp->ep;
+}
+
+int xrl_cpipe_run(struct xrl_cpipe *cp, short revents)
+{
+	short rev[XRL_CLUSTER_NODES_MAX] = { 0 };
+	struct epoll_event ev[16];
+	int n;
+
+	cp->handed = 0;
+	if (revents) {
+		n = epoll_wait(cp->ep, ev, 16, 0);
+		for (int k = 0; k < n; k++)
+			rev[ev[k].data.u32] |= (short)((ev[k].events & EPOLLIN ? POLLIN : 0) |
+						       (ev[k].events & EPOLLOUT ? POLLOUT : 0) |
+						       (ev[k].events & EPOLLERR ? POLLERR : 0) |
+						       (ev[k].events & EPOLLHUP ? POLLHUP : 0));
+	}
+	/* a node's answers may queue work on another (the next part, a
+	 * redirect, a refund): round again while some queue waits */
+	for (int pass = 0; pass < 4; pass++) {
+		bool again = false;
+
+		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+			if (cp->np[i] && (rev[i] || xrl_limiter_pipe_busy(cp->np[i]))) {
+				xrl_limiter_pipe_run(cp->np[i], rev[i]);
+				rev[i] = 0;
+			}
+		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+			again |= cp->np[i] && xrl_redis_pipe_waiting(cp->np[i]);
+		if (!again)
+			break;
+	}
+	return (int)cp->handed;
+}
+
+bool xrl_cpipe_busy(const struct xrl_cpipe *cp)
+{
+	if (cp->inflight)
+		return true;
+	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+		if (cp->np[i] && xrl_limiter_pipe_busy(cp->np[i]))
+			return true;
+	return false;
+}
+
+/* ---- metrics ------------------------------------------------------------------ */
+
+void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
+{
+	struct xrl_cluster *cl = l->cl;
+	__u32 n;
+
+	if (!cl)
+		return;
+	n = atomic_load(&cl->n_nodes);
+	xrl_prom_family(b, "xrl_http_redis_node_batches_total", "counter",
+			"Batches a Redis Cluster node answered or failed, per node.");
+	for (__u32 i = 0; i < n; i++)
+		xrl_buf_printf(b, "xrl_http_redis_node_batches_total{node=\"%s:%d\"} %llu\n",
+			       cl->node[i].a.host, cl->node[i].a.port,
+			       (unsigned long long)atomic_load(&cl->node[i].batches));
+	xrl_prom_family(b, "xrl_http_redis_node_errors_total", "counter",
+			"Batches a Redis Cluster node failed (timeout, error, closed), per node.");
+	for (__u32 i = 0; i < n; i++)
+		xrl_buf_printf(b, "xrl_http_redis_node_errors_total{node=\"%s:%d\"} %llu\n",
+			       cl->node[i].a.host, cl->node[i].a.port,
+			       (unsigned long long)atomic_load(&cl->node[i].errors));
+	xrl_prom_family(b, "xrl_http_redis_node_batch_seconds_total", "counter",
+			"Time batches spent on a Redis Cluster node, write to last reply, per "
+			"node (over batches_total: the mean latency).");
+	for (__u32 i = 0; i < n; i++)
+		xrl_buf_printf(b, "xrl_http_redis_node_batch_seconds_total{node=\"%s:%d\"} %.9f\n",
+			       cl->node[i].a.host, cl->node[i].a.port,
+			       (double)atomic_load(&cl->node[i].lat_ns) / 1e9);
+	xrl_prom_family(b, "xrl_http_redis_node_breaker_open", "gauge",
+			"1 while a Redis Cluster node's breaker is open or half-open.");
+	for (__u32 i = 0; i < n; i++)
+		xrl_buf_printf(b, "xrl_http_redis_node_breaker_open{node=\"%s:%d\"} %d\n",
+			       cl->node[i].a.host, cl->node[i].a.port,
+			       atomic_load(&cl->node[i].brk.state) != BRK_CLOSED);
+	xrl_prom_family(b, "xrl_http_redis_slot_map_refreshes_total", "counter",
+			"Redis Cluster slot maps read (CLUSTER SLOTS), by result.");
+	xrl_buf_printf(b,
+		       "xrl_http_redis_slot_map_refreshes_total{result=\"ok\"} %llu\n"
+		       "xrl_http_redis_slot_map_refreshes_total{result=\"error\"} %llu\n",
+		       (unsigned long long)atomic_load(&cl->refreshes),
+		       (unsigned long long)atomic_load(&cl->refresh_errors));
+	xrl_prom_family(b, "xrl_http_redis_redirects_total", "counter",
+			"Redis Cluster redirects followed, by kind.");
+	xrl_buf_printf(b,
+		       "xrl_http_redis_redirects_total{kind=\"moved\"} %llu\n"
+		       "xrl_http_redis_redirects_total{kind=\"ask\"} %llu\n",
+		       (unsigned long long)atomic_load(&cl->moved),
+		       (unsigned long long)atomic_load(&cl->ask));
+	xrl_prom_family(b, "xrl_http_redis_refunds_total", "counter",
+			"Parts of a multi-slot decision refunded after a later part refused or "
+			"failed, by result (error: those tokens stay spent).");
+	xrl_buf_printf(b,
+		       "xrl_http_redis_refunds_total{result=\"sent\"} %llu\n"
+		       "xrl_http_redis_refunds_total{result=\"error\"} %llu\n",
+		       (unsigned long long)atomic_load(&cl->refunds),
+		       (unsigned long long)atomic_load(&cl->refund_errors));
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * cookies.c - `syn_cookies: auto`. Once a second xrld reads each auto
+ * rule's SYN counter (xrl_rule_ctr.syns, counted by the program whatever
+ * became of the SYN) and, when a rule watches it, the accept queues of the
+ * listeners on its ports (listenq.c). Over on_rate, or a queue at
+ * queue_pct % of its backlog, the rule's cookies are engaged: one byte of
+ * the rule in force is flipped (xrl_rule_cookies_set), no reload. Once the
+ * rule has stayed under off_rate and under that queue share for `hold`,
+ * they are let go. Every transition is logged and counted. The state is
+ * the map's: a restarted xrld goes on from what the program does now.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "listenq.h"
+#include "log.h"
+#include "xrld.h"
+
+#define LISTENQ_MAX 4096
+
+const char *xrld_cookies_word(__u8 mode)
+{
+	return mode == XRL_COOKIES_AUTO	     ? "auto (off)"
+	       : mode == XRL_COOKIES_AUTO_ON ? "auto (on)"
+					     : xrl_cookies_name(mode);
+}
+
+/* The policy's thresholds for rule name (defaults when the policy has no
+ * such rule, e.g. one made auto by xrlctl on a rule since renamed). */
+static void spec_of(struct xrld *d, const char *name, struct xrl_rule_spec *out)
+{
+	for (__u32 i = 0; i < d->cfg->policy.n_rules; i++)
+		if (!strcmp(d->cfg->policy.rules[i].name, name)) {
+			*out = d->cfg->policy.rules[i];
+			return;
+		}
+	xrl_rule_spec_init(out, name);
+}
+
+static struct xrld_auto *auto_slot(struct xrld *d, int i, const char *name, bool make)
+{
+	struct xrld_auto *free_slot = NULL;
+
+	for (int k = 0; k < XRL_MAX_RULES; k++) {
+		struct xrld_auto *a = &d->autos[i][k];
+
+		if (!strncmp(a->rule, name, XRL_RULE_NAME_LEN))
+			return a;
+		if (!a->rule[0] && !free_slot)
+			free_slot = a;
+	}
+	if (!make || !free_slot)
+		return NULL;
+	pthread_mutex_lock(&d->lock); /* the metrics thread reads the names */
+	memset(free_slot, 0, sizeof(*free_slot));
+	snprintf(free_slot->rule, sizeof(free_slot->rule), "%s", name);
+	pthread_mutex_unlock(&d->lock);
+	return free_slot;
+}
+
+const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name)
+{
+	return i >= 0 && i < MAX_IFACES ? auto_slot(d, i, name, false) : NULL;
+}
+
+/* Flip rule name on interface f to mode; logs why. */
+static void transition(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a,
+		       const struct xrl_rule_spec *sp, __u8 mode)
+{
+	bool on = mode == XRL_COOKIES_AUTO_ON;
+	int err = xrl_rule_cookies_set(f->h, a->rule, mode, NULL);
+
+	if (err) {
+		log_warnx("%s: couldn't turn SYN cookies %s for rule %s: %s", f->name,
+			  on ? "on" : "off", a->rule, strerror(-err));
+		return;
+	}
+	if (on) {
+		COUNT(a->engaged);
+		log_info("%s: rule %s: SYN cookies on (auto): %llu SYN/s (on_rate %llu/s), "
+			 "accept queue %u%% (queue_pct %u%%)",
+			 f->name, a->rule, (unsigned long long)a->rate,
+			 (unsigned long long)sp->auto_on_rate, a->queue_pct, sp->auto_queue_pct);
+	} else {
+		COUNT(a->released);
+		log_info("%s: rule %s: SYN cookies off (auto): %llu SYN/s (off_rate %llu/s) and "
+			 "accept queue %u%% for %llu s",
+			 f->name, a->rule, (unsigned long long)a->rate,
+			 (unsigned long long)sp->auto_off_rate, a->queue_pct,
+			 (unsigned long long)(sp->auto_hold_ns / XRL_NSEC_PER_SEC));
+	}
+}
+
+/* One rule's decision at now: its counter syns, its current mode. */
+static void decide(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a, __u64 syns,
+		   __u8 mode, const struct xrl_listenq *q, size_t nq, __u64 now)
+{
+	struct xrl_rule_spec sp;
+	bool over, under;
+
+	spec_of(d, a->rule, &sp);
+	if (!a->seen_ns || syns < a->syns || now <= a->seen_ns) {
+		/* the first reading, or a rule whose counters restarted */
+		a->syns = syns;
+		a->seen_ns = now;
+		return;
+	}
+	a->rate = (syns - a->syns) * XRL_NSEC_PER_SEC / (now - a->seen_ns);
+	a->syns = syns;
+	a->seen_ns = now;
+	a->queue_pct = sp.auto_queue_pct ? xrl_listen_pct(q, nq, sp.ports, sp.n_ports) : 0;
+	over = a->rate >= sp.auto_on_rate ||
+	       (sp.auto_queue_pct && a->queue_pct >= sp.auto_queue_pct);
+	under = a->rate < sp.auto_off_rate &&
+		(!sp.auto_queue_pct || a->queue_pct < sp.auto_queue_pct);
+	if (mode == XRL_COOKIES_AUTO) {
+		a->below_ns = 0;
+		if (over)
+			transition(d, f, a, &sp, XRL_COOKIES_AUTO_ON);
+		return;
+	}
+	if (!under) {
+		a->below_ns = 0;
+		return;
+	}
+	if (!a->below_ns)
+		a->below_ns = now;
+	if (now - a->below_ns >= sp.auto_hold_ns) {
+		a->below_ns = 0;
+		transition(d, f, a, &sp, XRL_COOKIES_AUTO);
+	}
+}
+
+void xrld_cookies_tick(struct xrld *d)
+{
+	static struct xrl_stats st;
+	static struct xrl_listenq q[LISTENQ_MAX];
+	struct xrl_ruleset_meta meta;
+	size_t nq = 0;
+	bool dumped = false;
+
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrld_iface *f = &d->ifs[i];
+		__u64 now;
+
+		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
+			continue;
+		now = xrl_now_ns();
+		for (__u32 r = 0; r < st.n_rules; r++) {
+			struct xrld_auto *a;
+
+			if (st.cookies[r] < XRL_COOKIES_AUTO)
+				continue;
+			a = auto_slot(d, i, meta.names[r], true);
+			if (!a)
+				continue;
+			if (!dumped) {
+				int err = xrl_listen_queues(q, LISTENQ_MAX, &nq);
+
+				if (err)
+					log_debug("couldn't read the listeners' accept queues: %s",
+						  strerror(-err));
+				dumped = true;
+			}
+			decide(d, f, a, st.rules[r].syns, st.cookies[r], q, nq, now);
+		}
+	}
+}
+
+/*
+ * Metrics (called with d->lock held): per rule, the SYNs it matched, its
+ * cookie mode with 1 while cookies answer, and auto's transitions.
+ */
+void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
+{
+	static struct xrl_stats st[MAX_IFACES];
+	static struct xrl_ruleset_meta meta[MAX_IFACES];
+	bool ok[MAX_IFACES];
+
+	for (int i = 0; i < d->n_ifs; i++)
+		ok[i] = !xrl_read_stats(d->ifs[i].h, &st[i]) &&
+			!xrl_read_rule_names(d->ifs[i].h, &meta[i]);
+	xrl_prom_family(b, "xrl_rule_syns_total", "counter",
+			"SYNs (no ACK) a rule matched, whatever became of them: the rate "
+			"syn_cookies auto watches.");
+	for (int i = 0; i < d->n_ifs; i++)
+		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++)
+			xrl_buf_printf(b, "xrl_rule_syns_total{interface=\"%s\",rule=\"%s\"} %llu\n",
+				       d->ifs[i].name, meta[i].names[r],
+				       (unsigned long long)st[i].rules[r].syns);
+	xrl_prom_family(b, "xrl_syn_cookies_active", "gauge",
+			"1 while a rule answers SYNs with cookies, 0 if not; mode is the rule's "
+			"setting (off, on, auto).");
+	for (int i = 0; i < d->n_ifs; i++)
+		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++)
+			xrl_buf_printf(b,
+				       "xrl_syn_cookies_active{interface=\"%s\",rule=\"%s\","
+				       "mode=\"%s\"} %d\n",
+				       d->ifs[i].name, meta[i].names[r],
+				       xrl_cookies_name(st[i].cookies[r]),
+				       st[i].cookies[r] & XRL_COOKIES_LIVE);
+	xrl_prom_family(b, "xrl_syn_cookies_auto_transitions_total", "counter",
+			"Times syn_cookies auto turned a rule's cookies on or off.");
+	for (int i = 0; i < d->n_ifs; i++)
+		for (int k = 0; k < XRL_MAX_RULES; k++) {
+			const struct xrld_auto *a = &d->autos[i][k];
+
+			if (!a->rule[0])
+				continue;
+			xrl_buf_printf(b,
+				       "xrl_syn_cookies_auto_transitions_total{interface=\"%s\","
+				       "rule=\"%s\",to=\"on\"} %llu\n",
+				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->engaged));
+			xrl_buf_printf(b,
+				       "xrl_syn_cookies_auto_transitions_total{interface=\"%s\","
+				       "rule=\"%s\",to=\"off\"} %llu\n",
+				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->released));
+		}
+}

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * fleet.c - xrld in a fleet (http/fleet.c keeps the Redis side). The
+ * fleet's thread hands the denials of other instances to this loop through
+ * a bounded inbox and an eventfd; they are written to the XDP denylists
+ * here, with the time they have left, so no bpf() call happens off the
+ * loop and the loop never waits for Redis. What this host denies (an
+ * operator's deny add/del, a penalty of a `penalty: verified` rule) is
+ * queued for the fleet.
+ *
+ * What a host keeps for itself: its allowlist wins in the program (checked
+ * before the denylist), and an entry that would deny a prefix holding a
+ * source this host vouches for (a cookie-verified one) is not applied here
+ * (counted, xrl_fleet_entries_skipped_total).
+ *
+ * Nor is a denial wider than this host's penalty floor (/24 and /48 unless
+ * penalty.floor_v4/v6 say otherwise): whoever can write the fleet's Redis,
+ * or a corrupted entry, must not deny 0.0.0.0/0 on every host. An
+ * operator's wider deny add stays on the host it was made on.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/fleet.h"
+#include "http/http.h"
+#include "log.h"
+#include "xrld.h"
+
+#define INBOX 4096
+
+struct xrld_fleet {
+	struct xrl_fleet *f;
+	struct xrld_io io; /* eventfd: the inbox has entries */
+	pthread_mutex_t mu;
+	pthread_cond_t room; /* the loop took entries out of a full inbox */
+	bool stopping;	     /* deny_in waits no more */
+	struct xrl_fleet_entry in[INBOX];
+	unsigned head, n;
+	__u64 dropped;			/* inbox full */
+	__u64 applied, skipped, failed; /* deny entries, on this loop */
+	__u64 wide;			/* wider than the floor: not applied */
+	__u64 local;			/* this host has its own entry: kept */
+};
+
+/* The shortest prefix the fleet denies: the penalty floor, also when
+ * penalties are off (then the default floor). */
+static bool too_wide(const struct xrld *d, const struct xrl_prefix *p)
+{
+	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
+	__u8 f4 = pc->floor4 ? pc->floor4 : 24, f6 = pc->floor6 ? pc->floor6 : 48;
+
+	return p->plen < (p->family == XRL_AF_INET ? f4 : f6);
+}
+
+static __u64 real_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+/*
+ * On the fleet's thread: into the inbox, and wake the loop. A full inbox
+ * is waited on (up to a second an entry), not dropped: a host that starts
+ * late, or comes back, reads the whole hash at once, faster than the loop
+ * writes maps, and a denial dropped then was lost to it until re-sent.
+ */
+static void deny_in(void *arg, const struct xrl_fleet_entry *e)
+{
+	struct xrld_fleet *x = arg;
+	struct timespec until;
+	__u64 one = 1;
+	bool ok;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += 1;
+	pthread_mutex_lock(&x->mu);
+	while (x->n == INBOX && !x->stopping &&
+	       pthread_cond_timedwait(&x->room, &x->mu, &until) != ETIMEDOUT)
+		;
+	ok = x->n < INBOX;
+	if (ok)
+		x->in[(x->head + x->n++) % INBOX] = *e;
+	else
+		COUNT(x->dropped);
+	pthread_mutex_unlock(&x->mu);
+	if (ok && write(x->io.fd, &one, sizeof(one)) != sizeof(one))
+		log_debug("fleet: couldn't wake the loop");
+}
+
+/* One entry to every interface's denylist. */
+static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fleet_entry *e)
+{
+	char err[XRL_ERRLEN];
+	struct xrl_prefix p;
+	__u64 ttl = 0, now = real_ms();
+
+	if (xrl_prefix_parse(e->field, &p, err, sizeof(err))) {
+		COUNT(x->failed);
+		return;
+	}
+	if (e->op == XRL_FLEET_ADD && e->until_ms) {
+		if (e->until_ms <= now)
+			return; /* over already */
+		ttl = (e->until_ms - now) * 1000000ULL;
+	}
+	if (e->op == XRL_FLEET_ADD && too_wide(d, &p)) {
+		COUNT(x->wide);
+		log_agg(XRL_LOG_WARN, "fleet: wide", "fleet entries wider than the floor",
+			"fleet: not denying %s: wider than the penalty floor", e->field);
+		return;
+	}
+	for (int i = 0; i < d->n_ifs; i++) {
+		struct xrl_handle *h = d->ifs[i].h;
+		__u32 origin;
+		int rc;
+
+		/* This host's own entry for the prefix (its policy's, its
+		 * operator's, its penalty's) is never replaced or lifted by
+		 * the fleet: another host's TTL must not shorten it, and
+		 * whoever can write the fleet's Redis must not lift it. */
+		if (!xrl_deny_origin(h, &p, &origin) && origin != XRL_ORIGIN_FLEET) {
+			COUNT(x->local);
+			continue;
+		}
+		if (e->op == XRL_FLEET_DEL) {
+			rc = xrl_deny_del(h, &p);
+			if (rc && rc != -ENOENT)
+				COUNT(x->failed);
+			continue;
+		}
+		if (xrl_vouched(h, &p)) {
+			COUNT(x->skipped);
+			continue;
+		}
+		rc = xrl_deny_add(h, &p, ttl, XRL_ORIGIN_FLEET);
+		if (rc) {
+			COUNT(x->failed);
+			log_agg(XRL_LOG_WARN, "fleet: deny", "fleet entries not applied",
+				"%s: couldn't deny %s from the fleet: %s", d->ifs[i].name, e->field,
+				strerror(-rc));
+			continue;
+		}
+		COUNT(x->applied);
+	}
+}
+
+static void on_inbox(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	struct xrld_fleet *x = io->arg;
+	struct xrl_fleet_entry e;
+	__u64 v;
+
+	if (read(io->fd, &v, sizeof(v)) != sizeof(v))
+		return;
+	for (;;) {
+		pthread_mutex_lock(&x->mu);
+		if (!x->n) {
+			pthread_mutex_unlock(&x->mu);
+			return;
+		}
+		e = x->in[x->head];
+		x->head = (x->head + 1) % INBOX;
+		x->n--;
+		pthread_cond_signal(&x->room);
+		pthread_mutex_unlock(&x->mu);
+		deny_apply(d, x, &e);
+	}
+}
+
+int xrld_fleet_start(struct xrld *d)
+{
+	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
+	struct xrld_fleet *x;
+	int rc = 0;
+
+	if (!c->enabled)
+		return 0;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	pthread_mutex_init(&x->mu, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&x->room, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	x->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
+				  .fn = on_inbox,
+				  .arg = x };
+	if (x->io.fd < 0 || (rc = xrl_fleet_new(c, &x->f))) {
+		rc = x->io.fd < 0 ? -errno : rc;
+		goto fail;
+	}
+	if (d->http && d->cfg->http.fleet[0])
+		xrl_http_set_fleet(d->http, x->f);
+	if (c->packet) {
+		if ((rc = xrld_io_add(d, &x->io, EPOLLIN)))
+			goto fail;
+		xrl_fleet_on(x->f, XRL_FLEET_DENY, deny_in, x);
+	}
+	if ((rc = xrl_fleet_run(x->f)))
+		goto fail;
+	d->fleet = x;
+	log_info("fleet %s: %s%s", c->name, c->packet ? "packet-tier denials shared" : "",
+		 d->http && d->cfg->http.fleet[0]
+			 ? (c->packet ? ", identity tier in (NODE_SHARE, penalties)"
+				      : "identity tier in (NODE_SHARE, penalties)")
+			 : "");
+	return 0;
+fail:
+	xrl_fleet_free(x->f);
+	if (x->io.fd >= 0)
+		close(x->io.fd);
+	free(x);
+	return rc;
+}
+
+void xrld_fleet_stop(struct xrld *d)
+{
+	struct xrld_fleet *x = d->fleet;
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->mu);
+	x->stopping = true; /* this loop drains the inbox no more */
+	pthread_cond_broadcast(&x->room);
+	pthread_mutex_unlock(&x->mu);
+	xrl_fleet_free(x->f); /* joins the thread: nothing calls deny_in after */
+	if (d->cfg->fleet.packet)
+		xrld_io_del(d, &x->io);
+	close(x->io.fd);
+	free(x);
+	d->fleet = NULL;
+}
+
+int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add)
+{
+	struct xrl_fleet_entry e = { .op = add ? XRL_FLEET_ADD : XRL_FLEET_DEL,
+				     .kind = XRL_FLEET_DENY };
+
+	if (!d->fleet || !d->cfg->fleet.packet)
+		return 0;
+	if (add && too_wide(d, p))
+		return -ERANGE; /* the others would not apply it */
+	xrl_prefix_str(p, e.field, sizeof(e.field));
+	if (add && ttl_ns)
+		e.until_ms = real_ms() + (ttl_ns + 999999) / 1000000;
+	if (xrl_fleet_publish(d->fleet->f, &e))
+		log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
+			"fleet %s: the queue to Redis is full: %s stays local", d->cfg->fleet.name,
+			e.field);
+	return 0;
+}
+
+void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o)
+{
+	struct xrl_fleet_stats st;
+
+	if (!d->fleet)
+		return;
+	xrl_fleet_get_stats(d->fleet->f, &st);
+	if (o) {
+		json_object_set_new(o, "fleet",
+				    json_pack("{s:s,s:s,s:b,s:I,s:b,s:b,s:I,s:I,s:I}", "name",
+					      d->cfg->fleet.name, "member",
+					      xrl_fleet_id(d->fleet->f), "redis_connected",
+					      (int)st.connected, "live_instances",
+					      (json_int_t)st.live, "denials_shared",
+					      d->cfg->fleet.packet, "identity_tier",
+					      d->http && d->cfg->http.fleet[0], "published",
+					      (json_int_t)st.published, "applied",
+					      (json_int_t)READ(d->fleet->applied), "errors",
+					      (json_int_t)st.errors));
+		return;
+	}
+	xrl_buf_printf(b,
+		       "fleet %s: %llu live instance%s%s (NODE_SHARE divides by this), "
+		       "redis %s; entries published %llu, applied %llu\n",
+		       d->cfg->fleet.name, (unsigned long long)st.live, st.live == 1 ? "" : "s",
+		       st.connected ? "" : " (last known)", st.connected ? "up" : "DOWN",
+		       (unsigned long long)st.published,
+		       (unsigned long long)READ(d->fleet->applied));
+}
+
+static void one(struct xrl_buf *b, const char *name, const char *type, const char *help,
+		const char *labels, __u64 v)
+{
+	xrl_prom_family(b, name, type, help);
+	xrl_buf_printf(b, "%s%s %llu\n", name, labels, (unsigned long long)v);
+}
+
+void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
+{
+	struct xrl_fleet_stats st;
+	struct xrld_fleet *x = d->fleet;
+
+	if (!x)
+		return;
+	xrl_fleet_get_stats(x->f, &st);
+	one(b, "xrl_fleet_live_instances", "gauge",
+	    "Instances of the fleet with a live heartbeat (the last known while Redis is "
+	    "down); NODE_SHARE divides rate and burst by it",
+	    "", st.live);
+	one(b, "xrl_fleet_redis_up", "gauge", "1 when the fleet's Redis answers", "", st.connected);
+	one(b, "xrl_fleet_entries_published_total", "counter",
+	    "Denials and penalties this instance sent to the fleet", "", st.published);
+	xrl_prom_family(b, "xrl_fleet_entries_applied_total", "counter",
+			"Entries of other instances applied here (deny: per interface)");
+	xrl_buf_printf(b, "xrl_fleet_entries_applied_total{tier=\"packet\"} %llu\n",
+		       (unsigned long long)READ(x->applied));
+	xrl_buf_printf(b, "xrl_fleet_entries_applied_total{tier=\"all\"} %llu\n",
+		       (unsigned long long)st.applied);
+	xrl_prom_family(b, "xrl_fleet_entries_skipped_total", "counter",
+			"Fleet entries not applied or not sent, by reason");
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"vouched\"} %llu\n",
+		       (unsigned long long)READ(x->skipped));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"failed\"} %llu\n",
+		       (unsigned long long)READ(x->failed));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"wide\"} %llu\n",
+		       (unsigned long long)READ(x->wide));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"local\"} %llu\n",
+		       (unsigned long long)READ(x->local));
+	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"queue_full\"} %llu\n",
+		       (unsigned long long)(st.dropped + READ(x->dropped)));
+	one(b, "xrl_fleet_redis_errors_total", "counter",
+	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
+	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);
+}

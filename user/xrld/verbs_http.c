@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * verbs_http.c - the control verbs' identity-tier parts (verbs.c calls
+ * them): status and stats sections, `top --http`, `override`. Each reads
+ * the tier through http_ctl.h, a JSON document, and writes it as a table
+ * or as it is. Their errors are -errno with err set; verbs.c answers them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_ctl.h"
+#include "xrld.h"
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "-";
+}
+
+static long long num(json_t *o, const char *k)
+{
+	return (long long)json_integer_value(json_object_get(o, k));
+}
+
+json_t *xrld_http_status_json(struct xrld *d)
+{
+	return d->http ? xrl_http_status_json(d->http) : json_null();
+}
+
+void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
+{
+	json_t *j, *r;
+	size_t i;
+
+	if (!d->http) {
+		xrl_buf_printf(b, "identity tier: not configured (no http: section)\n");
+		return;
+	}
+	j = xrl_http_status_json(d->http);
+	xrl_buf_printf(b, "identity tier: listening on %s, backend %s", str(j, "listen"),
+		       str(j, "backend"));
+	if (json_is_string(json_object_get(j, "breaker")))
+		xrl_buf_printf(b, " (breaker %s)", str(j, "breaker"));
+	xrl_buf_printf(b, ", %lld threads, %lld override(s)%s%s\n", num(j, "threads"),
+		       num(j, "overrides"),
+		       json_is_true(json_object_get(j, "penalty")) ? ", penalty" : "",
+		       json_is_object(json_object_get(j, "shed")) ? ", shedding" : "");
+	xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6s %-6s %-9s %s\n", "RULE", "METHOD",
+		       "PATH", "KEY", "RATE", "BURST", "SHADOW", "MISSING", "REDIS DOWN");
+	json_array_foreach (json_object_get(j, "rules"), i, r)
+		xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6lld %-6s %-9s %s\n",
+			       str(r, "name"), str(r, "method"), str(r, "path_prefix"),
+			       str(r, "key"), str(r, "rate"), num(r, "burst"),
+			       json_is_true(json_object_get(r, "shadow")) ? "yes" : "no",
+			       str(r, "on_missing_key"), str(r, "on_backend_error"));
+	json_decref(j);
+}
+
+json_t *xrld_http_stats_json(struct xrld *d)
+{
+	return d->http ? xrl_http_stats_json(d->http) : json_null();
+}
+
+static void top_text(struct xrl_buf *b, json_t *a)
+{
+	json_t *r;
+	size_t i;
+
+	xrl_buf_printf(b, "%-68s %10s %8s %9s\n", "KEY", "REFUSED", "ERROR", "LAST (s)");
+	json_array_foreach (a, i, r)
+		xrl_buf_printf(b, "%-68s %10lld %8lld %9lld\n", str(r, "key"), num(r, "refused"),
+			       num(r, "error"), num(r, "last_seen_s_ago"));
+}
+
+int xrld_http_top(struct xrld *d, const char *rule, long n, bool json, struct xrl_buf *b, char *err,
+		  size_t errlen)
+{
+	json_t *a;
+	int rc;
+
+	if (!d->http)
+		return snprintf(err, errlen,
+				"the identity tier is not configured (no http: section)"),
+		       -ENOENT;
+	rc = xrl_http_top_json(d->http, rule, (int)n, &a, err, errlen);
+	if (rc)
+		return rc;
+	if (json)
+		xrl_buf_json(b, a);
+	else {
+		top_text(b, a);
+		json_decref(a);
+	}
+	return 0;
+}
+
+int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *err, size_t errlen)
+{
+	json_t *a, *r;
+	size_t i;
+
+	if (!d->http)
+		return snprintf(err, errlen,
+				"the identity tier is not configured (no http: section)"),
+		       -ENOENT;
+	a = xrl_http_override_list_json(d->http);
+	if (json) {
+		xrl_buf_json(b, a);
+		return 0;
+	}
+	xrl_buf_printf(b, "%-16s %-40s %-10s %6s %12s\n", "RULE", "KEY", "RATE", "BURST",
+		       "EXPIRES (s)");
+	json_array_foreach (a, i, r)
+		xrl_buf_printf(b, "%-16s %-40s %-10s %6lld %12lld\n", str(r, "rule"), str(r, "key"),
+			       str(r, "rate"), num(r, "burst"), num(r, "expires_in_s"));
+	json_decref(a);
+	return 0;
+}
+
+int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen)
+{
+	char why[XRL_ERRLEN];
+	__u64 ttl = 0;
+
+	if (!d->http)
+		return snprintf(err, errlen,
+				"the identity tier is not configured (no http: section)"),
+		       -ENOENT;
+	if (c->v->id == XRL_VERB_OVERRIDE_DEL)
+		return xrl_http_override_del(d->http, c->pos[0], c->pos[1], err, errlen);
+	/* checked by the parser already */
+	xrl_duration_parse(c->opt[2], &ttl, why, sizeof(why));
+	return xrl_http_override_set(d->http, c->pos[0], c->pos[1], c->opt[0],
+				     (unsigned)strtoul(c->opt[1], NULL, 10), ttl, err, errlen);
+}

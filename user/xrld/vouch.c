@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * vouch.c - the identity tier's vouches into the packet tier's xrl_vouch
+ * map. A request admitted by an http rule with vouch: true hands the
+ * client's address to on_vouch, on a server thread, which may not call
+ * bpf() (its seccomp filter): it is queued, and the main loop writes it on
+ * every interface (origin identity).
+ *
+ * Bounded work under a flood of admitted clients: a prefix (/24, /48)
+ * written less than half its ttl ago (at least one second) is skipped
+ * before it is queued, by a direct-mapped table of recent writes (a
+ * collision costs one more write, never a missed one); the queue holds
+ * VQ_SLOTS prefixes and drops, counted, beyond that; the main loop drains
+ * it once per wake-up. So at most one map write per prefix per half ttl,
+ * and at most VQ_SLOTS writes a wake-up.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "http/http.h"
+#include "log.h"
+#include "xrld.h"
+
+#define VQ_SLOTS     4096
+#define VQ_RECENT    (1u << 16) /* recent writes remembered, power of 2 */
+
+struct vq_item {
+	struct xrl_prefix p; /* widened to /24 or /48 */
+	__u64 ttl_ns;
+};
+
+struct vq_recent {
+	struct xrl_prefix p;
+	__u64 until_ns; /* skip the same prefix until then */
+};
+
+struct xrld_vouchq {
+	pthread_mutex_t mu;
+	struct vq_item q[VQ_SLOTS];
+	unsigned n;
+	struct vq_recent recent[VQ_RECENT];
+	struct xrld_io io; /* the eventfd */
+	bool warned;	   /* no interface to write to: said once */
+};
+
+static void widen(struct xrl_prefix *p)
+{
+	__u32 m[4];
+
+	p->plen = p->family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6;
+	xrl_prefix_mask(p->family, p->plen, m);
+	for (int i = 0; i < 4; i++)
+		p->addr[i] &= m[i];
+}
+
+/* A server thread: queue client's prefix unless it was written lately. */
+static void on_vouch(void *arg, const struct xrl_prefix *client, __u64 ttl_ns)
+{
+	struct xrld *d = arg;
+	struct xrld_vouchq *v = d->vq;
+	struct xrl_prefix p = *client;
+	__u64 now = xrl_now_ns(), skip = ttl_ns / 2;
+	struct vq_recent *r;
+	bool wake = false;
+
+	widen(&p);
+	if (skip < XRL_NSEC_PER_SEC)
+		skip = XRL_NSEC_PER_SEC;
+	r = &v->recent[xrl_fnv1a64(&p, sizeof(p)) & (VQ_RECENT - 1)];
+	pthread_mutex_lock(&v->mu);
+	if (!memcmp(&r->p, &p, sizeof(p)) && now < r->until_ns) {
+		pthread_mutex_unlock(&v->mu);
+		COUNT(d->vouch_skipped);
+		return;
+	}
+	if (v->n < VQ_SLOTS) {
+		r->p = p;
+		r->until_ns = now + skip;
+		v->q[v->n++] = (struct vq_item){ .p = p, .ttl_ns = ttl_ns };
+		wake = v->n == 1;
+	} else {
+		COUNT(d->vouch_dropped);
+	}
+	pthread_mutex_unlock(&v->mu);
+	if (wake && eventfd_write(v->io.fd, 1))
+		log_warn("couldn't wake the main loop for a vouch");
+}
+
+/* The main loop: write what was queued. */
+static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
+{
+	static struct vq_item batch[VQ_SLOTS];
+	struct xrld_vouchq *v = d->vq;
+	eventfd_t n;
+	unsigned m;
+
+	eventfd_read(io->fd, &n);
+	pthread_mutex_lock(&v->mu);
+	m = v->n;
+	memcpy(batch, v->q, m * sizeof(batch[0]));
+	v->n = 0;
+	pthread_mutex_unlock(&v->mu);
+	if (m && !d->n_ifs && !v->warned) {
+		log_warnx("vouch: true admitted clients, but no interface is attached: not vouched");
+		v->warned = true;
+	}
+	for (unsigned i = 0; i < m; i++) {
+		int err = 0;
+
+		for (int k = 0; k < d->n_ifs && !err; k++)
+			err = xrl_vouch_add_origin(d->ifs[k].h, &batch[i].p, batch[i].ttl_ns,
+						   XRL_ORIGIN_IDENTITY);
+		if (err || !d->n_ifs) {
+			COUNT(d->vouch_dropped);
+			continue;
+		}
+		COUNT(d->vouched_identity);
+	}
+}
+
+int xrld_vouch_start(struct xrld *d)
+{
+	struct xrld_vouchq *v;
+	int err;
+
+	if (!d->http)
+		return 0;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->mu, NULL);
+	v->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), .fn = on_queue };
+	if (v->io.fd < 0 || (err = xrld_io_add(d, &v->io, EPOLLIN))) {
+		err = v->io.fd < 0 ? -errno : err;
+		if (v->io.fd >= 0)
+			close(v->io.fd);
+		free(v);
+		return err;
+	}
+	d->vq = v;
+	xrl_http_set_vouch(d->http, on_vouch, d);
+	return 0;
+}
+
+void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b)
+{
+	xrl_prom_family(b, "xrl_identity_vouches_total", "counter",
+			"Client prefixes the identity tier vouched for in the packet tier (an "
+			"admit by an http rule with vouch: true), by outcome: written, skipped "
+			"(written less than half its ttl ago), dropped (queue full or no "
+			"interface).");
+	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"written\"} %llu\n",
+		       (unsigned long long)READ(d->vouched_identity));
+	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"skipped\"} %llu\n",
+		       (unsigned long long)READ(d->vouch_skipped));
+	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"dropped\"} %llu\n",
+		       (unsigned long long)READ(d->vouch_dropped));
+}
