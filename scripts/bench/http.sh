@@ -18,6 +18,16 @@
 #                                      is out go as one EVALSHA
 #   d  xrld, redis backend, refused    the over-limit cache answers, no Redis
 #   e  nginx limit_req, allowed (/open) and refused (/shut, 429)
+#   l  xrld, memory backend, a concurrency rule's acquire + release: /v1/auth
+#      (X-Forwarded-Uri /conc/x) takes a slot, POST /v1/release gives it
+#      back (scripts/bench/http/lease.lua); counted in pairs: a pair is two
+#      HTTP requests
+#   m  the same, redis backend (the acquire rides the batched EVALSHA, the
+#      release rides the next one)
+#   l0, m0  their baselines: the same wrk script (lease.lua) for rate
+#      decisions (/open/x: no lease in the answers, so every request is a
+#      decision), memory and redis: wrk pays the same per answer, and the
+#      server sees the same request rate, as in l and m
 #   f  redis-benchmark -P 16: EVALSHA of the same Lua script (extracted from
 #      user/http/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
@@ -49,6 +59,15 @@
 #   memory_vs_nginx     a / e_allowed   >= 0.8   (goal 1.0)
 #   redis_vs_redisbench c / f           >= 0.5
 #   refused_vs_allowed  d / c           >= 1.0   (the over-limit cache)
+#   lease_vs_decision   l / l0, m / m0  <= 2.0  by server CPU time per pair
+#                                         over CPU time per decision: what a
+#                                         slot costs against a rate decision.
+#                                         Against l0 and m0, not a and c, and
+#                                         on CPU time: lease.lua reads every
+#                                         answer's headers in Lua, so wrk sends
+#                                         fewer requests at a time than with
+#                                         auth.lua, and xrld's loop serves
+#                                         fewer a wake-up (more CPU each)
 #   cluster_cpu_vs_standalone  CPU(g) / CPU(c) <= 1.3: CPU time a decision
 #      costs xrld and all six redis-server processes together, against xrld
 #      and the one redis-server of c (judged on CPU time, not decisions/s:
@@ -182,7 +201,11 @@ done
 
 declare -A PID_XRLD
 start_xrld() { # NAME PORT BACKEND
-	sed -e "s|@PORT@|$2|" -e "s|@BACKEND@|$3|" -e "s|@THREADS@|$THREADS|" \
+	local cut=()
+	# no concurrency rules on a cluster (a config error): rule conc, the
+	# template's last, goes
+	[[ $3 == redis-cluster://* ]] && cut=(-e '/# the concurrency cases/,$d')
+	sed -e "s|@PORT@|$2|" -e "s|@BACKEND@|$3|" -e "s|@THREADS@|$THREADS|" "${cut[@]}" \
 		"$HERE/xrld.yaml.in" >"$T/xrld-$1.yaml"
 	taskset -c "$SERVER_CPU" "$XRLD" --config "$T/xrld-$1.yaml" --foreground \
 		--socket "$T/xrld-$1.sock" --pin-dir "$PINS-$1" >"$T/xrld-$1.log" 2>&1 &
@@ -301,6 +324,38 @@ wrk_case() {
 	say "  $id: ${RPS[$id]} decisions/s, p50 ${P50[$id]} ms, p99 ${P99[$id]} ms, server CPU ${CPU[$id]} us/decision"
 }
 
+# lease_case ID CONNS PORT URI SERVER-PID...: acquire + release pairs of
+# rule conc (lease.lua, URI /conc/x); RPS is pairs/s and CPU is per pair.
+# With URI /open/x, rate decisions by the same script (per decision).
+lease_case() {
+	local id=$1 conns=$2 port=$3 uri=$4 line t0 t1 requests duration_us acquires non2xx
+	local url="http://127.0.0.1:$port/v1/auth"
+	shift 4
+
+	run "$T/wrk-$id-warmup.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d1s \
+		-s "$HERE/lease.lua" "$url" -- "$uri" "$NKEYS" || die "wrk failed ($id, warm-up)"
+	t0=$(cpu_ticks "$@")
+	run "$T/wrk-$id.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"${DUR}s" --latency \
+		-s "$HERE/lease.lua" "$url" -- "$uri" "$NKEYS" || die "wrk failed ($id): $T/wrk-$id.txt"
+	t1=$(cpu_ticks "$@")
+	line=$(grep '^RESULT ' "$T/wrk-$id.txt") || die "no RESULT from wrk ($id): $T/wrk-$id.txt"
+	requests=$(field requests "$line")
+	duration_us=$(field duration_us "$line")
+	acquires=$(field acquires "$line")
+	non2xx=$(field non2xx "$line")
+	[ "$(field sockerr "$line")" = 0 ] || die "$id: socket errors ($T/wrk-$id.txt)"
+	[ "${acquires:-0}" -gt 0 ] || die "$id: no acquires completed"
+	[ "$non2xx" = 0 ] || die "$id: $non2xx of $requests answers were not 200 (a slot refused?)"
+	REQS[$id]=$requests
+	NON2XX[$id]=$non2xx
+	RPS[$id]=$(awk -v r="$acquires" -v d="$duration_us" 'BEGIN { printf "%.0f", r * 1e6 / d }')
+	P50[$id]=$(awk -v u="$(field p50_us "$line")" 'BEGIN { printf "%.2f", u / 1000 }')
+	P99[$id]=$(awk -v u="$(field p99_us "$line")" 'BEGIN { printf "%.2f", u / 1000 }')
+	CPU[$id]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="$acquires" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
+	say "  $id: ${RPS[$id]} acquire+release pairs/s ($requests requests), p50 ${P50[$id]} ms," \
+		"p99 ${P99[$id]} ms, server CPU ${CPU[$id]} us/pair"
+}
+
 # exhaust URL URI: the one key of a refused case spends its only token
 # (in the first round a fresh key: 200 first; later, nginx's 1 r/m zone may
 # have earned one back meanwhile: 200 or 429), then is refused.
@@ -376,6 +431,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
 declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED RC_CL RR_CL
+declare -a RR_LM RR_LR RC_LM RC_LR
 step_e_allowed() { wrk_case e_allowed "$CONNS" "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
 step_a() { wrk_case a "$CONNS" "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
 step_b() {
@@ -425,7 +481,11 @@ step_g() {
 	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
 	redis_share g "${PIDS_RC[@]}"
 }
-STEPS=(e_allowed a b e_refused f g c d)
+step_l() { lease_case l "$CONNS" "$P_MEM" /conc/x "${PID_XRLD[mem]}"; }
+step_l0() { lease_case l0 "$CONNS" "$P_MEM" /open/x "${PID_XRLD[mem]}"; }
+step_m() { lease_case m "$RCONNS" "$P_RED" /conc/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
+step_m0() { lease_case m0 "$RCONNS" "$P_RED" /open/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
+STEPS=(e_allowed a b l0 l e_refused f g c d m0 m)
 one_round() {
 	local i
 	say "round $ROUND of $ROUNDS"
@@ -445,9 +505,15 @@ one_round() {
 	RC_RED+=("$(ratio "${CPU[f]}" "${CPU[c]}")")
 	RC_RA_MEM+=("$(ratio "${CPU[a]}" "${CPU[b]}")")
 	RC_RA_RED+=("$(ratio "${CPU[c]}" "${CPU[d]}")")
+	# a slot's pair against a decision: >1 means the pair costs more
+	RR_LM+=("$(ratio "${RPS[l0]}" "${RPS[l]}")")
+	RR_LR+=("$(ratio "${RPS[m0]}" "${RPS[m]}")")
+	RC_LM+=("$(ratio "${CPU[l]}" "${CPU[l0]}")")
+	RC_LR+=("$(ratio "${CPU[m]}" "${CPU[m0]}")")
 	RC_CL+=("$(ratio "${CPU[g]}" "${CPU[c]}")")
 	RR_CL+=("$(ratio "${RPS[g]}" "${RPS[c]}")")
-	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}  CPU g/c ${RC_CL[-1]}"
+	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}  CPU g/c ${RC_CL[-1]}" \
+		" l0/l ${RR_LM[-1]}  m0/m ${RR_LR[-1]}"
 }
 
 say "cases of ${DUR} s (after 1 s of warm-up): wrk -t1 -c$CONNS (c and d -c$RCONNS, redis-benchmark in f -c$RCONNS) on CPU $CLIENT_CPU;" \
@@ -467,6 +533,10 @@ C_MEM=$(median "${RC_MEM[@]}")
 C_RED=$(median "${RC_RED[@]}")
 C_RA_MEM=$(median "${RC_RA_MEM[@]}")
 C_RA_RED=$(median "${RC_RA_RED[@]}")
+R_LM=$(median "${RR_LM[@]}")
+R_LR=$(median "${RR_LR[@]}")
+C_LM=$(median "${RC_LM[@]}")
+C_LR=$(median "${RC_LR[@]}")
 C_CL=$(median "${RC_CL[@]}")
 R_CL=$(median "${RR_CL[@]}")
 
@@ -479,6 +549,8 @@ R_CL=$(median "${RR_CL[@]}")
 	for row in "a:xrld memory, allowed" "b:xrld memory, refused (429)" \
 		"c:xrld redis, allowed (batched EVALSHA)" "d:xrld redis, refused (over-limit cache)" \
 		"e_allowed:nginx limit_req, allowed" "e_refused:nginx limit_req, refused (429)" \
+		"l0:xrld memory, allowed (lease.lua)" "l:xrld memory, acquire + release (pairs)" \
+		"m0:xrld redis, allowed (lease.lua)" "m:xrld redis, acquire + release (pairs)" \
 		"f:redis-benchmark -P 16, EVALSHA gcra" "g:xrld redis-cluster (3+3), allowed"; do
 		id=${row%%:*}
 		printf '%-46s %12s %8s %8s %9s %10s\n' "$id  ${row#*:}" "${RPS[$id]}" "${P50[$id]}" \
@@ -492,11 +564,12 @@ R_CL=$(median "${RR_CL[@]}")
 	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals)"
 	echo
 	echo "ratios by round (decisions/s; by CPU time in brackets):"
-	echo "round   a/e_allowed    c/f            b/a            d/c"
+	echo "round   a/e_allowed    c/f            b/a            d/c            l0/l (l/l0)    m0/m (m/m0)"
 	for ((i = 0; i < ROUNDS; i++)); do
-		printf '%-7s %-14s %-14s %-14s %s\n' "$((i + 1))" "${RR_MEM[i]} (${RC_MEM[i]})" \
+		printf '%-7s %-14s %-14s %-14s %-14s %-14s %s\n' "$((i + 1))" "${RR_MEM[i]} (${RC_MEM[i]})" \
 			"${RR_RED[i]} (${RC_RED[i]})" "${RR_RA_MEM[i]} (${RC_RA_MEM[i]})" \
-			"${RR_RA_RED[i]} (${RC_RA_RED[i]})"
+			"${RR_RA_RED[i]} (${RC_RA_RED[i]})" "${RR_LM[i]} (${RC_LM[i]})" \
+			"${RR_LR[i]} (${RC_LR[i]})"
 	done
 	echo
 	echo "medians of the rounds:             decisions/s  by CPU time  required"
@@ -508,7 +581,13 @@ R_CL=$(median "${RR_CL[@]}")
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
 	echo "cluster_cpu_vs_standalone  CPU g/c       $R_CL (g/c rps)  $C_CL    <= 1.3 (CPU of xrld + all redis-server)"
 	echo "(CPU g/c by round: ${RC_CL[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
-	echo "(the requirements are judged on the medians of decisions/s; refused_vs_allowed on the last"
+	echo "lease_vs_decision_memory  l0/l (l/l0)   $R_LM         $C_LM    <= 2.0 (by CPU time)"
+	echo "lease_vs_decision_redis   m0/m (m/m0)   $R_LR         $C_LR    <= 2.0 (by CPU time)"
+	echo "(l and m: pairs/s and CPU us per pair of /v1/auth + /v1/release, two HTTP requests;"
+	echo " l0, m0: decisions by the same wrk script; l/a $(ratio "${CPU[l]}" "${CPU[a]}")" \
+		"and m/c $(ratio "${CPU[m]}" "${CPU[c]}") by CPU in the last round)"
+	echo "(the requirements are judged on the medians of decisions/s, lease_vs_decision and"
+	echo " cluster_cpu_vs_standalone on CPU time; refused_vs_allowed on the last"
 	echo " line is d/c: a refusal the over-limit cache answers against an admission Redis decides)"
 }
 
@@ -516,6 +595,8 @@ missed=()
 ge "$R_MEM" 0.8 || missed+=("memory_vs_nginx $R_MEM < 0.8")
 ge "$R_RED" 0.5 || missed+=("redis_vs_redisbench $R_RED < 0.5")
 ge "$R_RA_RED" 1.0 || missed+=("refused_vs_allowed (redis, d/c) $R_RA_RED < 1.0")
+ge 2.0 "$C_LM" || missed+=("lease_vs_decision (memory, CPU l/l0) $C_LM > 2.0")
+ge 2.0 "$C_LR" || missed+=("lease_vs_decision (redis, CPU m/m0) $C_LR > 2.0")
 ge 1.3 "$C_CL" || missed+=("cluster_cpu_vs_standalone (CPU g/c) $C_CL > 1.3")
 for m in "${missed[@]}"; do
 	echo "MISSED: $m"
@@ -527,6 +608,7 @@ if [ ${#missed[@]} -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
 	KEEP_SAID=1
 fi
 FAILED=0
-echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_cpu_vs_standalone=$C_CL"
+echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_cpu_vs_standalone=$C_CL" \
+	"lease_vs_decision_memory=$C_LM lease_vs_decision_redis=$C_LR"
 [ ${#missed[@]} -eq 0 ] || exit 1
 exit 0

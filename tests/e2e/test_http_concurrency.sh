@@ -18,6 +18,8 @@
 #   6. DELETE /v1/lease/ID: 204, then 404; a bad release body: 400; 405
 #      with Allow; costs out of range (1e99, -5, 2^64) 400; a forged
 #      nonce frees nothing; crafted ids (1000 bytes, dots, %2e, %00) 404
+#   7. xrlctl --json policy show has concurrency, lease_ttl, exempt and the
+#      shed routes (a concurrency-only rule's rate and burst: null)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -179,5 +181,18 @@ for id in "$(printf 'a%.0s' $(seq 1000))" ... "a.b.c" "%2e%2e" "x.0123456789abcd
 	hreq "$URL/v1/lease/$id" -X DELETE
 	check_eq "DELETE /v1/lease/${id:0:20}: 404" "$H_CODE" 404
 done
+
+info "7. the policy as JSON"
+pj=$("$XRL_ROOT/build/xrlctl" --socket "$HT_TMP/a.sock" --json policy show 2>&1)
+pjget() { jget "$1" <<<"$pj"; }
+check_eq "checkout: concurrency, lease_ttl" \
+	"$(pjget "[(r['concurrency'], r['lease_ttl'], r['rate'], r['burst']) for r in d['policy']['http']['rules'] if r['name'] == 'checkout'][0]")" \
+	"(20, '30s', None, None)"
+check_eq "report: rate and concurrency" \
+	"$(pjget "[(r['rate'], r['burst'], r['concurrency']) for r in d['policy']['http']['rules'] if r['name'] == 'report'][0]")" \
+	"('1/h', 10, 5)"
+check_eq "exempt" "$(pjget "d['policy']['http']['exempt']")" "[{'method': 'GET', 'path_prefix': '/healthz'}]"
+check_eq "shed per route" "$(pjget "[(x['match']['path_prefix'], x['rate'], x['burst']) for x in d['policy']['http']['shed']]")" \
+	"[('/api/checkout-shed', '1/min', 1), ('/health', '1/min', 2)]"
 
 finish

@@ -23,6 +23,8 @@
 #      redis_timeout + margin (curl time_total); once its replica is master,
 #      without restarting xrld, 30 concurrent requests for a new buyer of
 #      that slot via the three instances are 200 exactly burst times
+#   6. a concurrency rule on redis-cluster:// is a config error naming the
+#      rule (xrld --check exits 1): no slots on a cluster yet
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -248,5 +250,20 @@ for n in A B C; do
 	kill -0 "${HT_PID[$n]}" 2>/dev/null
 	check_eq "xrld $n still the one started" "$?" 0
 done
+
+info "6. a concurrency rule on a cluster: a config error"
+cat >"$HT_TMP/conc.yaml" <<EOF
+$(http_yaml "$(free_port)" traefik)
+  backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
+  rules:
+    - name: uploads
+      match: { path_prefix: /up/ }
+      key: header:X-User-Id
+      concurrency: 2
+EOF
+out=$("$XRLD" --check "$HT_TMP/conc.yaml" 2>&1)
+check_eq "xrld --check: exit 1" "$?" 1
+check_eq "... names the rule and the backend" \
+	"$(grep -c 'rule uploads: concurrency needs backend memory or redis://' <<<"$out")" 1
 
 finish

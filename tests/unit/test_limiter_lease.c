@@ -316,6 +316,40 @@ static void test_lease_cost_zero(void **state)
 	}
 }
 
+/*
+ * A cost 0 the caller gives (/v1/check) reads the bucket as it is: rule
+ * 1/h, burst 3, two spent: remaining 1 (it showed 3, a full bucket), and
+ * nothing taken; drained, a cost 0 is still admitted, remaining 0.
+ */
+static void test_check_cost_zero_reads(void **state)
+{
+	struct xrl_http_cfg *c = cfg_new();
+	const struct xrl_http_rule *r;
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+	__u32 zero = 0;
+	const char *k = "u";
+
+	(void)state;
+	r = &c->rules[rule_add(c, "api", "1/h", 3)];
+	cfg_done(c);
+	l = lim_new(c);
+	EQ(dec1(l, r, "u").allowed, true);
+	EQ(dec1(l, r, "u").allowed, true);
+	for (int i = 0; i < 2; i++) {
+		CTX("cost 0 after two of three, %d", i);
+		assert_int_equal(xrl_limiter_decide(l, &r, &k, &zero, 1, &d), 0);
+		EQ(d.allowed, true);
+		EQ(d.remaining, 1);
+	}
+	EQ(dec1(l, r, "u").allowed, true);
+	CTX("cost 0, drained");
+	assert_int_equal(xrl_limiter_decide(l, &r, &k, &zero, 1, &d), 0);
+	EQ(d.allowed, true);
+	EQ(d.remaining, 0);
+	EQ(dec1(l, r, "u").allowed, false);
+}
+
 /* ---- threads: the bound holds under contention ---------------------------- */
 
 #define T_THREADS 8
@@ -390,6 +424,7 @@ const struct CMUnitTest xrl_lim_lease_tests[] = {
 	cmocka_unit_test_teardown(test_lease_table_full_counted, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_ids, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_cost_zero, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_check_cost_zero_reads, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_lease_concurrent_bound, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_lease_n = sizeof(xrl_lim_lease_tests) / sizeof(xrl_lim_lease_tests[0]);

@@ -949,7 +949,8 @@ static void test_siphash128_vectors(void **state)
 
 static void test_reader_guard(void **state)
 {
-	enum { FULL = XRL_REDIS_CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH) };
+	/* a decision's 8 buckets and 8 slot sets, two elements each */
+	enum { FULL = XRL_REDIS_CALL_MAX * (1 + 4 * XRL_HTTP_MAX_MATCH) };
 	static char buf[2 * (16 + FULL * 4)];
 	size_t len = 0;
 

@@ -1263,6 +1263,103 @@ const struct CMUnitTest xrl_lim_absent_tests[] = {
 };
 const size_t xrl_lim_absent_n = sizeof(xrl_lim_absent_tests) / sizeof(xrl_lim_absent_tests[0]);
 
+/*
+ * Concurrency slots in Redis, shared by two limiters (two instances): rule
+ * api {1/h, burst 10, concurrency 2}. Two leases, one on each; a third is
+ * refused (429: the key is a caller's own) and costs no token; a release
+ * on the other instance with cost 5 gives the slot back and takes 5 tokens,
+ * which the next decision's remaining shows. A decision its bucket refuses
+ * leaves no slot behind (the script adds the lease only when all admit).
+ */
+static void test_redis_leases_shared(void **state)
+{
+	struct rsrv *rs = live(state);
+	struct xrl_http_cfg *c = cfg_live(rs, "1/h", 10, 1 * SEC);
+	const struct xrl_http_rule *r = &c->rules[0];
+	struct xrl_limiter *l1, *l2;
+	struct xrl_decision d1, d2, d3, d4;
+	struct xrl_release res;
+	const char *key = "u", *id;
+	__u32 ten = 10, one = 1;
+
+	c->rules[0].concurrency = 2;
+	c->rules[0].lease_ttl_ns = 60 * SEC;
+	l1 = lim_new(c);
+	l2 = lim_new(c);
+	CTX("a lease on each instance");
+	d1 = dec1(l1, r, "u");
+	d2 = dec1(l2, r, "u");
+	EQ(d1.allowed && d2.allowed, true);
+	EQ(d1.n_leases + d2.n_leases, 2);
+	EQ(redis_ask(rs, "ZCARD", "xrl:{api:u}:c"), 2);
+	CTX("the third, on the first: both slots held");
+	d3 = dec1(l1, r, "u");
+	EQ(d3.allowed, false);
+	EQ(d3.conc, true);
+	EQ(d3.shed, false);
+	EQ(d3.limit, 2);
+	CTX("the first's lease released on the second, cost 5");
+	id = d1.lease[0];
+	assert_int_equal(xrl_limiter_release(l2, &id, 1, 5, &res), 0);
+	EQ(res.released[0], true);
+	EQ(res.charged[0], true);
+	EQ(redis_ask(rs, "ZCARD", "xrl:{api:u}:c"), 1);
+	CTX("released again: not held");
+	assert_int_equal(xrl_limiter_release(l1, &id, 1, 0, &res), 0);
+	EQ(res.released[0], false);
+	CTX("the next decision: 10 - 2 - 5 - 1 left (the refused one took none)");
+	d4 = dec1(l1, r, "u");
+	EQ(d4.allowed, true);
+	EQ(d4.remaining, 2);
+	CTX("a decision its bucket refuses keeps no slot");
+	key = "v";
+	id = NULL;
+	assert_int_equal(xrl_limiter_decide(l1, &r, &key, &ten, 1, &d1), 0);
+	EQ(d1.allowed, true);
+	id = d1.lease[0];
+	assert_int_equal(xrl_limiter_release(l1, &id, 1, 0, &res), 0);
+	assert_int_equal(xrl_limiter_decide(l2, &r, &key, &one, 1, &d2), 0);
+	EQ(d2.allowed, false);
+	EQ(d2.conc, false);
+	EQ(redis_ask(rs, "ZCARD", "xrl:{api:v}:c"), 0);
+	lim_free(l1);
+	lim_free(l2);
+	cfg_free(c);
+}
+
+/*
+ * A slot set that is not a sorted set (another program's string under the
+ * name) fails its decision alone, which follows on_backend_error (open:
+ * admitted, no lease) and leaves the key as it was; a rule of concurrency
+ * only, so the decision has no bucket at all.
+ */
+static void test_redis_lease_wrongtype(void **state)
+{
+	struct rsrv *rs = live(state);
+	struct xrl_http_cfg *c = cfg_live(rs, "1/h", 10, 1 * SEC);
+	const struct xrl_http_rule *r = &c->rules[0];
+	struct xrl_limiter *l;
+	struct xrl_decision d;
+
+	c->rules[0].has_rate = false;
+	c->rules[0].concurrency = 1;
+	c->rules[0].lease_ttl_ns = 60 * SEC;
+	l = lim_new(c);
+	redis_cmd(rs, "SET xrl:{api:w}:c foreign");
+	CTX("a slot set that is a string");
+	d = dec1(l, r, "w");
+	EQ(d.allowed, true);
+	EQ(d.backend_error, true);
+	EQ(d.n_leases, 0);
+	redis_type_is(rs, "xrl:{api:w}:c", "string");
+	CTX("another key of the rule is not touched by it");
+	d = dec1(l, r, "x");
+	EQ(d.allowed, true);
+	EQ(d.n_leases, 1);
+	lim_free(l);
+	cfg_free(c);
+}
+
 const struct CMUnitTest xrl_lim_live_tests[] = {
 	cmocka_unit_test_teardown(test_redis_batches, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_redis_fast_rule_precision, xrl_lim_live_reset),
@@ -1279,5 +1376,7 @@ const struct CMUnitTest xrl_lim_live_tests[] = {
 	cmocka_unit_test_teardown(test_redis_key_ttl_minimal, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_redis_maxmemory_bounds, xrl_lim_live_reset),
 	cmocka_unit_test_teardown(test_model_redis, xrl_lim_live_reset),
+	cmocka_unit_test_teardown(test_redis_leases_shared, xrl_lim_live_reset),
+	cmocka_unit_test_teardown(test_redis_lease_wrongtype, xrl_lim_live_reset),
 };
 const size_t xrl_lim_live_n = sizeof(xrl_lim_live_tests) / sizeof(xrl_lim_live_tests[0]);

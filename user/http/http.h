@@ -246,6 +246,15 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_http_rule *const *rules, const char *const *keys,
 			     const __u32 *costs, int n, struct xrl_decision *d,
 			     const struct xrl_limiter_wait *w);
+/*
+ * As xrl_limiter_release without blocking on Redis: 0 when res is the
+ * answer already (leases held in memory, the memory backend), or 1: the
+ * leases Redis holds are queued on p, and w->decided tells when res is
+ * filled (res must stay until then; the ids are read at once).
+ */
+int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			      const char *const *ids, int n, __u32 cost, struct xrl_release *res,
+			      const struct xrl_limiter_wait *w);
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);
@@ -265,8 +274,11 @@ void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2]);
  */
 enum { XRL_SCRIPT_OK = 0, XRL_SCRIPT_BADKEY = 1 };
 struct xrl_script_key {
-	bool ok;      /* admitted, or would be */
-	__u64 rel_ns; /* its TAT after, relative to the call's now; 0: past */
+	bool ok;      /* admitted, or would be (a slot set: it had room) */
+	bool taken;   /* a slot set: the lease was added */
+	__u32 held;   /* a slot set: leases before this one */
+	__u64 rel_ns; /* its TAT after (a slot set: its earliest lease's end),
+		       * relative to the call's now; 0: past */
 };
 struct redisReply;
 struct redisReader;

@@ -545,6 +545,55 @@ static void conc_conclude(struct xrl_limiter *l, struct xrl_conc_item *ci, int n
 }
 
 /*
+ * A decision with slots that went to Redis (cfg_mu held). Answered:
+ * gcra.lua took the slots only if every rule admitted, so a refusal has
+ * nothing to give back. Not answered: each concurrency rule per its
+ * on_backend_error (closed: 503; local: a slot in this instance's memory,
+ * given back if a bucket refuses; open: admitted without a slot), then
+ * the buckets as xrl_lim_finish decides them.
+ */
+void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
+			 struct xrl_decision *d)
+{
+	struct xrl_conc_item loc[XRL_HTTP_MAX_MATCH];
+	int k = 0;
+
+	for (int i = 0; st == J_OK && i < nc; i++)
+		if (!ci[i].ok && !ci[i].r->shadow) {
+			conc_refuse(l, ci, nc, now, d);
+			return;
+		}
+	if (st == J_OK) {
+		conclude_count(l, it, m, now, d);
+		for (int i = 0; i < nc; i++)
+			if (ci[i].taken && d->allowed)
+				lease_id(&ci[i], d->lease[d->n_leases++]);
+			else if (!ci[i].ok && ci[i].r->shadow)
+				shadow_refusal(l, d, ci[i].r);
+		return;
+	}
+	for (int i = 0; i < nc; i++) {
+		if (ci[i].r->on_backend_error == XRL_BE_CLOSED) {
+			xrl_lim_finish(l, &(struct xrl_lim_item){ .r = ci[i].r }, 1, st, now, d);
+			d->limit = ci[i].r->concurrency;
+			return;
+		}
+		if (ci[i].r->on_backend_error == XRL_BE_LOCAL)
+			loc[k++] = ci[i];
+	}
+	if (k && !xrl_lease_acquire(l->leases, loc, k, now)) {
+		d->backend_error = true;
+		STAT_ADD(l, backend_errors, 1);
+		STAT_ADD(l, fallback_local, 1);
+		conc_refuse(l, loc, k, now, d);
+		return;
+	}
+	xrl_lim_finish(l, it, m, st, now, d);
+	conc_conclude(l, loc, k, d);
+}
+
+/*
  * Memory (cfg_mu held): slots first, then buckets. A refusal by either
  * leaves nothing taken: slots are given back exactly, and the buckets are
  * not charged when a slot was refused.
@@ -611,17 +660,19 @@ int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, con
 	return 0;
 }
 
-int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
-			struct xrl_release *res)
+/*
+ * The leases of ids given back (cfg_mu held): those this instance holds in
+ * memory (the memory backend, or Redis's local fallback) at once, with
+ * their cost charged; with Redis, the others into ci[]/names[] for the
+ * script (*pnc of them). Ids that are not ids are not held.
+ */
+static void release_prepare(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			    struct xrl_release *res, struct xrl_conc_item *ci,
+			    char (*names)[XRL_RULE_NAME_LEN], int *pnc)
 {
 	__u64 now = lim_now(l);
+	int nc = 0;
 
-	memset(res, 0, sizeof(*res));
-	if (n > XRL_HTTP_MAX_MATCH)
-		return -E2BIG;
-	res->n = (__u32)n;
-	res->cost = cost;
-	pthread_rwlock_rdlock(&l->cfg_mu);
 	for (int i = 0; i < n; i++) {
 		char rule[XRL_RULE_NAME_LEN], kn[XRL_REDIS_KEY_LITERAL];
 		const struct xrl_http_rule *r;
@@ -634,15 +685,116 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 		res->released[i] = xrl_lease_release(l->leases, set_digest(l, rule, kn, knl),
 						     nonce, &rate);
 		r = rule_named(l, rule);
+		if (!res->released[i] && l->cfg.redis) { /* not a local fallback's: Redis's */
+			struct xrl_conc_item *c = &ci[nc];
+
+			memset(c, 0, sizeof(*c));
+			memcpy(c->kn, kn, knl);
+			c->knl = knl;
+			c->nonce = nonce;
+			c->idx = (__u8)i;
+			c->tau = r && r->has_rate ? r->g.tau_ns : 0;
+			c->inc = r && r->has_rate ? (__u64)cost * r->g.emit_ns : 0;
+			memcpy(names[nc++], rule, sizeof(rule));
+			continue;
+		}
 		if (res->released[i] && cost && r && r->has_rate && (rate.a || rate.b)) {
 			mem_charge(l, r, rate, post_paid_inc(r, cost), now);
 			res->charged[i] = true;
 		}
 	}
-	pthread_rwlock_unlock(&l->cfg_mu);
-	return 0;
+	*pnc = nc;
 }
 
+int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			      const char *const *ids, int n, __u32 cost, struct xrl_release *res,
+			      const struct xrl_limiter_wait *w)
+{
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	char names[XRL_HTTP_MAX_MATCH][XRL_RULE_NAME_LEN];
+	const char *np[XRL_HTTP_MAX_MATCH];
+	int nc = 0, rc = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (n > XRL_HTTP_MAX_MATCH)
+		return -E2BIG;
+	res->n = (__u32)n;
+	res->cost = cost;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	release_prepare(l, ids, n, cost, res, ci, names, &nc);
+	for (int i = 0; i < nc; i++)
+		np[i] = names[i];
+	if (nc && (!p || !xrl_redis_pipe_queue_release(p, ci, nc, np, res, w)))
+		res->backend_error = true;
+	else if (nc)
+		rc = 1;
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return rc;
+}
+
+static void release_done(void *arg)
+{
+	*(bool *)arg = true;
+}
+
+int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
+			struct xrl_release *res)
+{
+	bool done = false, redis;
+	struct xrl_limiter_wait w = { .decided = release_done, .arg = &done };
+	int rc;
+
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	redis = l->cfg.redis;
+	pthread_rwlock_unlock(&l->cfg_mu);
+	if (!redis) /* nothing waits: no pipe, no one-at-a-time */
+		return xrl_limiter_release_async(l, NULL, ids, n, cost, res, &w);
+	pthread_mutex_lock(&l->sync_mu);
+	if (!l->sync_pipe)
+		l->sync_pipe = xrl_limiter_pipe_new(l);
+	if (!l->sync_pipe) {
+		pthread_mutex_unlock(&l->sync_mu);
+		return -ENOMEM;
+	}
+	rc = xrl_limiter_release_async(l, l->sync_pipe, ids, n, cost, res, &w);
+	if (rc == 1) {
+		xrl_redis_pipe_sync_wait(l->sync_pipe, &done);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->sync_mu);
+	return rc;
+}
+
+/*
+ * A check of cost 0 on the memory backend (cfg_mu held): nothing was
+ * charged, so no rule answered and d would show a full bucket. Show each
+ * bucket as it is instead, the one with the fewest tokens: peeked, not
+ * made (a cost 0 still creates no bucket), so it costs a lookup. With
+ * Redis that would be a round trip: not done (docs/policy.md).
+ */
+static void zero_peek(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		      const char *const *keys, const __u32 *costs, int n, __u64 now,
+		      struct xrl_decision *d)
+{
+	__u64 best = UINT64_MAX;
+
+	for (int i = 0; i < n; i++) {
+		const struct xrl_http_rule *r = rules[i];
+		__u64 tat, rem;
+
+		if (costs[i] || !keys[i] || !r->has_rate || r->shadow)
+			continue;
+		tat = xrl_store_peek(l->mem, key_digest(l, r, keys[i]));
+		rem = xrl_gcra_remaining(tat, now, r->g.emit_ns, r->g.tau_ns);
+		if (rem >= best)
+			continue;
+		best = rem;
+		d->rule = r;
+		d->limit = r->burst;
+		d->remaining = rem;
+		d->reset_s = ceil_s(xrl_gcra_reset(tat, now));
+	}
+}
 
 /*
  * Everything before the backend: the items, missing keys, penalties; the
@@ -652,9 +804,8 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
  */
 static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct xrl_lim_item *it, int *pm)
+		   struct xrl_lim_item *it, int *pm, struct xrl_conc_item *ci, int *pnc)
 {
-	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	__u64 now = lim_now(l);
 	int m = 0, nc = 0, rc;
 
@@ -678,13 +829,13 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	rc = 0;
 	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
 		/* d is the decision */
-	} else if (!l->cfg.redis || nc) {
-		/* concurrency with Redis: the slots and the buckets of this request
-		 * are this instance's (not shared yet; logged at start) */
+	} else if (!l->cfg.redis) {
 		mem_decide(l, it, m, ci, nc, now, d);
+		if (d->allowed && !d->rule && costs)
+			zero_peek(l, rules, keys, costs, n, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
-		/* refused without a round trip */
-	} else if (!m) { /* nothing to charge: costs of 0, shadow rules without a key */
+		/* refused without a round trip (and without a slot) */
+	} else if (!m && !nc) { /* nothing to charge: costs of 0, shadow rules without a key */
 		conclude_count(l, it, m, now, d);
 	} else {
 		/* to Redis: the keys are the caller's, gone before the answer, and
@@ -693,6 +844,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 		for (int i = 0; i < m && l->cfg.penalty.enabled; i++)
 			xrl_pen_item(&it[i]);
 		*pm = m;
+		*pnc = nc; /* Redis takes the slots in the rate decision's call */
 		rc = 1;
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
@@ -814,10 +966,11 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_limiter_wait *w)
 {
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
-	int m = 0, rc;
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	int m = 0, nc = 0, rc;
 
-	rc = prepare(l, rules, keys, costs, n, d, it, &m);
+	rc = prepare(l, rules, keys, costs, n, d, it, &m, ci, &nc);
 	if (rc != 1)
 		return rc;
-	return xrl_redis_pipe_queue(p, it, m, d, w);
+	return xrl_redis_pipe_queue(p, it, m, ci, nc, d, w);
 }

@@ -141,6 +141,8 @@ struct xrl_conc_item {
 	bool ok;	    /* there was room */
 	bool taken;	    /* the lease is held now */
 	bool full;	    /* the store had no room for a new key */
+	__u8 idx;	    /* a release: the lease's place in the request */
+	__u64 tau, inc;	    /* a release: its rule's tau and the post-paid cost x emit */
 	size_t knl;
 	char kn[XRL_REDIS_KEY_LITERAL]; /* the key's name, as Redis names it */
 };
@@ -153,17 +155,18 @@ static inline __u64 ceil_s(__u64 ns)
 /* ---- Redis: constants, jobs ------------------------------------------------- */
 
 #define REDIS_EPOCH_S 1704067200ULL /* 2024-01-01T00:00:00Z */
-#define KEYS_MAX      3072	    /* a decision's keys, RESP (8 at most) */
-#define ARGS_MAX      640	    /* a decision's tau and inc, RESP */
+#define KEYS_MAX      7168 /* a decision's keys, RESP (8 buckets and 8 slot sets at most) */
+#define ARGS_MAX      1536 /* a decision's tau and inc, limit, ttl and lease, RESP */
 #define CALL_MAX      XRL_REDIS_CALL_MAX
 #define FREE_JOBS_MAX 1024
 
 /* "$NNN\r\nxrl:{" RULE ":" KEY "}\r\n" per key; "$NN\r\n" -N.NNN "\r\n" twice */
 _Static_assert(XRL_REDIS_KEY_LITERAL >= 65, "a digest's name fits");
-_Static_assert(XRL_HTTP_MAX_MATCH *(6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 3) <=
+_Static_assert(2 * XRL_HTTP_MAX_MATCH *
+			       (6 + 7 + XRL_RULE_NAME_LEN + 1 + XRL_REDIS_KEY_LITERAL + 5) <=
 		       KEYS_MAX,
 	       "KEYS_MAX holds a decision's keys");
-_Static_assert(XRL_HTTP_MAX_MATCH * 2 * (5 + 26 + 2) <= ARGS_MAX,
+_Static_assert(XRL_HTTP_MAX_MATCH *(2 * (5 + 26 + 2) + 3 * (5 + 26 + 2)) <= ARGS_MAX,
 	       "ARGS_MAX holds a decision's arguments");
 
 /* J_BADKEY: Redis answered, but a key of the decision is not a string (not
@@ -189,6 +192,8 @@ struct xrl_redis_job {
 	struct xrl_decision *d;
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m;
+	int nc;			 /* its slots (concurrency rules), in ci */
+	struct xrl_release *res; /* a release of nc leases (no decision): its answer */
 	int st;	    /* J_* */
 	int call_n; /* first job of a call: the call's decisions */
 	__u64 mnow; /* the batch's now, monotonic (ns) */
@@ -203,6 +208,8 @@ struct xrl_redis_job {
 	__u8 hops;
 	struct xrl_creq *cr;
 	size_t klen, alen;
+	/* after klen: a cluster's job_get clears what is before it (nc = 0) */
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	char kb[KEYS_MAX];
 	char ab[ARGS_MAX];
 };
@@ -276,6 +283,9 @@ void xrl_lim_unshare(int k, const struct xrl_http_rule *tmp, const struct xrl_ht
 /* ---- limiter.c ------------------------------------------------------------- */
 void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
 		    struct xrl_decision *d);
+void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
+			 struct xrl_decision *d);
 
 /* ---- redis_script.c -------------------------------------------------------- */
 /* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
@@ -287,11 +297,18 @@ char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
 __u64 xrl_redis_parse_us(const char *s);
 size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL]);
 void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
+void xrl_redis_release_format(struct xrl_redis_job *j, const char *const *rules);
 
 /* ---- redis_pipe.c ---------------------------------------------------------- */
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
-			 struct xrl_decision *d, const struct xrl_limiter_wait *w);
+			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			 const struct xrl_limiter_wait *w);
+
+int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+				 const char *const *rules, struct xrl_release *res,
+				 const struct xrl_limiter_wait *w);
+void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done);
 /* A cluster node's pipe: connects to node, hands its jobs to cp. */
 struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl_cnode *node,
 					       struct xrl_cpipe *cp);

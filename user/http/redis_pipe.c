@@ -130,7 +130,7 @@ static void brk_result(struct xrl_redis_pipe *p, bool ok, bool probe, __u64 now,
  * XRL_HTTP_MAX_MATCH keys); beyond it the reader fails, and the pipe drops
  * the connection ("not the Redis protocol") as for any garbage.
  */
-#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 2 * XRL_HTTP_MAX_MATCH))
+#define REPLY_ELEMENTS_MAX (CALL_MAX * (1 + 4 * XRL_HTTP_MAX_MATCH)) /* buckets and slot sets */
 
 struct xrl_reader_guard {
 	redisReplyObjectFunctions fn; /* hiredis's, createArray wrapped */
@@ -363,7 +363,24 @@ static int pipe_write(struct xrl_redis_pipe *p)
 	return 0;
 }
 
-static int wb_num(struct xrl_redis_pipe *p, __u64 v);
+/* A RESP bulk string of a number; "M/C" when c (a decision's buckets and
+ * slot sets); "rC" for a release of c leases (v ~0). */
+static int wb_num2(struct xrl_redis_pipe *p, __u64 v, __u64 c)
+{
+	char t[64], n[48], *e = n;
+
+	if (v == ~0ULL)
+		*e++ = 'r';
+	else
+		e = xrl_put_u64(e, v);
+	if (v == ~0ULL) {
+		e = xrl_put_u64(e, c);
+	} else if (c) {
+		*e++ = '/';
+		e = xrl_put_u64(e, c);
+	}
+	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
+}
 
 /* A RESP bulk string of n bytes at s. */
 static int wb_num_str(struct xrl_redis_pipe *p, const char *s, size_t n)
@@ -379,12 +396,9 @@ static int wb_num_str(struct xrl_redis_pipe *p, const char *s, size_t n)
 	return wb_add(p, "\r\n", 2);
 }
 
-/* A RESP bulk string of a number. */
 static int wb_num(struct xrl_redis_pipe *p, __u64 v)
 {
-	char t[32], n[24], *e = xrl_put_u64(n, v);
-
-	return wb_add(p, t, (size_t)(xrl_redis_put_bulk(t, n, (size_t)(e - n)) - t));
+	return wb_num2(p, v, 0);
 }
 
 /*
@@ -421,7 +435,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 {
 	struct xrl_limiter *l = p->l;
 	char hdr[64], *h = hdr;
-	int keys = 0;
+	int keys = 0, args = 0;
 	struct xrl_redis_job *x;
 	bool xs = false; /* keys of several slots (a cluster node's call) */
 	int i;
@@ -436,12 +450,13 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		return wb_refund(p, j, now, mnow);
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			keys += x->m;
+			keys += x->m + (x->res ? 2 : 1) * x->nc;
+			args += 2 * x->m + 3 * x->nc;
 			xs |= x->slot != j->slot;
 			i++;
 		}
 	*h++ = '*';
-	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + 2 * keys + (xs ? 2 : 0)));
+	h = xrl_put_u64(h, (__u64)(3 + keys + 2 + n + args + (xs ? 2 : 0)));
 	*h++ = '\r';
 	*h++ = '\n';
 	if (xs) {
@@ -473,7 +488,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		return -ENOMEM;
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING) {
-			if (wb_num(p, (__u64)x->m))
+			if (wb_num2(p, x->res ? ~0ULL : (__u64)x->m, (__u64)x->nc))
 				return -ENOMEM;
 			i++;
 		}
@@ -575,13 +590,13 @@ oom:
  */
 static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisReply *r)
 {
-	struct xrl_script_key keys[CALL_MAX * XRL_HTTP_MAX_MATCH];
+	struct xrl_script_key keys[CALL_MAX * 2 * XRL_HTTP_MAX_MATCH];
 	int nk[CALL_MAX] = { 0 }, sts[CALL_MAX], i, k = 0, rc, st = J_PENDING;
 	struct xrl_redis_job *x;
 
 	for (x = j, i = 0; i < n; x = x->next)
 		if (x->st == J_PENDING)
-			nk[i++] = x->m;
+			nk[i++] = x->m + (x->res ? 2 : 1) * x->nc;
 	rc = xrl_script_reply(r, nk, n, sts, keys);
 	if (rc == -ENOEXEC) {
 		st = J_NOSCRIPT;
@@ -601,15 +616,29 @@ static struct xrl_redis_job *call_reply(struct xrl_redis_job *j, int n, redisRep
 		} else if (sts[i] == XRL_SCRIPT_BADKEY) {
 			log_warnx("redis: a key of rule %s is not a string (WRONGTYPE): that decision "
 				  "falls back",
-				  x->it[0].r->name);
+				  x->m ? x->it[0].r->name : x->ci[0].r->name);
 			x->st = J_BADKEY;
-			k += x->m;
+			k += x->m + (x->res ? 2 : 1) * x->nc;
+		} else if (x->res) {
+			/* a release: per lease, its set's 'A' (it was held) and
+			 * its bucket's 'A' (the cost was charged) */
+			for (int q = 0; q < x->nc; q++, k += 2) {
+				x->res->released[x->ci[q].idx] = keys[k].taken;
+				x->res->charged[x->ci[q].idx] = keys[k + 1].taken;
+			}
+			x->st = J_OK;
 		} else {
 			/* TATs relative to the batch's now: on our monotonic clock */
 			for (int q = 0; q < x->m; q++, k++) {
 				x->it[q].ok = keys[k].ok;
 				x->it[q].tat = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
 				x->it[q].new_tat = x->it[q].tat;
+			}
+			for (int q = 0; q < x->nc; q++, k++) {
+				x->ci[q].ok = keys[k].ok;
+				x->ci[q].taken = keys[k].taken;
+				x->ci[q].held = keys[k].held;
+				x->ci[q].first_exp = keys[k].rel_ns ? x->mnow + keys[k].rel_ns : 0;
 			}
 			x->st = J_OK;
 		}
@@ -710,8 +739,12 @@ static void pipe_end(struct xrl_redis_pipe *p)
 	else if (p->probe)
 		atomic_store(&l->brk.probe, 0); /* the probe is given up */
 	now = lim_now(l);
-	for (struct xrl_redis_job *j = b; j; j = j->next)
-		xrl_lim_finish(l, j->it, j->m, j->st, now, j->d);
+	for (struct xrl_redis_job *j = b; j; j = j->next) {
+		if (j->res) /* a release Redis did not answer: the slots wait out lease_ttl */
+			j->res->backend_error |= j->st != J_OK;
+		else
+			xrl_lim_finish_conc(l, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
+	}
 	pthread_rwlock_unlock(&l->cfg_mu);
 	p->b = NULL;
 	p->probe = false;
@@ -1023,28 +1056,52 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 	return p->b || p->q;
 }
 
+static struct xrl_redis_job *job_get(struct xrl_redis_pipe *p)
+{
+	struct xrl_redis_job *j = p->free;
+
+	if (j) {
+		p->free = j->next;
+		p->nfree--;
+		return j;
+	}
+	return malloc(sizeof(*j));
+}
+
+/* j, formatted, at the end of p's queue. */
+static void job_put(struct xrl_redis_pipe *p, struct xrl_redis_job *j,
+		    const struct xrl_limiter_wait *w)
+{
+	j->w = *w;
+	j->st = J_PENDING;
+	j->next = NULL;
+	if (w->queued)
+		w->queued(w->arg);
+	if (p->q_tail)
+		p->q_tail->next = j;
+	else
+		p->q = j;
+	p->q_tail = j;
+}
+
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
-			 struct xrl_decision *d, const struct xrl_limiter_wait *w)
+			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			 const struct xrl_limiter_wait *w)
 {
 	struct xrl_limiter *l = p->l;
 	const char *ik[XRL_HTTP_MAX_MATCH];
 	struct xrl_redis_job *j;
 
-	if (FRONT(p))
+	/* a cluster takes no slots: config.c refuses concurrency rules there */
+	if (FRONT(p) && !nc)
 		return xrl_cpipe_queue(p->cp, it, m, d, w);
-	j = p->free;
-	if (j) {
-		p->free = j->next;
-		p->nfree--;
-	} else {
-		j = malloc(sizeof(*j));
-	}
+	j = FRONT(p) ? NULL : job_get(p);
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
-		xrl_lim_finish(l, it, m, J_FAIL, lim_now(l), d);
+		xrl_lim_finish_conc(l, it, m, ci, nc, J_FAIL, lim_now(l), d);
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return 0;
 	}
@@ -1054,27 +1111,65 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	}
 	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
 	j->m = m;
+	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	j->nc = nc;
 	j->d = d;
-	j->w = *w;
-	j->st = J_PENDING;
-	j->next = NULL;
+	j->res = NULL;
 	j->slot = -1;
 	j->kind = JK_DECIDE;
 	j->asking = j->ask_sent = j->one_slot = false;
 	xrl_redis_job_format(j, ik);
-	if (w->queued)
-		w->queued(w->arg);
-	if (p->q_tail)
-		p->q_tail->next = j;
-	else
-		p->q = j;
-	p->q_tail = j;
+	job_put(p, j, w);
+	return 1;
+}
+
+/* Queue a release of ci[0..nc) (limiter.c's release_async), their rules
+ * named by rules[]: 1, or 0 when there was no memory (res says not held:
+ * the slots wait out their lease_ttl). */
+int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+				 const char *const *rules, struct xrl_release *res,
+				 const struct xrl_limiter_wait *w)
+{
+	/* no leases on a cluster (config.c): nothing there to give back */
+	struct xrl_redis_job *j = FRONT(p) ? NULL : job_get(p);
+
+	if (!j)
+		return 0;
+	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	j->nc = nc;
+	j->m = 0;
+	j->d = NULL;
+	j->res = res;
+	xrl_redis_release_format(j, rules);
+	job_put(p, j, w);
 	return 1;
 }
 
 static void sync_decided(void *arg)
 {
 	*(bool *)arg = true;
+}
+
+/* Drive p with poll() until *done (sync_mu held). */
+void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done)
+{
+	xrl_limiter_pipe_run(p, 0);
+	while (!*done) {
+		struct pollfd pfd = { .fd = -1 };
+		__u64 left;
+		__u32 gen;
+		int ms;
+
+		pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
+		if (pfd.fd < 0) {
+			xrl_limiter_pipe_abort(p); /* nothing to wait for */
+			break;
+		}
+		ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			pfd.revents = POLLERR;
+		xrl_limiter_pipe_run(p, pfd.revents);
+	}
 }
 
 /* One decision at a time on the limiter's own pipe, driven by poll(). */
@@ -1096,23 +1191,7 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
 	}
 	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
 	if (rc == 1) {
-		xrl_limiter_pipe_run(p, 0);
-		while (!done) {
-			struct pollfd pfd = { .fd = -1 };
-			__u64 left;
-			__u32 gen;
-			int ms;
-
-			pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
-			if (pfd.fd < 0) {
-				xrl_limiter_pipe_abort(p); /* nothing to wait for */
-				break;
-			}
-			ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
-			if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-				pfd.revents = POLLERR;
-			xrl_limiter_pipe_run(p, pfd.revents);
-		}
+		xrl_redis_pipe_sync_wait(p, &done);
 		rc = 0;
 	}
 	pthread_mutex_unlock(&l->sync_mu);

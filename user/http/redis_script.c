@@ -37,6 +37,23 @@
  * beyond now + tau (written by an instance whose clock is ahead) counts as
  * now + tau, a drained bucket, and is written back so: never more than a
  * burst of debt.
+ * Concurrency slots (a decision's count "M/C": M buckets, then C slot
+ * sets "xrl:{RULE:KEY}:c" in KEYS, each with three arguments: the limit,
+ * negative for a shadow rule; lease_ttl in us; the lease's member, its
+ * nonce in hex). A set is a sorted set of leases scored by when they run
+ * out (us, the script's epoch): ZREMRANGEBYSCORE drops the run-out ones,
+ * ZCARD counts the rest, and only when every set has room and every bucket
+ * admits is the lease added (ZADD) and the set's expiry pushed to the
+ * lease's (PEXPIRE): slots before buckets, all or nothing, in one call, so
+ * a refusal has nothing to give back. Per set the reply has its flag ("A"
+ * taken, "a" room but not taken, "R" full, "E" not a sorted set) followed
+ * by the leases it held, and the time until its earliest runs out (us, for
+ * Retry-After). A release (count "rN") of N leases: per lease its set and
+ * its bucket in KEYS, and the member, the rule's tau and the post-paid
+ * cost x emit: ZREM, and if the lease was held, the cost charged to the
+ * bucket with the arithmetic below but never refused (at most a drained
+ * bucket: TAT <= now + tau). Reply { 0, per lease "A"/"R" (held), "0",
+ * "A"/"R" (charged) and the TAT }.
  * Returns, per decision in turn, { refused (0 or 1), then per key "A"
  * (admitted), "a" (would admit; another rule refused) or "R" and its TAT
  * relative to now in us ("0": in the past, a full bucket) }. A key Redis
@@ -135,42 +152,98 @@ size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL])
 	return 65;
 }
 
-/* j's keys and arguments, keys from the caller. */
+/* "$N\r\nxrl:{RULE:KN}SFX\r\n": a hash tag, so a key's bucket and slots map to one slot */
+static char *put_key(char *p, const char *rule, const char *kn, size_t kl, const char *sfx)
+{
+	size_t nl = strlen(rule), sl = strlen(sfx);
+
+	*p++ = '$';
+	p = xrl_put_u64(p, 7 + nl + kl + sl);
+	memcpy(p, "\r\nxrl:{", 7);
+	p += 7;
+	memcpy(p, rule, nl);
+	p += nl;
+	*p++ = ':';
+	memcpy(p, kn, kl);
+	p += kl;
+	*p++ = '}';
+	memcpy(p, sfx, sl);
+	p += sl;
+	memcpy(p, "\r\n", 2);
+	return p + 2;
+}
+
+static char *put_us_bulk(char *p, __u64 ns, bool neg)
+{
+	char num[32], *e = num;
+
+	if (neg)
+		*e++ = '-';
+	e = xrl_redis_put_us(e, ns);
+	return xrl_redis_put_bulk(p, num, (size_t)(e - num));
+}
+
+/*
+ * j's keys and arguments, keys from the caller: its buckets (tau, inc),
+ * then its slot sets "xrl:{RULE:KEY}:c" (limit, negative for a shadow
+ * rule; lease_ttl in us; the lease's nonce, the set's member).
+ */
 void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 {
-	char *p = j->kb, num[32], *e, kn[XRL_REDIS_KEY_LITERAL];
-	int m = j->m;
+	char *p = j->kb, kn[XRL_REDIS_KEY_LITERAL], num[24], *e;
 
-	for (int i = 0; i < m; i++) {
+	for (int i = 0; i < j->m; i++) {
 		const struct xrl_http_rule *r = j->it[i].r;
-		size_t nl = strnlen(r->name, sizeof(r->name));
-		size_t kl = xrl_redis_key_name(keys[i], kn);
 
-		/* xrl:{RULE:KEY}, a hash tag: one bucket's key always maps to one slot */
-		*p++ = '$';
-		p = xrl_put_u64(p, 7 + nl + kl);
-		memcpy(p, "\r\nxrl:{", 7);
-		p += 7;
-		memcpy(p, r->name, nl);
-		p += nl;
-		*p++ = ':';
-		memcpy(p, kn, kl);
-		p += kl;
-		memcpy(p, "}\r\n", 3);
-		p += 3;
+		p = put_key(p, r->name, kn, xrl_redis_key_name(keys[i], kn), "");
 	}
+	for (int i = 0; i < j->nc; i++)
+		p = put_key(p, j->ci[i].r->name, j->ci[i].kn, j->ci[i].knl, ":c");
 	j->klen = (size_t)(p - j->kb);
 	p = j->ab;
-	for (int i = 0; i < m; i++) {
-		const struct xrl_http_rule *r = j->it[i].r;
+	for (int i = 0; i < j->m; i++) {
+		p = put_us_bulk(p, j->it[i].g.tau_ns, j->it[i].r->shadow);
+		p = put_us_bulk(p, j->it[i].inc, false);
+	}
+	for (int i = 0; i < j->nc; i++) {
+		const struct xrl_http_rule *r = j->ci[i].r;
 
 		e = num;
 		if (r->shadow)
 			*e++ = '-';
-		e = xrl_redis_put_us(e, j->it[i].g.tau_ns);
+		e = xrl_put_u64(e, r->concurrency);
 		p = xrl_redis_put_bulk(p, num, (size_t)(e - num));
-		e = xrl_redis_put_us(num, j->it[i].inc);
+		e = xrl_put_u64(num, r->lease_ttl_ns / 1000);
 		p = xrl_redis_put_bulk(p, num, (size_t)(e - num));
+		for (int b = 15; b >= 0; b--)
+			num[15 - b] = "0123456789abcdef"[(j->ci[i].nonce >> (4 * b)) & 15];
+		p = xrl_redis_put_bulk(p, num, 16);
+	}
+	j->alen = (size_t)(p - j->ab);
+}
+
+/*
+ * A release of j's nc leases, their rules' names from the caller: per
+ * lease its set and its bucket (keys), the lease's member, the rule's tau
+ * and the post-paid cost x emit (0: no charge). The script's count for it
+ * is "rN" (wb_call).
+ */
+void xrl_redis_release_format(struct xrl_redis_job *j, const char *const *rules)
+{
+	char *p = j->kb, num[24];
+
+	for (int i = 0; i < j->nc; i++) {
+		p = put_key(p, rules[i], j->ci[i].kn, j->ci[i].knl, ":c");
+		p = put_key(p, rules[i], j->ci[i].kn, j->ci[i].knl, "");
+	}
+	j->klen = (size_t)(p - j->kb);
+	p = j->ab;
+	for (int i = 0; i < j->nc; i++) {
+		for (int b = 15; b >= 0; b--)
+			num[15 - b] = "0123456789abcdef"[(j->ci[i].nonce >> (4 * b)) & 15];
+		p = xrl_redis_put_bulk(p, num, 16);
+		p = put_us_bulk(p, j->ci[i].tau, false);
+		p = put_us_bulk(p, j->ci[i].inc, false);
 	}
 	j->alen = (size_t)(p - j->ab);
 }
@@ -205,8 +278,14 @@ int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *s
 			const redisReply *f = r->element[off++], *t = r->element[off++];
 			bool str = f->type == REDIS_REPLY_STRING && f->len > 0;
 
-			/* 'A' admitted, 'a' would admit (another rule refused), 'R' */
+			/* 'A' admitted, 'a' would admit (another rule refused), 'R';
+			 * a slot set's flag is followed by the leases it held */
 			keys[k].ok = str && (f->str[0] == 'A' || f->str[0] == 'a');
+			keys[k].taken = str && f->str[0] == 'A';
+			keys[k].held = 0;
+			for (size_t c = 1; str && c < f->len && c < 8; c++)
+				if (f->str[c] >= '0' && f->str[c] <= '9')
+					keys[k].held = keys[k].held * 10 + (__u32)(f->str[c] - '0');
 			keys[k].rel_ns = t->type == REDIS_REPLY_STRING ? xrl_redis_parse_us(t->str)
 								       : 0;
 		}

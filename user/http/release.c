@@ -130,29 +130,22 @@ static enum MHD_Result charge_answer(struct xrl_http_server *s, const struct xrl
 	return ret;
 }
 
-/* Release ids (a list in buf) and answer: 200 with what was held, or 400. */
-static enum MHD_Result release_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
-				      char *buf, long cost, bool one)
+/* The answer to a release, once given back: 200 with what was held (DELETE:
+ * 204, or 404 when it was not held). */
+enum MHD_Result xrl_srv_release_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
+				       struct xrl_srv_req *rq)
 {
-	const char *ids[XRL_HTTP_MAX_MATCH];
-	struct xrl_release res;
+	const struct xrl_release *res = &rq->rel;
+	long cost = rq->rel_cost > 0 ? rq->rel_cost : 0;
 	struct xrl_buf b = {};
 	enum MHD_Result ret;
 	__u32 held = 0, charged = 0;
-	int n = split_ids(buf, ids, XRL_HTTP_MAX_MATCH);
 
-	if (n <= 0) {
-		atomic_fetch_add(&s->status[ST_400], 1);
-		return xrl_srv_problem(conn, 400, "Bad Request",
-				       n ? "at most 8 lease ids in one release"
-					 : "no lease id (body {\"lease\":...}, lease=..., or X-XRL-Lease)");
+	for (__u32 i = 0; i < res->n; i++) {
+		held += res->released[i];
+		charged += res->charged[i];
 	}
-	xrl_limiter_release(s->lim, ids, n, (__u32)(cost > 0 ? cost : 0), &res);
-	for (int i = 0; i < n; i++) {
-		held += res.released[i];
-		charged += res.charged[i];
-	}
-	if (one) { /* DELETE /v1/lease/ID: 204, or 404 when it was not held */
+	if (rq->kind == K_LEASE_DEL) { /* DELETE /v1/lease/ID: 204, or 404 when it was not held */
 		atomic_fetch_add(&s->status[held ? ST_200 : ST_404], 1);
 		if (!held)
 			return xrl_srv_problem(conn, 404, "Not Found",
@@ -161,10 +154,30 @@ static enum MHD_Result release_answer(struct xrl_http_server *s, struct MHD_Conn
 	}
 	atomic_fetch_add(&s->status[ST_200], 1);
 	xrl_buf_printf(&b, "{\"released\":%u,\"unknown\":%u,\"charged\":%llu}\n", held,
-		       (unsigned)n - held, (unsigned long long)charged * (__u64)(cost > 0 ? cost : 0));
+		       res->n - held, (unsigned long long)charged * (__u64)cost);
 	ret = xrl_srv_send_buf(conn, 200, "application/json", &b, NULL, NULL);
 	xrl_buf_free(&b);
 	return ret;
+}
+
+/* Release ids (a list in buf): answered now, or once Redis has, or 400. */
+static enum MHD_Result release_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
+				      struct xrl_srv_req *rq, char *buf, long cost, bool one)
+{
+	const char *ids[XRL_HTTP_MAX_MATCH];
+	int n = split_ids(buf, ids, XRL_HTTP_MAX_MATCH);
+
+	if (n <= 0) {
+		atomic_fetch_add(&s->status[ST_400], 1);
+		return xrl_srv_problem(conn, 400, "Bad Request",
+				       n ? "at most 8 lease ids in one release"
+					 : "no lease id (body {\"lease\":...}, lease=..., or X-XRL-Lease)");
+	}
+	rq->kind = one ? K_LEASE_DEL : K_RELEASE;
+	rq->rel_cost = cost;
+	if (xrl_srv_release_start(s, rq, ids, n, (__u32)(cost > 0 ? cost : 0)) == 1)
+		return MHD_YES; /* answered once Redis has given them back */
+	return xrl_srv_release_answer(s, conn, rq);
 }
 
 enum MHD_Result xrl_srv_release(struct xrl_http_server *s, const struct xrl_http_cfg *c,
@@ -205,11 +218,11 @@ enum MHD_Result xrl_srv_release(struct xrl_http_server *s, const struct xrl_http
 			"expected {\"lease\":ID or [IDs],\"cost\":N}, lease=ID,ID&cost=N, "
 			"X-XRL-Lease: ID, ID (and X-XRL-Cost: N), or {\"rule\",\"key\",\"cost\"}");
 	}
-	return release_answer(s, conn, buf, cost, false);
+	return release_answer(s, conn, rq, buf, cost, false);
 }
 
 enum MHD_Result xrl_srv_lease_delete(struct xrl_http_server *s, struct MHD_Connection *conn,
-				     const char *id)
+				     struct xrl_srv_req *rq, const char *id)
 {
 	char buf[XRL_LEASE_ID_MAX + 1];
 
@@ -218,5 +231,5 @@ enum MHD_Result xrl_srv_lease_delete(struct xrl_http_server *s, struct MHD_Conne
 		return xrl_srv_problem(conn, 404, "Not Found", "not a lease id");
 	}
 	snprintf(buf, sizeof(buf), "%s", id);
-	return release_answer(s, conn, buf, 0, true);
+	return release_answer(s, conn, rq, buf, 0, true);
 }

@@ -168,6 +168,21 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	return rc;
 }
 
+int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
+			  const char *const *ids, int n, __u32 cost)
+{
+	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
+	int rc;
+
+	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s)
+		return xrl_limiter_release(s->lim, ids, n, cost, &rq->rel) < 0 ? -1 : 0;
+	rq->cfg = s->cfg; /* s->mu held */
+	rc = xrl_limiter_release_async(s->lim, xrl_srv_tl_loop->pipe, ids, n, cost, &rq->rel, &w);
+	if (rc != 1)
+		rq->cfg = NULL;
+	return rc;
+}
+
 /* The answer to /v1/auth and /v1/auth/nginx once decided. */
 static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
 			       struct MHD_Connection *conn, struct xrl_srv_req *rq,
@@ -332,6 +347,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		xrl_srv_note_refused(s, rq->cfg, &rq->d, rq->rules, rq->tk, rq->n);
 		if (rq->kind == K_CHECK)
 			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
+		else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
+			ret = xrl_srv_release_answer(s, conn, rq);
 		else
 			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules,
 						  rq->n, &rq->d);
@@ -384,7 +401,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			atomic_fetch_add(&s->status[ST_405], 1);
 			ret = xrl_srv_not_allowed(conn, "DELETE", "/v1/lease/ID takes DELETE");
 		} else {
-			ret = xrl_srv_lease_delete(s, conn, url + 10);
+			ret = xrl_srv_lease_delete(s, conn, rq, url + 10);
 		}
 	} else if (!strcmp(url, "/healthz")) {
 		struct xrl_buf b = {};
@@ -605,11 +622,6 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 			  "on this instance");
 	log_info("identity tier listening on %s, %u rules, backend %s, %u threads", c->listen,
 		 c->n_rules, c->redis ? "redis" : "memory", n);
-	for (__u32 i = 0; c->redis && i < c->n_rules; i++)
-		if (c->rules[i].concurrency)
-			log_warnx("http rule %s: concurrency slots are kept per instance, not in "
-				  "Redis (shared slots are not done yet; docs/policy.md)",
-				  c->rules[i].name);
 	*out = s;
 	return 0;
 fail:

@@ -117,7 +117,7 @@ struct xrl_http_server {
  * again, answers from it.
  */
 enum { RQ_NEW = 0, RQ_WAITING, RQ_DECIDED };
-enum { K_AUTH, K_NGINX, K_CHECK };
+enum { K_AUTH, K_NGINX, K_CHECK, K_RELEASE, K_LEASE_DEL };
 
 struct xrl_srv_req {
 	char *body;
@@ -133,6 +133,8 @@ struct xrl_srv_req {
 	struct xrl_decision d;
 	__u64 t0_ns; /* CLOCK_MONOTONIC when it was read whole */
 	bool timed;  /* a decision: its latency is observed when answered */
+	struct xrl_release rel; /* K_RELEASE, K_LEASE_DEL: what Redis gave back */
+	long rel_cost;
 	/* waiting for Redis: the keys as top --http counts them */
 	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH];
 };
@@ -169,7 +171,12 @@ void *xrl_srv_loop_main(void *arg);
 enum MHD_Result xrl_srv_release(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 				struct MHD_Connection *conn, struct xrl_srv_req *rq);
 enum MHD_Result xrl_srv_lease_delete(struct xrl_http_server *s, struct MHD_Connection *conn,
-				     const char *id);
+				     struct xrl_srv_req *rq, const char *id);
+enum MHD_Result xrl_srv_release_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
+				       struct xrl_srv_req *rq);
+/* server.c: give leases back into rq->rel: 0 done, 1 waiting for Redis */
+int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
+			  const char *const *ids, int n, __u32 cost);
 /* shed.c: http.exempt and the shedding of a route */
 bool xrl_srv_exempt(const struct xrl_http_cfg *c, const char *method, const char *path);
 enum MHD_Result xrl_srv_exempt_answer(struct MHD_Connection *conn);

@@ -2493,24 +2493,61 @@ static json_t *xdp_json(const struct xrld_config *c)
 				 sizeof(d1)));
 }
 
+static json_t *route_json(const struct xrl_http_route *m)
+{
+	return json_pack("{s:s?,s:s?}", "method", m->method[0] ? m->method : NULL, "path_prefix",
+			 m->path_prefix[0] ? m->path_prefix : NULL);
+}
+
+/* http.exempt and http.shed (the mapping form: one bucket; the list: per route) */
+static void http_json_shed(const struct xrl_http_cfg *h, json_t *o)
+{
+	json_t *ex = json_array(), *shed = json_null();
+	char r[48];
+
+	for (__u32 i = 0; i < h->n_exempt; i++)
+		json_array_append_new(ex, route_json(&h->exempt[i]));
+	if (h->shed_enabled) {
+		shed = json_pack("{s:s,s:I}", "rate", rate_str(&h->shed_rate, r, sizeof(r)), "burst",
+				 (json_int_t)h->shed_burst);
+	} else if (h->n_shed) {
+		shed = json_array();
+		for (__u32 i = 0; i < h->n_shed; i++)
+			json_array_append_new(
+				shed, json_pack("{s:o,s:s,s:I}", "match", route_json(&h->shed[i].match),
+						"rate", rate_str(&h->shed[i].rate, r, sizeof(r)),
+						"burst", (json_int_t)h->shed[i].burst));
+	}
+	json_object_set_new(o, "exempt", ex);
+	json_object_set_new(o, "shed", shed);
+}
+
 static json_t *http_json(const struct xrl_http_cfg *h)
 {
-	json_t *rules = json_array();
-	char r[48];
+	json_t *rules = json_array(), *o;
+	char r[48], d[32];
 
 	for (__u32 i = 0; i < h->n_rules; i++) {
 		const struct xrl_http_rule *x = &h->rules[i];
 
-		json_array_append_new(rules,
-				      json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:b}", "name", x->name,
-						"method", x->method, "path_prefix", x->path_prefix,
-						"rate", rate_str(&x->rate, r, sizeof(r)), "burst",
-						(json_int_t)x->burst, "cost", (json_int_t)x->cost,
-						"shadow", x->shadow));
+		/* a rule of concurrency only has no rate and burst: null */
+		json_array_append_new(
+			rules,
+			json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:b,s:o,s:s?}", "name", x->name,
+				  "method", x->method, "path_prefix", x->path_prefix, "rate",
+				  x->has_rate ? rate_str(&x->rate, r, sizeof(r)) : NULL, "burst",
+				  x->has_rate ? json_integer(x->burst) : json_null(), "cost",
+				  (json_int_t)x->cost, "shadow", x->shadow, "concurrency",
+				  x->concurrency ? json_integer(x->concurrency) : json_null(),
+				  "lease_ttl",
+				  x->concurrency ? dur_str(x->lease_ttl_ns, d, sizeof(d)) : NULL));
 	}
 	/* the Redis password is never shown */
-	return json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend",
-			 h->redis ? "redis" : "memory", "rules", rules);
+	o = json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend", h->redis ? "redis" : "memory",
+		      "rules", rules);
+	if (o)
+		http_json_shed(h, o);
+	return o;
 }
 
 json_t *xrl_config_json(const struct xrld_config *c)
