@@ -490,12 +490,28 @@ redis_share() {
 	say "  $id: Redis ${RCPU[$id]} us/decision of it (warm-up included)"
 }
 declare -A RCPU
+# cluster_calls: EVALSHA calls of all six nodes (the masters')
+cluster_calls() {
+	local p n sum=0
+	for p in "${RC_PORTS[@]}"; do
+		n=$(redis-cli -p "$p" INFO commandstats | tr -d '\r' |
+			awk -F'[:=,]' '/^cmdstat_evalsha:/ { print $3 }')
+		sum=$((sum + ${n:-0}))
+	done
+	echo "$sum"
+}
 step_g() {
+	local n0 n1 g_all
+	n0=$(cluster_calls)
 	RT0=$(cpu_ticks "${PIDS_RC[@]}")
 	PARTS="xrld=${PID_XRLD[cluster]} masters=$RC_MASTERS replicas=$RC_REPLICAS"
 	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
 	PARTS=''
 	redis_share g "${PIDS_RC[@]}"
+	n1=$(cluster_calls)
+	g_all=$((REQS[g] + $(field requests "$(grep '^RESULT ' "$T/wrk-g-warmup.txt")")))
+	G_PER_CALL=$(awk -v e=$((n1 - n0)) -v n="$g_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
+	say "  g: $((n1 - n0)) EVALSHA on the masters for $g_all decisions, warm-up included (~$G_PER_CALL a call)"
 }
 step_h() {
 	PARTS="xrld=${PID_XRLD[redisr]} master=$PID_REDM replica=$PID_REDR"
@@ -571,7 +587,8 @@ C_CLR=$(median "${RC_CLR[@]}")
 	echo " context is not in it. It hardly moves when neighbours take the CPU; decisions/s does.)"
 	echo "(c: $C_EVALS EVALSHA calls, warm-up included, ~$C_PER_CALL decisions a call: xrld sends"
 	echo " the decisions queued while a batch is out as one call; f: one decision a call, 16 calls"
-	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals)"
+	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals; g: ~$G_PER_CALL decisions a"
+	echo " call of a master)"
 	echo
 	echo "ratios by round (decisions/s; by CPU time in brackets):"
 	echo "round   a/e_allowed    c/f            b/a            d/c"
