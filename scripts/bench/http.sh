@@ -24,7 +24,8 @@
 #      xrld's
 #   g  xrld, redis-cluster backend, allowed: as c, on a Redis Cluster of 3
 #      masters and 3 replicas (all six on REDIS_CPU); the keys of c spread
-#      over the masters' slots, one script call a slot (CROSSSLOT)
+#      over the masters' slots, one call a node (its node script), the
+#      nodes in turn
 #   h  xrld, redis backend, allowed: as c, on a standalone Redis with one
 #      replica (both on REDIS_CPU): the cluster's replication cost, once
 #
