@@ -34,7 +34,10 @@
 #      xrld's
 #   g  xrld, redis-cluster backend, allowed: as c, on a Redis Cluster of 3
 #      masters and 3 replicas (all six on REDIS_CPU); the keys of c spread
-#      over the masters' slots, one script call a slot (CROSSSLOT)
+#      over the masters' slots, one call a node (its node script), the
+#      nodes in turn
+#   h  xrld, redis backend, allowed: as c, on a standalone Redis with one
+#      replica (both on REDIS_CPU): the cluster's replication cost, once
 #
 # Why two concurrencies: a, b and e run at 60-75k decisions/s, where one wrk
 # thread on one CPU is already 90-98 % busy at 32 connections; with more,
@@ -72,6 +75,10 @@
 #      costs xrld and all six redis-server processes together, against xrld
 #      and the one redis-server of c (judged on CPU time, not decisions/s:
 #      six Redis processes on one CPU measure nothing about throughput)
+#   cluster_cpu_vs_standalone_replicated  CPU(g) / CPU(h), reported: the
+#      same against xrld, a master and its replica (every write copied once,
+#      as in the cluster); c, g and h also report their CPU by part (xrld,
+#      masters, replicas)
 # b / a is reported, not judged, next to nginx's e_refused / e_allowed: the
 # memory backend has no over-limit cache (its store is what one would be),
 # a refusal there is the same lookup as an admission with a larger answer,
@@ -79,8 +86,9 @@
 # Each case also reports the user + system CPU time of its server processes
 # per decision (/proc/PID/stat), which neighbours on a shared machine move
 # much less than decisions/s, and the ratios computed from it.
-# The last line of output:
-#   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z
+# The last two lines of output:
+#   cluster_cost_vs_standalone=G/C cluster_cost_vs_standalone_replicated=G/H
+#   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z cluster_cpu_vs_standalone=G/C
 #
 # Environment: DUR (6), CONNS (32), RCONNS (64), THREADS (1), NKEYS (1024),
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
@@ -137,7 +145,7 @@ cleanup() {
 	# (in a || list, set -e does not stop stop_pids at a pid already gone)
 	[ ${#PIDS[@]} -eq 0 ] || stop_pids "${PIDS[@]}" || true
 	free_ports_done
-	for d in "$PINS-mem" "$PINS-redis" "$PINS-cluster"; do
+	for d in "$PINS-mem" "$PINS-redis" "$PINS-redisr" "$PINS-cluster"; do
 		[ ! -d "$d" ] || rmdir "$d" 2>/dev/null || true
 	done
 	if [ "${KEEP:-0}" = 1 ] || [ "$FAILED" = 1 ]; then
@@ -216,6 +224,28 @@ start_xrld() { # NAME PORT BACKEND
 start_xrld mem "$P_MEM" memory
 start_xrld redis "$P_RED" "redis://127.0.0.1:$P_REDIS"
 
+# h: c again on a standalone Redis with one replica, for a comparison with
+# the cluster at the same replication cost (every write also copied once).
+P_REDM='' P_REDR='' P_RH=''
+free_port P_REDM || die "no free port found"
+free_port P_REDR || die "no free port found"
+free_port P_RH || die "no free port found"
+taskset -c "$REDIS_CPU" redis-server --port "$P_REDM" --bind 127.0.0.1 --save '' \
+	--appendonly no --dir "$T" >"$T/redis-m.log" 2>&1 &
+PIDS+=($!)
+PID_REDM=$!
+taskset -c "$REDIS_CPU" redis-server --port "$P_REDR" --bind 127.0.0.1 --save '' \
+	--appendonly no --dir "$T" --replicaof 127.0.0.1 "$P_REDM" >"$T/redis-r.log" 2>&1 &
+PIDS+=($!)
+PID_REDR=$!
+for _ in $(seq 100); do
+	redis-cli -p "$P_REDR" INFO replication 2>/dev/null | grep -q '^master_link_status:up' && break
+	sleep 0.1
+done
+redis-cli -p "$P_REDR" INFO replication | grep -q '^master_link_status:up' ||
+	die "the replica of the standalone Redis did not sync ($T/redis-r.log)"
+start_xrld redisr "$P_RH" "redis://127.0.0.1:$P_REDM"
+
 # Redis Cluster: 3 masters, 3 replicas, their bus ports given (a bus port
 # of +10000 may be taken), all on REDIS_CPU.
 RC_PORTS=() PIDS_RC=()
@@ -248,6 +278,15 @@ for _ in $(seq 100); do
 	sleep 0.2
 done
 [ "$ok" = 1 ] || die "the Redis Cluster did not reach cluster_state:ok"
+# the masters and the replicas, for CPU time by part (csv of pids)
+RC_MASTERS='' RC_REPLICAS=''
+for i in 0 1 2 3 4 5; do
+	if [ "$(redis-cli -p "${RC_PORTS[i]}" ROLE | head -1 | tr -d '\r')" = master ]; then
+		RC_MASTERS+=${RC_MASTERS:+,}${PIDS_RC[i]}
+	else
+		RC_REPLICAS+=${RC_REPLICAS:+,}${PIDS_RC[i]}
+	fi
+done
 P_CL=''
 free_port P_CL || die "no free port found"
 start_xrld cluster "$P_CL" "redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}"
@@ -296,9 +335,11 @@ wrk_case() {
 	run "$T/wrk-$id-warmup.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d1s \
 		-s "$HERE/auth.lua" "$url" -- "$path" "$uri" "$nkeys" || die "wrk failed ($id, warm-up)"
 	t0=$(cpu_ticks "$@")
+	parts_ticks PT0
 	run "$T/wrk-$id.txt" taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"${DUR}s" --latency \
 		-s "$HERE/auth.lua" "$url" -- "$path" "$uri" "$nkeys" || die "wrk failed ($id): $T/wrk-$id.txt"
 	t1=$(cpu_ticks "$@")
+	parts_ticks PT1
 	line=$(grep '^RESULT ' "$T/wrk-$id.txt") || die "no RESULT from wrk ($id): $T/wrk-$id.txt"
 	local requests duration_us p50_us p99_us non2xx sockerr
 	requests=$(field requests "$line")
@@ -322,6 +363,34 @@ wrk_case() {
 	P99[$id]=$(awk -v u="$p99_us" 'BEGIN { printf "%.2f", u / 1000 }')
 	CPU[$id]=$(awk -v t=$((t1 - t0)) -v hz="$HZ" -v n="$requests" 'BEGIN { printf "%.1f", t * 1e6 / hz / n }')
 	say "  $id: ${RPS[$id]} decisions/s, p50 ${P50[$id]} ms, p99 ${P99[$id]} ms, server CPU ${CPU[$id]} us/decision"
+	parts_report "$id" "$requests"
+}
+
+# PARTS (set by a step around its wrk_case): "NAME=PID,PID NAME=PID ...",
+# the processes whose CPU time per decision is reported one group at a time
+# (xrld, masters, replicas), over the same interval as the case's total.
+PARTS=''
+declare -A PCPU
+# parts_ticks ARRAY: each group's ticks now, into the associative ARRAY
+parts_ticks() {
+	local -n out=$1
+	local g
+	out=()
+	for g in $PARTS; do
+		# shellcheck disable=SC2046 # the pids, one word each
+		out[${g%%=*}]=$(cpu_ticks $(tr , ' ' <<<"${g#*=}"))
+	done
+}
+declare -A PT0 PT1
+parts_report() { # ID REQUESTS
+	local g n line=''
+	for g in $PARTS; do
+		n=${g%%=*}
+		PCPU[$1.$n]=$(awk -v t=$((PT1[$n] - PT0[$n])) -v hz="$HZ" -v r="$2" \
+			'BEGIN { printf "%.1f", t * 1e6 / hz / r }')
+		line+=" $n ${PCPU[$1.$n]}"
+	done
+	[ -z "$line" ] || say "  $1: CPU us/decision by part:$line"
 }
 
 # lease_case ID CONNS PORT URI SERVER-PID...: acquire + release pairs of
@@ -430,7 +499,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # on a shared machine; odd rounds in this order, even rounds in the
 # reverse one, so that a neighbour growing or fading through a round
 # favours neither side of a pair over the run. Then the ratios of the round.
-declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED RC_CL RR_CL
+declare -a RR_MEM RR_RED RR_RA_MEM RR_RA_RED RC_MEM RC_RED RC_RA_MEM RC_RA_RED RC_CL RR_CL RC_CLR
 declare -a RR_LM RR_LR RC_LM RC_LR
 step_e_allowed() { wrk_case e_allowed "$CONNS" "$P_NGX" /open/x /open/x "$NKEYS" allowed "${PIDS_NGINX[@]}"; }
 step_a() { wrk_case a "$CONNS" "$P_MEM" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[mem]}"; }
@@ -447,7 +516,9 @@ step_c() {
 	local n0 n1 c_all
 	n0=$(evalsha_calls)
 	RT0=$(cpu_ticks "$PID_REDIS")
+	PARTS="xrld=${PID_XRLD[redis]} redis=$PID_REDIS"
 	wrk_case c "$RCONNS" "$P_RED" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redis]}" "$PID_REDIS"
+	PARTS=''
 	n1=$(evalsha_calls)
 	redis_share c "$PID_REDIS"
 	C_EVALS=$((n1 - n0))
@@ -476,16 +547,41 @@ redis_share() {
 	say "  $id: Redis ${RCPU[$id]} us/decision of it (warm-up included)"
 }
 declare -A RCPU
-step_g() {
-	RT0=$(cpu_ticks "${PIDS_RC[@]}")
-	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
-	redis_share g "${PIDS_RC[@]}"
+# cluster_calls: EVALSHA calls of all six nodes (the masters')
+cluster_calls() {
+	local p n sum=0
+	for p in "${RC_PORTS[@]}"; do
+		n=$(redis-cli -p "$p" INFO commandstats | tr -d '\r' |
+			awk -F'[:=,]' '/^cmdstat_evalsha:/ { print $3 }')
+		sum=$((sum + ${n:-0}))
+	done
+	echo "$sum"
 }
 step_l() { lease_case l "$CONNS" "$P_MEM" /conc/x "${PID_XRLD[mem]}"; }
 step_l0() { lease_case l0 "$CONNS" "$P_MEM" /open/x "${PID_XRLD[mem]}"; }
 step_m() { lease_case m "$RCONNS" "$P_RED" /conc/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
 step_m0() { lease_case m0 "$RCONNS" "$P_RED" /open/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
-STEPS=(e_allowed a b l0 l e_refused f g c d m0 m)
+step_g() {
+	local n0 n1 g_all
+	n0=$(cluster_calls)
+	RT0=$(cpu_ticks "${PIDS_RC[@]}")
+	PARTS="xrld=${PID_XRLD[cluster]} masters=$RC_MASTERS replicas=$RC_REPLICAS"
+	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
+	PARTS=''
+	redis_share g "${PIDS_RC[@]}"
+	n1=$(cluster_calls)
+	g_all=$((REQS[g] + $(field requests "$(grep '^RESULT ' "$T/wrk-g-warmup.txt")")))
+	G_PER_CALL=$(awk -v e=$((n1 - n0)) -v n="$g_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
+	say "  g: $((n1 - n0)) EVALSHA on the masters for $g_all decisions, warm-up included (~$G_PER_CALL a call)"
+}
+step_h() {
+	PARTS="xrld=${PID_XRLD[redisr]} master=$PID_REDM replica=$PID_REDR"
+	wrk_case h "$RCONNS" "$P_RH" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[redisr]}" \
+		"$PID_REDM" "$PID_REDR"
+	PARTS=''
+}
+# g between c and h: each compared pair runs back to back
+STEPS=(e_allowed a b l0 l e_refused f h g c d m0 m)
 one_round() {
 	local i
 	say "round $ROUND of $ROUNDS"
@@ -512,7 +608,8 @@ one_round() {
 	RC_LR+=("$(ratio "${CPU[m]}" "${CPU[m0]}")")
 	RC_CL+=("$(ratio "${CPU[g]}" "${CPU[c]}")")
 	RR_CL+=("$(ratio "${RPS[g]}" "${RPS[c]}")")
-	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}  CPU g/c ${RC_CL[-1]}" \
+	RC_CLR+=("$(ratio "${CPU[g]}" "${CPU[h]}")")
+	say "  round $ROUND: a/e ${RR_MEM[-1]}  c/f ${RR_RED[-1]}  b/a ${RR_RA_MEM[-1]}  d/c ${RR_RA_RED[-1]}  CPU g/c ${RC_CL[-1]}  CPU g/h ${RC_CLR[-1]}" \
 		" l0/l ${RR_LM[-1]}  m0/m ${RR_LR[-1]}"
 }
 
@@ -539,6 +636,7 @@ C_LM=$(median "${RC_LM[@]}")
 C_LR=$(median "${RC_LR[@]}")
 C_CL=$(median "${RC_CL[@]}")
 R_CL=$(median "${RR_CL[@]}")
+C_CLR=$(median "${RC_CLR[@]}")
 
 {
 	echo
@@ -551,7 +649,8 @@ R_CL=$(median "${RR_CL[@]}")
 		"e_allowed:nginx limit_req, allowed" "e_refused:nginx limit_req, refused (429)" \
 		"l0:xrld memory, allowed (lease.lua)" "l:xrld memory, acquire + release (pairs)" \
 		"m0:xrld redis, allowed (lease.lua)" "m:xrld redis, acquire + release (pairs)" \
-		"f:redis-benchmark -P 16, EVALSHA gcra" "g:xrld redis-cluster (3+3), allowed"; do
+		"f:redis-benchmark -P 16, EVALSHA gcra" "g:xrld redis-cluster (3+3), allowed" \
+		"h:xrld redis + 1 replica, allowed"; do
 		id=${row%%:*}
 		printf '%-46s %12s %8s %8s %9s %10s\n' "$id  ${row#*:}" "${RPS[$id]}" "${P50[$id]}" \
 			"${P99[$id]}" "${NON2XX[$id]}" "${CPU[$id]}"
@@ -561,7 +660,8 @@ R_CL=$(median "${RR_CL[@]}")
 	echo " context is not in it. It hardly moves when neighbours take the CPU; decisions/s does.)"
 	echo "(c: $C_EVALS EVALSHA calls, warm-up included, ~$C_PER_CALL decisions a call: xrld sends"
 	echo " the decisions queued while a batch is out as one call; f: one decision a call, 16 calls"
-	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals)"
+	echo " a pipeline; d: $D_EVALS EVALSHA calls for ${REQS[d]} refusals; g: ~$G_PER_CALL decisions a"
+	echo " call of a master)"
 	echo
 	echo "ratios by round (decisions/s; by CPU time in brackets):"
 	echo "round   a/e_allowed    c/f            b/a            d/c            l0/l (l/l0)    m0/m (m/m0)"
@@ -580,7 +680,11 @@ R_CL=$(median "${RR_CL[@]}")
 	echo "nginx refused/allowed  e_refused/e_allowed $(ratio "${RPS[e_refused]}" "${RPS[e_allowed]}")" \
 		"        $(ratio "${CPU[e_allowed]}" "${CPU[e_refused]}")"
 	echo "cluster_cpu_vs_standalone  CPU g/c       $R_CL (g/c rps)  $C_CL    <= 1.3 (CPU of xrld + all redis-server)"
-	echo "(CPU g/c by round: ${RC_CL[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
+	echo "cluster_cpu_vs_standalone_replicated  CPU g/h  $C_CLR    (reported: h is c with one replica)"
+	echo "(CPU g/c by round: ${RC_CL[*]}; g/h by round: ${RC_CLR[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
+	echo "(the last round's CPU us/decision by part: c xrld ${PCPU[c.xrld]} redis ${PCPU[c.redis]};" \
+		"h xrld ${PCPU[h.xrld]} master ${PCPU[h.master]} replica ${PCPU[h.replica]};" \
+		"g xrld ${PCPU[g.xrld]} masters ${PCPU[g.masters]} replicas ${PCPU[g.replicas]})"
 	echo "lease_vs_decision_memory  l0/l (l/l0)   $R_LM         $C_LM    <= 2.0 (by CPU time)"
 	echo "lease_vs_decision_redis   m0/m (m/m0)   $R_LR         $C_LR    <= 2.0 (by CPU time)"
 	echo "(l and m: pairs/s and CPU us per pair of /v1/auth + /v1/release, two HTTP requests;"
@@ -608,6 +712,7 @@ if [ ${#missed[@]} -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
 	KEEP_SAID=1
 fi
 FAILED=0
+echo "cluster_cost_vs_standalone=$C_CL cluster_cost_vs_standalone_replicated=$C_CLR"
 echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_cpu_vs_standalone=$C_CL" \
 	"lease_vs_decision_memory=$C_LM lease_vs_decision_redis=$C_LR"
 [ ${#missed[@]} -eq 0 ] || exit 1

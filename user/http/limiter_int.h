@@ -315,6 +315,8 @@ struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl
 void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j);
 /* Jobs queued and no batch in flight: the next run sends them. */
 bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p);
+void xrl_redis_pipe_hold(struct xrl_redis_pipe *p, bool hold);
+__u64 xrl_redis_pipe_out(const struct xrl_redis_pipe *p);
 
 /* ---- redis_cluster.c -------------------------------------------------------- */
 int xrl_cluster_new(struct xrl_limiter *l);

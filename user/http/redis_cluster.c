@@ -42,6 +42,7 @@
 #define REFRESH_GAP_NS	 (100 * 1000000ULL) /* refreshes at most 10/s */
 #define REFRESH_PERIOD_S 5		    /* and at least every 5 s */
 #define CPIPE_FREE_MAX	 256
+#define SERIAL_NS	 1000000ULL /* start_next: 1 ms */
 
 /*
  * Refund a decision's part: KEYS its buckets, ARGV[1] now (us since the
@@ -159,6 +160,7 @@ struct xrl_cpipe {
 	__u32 reg_gen[XRL_CLUSTER_NODES_MAX];
 	short reg_ev[XRL_CLUSTER_NODES_MAX];
 	unsigned handed;
+	unsigned rr;	/* the node whose batch went last */
 	__u32 inflight; /* requests not yet decided */
 	bool closing;
 	struct xrl_creq *free_cr;
@@ -781,6 +783,9 @@ void xrl_cpipe_free(struct xrl_cpipe *cp)
 
 int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen)
 {
+	bool waiting = false;
+	__u64 out = 0;
+
 	*timeout_ns = UINT64_MAX;
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++) {
 		short ev = 0;
@@ -793,6 +798,9 @@ int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32
 		fd = xrl_limiter_pipe_poll(cp->np[i], &ev, &to, &g);
 		if (to < *timeout_ns)
 			*timeout_ns = to;
+		waiting |= xrl_redis_pipe_waiting(cp->np[i]);
+		if (xrl_redis_pipe_out(cp->np[i]) > out)
+			out = xrl_redis_pipe_out(cp->np[i]);
 		if (fd != cp->reg_fd[i] || g != cp->reg_gen[i] || ev != cp->reg_ev[i]) {
 			/* as loop.c's: a new connection is a new fd; a closed one
 			 * left the set when it was closed */
@@ -810,9 +818,50 @@ int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32
 			cp->reg_ev[i] = ev;
 		}
 	}
+	if (waiting) { /* start_next's turn, at the latest (now: none is out) */
+		__u64 now = lim_now(cp->l), to = out + SERIAL_NS > now ? out + SERIAL_NS - now : 0;
+
+		if (to < *timeout_ns)
+			*timeout_ns = to;
+	}
 	*events = POLLIN;
 	*gen = 0;
 	return cp->ep;
+}
+
+/*
+ * Start a node's queued batch: one node's batch out at a time, the nodes in
+ * turn, unless the one out has been out SERIAL_NS already. Why: a node's
+ * call costs Redis a wake-up, a read, a write and a replication
+ * transaction whatever its size, and with every node's batch out at once a
+ * node's batch is a third of one Redis's (three masters); in turn, each
+ * node's queue fills while the others' calls are out, and a call carries
+ * about what one Redis's would (docs/benchmarks.md, "Redis Cluster"). A
+ * decision waits at most SERIAL_NS more than on one Redis before its call
+ * goes; a node that stops answering holds the others that long only.
+ */
+static void start_next(struct xrl_cpipe *cp)
+{
+	__u64 now = lim_now(cp->l), out = 0;
+
+	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++) {
+		__u64 t = cp->np[i] ? xrl_redis_pipe_out(cp->np[i]) : 0;
+
+		if (t && (!out || t > out))
+			out = t; /* the latest batch out */
+	}
+	if (out && now - out < SERIAL_NS)
+		return;
+	for (int k = 0; k < XRL_CLUSTER_NODES_MAX; k++) {
+		int i = (int)((cp->rr + 1 + (unsigned)k) % XRL_CLUSTER_NODES_MAX);
+
+		if (cp->np[i] && xrl_redis_pipe_waiting(cp->np[i])) {
+			cp->rr = (unsigned)i;
+			xrl_limiter_pipe_run(cp->np[i], 0);
+			if (xrl_redis_pipe_out(cp->np[i]))
+				return;
+		}
+	}
 }
 
 int xrl_cpipe_run(struct xrl_cpipe *cp, short revents)
@@ -830,21 +879,16 @@ int xrl_cpipe_run(struct xrl_cpipe *cp, short revents)
 						       (ev[k].events & EPOLLERR ? POLLERR : 0) |
 						       (ev[k].events & EPOLLHUP ? POLLHUP : 0));
 	}
-	/* a node's answers may queue work on another (the next part, a
-	 * redirect, a refund): round again while some queue waits */
-	for (int pass = 0; pass < 4; pass++) {
-		bool again = false;
-
-		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
-			if (cp->np[i] && (rev[i] || xrl_limiter_pipe_busy(cp->np[i]))) {
-				xrl_limiter_pipe_run(cp->np[i], rev[i]);
-				rev[i] = 0;
-			}
-		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
-			again |= cp->np[i] && xrl_redis_pipe_waiting(cp->np[i]);
-		if (!again)
-			break;
-	}
+	/* replies, writes and deadlines first, no batch started: a node's
+	 * answers may queue work on another (the next part, a redirect, a
+	 * refund); then the next batch, start_next's way */
+	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
+		if (cp->np[i] && (rev[i] || xrl_limiter_pipe_busy(cp->np[i]))) {
+			xrl_redis_pipe_hold(cp->np[i], true);
+			xrl_limiter_pipe_run(cp->np[i], rev[i]);
+			xrl_redis_pipe_hold(cp->np[i], false);
+		}
+	start_next(cp);
 	return (int)cp->handed;
 }
 

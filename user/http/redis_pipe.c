@@ -76,6 +76,7 @@ struct xrl_redis_pipe {
 	bool retried, reloaded;		  /* sent once more: on a new connection; after NOSCRIPT */
 	bool answered;			  /* a reply of the batch came in */
 	bool aborting;			  /* pipe_abort: not Redis's failure */
+	bool hold;			  /* a cluster's node: no new batch now */
 	char *wb;			  /* the batch's bytes; wb[woff..wlen) unwritten */
 	size_t wlen, woff, wcap;
 	struct xrl_redis_job *free; /* spare jobs */
@@ -946,6 +947,19 @@ void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j)
 	p->q_tail = j;
 }
 
+/* A cluster's node pipe: hold its queue (no batch starts in pipe_run)
+ * while the face lets another node's batch go first. */
+void xrl_redis_pipe_hold(struct xrl_redis_pipe *p, bool hold)
+{
+	p->hold = hold;
+}
+
+/* When the batch in flight went out (lim_now), or 0: none is. */
+__u64 xrl_redis_pipe_out(const struct xrl_redis_pipe *p)
+{
+	return p->b ? p->t0 : 0;
+}
+
 bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p)
 {
 	return !p->b && p->q;
@@ -1044,7 +1058,7 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
 			pipe_drop(p);
 	}
-	if (!p->b && p->q)
+	if (!p->b && p->q && !p->hold)
 		pipe_start(p);
 	return (int)p->handed;
 }
