@@ -135,6 +135,20 @@ redis_cluster_start() {
 		--cluster-yes >"$HT_TMP/create.log" 2>&1 ||
 		fatal "redis-cli --cluster create: $(tail -n 5 "$HT_TMP/create.log")"
 	wait_for 20 cluster_ok "${RC_PORTS[@]}" || fatal "the cluster did not reach cluster_state:ok"
+	# a replica that has not finished its first sync (diskless, delayed 5 s
+	# by default) is refused a failover: a test that kills a master waits
+	# for every replica to be in sync first
+	wait_for 20 replicas_synced $(($1 / 2)) || fatal "the replicas did not finish their first sync"
+}
+
+# replicas_synced N: N nodes of RC_PORTS are replicas whose link to their
+# master is up.
+replicas_synced() {
+	local p n=0
+	for p in "${RC_PORTS[@]}"; do
+		redis-cli -p "$p" info replication | tr -d '\r' | grep -q '^master_link_status:up' && n=$((n + 1))
+	done
+	[ "$n" = "$1" ]
 }
 
 # cluster_ok PORT...: every node says cluster_state:ok.

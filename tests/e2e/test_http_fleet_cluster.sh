@@ -28,52 +28,7 @@ require_http redis-server redis-cli
 http_setup
 
 # ---- the cluster -----------------------------------------------------------
-RC_PORTS=()
-for i in 0 1 2 3 4 5; do
-	p=$(free_port)
-	RC_PORTS+=("$p")
-	mkdir -p "$HT_TMP/rc$i"
-	HT_LOG[rc$i]=$HT_TMP/rc$i.log
-	redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$i" \
-		--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf --cluster-node-timeout 1000 \
-		--cluster-require-full-coverage no --daemonize no >>"${HT_LOG[rc$i]}" 2>&1 &
-	HT_PID[rc$i]=$!
-	HT_PORT[rc$i]=$p
-	HT_PIDS+=("$!")
-done
-for i in 0 1 2 3 4 5; do
-	wait_for 10 redis_ping "rc$i" || fatal "redis-server rc$i did not answer: $(tail -n 5 "${HT_LOG[rc$i]}")"
-done
-redis-cli --cluster create $(printf '127.0.0.1:%s ' "${RC_PORTS[@]}") --cluster-replicas 1 \
-	--cluster-yes >"$HT_TMP/create.log" 2>&1 || fatal "redis-cli --cluster create: $(tail -n 5 "$HT_TMP/create.log")"
-cluster_ok() {
-	local p
-	for p in "$@"; do
-		redis-cli -p "$p" cluster info 2>/dev/null | grep -q '^cluster_state:ok' || return 1
-	done
-}
-wait_for 20 cluster_ok "${RC_PORTS[@]}" || fatal "the cluster did not reach cluster_state:ok"
-# a replica that never finished its first sync (diskless, delayed 5 s by
-# default) is refused a failover: wait until every replica is in sync
-replicas_synced() {
-	local p n=0
-	for p in "${RC_PORTS[@]}"; do
-		redis-cli -p "$p" info replication | tr -d '\r' | grep -q '^master_link_status:up' && n=$((n + 1))
-	done
-	[ "$n" = 3 ]
-}
-wait_for 20 replicas_synced || fatal "the replicas did not finish their first sync"
-masters() {
-	redis-cli -p "$1" cluster nodes | awk '$3 ~ /master/ && $3 !~ /fail/ && $8 == "connected" && NF > 8 {
-		split($2, a, "[:@]"); printf "%s", a[2]; for (i = 9; i <= NF; i++) printf " %s", $i; print "" }'
-}
-# owner LIVEPORT KEY: the port of the master of KEY's slot
-owner() {
-	local slot
-	slot=$(redis-cli -p "$1" cluster keyslot "$2")
-	masters "$1" | awk -v s="$slot" '{ for (i = 2; i <= NF; i++) { n = split($i, r, "-");
-		lo = r[1]; hi = n > 1 ? r[2] : r[1]; if (s >= lo && s <= hi) { print $1; exit } } }'
-}
+redis_cluster_start 6
 for k in $(seq 50); do
 	FL=fc$$-$k
 	FO=$(owner "${RC_PORTS[0]}" "xrl:{fleet:$FL}:live")
