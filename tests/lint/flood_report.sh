@@ -11,7 +11,7 @@
 #      Y, E2 only, and exits 0 when they are met;
 #   3. --update-docs with only spoofed.md rewrites only the spoofed block.
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 REPORT=scripts/bench/flood/report.py
 T=$(mktemp -d /tmp/xrl-flood-report.XXXXXX)
 trap 'rm -rf "$T"' EXIT
