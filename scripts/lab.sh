@@ -8,6 +8,7 @@
 #   sudo scripts/lab.sh down     # remove everything; idempotent
 #   sudo scripts/lab.sh napi     # re-pin the receive kthread, print its pid
 #   sudo scripts/lab.sh status   # what exists, the kthread and its CPU
+#   sudo scripts/lab.sh clients side|router  # the clients' path (below)
 #   scripts/lab.sh env           # the lab's names as shell assignments
 #
 #   xrlfl-cli [flc0 10.211.0.2, legit 10.211.0.100-131]   legitimate clients
@@ -18,6 +19,8 @@
 #       |           sends on fla0
 #   xrlfl-fe  [flf0 10.210.0.1]  <- the protected interface: XDP, the
 #             defence, nginx on 10.210.0.1:80, tcp_syncookies=1
+#   (and a side veth xrlfl-cli [flc1 10.212.0.2] -- xrlfl-fe [flf1
+#   10.212.0.1], unused until `clients side`: see below)
 #
 # Why one protected interface shared by flood and clients, not one veth
 # pair per party into the front end: a front end's NIC queue is shared by
@@ -31,6 +34,20 @@
 # too: a bridge turns the generator's XDP frames into skbs and the
 # protected veth would get skbs to convert back (the costly path), and the
 # bridge's forwarding work would land on some CPU we measure.
+#
+# The side veth (`clients side`, the spoofed-source scenario of flood.sh):
+# there every defence answers each SYN with a SYN-ACK, and what is judged
+# is only whether the clients are still served, so a client SYN lost in
+# the attacker's ring measures the lab's 256-frame veth ring (VETH_RING_SIZE,
+# one queue), not the defence: a NIC has 1-4k descriptors per queue and
+# several queues. `clients side` routes the clients over flc1/flf1 into the
+# front end: their packets meet the same defence (flood.sh attaches it to
+# flf1 as well), the same receive CPU (flf1's threaded-NAPI kthread pinned
+# to RX_CPU at the same SCHED_FIFO NAPI_PRIO as flf0's, so it waits while
+# flf0's kthread is busy) and the same listener, but not the flood's
+# overflowing ring. flc1 keeps an XDP_PASS program (a veth takes XDP_TX
+# frames only with NAPI) with its kthread on GEN_CPU, as the router's end
+# of the wire. `clients router` puts the route back.
 #
 # CPUs: the protected interface's receive work runs in its own threaded-NAPI
 # kthread (napi/flf0-N), pinned to RX_CPU (1); a veth only has NAPI while an
@@ -65,6 +82,10 @@ FE_IF=flf0
 ATK_IF=fla0
 RTR_IF=flr0
 CLI_IF=flc0
+FE_SIDE_IF=flf1                # the side veth (`clients side`)
+CLI_SIDE_IF=flc1
+FE_SIDE_IP=10.212.0.1
+CLI_SIDE_IP=10.212.0.2
 FE_IP=10.210.0.1
 ATK_IP=10.210.0.2
 RTR_IP=10.211.0.1
@@ -95,9 +116,9 @@ legit_ips() {
 	for ((i = 0; i < NLEGIT; i++)); do printf '%s%d\n' "$LEGIT_BASE" $((100 + i)); done
 }
 
-# napi_pids: the threaded-NAPI kthreads of the protected interface.
+# napi_pids [IF]: the threaded-NAPI kthreads of IF (the protected interface).
 napi_pids() {
-	ps -e -o pid=,comm= | awk -v p="napi/$FE_IF-" 'index($2, p) == 1 { print $1 }'
+	ps -e -o pid=,comm= | awk -v p="napi/${1:-$FE_IF}-" 'index($2, p) == 1 { print $1 }'
 }
 
 # napi_pin: pin every receive kthread of FE_IF to RX_CPU at SCHED_FIFO
@@ -114,7 +135,26 @@ napi_pin() {
 		taskset -pc "$RX_CPU" "$pid" >/dev/null || die "couldn't pin kthread $pid to CPU $RX_CPU"
 		chrt -f -p "$NAPI_PRIO" "$pid" || die "couldn't make kthread $pid SCHED_FIFO $NAPI_PRIO"
 	done
+	# the side veth's, alike (not printed: its frames are the clients')
+	for pid in $(napi_pids "$FE_SIDE_IF"); do
+		{ taskset -pc "$RX_CPU" "$pid" >/dev/null && chrt -f -p "$NAPI_PRIO" "$pid"; } ||
+			die "couldn't pin kthread $pid to CPU $RX_CPU"
+	done
 	echo $pids
+}
+
+# clients side|router: the clients' route to FE_IP (see the top)
+lab_clients() {
+	case $1 in
+	side)
+		ip -n "$NS_CLI" route replace "${FE_IP%.*}.0/24" via "$FE_SIDE_IP" dev "$CLI_SIDE_IF" &&
+			ip -n "$NS_FE" route replace "${LEGIT_BASE}0/24" via "$CLI_SIDE_IP" dev "$FE_SIDE_IF" ;;
+	router)
+		ip -n "$NS_CLI" route del "${FE_IP%.*}.0/24" 2>/dev/null
+		ip -n "$NS_FE" route del "${LEGIT_BASE}0/24" 2>/dev/null
+		return 0 ;;
+	*) die "usage: $0 clients side|router" ;;
+	esac
 }
 
 lab_env() {
@@ -125,6 +165,7 @@ NS_CLI=$NS_CLI
 FE_IF=$FE_IF
 ATK_IF=$ATK_IF
 FE_IP=$FE_IP
+FE_SIDE_IF=$FE_SIDE_IF
 FE_MAC=$(ip -n "$NS_FE" -br link show dev "$FE_IF" 2>/dev/null | awk '{ print $3 }')
 LEGIT_IPS=$(legit_ips | paste -sd, -)
 RX_CPU=$RX_CPU
@@ -193,6 +234,10 @@ lab_up() {
 	for ip in $(legit_ips); do
 		ip -n "$NS_CLI" addr add "$ip/24" dev "$CLI_IF"
 	done
+	netns_veth "$NS_FE" "$FE_SIDE_IF" "$FE_SIDE_IP/24" "$NS_CLI" "$CLI_SIDE_IF" "$CLI_SIDE_IP/24" ||
+		die "couldn't set up the veth $FE_SIDE_IF/$CLI_SIDE_IF"
+	ns_sysctl "$NS_CLI" "net.ipv4.conf.$CLI_SIDE_IF.rp_filter=0"
+	ns_sysctl "$NS_FE" "net.ipv4.conf.$FE_SIDE_IF.rp_filter=0"
 	ip -n "$NS_FE" route add default via "$ATK_IP"
 	ip -n "$NS_CLI" route add default via "$RTR_IP"
 	# the router forwards between its two subnets only: a reply to a spoofed
@@ -212,6 +257,17 @@ lab_up() {
 		die "couldn't attach $PASS_OBJ natively to $FE_IF"
 	ns_sysfs_write "$NS_FE" "/sys/class/net/$FE_IF/threaded" 1 ||
 		die "couldn't turn on threaded NAPI on $FE_IF"
+	# the side veth: the same on flf1 (its kthread pinned by napi_pin);
+	# flc1 gets NAPI too, its kthread on GEN_CPU (see the top)
+	{ ip -n "$NS_FE" link set dev "$FE_SIDE_IF" xdpdrv obj "$PASS_OBJ" sec xdp &&
+		ns_sysfs_write "$NS_FE" "/sys/class/net/$FE_SIDE_IF/threaded" 1 &&
+		ip -n "$NS_CLI" link set dev "$CLI_SIDE_IF" xdpdrv obj "$PASS_OBJ" sec xdp &&
+		ns_sysfs_write "$NS_CLI" "/sys/class/net/$CLI_SIDE_IF/threaded" 1; } ||
+		die "couldn't attach $PASS_OBJ to the side veth $FE_SIDE_IF/$CLI_SIDE_IF"
+	for pid in $(napi_pids "$CLI_SIDE_IF"); do
+		{ taskset -pc "$GEN_CPU" "$pid" >/dev/null && chrt -f -p "$NAPI_PRIO" "$pid"; } ||
+			die "couldn't pin kthread $pid to CPU $GEN_CPU"
+	done
 	napi_pin >/dev/null
 
 	mkdir -p "$NGINX_DIR/conf" "$NGINX_DIR/html" "$NGINX_DIR/logs"
@@ -281,7 +337,10 @@ napi)
 	napi_pin ;;
 status) lab_status ;;
 env) lab_env ;;
+clients)
+	[ -e "/run/netns/$NS_FE" ] || die "no lab: $0 up"
+	lab_clients "${2:-}" ;;
 *)
-	echo "usage: $0 up|down|napi|status|env" >&2
+	echo "usage: $0 up|down|napi|status|env|clients side|router" >&2
 	exit 2 ;;
 esac
