@@ -227,14 +227,17 @@ int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n
 				if (!it[i].first_exp || x[i]->l[j].exp < it[i].first_exp)
 					it[i].first_exp = x[i]->l[j].exp;
 		}
-		/* two items of one set (two rules cannot share one: the name is in k) */
-		it[i].ok = x[i] && x[i]->n < it[i].r->concurrency;
+		/* two items of one set (two rules cannot share one: the name is in
+		 * k). A full table admits without a slot (counted in
+		 * leases_full): a flood of unique keys holding leases must not
+		 * turn into "refuse every new caller" */
+		it[i].ok = !x[i] || x[i]->n < it[i].r->concurrency;
 		it[i].full = !x[i];
 		if (!it[i].ok && !it[i].r->shadow)
 			all = false;
 	}
 	for (int i = 0; i < n; i++) {
-		if (all && it[i].ok) {
+		if (all && it[i].ok && x[i]) {
 			x[i]->l[x[i]->n++] = (struct xrl_lease){ .nonce = it[i].nonce,
 								  .exp = now + it[i].r->lease_ttl_ns,
 								  .rate = it[i].rate };
@@ -244,7 +247,7 @@ int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n
 		if (!all)
 			it[i].taken = false;
 		else
-			it[i].taken = it[i].ok;
+			it[i].taken = it[i].ok && x[i];
 	}
 	lock_all(s, it, n, false);
 	return all;
