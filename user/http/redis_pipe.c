@@ -453,7 +453,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		if (x->st == J_PENDING) {
 			keys += x->m + (x->res ? 2 : 1) * x->nc;
 			args += 2 * x->m + 3 * x->nc;
-			xs |= x->slot != j->slot;
+			xs |= p->node && x->slot != j->slot; /* only a node's call */
 			i++;
 		}
 	*h++ = '*';
@@ -1154,6 +1154,12 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 	j->m = 0;
 	j->d = NULL;
 	j->res = res;
+	/* one standalone server: no slot, a plain entry of the batched call
+	 * (a recycled job kept a slot of 0, and a release batched with a
+	 * decision (slot -1) read as a cluster node's call: no node, SIGSEGV) */
+	j->slot = -1;
+	j->kind = JK_DECIDE;
+	j->asking = j->ask_sent = j->one_slot = false;
 	xrl_redis_release_format(j, rules);
 	job_put(p, j, w);
 	return 1;
