@@ -904,6 +904,39 @@ bool xrl_cpipe_busy(const struct xrl_cpipe *cp)
 
 /* ---- metrics ------------------------------------------------------------------ */
 
+/* What a per-node family reports: a count, the batch time in seconds, or
+ * the breaker as 0 (closed) or 1 (open or half-open). */
+enum xrl_node_stat { NODE_BATCHES, NODE_ERRORS, NODE_SECONDS, NODE_BREAKER };
+
+static void node_family(struct xrl_buf *b, struct xrl_cluster *cl, __u32 n, const char *name,
+			const char *type, const char *help, enum xrl_node_stat what)
+{
+	xrl_prom_family(b, name, type, help);
+	for (__u32 i = 0; i < n; i++) {
+		struct xrl_cnode *nd = &cl->node[i];
+
+		xrl_buf_printf(b, "%s{node=\"%s:%d\"} ", name, nd->a.host, nd->a.port);
+		if (what == NODE_SECONDS)
+			xrl_buf_printf(b, "%.9f\n", (double)atomic_load(&nd->lat_ns) / 1e9);
+		else if (what == NODE_BREAKER)
+			xrl_buf_printf(b, "%d\n", atomic_load(&nd->brk.state) != BRK_CLOSED);
+		else
+			xrl_buf_printf(b, "%llu\n",
+				       (unsigned long long)atomic_load(what == NODE_BATCHES
+									   ? &nd->batches
+									   : &nd->errors));
+	}
+}
+
+/* A family with two samples, label=v1 and label=v2. */
+static void two_family(struct xrl_buf *b, const char *name, const char *help, const char *label,
+		       const char *v1, __u64 n1, const char *v2, __u64 n2)
+{
+	xrl_prom_family(b, name, "counter", help);
+	xrl_prom_u64(b, name, label, v1, n1);
+	xrl_prom_u64(b, name, label, v2, n2);
+}
+
 void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
 {
 	struct xrl_cluster *cl = l->cl;
@@ -912,51 +945,25 @@ void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
 	if (!cl)
 		return;
 	n = atomic_load(&cl->n_nodes);
-	xrl_prom_family(b, "xrl_http_redis_node_batches_total", "counter",
-			"Batches a Redis Cluster node answered or failed, per node.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_batches_total{node=\"%s:%d\"} %llu\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (unsigned long long)atomic_load(&cl->node[i].batches));
-	xrl_prom_family(b, "xrl_http_redis_node_errors_total", "counter",
-			"Batches a Redis Cluster node failed (timeout, error, closed), per node.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_errors_total{node=\"%s:%d\"} %llu\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (unsigned long long)atomic_load(&cl->node[i].errors));
-	xrl_prom_family(b, "xrl_http_redis_node_batch_seconds_total", "counter",
-			"Time batches spent on a Redis Cluster node, write to last reply, per "
-			"node (over batches_total: the mean latency).");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_batch_seconds_total{node=\"%s:%d\"} %.9f\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (double)atomic_load(&cl->node[i].lat_ns) / 1e9);
-	xrl_prom_family(b, "xrl_http_redis_node_breaker_open", "gauge",
-			"1 while a Redis Cluster node's breaker is open or half-open.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_breaker_open{node=\"%s:%d\"} %d\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       atomic_load(&cl->node[i].brk.state) != BRK_CLOSED);
-	xrl_prom_family(b, "xrl_http_redis_slot_map_refreshes_total", "counter",
-			"Redis Cluster slot maps read (CLUSTER SLOTS), by result.");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_slot_map_refreshes_total{result=\"ok\"} %llu\n"
-		       "xrl_http_redis_slot_map_refreshes_total{result=\"error\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->refreshes),
-		       (unsigned long long)atomic_load(&cl->refresh_errors));
-	xrl_prom_family(b, "xrl_http_redis_redirects_total", "counter",
-			"Redis Cluster redirects followed, by kind.");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_redirects_total{kind=\"moved\"} %llu\n"
-		       "xrl_http_redis_redirects_total{kind=\"ask\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->moved),
-		       (unsigned long long)atomic_load(&cl->ask));
-	xrl_prom_family(b, "xrl_http_redis_refunds_total", "counter",
-			"Parts of a multi-slot decision refunded after a later part refused or "
-			"failed, by result (error: those tokens stay spent).");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_refunds_total{result=\"sent\"} %llu\n"
-		       "xrl_http_redis_refunds_total{result=\"error\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->refunds),
-		       (unsigned long long)atomic_load(&cl->refund_errors));
+	node_family(b, cl, n, "xrl_http_redis_node_batches_total", "counter",
+		    "Batches a Redis Cluster node answered or failed, per node.", NODE_BATCHES);
+	node_family(b, cl, n, "xrl_http_redis_node_errors_total", "counter",
+		    "Batches a Redis Cluster node failed (timeout, error, closed), per node.",
+		    NODE_ERRORS);
+	node_family(b, cl, n, "xrl_http_redis_node_batch_seconds_total", "counter",
+		    "Time batches spent on a Redis Cluster node, write to last reply, per "
+		    "node (over batches_total: the mean latency).",
+		    NODE_SECONDS);
+	node_family(b, cl, n, "xrl_http_redis_node_breaker_open", "gauge",
+		    "1 while a Redis Cluster node's breaker is open or half-open.", NODE_BREAKER);
+	two_family(b, "xrl_http_redis_slot_map_refreshes_total",
+		   "Redis Cluster slot maps read (CLUSTER SLOTS), by result.", "result", "ok",
+		   atomic_load(&cl->refreshes), "error", atomic_load(&cl->refresh_errors));
+	two_family(b, "xrl_http_redis_redirects_total", "Redis Cluster redirects followed, by kind.",
+		   "kind", "moved", atomic_load(&cl->moved), "ask", atomic_load(&cl->ask));
+	two_family(b, "xrl_http_redis_refunds_total",
+		   "Parts of a multi-slot decision refunded after a later part refused or "
+		   "failed, by result (error: those tokens stay spent).",
+		   "result", "sent", atomic_load(&cl->refunds), "error",
+		   atomic_load(&cl->refund_errors));
 }
