@@ -215,6 +215,13 @@ struct xrl_redis_job {
 };
 
 /* ---- store.c --------------------------------------------------------------- */
+/*
+ * A sharded table's allocation (store.c, lease.c): size bytes, zeroed and
+ * 64-byte aligned (each shard on its own cache lines); *per is the entries
+ * a shard: a power of two, 16 or more, the first whose SHARDS shards hold
+ * n, but no more than cap (a power of two). NULL when out of memory.
+ */
+void *xrl_shards_alloc(size_t size, __u32 n, __u32 cap, __u32 *per);
 struct xrl_store *xrl_store_new(__u32 max_keys);
 void xrl_store_free(struct xrl_store *s);
 struct xrl_shard *xrl_store_shard(struct xrl_store *s, struct xrl_kd k);
