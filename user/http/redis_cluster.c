@@ -37,6 +37,7 @@
 #include "redis_cluster.h"
 #include "redis_slots.h"
 #include "report.h"
+#include "util.h"
 
 #define HOPS_MAX	 5
 #define REFRESH_GAP_NS	 (100 * 1000000ULL) /* refreshes at most 10/s */
@@ -163,9 +164,7 @@ struct xrl_cpipe {
 	unsigned rr;	/* the node whose batch went last */
 	__u32 inflight; /* requests not yet decided */
 	bool closing;
-	struct xrl_creq *free_cr;
-	struct xrl_redis_job *free_j;
-	__u32 n_free_cr, n_free_j;
+	struct xrl_freelist spare_cr, spare_j;
 };
 
 /* ---- nodes and the map -------------------------------------------------------- */
@@ -434,13 +433,8 @@ void xrl_cluster_free(struct xrl_cluster *cl)
 {
 	if (!cl)
 		return;
-	if (cl->thr_ok) {
-		pthread_mutex_lock(&cl->rmu);
-		cl->stop = true;
-		pthread_cond_signal(&cl->rcv);
-		pthread_mutex_unlock(&cl->rmu);
-		pthread_join(cl->thr, NULL);
-	}
+	if (cl->thr_ok)
+		xrl_thread_stop(&cl->rmu, &cl->rcv, &cl->stop, cl->thr);
 	pthread_rwlock_destroy(&cl->mu);
 	redisFreeCommand(cl->node_load);
 	free(cl);
@@ -450,14 +444,8 @@ void xrl_cluster_free(struct xrl_cluster *cl)
 
 static struct xrl_redis_job *job_get(struct xrl_cpipe *cp)
 {
-	struct xrl_redis_job *j = cp->free_j;
+	struct xrl_redis_job *j = xrl_fl_get(&cp->spare_j, sizeof(*j));
 
-	if (j) {
-		cp->free_j = j->next;
-		cp->n_free_j--;
-	} else {
-		j = malloc(sizeof(*j));
-	}
 	if (j) {
 		memset(j, 0, offsetof(struct xrl_redis_job, klen));
 		j->slot = -1;
@@ -467,15 +455,8 @@ static struct xrl_redis_job *job_get(struct xrl_cpipe *cp)
 
 static void job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 {
-	if (!j)
-		return;
-	if (cp->n_free_j < CPIPE_FREE_MAX) {
-		j->next = cp->free_j;
-		cp->free_j = j;
-		cp->n_free_j++;
-	} else {
-		free(j);
-	}
+	if (j)
+		xrl_fl_put(&cp->spare_j, j, CPIPE_FREE_MAX);
 }
 
 /* Onto the queue of the node that serves j's slot (or that a redirect
@@ -565,13 +546,7 @@ static void creq_finish(struct xrl_cpipe *cp, struct xrl_creq *cr, int st, int u
 	cp->inflight--;
 	for (int p = 0; p < cr->np; p++)
 		job_put(cp, cr->part[p]);
-	if (cp->n_free_cr < CPIPE_FREE_MAX) {
-		cr->next = cp->free_cr;
-		cp->free_cr = cr;
-		cp->n_free_cr++;
-	} else {
-		free(cr);
-	}
+	xrl_fl_put(&cp->spare_cr, cr, CPIPE_FREE_MAX);
 }
 
 /* A part answered (J_OK): its items into the request; the next part, or
@@ -688,14 +663,8 @@ int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct
 {
 	const char *ik[XRL_HTTP_MAX_MATCH];
 	struct xrl_redis_job *j0 = job_get(cp);
-	struct xrl_creq *cr = cp->free_cr;
+	struct xrl_creq *cr = xrl_fl_get(&cp->spare_cr, sizeof(*cr));
 
-	if (cr) {
-		cp->free_cr = cr->next;
-		cp->n_free_cr--;
-	} else {
-		cr = malloc(sizeof(*cr));
-	}
 	if (!cr || !j0)
 		goto oom;
 	memset(cr, 0, offsetof(struct xrl_creq, pitem));
@@ -761,22 +730,14 @@ void xrl_cpipe_abort(struct xrl_cpipe *cp)
 
 void xrl_cpipe_free(struct xrl_cpipe *cp)
 {
-	void *next;
-
 	if (!cp)
 		return;
 	xrl_cpipe_abort(cp);
 	cp->closing = true;
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
 		xrl_limiter_pipe_free(cp->np[i]);
-	for (struct xrl_creq *c = cp->free_cr; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	for (struct xrl_redis_job *j = cp->free_j; j; j = next) {
-		next = j->next;
-		free(j);
-	}
+	xrl_fl_drain(&cp->spare_cr);
+	xrl_fl_drain(&cp->spare_j);
 	close(cp->ep);
 	free(cp);
 }
