@@ -883,9 +883,8 @@ static void node_family(struct xrl_buf *b, struct xrl_cluster *cl, __u32 n, cons
 			xrl_buf_printf(b, "%d\n", atomic_load(&nd->brk.state) != BRK_CLOSED);
 		else
 			xrl_buf_printf(b, "%llu\n",
-				       (unsigned long long)atomic_load(what == NODE_BATCHES
-									   ? &nd->batches
-									   : &nd->errors));
+				       (unsigned long long)atomic_load(
+					       what == NODE_BATCHES ? &nd->batches : &nd->errors));
 	}
 }
 
@@ -920,8 +919,9 @@ void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
 	two_family(b, "xrl_http_redis_slot_map_refreshes_total",
 		   "Redis Cluster slot maps read (CLUSTER SLOTS), by result.", "result", "ok",
 		   atomic_load(&cl->refreshes), "error", atomic_load(&cl->refresh_errors));
-	two_family(b, "xrl_http_redis_redirects_total", "Redis Cluster redirects followed, by kind.",
-		   "kind", "moved", atomic_load(&cl->moved), "ask", atomic_load(&cl->ask));
+	two_family(b, "xrl_http_redis_redirects_total",
+		   "Redis Cluster redirects followed, by kind.", "kind", "moved",
+		   atomic_load(&cl->moved), "ask", atomic_load(&cl->ask));
 	two_family(b, "xrl_http_redis_refunds_total",
 		   "Parts of a multi-slot decision refunded after a later part refused or "
 		   "failed, by result (error: those tokens stay spent).",

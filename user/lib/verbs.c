@@ -24,12 +24,14 @@
  * The rows of a set of sources xrld keeps (allow, deny, vouch): NOUN add ARG
  * [the options after the helps], NOUN del ARG, NOUN list.
  */
+/* clang-format off */
 #define SET_VERBS(ID, noun, arg, type, add_help, del_help, list_help, ...) \
 	[XRL_VERB_##ID##_ADD] = { XRL_VERB_##ID##_ADD, noun, "add", { POS(arg, type) }, \
 				  __VA_ARGS__, XRL_VERB_CHANGES, add_help }, \
 	[XRL_VERB_##ID##_DEL] = { XRL_VERB_##ID##_DEL, noun, "del", { POS(arg, type) }, {}, \
 				  XRL_VERB_CHANGES, del_help }, \
 	[XRL_VERB_##ID##_LIST] = { XRL_VERB_##ID##_LIST, noun, "list", {}, {}, 0, list_help }
+/* clang-format on */
 
 /* One row a verb; kept as a table by the formatter. */
 /* clang-format off */
