@@ -291,6 +291,131 @@ codes() {
 	done
 }
 
+# xrld_http_fleet BODY: xrld A, B and C, each with a free http port (P[n])
+# and metrics port (M[n]), behind traefik; BODY is a function that prints
+# the rest of the http: section (backend, fleet, rules). The caller
+# declares P and M (declare -A P M).
+# shellcheck disable=SC2004 # P and M are the caller's associative arrays
+xrld_http_fleet() {
+	local n
+	for n in A B C; do
+		P[$n]=$(free_port)
+		M[$n]=$(free_port)
+		{
+			printf 'metrics: 127.0.0.1:%s\n' "${M[$n]}"
+			http_yaml "${P[$n]}" traefik
+			"$1"
+		} >"$HT_TMP/$n.yaml"
+		xrld_http_start "$n" "$HT_TMP/$n.yaml" "${P[$n]}"
+	done
+}
+
+# ---- concurrency (tests/e2e/test_http_concurrency*.sh) --------------------------
+
+# conc_rules: the policy rules (under http: rules:) the helpers below rely
+# on: checkout (concurrency 20), solo (concurrency 1, lease_ttl 2s) and
+# report (1/h, burst 10, concurrency 5).
+conc_rules() {
+	cat <<'YAML'
+    - name: checkout
+      match: { method: POST, path_prefix: /api/checkout }
+      key: global
+      concurrency: 20
+      lease_ttl: 30s
+    - name: solo
+      match: { path_prefix: /api/solo }
+      key: global
+      concurrency: 1
+      lease_ttl: 2s
+    - name: report
+      match: { path_prefix: /api/report }
+      key: header:X-User-Id
+      rate: 1/h
+      burst: 10
+      concurrency: 5
+YAML
+}
+
+# conc_burst PORTS N HOLD: N requests at once to /api/checkout over PORTS
+# (comma-separated), each holding its slot HOLD seconds (conc_client.py);
+# sets admitted, refused, other, max_inside, retry_after_min and CONC_OUT.
+# shellcheck disable=SC2034 # read by the tests
+CONC_OUT=''
+conc_burst() {
+	read -r CONC_OUT < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$1" "$2" "$3" /api/checkout)
+	eval "$CONC_OUT"
+}
+
+# check_conc_60 PORTS WHERE: 60 at once against concurrency 20, each holding
+# 2 s: 20 admitted, 40 refused with 503 (WHERE ends the max_inside label).
+# shellcheck disable=SC2154 # admitted..retry_after_min: set by conc_burst's eval
+check_conc_60() {
+	conc_burst "$1" 60 2
+	info "   $CONC_OUT"
+	check_eq "admitted" "$admitted" 20
+	check_eq "refused with 503" "$refused" 40
+	check_eq "other answers" "$other" 0
+	check_range "at most 20 inside at any moment$2" "$max_inside" 1 20
+	check_range "Retry-After of the refusals (s)" "$retry_after_min" 1 30
+}
+
+# solo_holder_killed PORT WHERE: a client takes /api/solo's slot on PORT
+# (checked: "the holder got its slot" WHERE) and is killed (SIGKILL) without
+# releasing it; T0 is the time of the kill (date +%s%N).
+T0=''
+solo_holder_killed() {
+	local hp
+	"$XRL_PY" - "$1" >"$HT_TMP/holder.out" <<'PY' &
+import http.client, sys, time
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+c.request("GET", "/v1/auth", headers={"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/api/solo"})
+r = c.getresponse(); r.read()
+print(r.status, flush=True)
+time.sleep(60)
+PY
+	hp=$!
+	HT_PIDS+=("$hp")
+	for _ in $(seq 50); do [ -s "$HT_TMP/holder.out" ] && break; sleep 0.1; done
+	check_eq "the holder got its slot$2" "$(cat "$HT_TMP/holder.out")" 200
+	{ kill -KILL "$hp" && wait "$hp"; } 2>/dev/null
+	T0=$(date +%s%N)
+}
+
+# check_solo_freed BASE WHO: ask BASE for /api/solo every 100 ms until it
+# admits, or 5 s after T0; checks that it did, between 1 and 2.6 s after
+# the kill (lease_ttl 2 s); WHO starts the labels. H_CODE and hdr are the
+# admitting answer's.
+check_solo_freed() {
+	while :; do
+		hreq "$1/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
+		[ "$H_CODE" = 200 ] && break
+		[ $(($(date +%s%N) - T0)) -gt 5000000000 ] && break
+		sleep 0.1
+	done
+	check_eq "${2}free again after lease_ttl" "$H_CODE" 200
+	check_range "freed after (ms; lease_ttl 2 s, less what passed before the kill)" \
+		$((($(date +%s%N) - T0) / 1000000)) 1000 2600
+}
+
+# check_post_paid CHECK RELEASE WHO: rule report's post-paid cost: a check
+# on CHECK (key u1, a lease), its lease released on RELEASE with cost=5,
+# and the next check on CHECK shows the 5 tokens spent; WHO starts the
+# check labels. LEASE and LEASE_BODY are the first check's lease and body.
+# shellcheck disable=SC2034 # read by the tests
+LEASE='' LEASE_BODY=''
+check_post_paid() {
+	hreq "$1/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
+	check_eq "${3}check admitted" "$H_CODE" 200
+	LEASE=$(hdr X-XRL-Lease)
+	# shellcheck disable=SC2034 # read by the tests
+	LEASE_BODY=$H_BODY
+	check_eq "${3}RateLimit after one request" "$(hdr RateLimit)" '"report";r=9;t=3600'
+	hreq "$2/v1/release" -X POST -d "lease=$LEASE&cost=5"
+	check_eq "release with cost=5" "$H_CODE $H_BODY" '200 {"released":1,"unknown":0,"charged":5}'
+	hreq "$1/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
+	check_eq "${3}the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
+}
+
 # ---- nginx -----------------------------------------------------------------
 
 # render_checked WHAT SRC OUT FROM TO [FROM TO...]: SRC with each FROM

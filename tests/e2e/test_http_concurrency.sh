@@ -43,22 +43,7 @@ http:
     - { match: { path_prefix: /api/checkout-shed }, rate: 1/min, burst: 1 }
     - { match: { method: GET, path_prefix: /health }, rate: 1/min, burst: 2 }
   rules:
-    - name: checkout
-      match: { method: POST, path_prefix: /api/checkout }
-      key: global
-      concurrency: 20
-      lease_ttl: 30s
-    - name: solo
-      match: { path_prefix: /api/solo }
-      key: global
-      concurrency: 1
-      lease_ttl: 2s
-    - name: report
-      match: { path_prefix: /api/report }
-      key: header:X-User-Id
-      rate: 1/h
-      burst: 10
-      concurrency: 5
+$(conc_rules)
     - name: probes
       match: { method: GET, path_prefix: /health }
       key: client_ip
@@ -69,56 +54,20 @@ xrld_http_start a "$HT_TMP/a.yaml" "$P"
 URL=http://127.0.0.1:$P
 
 info "1. 60 at once against concurrency 20, each holding 2 s"
-read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$P" 60 2 /api/checkout)
-info "   $out"
-eval "$out"
-check_eq "admitted" "$admitted" 20
-check_eq "refused with 503" "$refused" 40
-check_eq "other answers" "$other" 0
-check_range "at most 20 inside at any moment" "$max_inside" 1 20
-check_range "Retry-After of the refusals (s)" "$retry_after_min" 1 30
-read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$P" 20 0 /api/checkout)
-eval "$out"
+check_conc_60 "$P" ""
+conc_burst "$P" 20 0
 check_eq "all 20 slots given back: 20 admitted again" "$admitted" 20
 
 info "2. a holder killed without releasing"
-"$XRL_PY" - "$P" >"$HT_TMP/holder.out" <<'PY' &
-import http.client, sys, time
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
-c.request("GET", "/v1/auth", headers={"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/api/solo"})
-r = c.getresponse(); r.read()
-print(r.status, flush=True)
-time.sleep(60)
-PY
-HP=$!
-HT_PIDS+=("$HP")
-for _ in $(seq 50); do [ -s "$HT_TMP/holder.out" ] && break; sleep 0.1; done
-check_eq "the holder got its slot" "$(cat "$HT_TMP/holder.out")" 200
-{ kill -KILL "$HP" && wait "$HP"; } 2>/dev/null
-t0=$(date +%s%N)
+solo_holder_killed "$P" ""
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
 check_eq "its slot is still held after the kill" "$H_CODE" 503
-while :; do
-	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
-	[ "$H_CODE" = 200 ] && break
-	[ $(($(date +%s%N) - t0)) -gt 5000000000 ] && break
-	sleep 0.1
-done
-check_eq "free again after lease_ttl" "$H_CODE" 200
+check_solo_freed "$URL" ""
 solo_lease=$(hdr X-XRL-Lease)
-check_range "freed after (ms; lease_ttl 2 s, less what passed before the kill)" \
-	$((($(date +%s%N) - t0) / 1000000)) 1000 2600
 
 info "3. post-paid cost"
-hreq "$URL/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
-check_eq "check: admitted" "$H_CODE" 200
-lease=$(hdr X-XRL-Lease)
-check_eq "check: the lease is in the body too" "$(jget "d['leases'][0]" <<<"$H_BODY")" "$lease"
-check_eq "RateLimit after one request" "$(hdr RateLimit)" '"report";r=9;t=3600'
-hreq "$URL/v1/release" -X POST -d "lease=$lease&cost=5"
-check_eq "release with cost=5" "$H_BODY" '{"released":1,"unknown":0,"charged":5}'
-hreq "$URL/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
-check_eq "the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
+check_post_paid "$URL" "$URL" ""
+check_eq "check: the lease is in the body too" "$(jget "d['leases'][0]" <<<"$LEASE_BODY")" "$LEASE"
 
 info "4. exempt probes (shed GET /health*: burst 2; rule probes: burst 1)"
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthy"

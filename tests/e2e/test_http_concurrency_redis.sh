@@ -44,22 +44,7 @@ http:
   redis_timeout: 200ms
   threads: 4
   rules:
-    - name: checkout
-      match: { method: POST, path_prefix: /api/checkout }
-      key: global
-      concurrency: 20
-      lease_ttl: 30s
-    - name: solo
-      match: { path_prefix: /api/solo }
-      key: global
-      concurrency: 1
-      lease_ttl: 2s
-    - name: report
-      match: { path_prefix: /api/report }
-      key: header:X-User-Id
-      rate: 1/h
-      burst: 10
-      concurrency: 5
+$(conc_rules)
     - name: shut
       match: { path_prefix: /api/shut }
       key: global
@@ -79,47 +64,18 @@ B=http://127.0.0.1:$PB
 rcli() { redis-cli -h 127.0.0.1 -p "$RP" "$@"; }
 
 info "1. 60 at once over A and B against concurrency 20, each holding 2 s"
-read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$PA,$PB" 60 2 /api/checkout)
-info "   $out"
-eval "$out"
-check_eq "admitted" "$admitted" 20
-check_eq "refused with 503" "$refused" 40
-check_eq "other answers" "$other" 0
-check_range "at most 20 inside at any moment, both instances" "$max_inside" 1 20
-check_range "Retry-After of the refusals (s)" "$retry_after_min" 1 30
+check_conc_60 "$PA,$PB" ", both instances"
 check_eq "every slot given back: the set is gone" "$(rcli exists 'xrl:{checkout:*}:c')" 0
-read -r out < <("$XRL_PY" "$(dirname "$0")/conc_client.py" "$PA,$PB" 20 0 /api/checkout)
-eval "$out"
+conc_burst "$PA,$PB" 20 0
 check_eq "all 20 slots free: 20 admitted again" "$admitted" 20
 
 info "2. a holder on A killed without releasing"
-"$XRL_PY" - "$PA" >"$HT_TMP/holder.out" <<'PY' &
-import http.client, sys, time
-c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
-c.request("GET", "/v1/auth", headers={"X-Forwarded-Method": "GET", "X-Forwarded-Uri": "/api/solo"})
-r = c.getresponse(); r.read()
-print(r.status, flush=True)
-time.sleep(60)
-PY
-HP=$!
-HT_PIDS+=("$HP")
-for _ in $(seq 50); do [ -s "$HT_TMP/holder.out" ] && break; sleep 0.1; done
-check_eq "the holder got its slot on A" "$(cat "$HT_TMP/holder.out")" 200
-{ kill -KILL "$HP" && wait "$HP"; } 2>/dev/null
-t0=$(date +%s%N)
+solo_holder_killed "$PA" " on A"
 check_eq "the slot set is a sorted set in Redis" "$(rcli type 'xrl:{solo:*}:c')" zset
 check_range "it has an expiry (ms)" "$(rcli pttl 'xrl:{solo:*}:c')" 1 2001
 hreq "$B/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
 check_eq "B: the slot is still held after the kill" "$H_CODE" 503
-while :; do
-	hreq "$B/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
-	[ "$H_CODE" = 200 ] && break
-	[ $(($(date +%s%N) - t0)) -gt 5000000000 ] && break
-	sleep 0.1
-done
-check_eq "B: free again after lease_ttl" "$H_CODE" 200
-check_range "freed after (ms; lease_ttl 2 s, less what passed before the kill)" \
-	$((($(date +%s%N) - t0) / 1000000)) 1000 2600
+check_solo_freed "$B" "B: "
 solo=$(hdr X-XRL-Lease)
 hreq "$A/v1/lease/$solo" -X DELETE
 check_eq "A: DELETE of B's lease" "$H_CODE" 204
@@ -127,14 +83,7 @@ hreq "$A/v1/lease/$solo" -X DELETE
 check_eq "A: DELETE it again" "$H_CODE" 404
 
 info "3. post-paid cost over Redis"
-hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
-check_eq "A: check admitted" "$H_CODE" 200
-lease=$(hdr X-XRL-Lease)
-check_eq "A: RateLimit after one request" "$(hdr RateLimit)" '"report";r=9;t=3600'
-hreq "$B/v1/release" -X POST -d "lease=$lease&cost=5"
-check_eq "B: release with cost=5" "$H_CODE $H_BODY" '200 {"released":1,"unknown":0,"charged":5}'
-hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
-check_eq "A: the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
+check_post_paid "$A" "$B" "A: "
 
 info "4. a release abandoned while Redis is paused"
 hreq "$A/v1/check" -X POST -d '{"rule":"report","key":"u2"}'

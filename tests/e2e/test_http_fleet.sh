@@ -30,13 +30,8 @@ XRLCTL=${XRLCTL:-$XRL_ROOT/build/xrlctl}
 http_redis_begin
 
 BURST=30
-declare -A P M
-for n in A B C; do
-	P[$n]=$(free_port)
-	M[$n]=$(free_port)
-	cat >"$HT_TMP/$n.yaml" <<EOF
-metrics: 127.0.0.1:${M[$n]}
-$(http_yaml "${P[$n]}" traefik)
+fleet_http() {
+	cat <<EOF
   backend: redis://127.0.0.1:$RP
   redis_timeout: 100ms
   breaker_cooldown: 1s
@@ -46,8 +41,9 @@ $(http_yaml "${P[$n]}" traefik)
 $(yaml_rule local '{ path_prefix: /local/ }' header:X-User-Id 1/min "$BURST" 'on_backend_error: local')
 $(yaml_rule login '{ path_prefix: /login/ }' header:X-User-Id 4/s 2)
 EOF
-	xrld_http_start "$n" "$HT_TMP/$n.yaml" "${P[$n]}"
-done
+}
+declare -A P M
+xrld_http_fleet fleet_http
 info "redis on $RP; xrld A ${P[A]}, B ${P[B]}, C ${P[C]}"
 
 ctl() { local n=$1; shift; "$XRLCTL" --socket "$HT_TMP/$n.sock" "$@"; }

@@ -38,31 +38,19 @@ done
 info "cluster on ${RC_PORTS[*]}; fleet $FL on master $FO (first seed ${RC_PORTS[0]})"
 
 # ---- three xrld --------------------------------------------------------------
-declare -A P M
-for n in A B C; do
-	P[$n]=$(free_port)
-	M[$n]=$(free_port)
-	cat >"$HT_TMP/$n.yaml" <<EOF
-metrics: 127.0.0.1:${M[$n]}
-http:
-  listen: 127.0.0.1:${P[$n]}
-  forwarded_from: traefik
-  trusted_proxies: [127.0.0.1]
+fleet_http() {
+	cat <<EOF
   backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
   redis_timeout: 300ms
   breaker_cooldown: 500ms
   fleet: $FL
   penalty: { strikes: 2, window: 1s, base: 60s, max: 120s }
   rules:
-    - name: login
-      match: { path_prefix: /login/ }
-      key: header:X-User-Id
-      rate: 4/s
-      burst: 2
-      on_backend_error: local
+$(yaml_rule login '{ path_prefix: /login/ }' header:X-User-Id 4/s 2 'on_backend_error: local')
 EOF
-	xrld_http_start "$n" "$HT_TMP/$n.yaml" "${P[$n]}"
-done
+}
+declare -A P M
+xrld_http_fleet fleet_http
 info "xrld A ${P[A]}, B ${P[B]}, C ${P[C]}"
 
 ctl() { local n=$1; shift; "$XRLCTL" --socket "$HT_TMP/$n.sock" "$@"; }

@@ -31,6 +31,16 @@ static __u32 conc_add(struct xrl_http_cfg *c, const char *name, __u32 n, __u64 t
 	return c->n_rules++;
 }
 
+/* A limiter on one concurrency rule (conc_add's), that rule in *rp. */
+static struct xrl_limiter *conc_limiter(const char *name, __u32 n, __u64 ttl,
+					enum xrl_key_kind kind, const struct xrl_http_rule **rp)
+{
+	struct xrl_http_cfg *c = cfg_new();
+
+	*rp = &c->rules[conc_add(c, name, n, ttl, kind)];
+	return lim_done(c);
+}
+
 static int release1(struct xrl_limiter *l, const char *id, __u32 cost, bool *released)
 {
 	struct xrl_release res;
@@ -42,16 +52,13 @@ static int release1(struct xrl_limiter *l, const char *id, __u32 cost, bool *rel
 
 static void test_lease_bound_and_release(void **state)
 {
-	struct xrl_http_cfg *c = cfg_new();
 	const struct xrl_http_rule *r;
 	struct xrl_decision d[4];
 	struct xrl_limiter *l;
 	bool rel;
 
 	(void)state;
-	r = &c->rules[conc_add(c, "checkout", 3, 60 * SEC, XRL_KEY_GLOBAL)];
-	cfg_done(c);
-	l = lim_new(c);
+	l = conc_limiter("checkout", 3, 60 * SEC, XRL_KEY_GLOBAL, &r);
 	for (int i = 0; i < 3; i++) {
 		CTX("slot %d of 3", i + 1);
 		d[i] = dec1(l, r, "*");
@@ -84,15 +91,12 @@ static void test_lease_bound_and_release(void **state)
 
 static void test_lease_runs_out(void **state)
 {
-	struct xrl_http_cfg *c = cfg_new();
 	const struct xrl_http_rule *r;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
 
 	(void)state;
-	r = &c->rules[conc_add(c, "slow", 1, 300 * MS, XRL_KEY_HEADER)];
-	cfg_done(c);
-	l = lim_new(c);
+	l = conc_limiter("slow", 1, 300 * MS, XRL_KEY_HEADER, &r);
 	CTX("a holder that never gives its slot back");
 	EQ(dec1(l, r, "alice").allowed, true);
 	d = dec1(l, r, "alice");
@@ -162,20 +166,28 @@ static void test_lease_refund(void **state)
 	}
 }
 
-static void test_lease_post_paid_cost(void **state)
+/* Rule report (1/h, burst 10) with concurrency 4 and leases of 60 s: a
+ * post-paid cost is released against its lease. */
+static struct xrl_limiter *report_limiter(struct xrl_http_rule **rp)
 {
 	struct xrl_http_cfg *c = cfg_new();
+
+	*rp = &c->rules[rule_add(c, "report", "1/h", 10)];
+	(*rp)->concurrency = 4;
+	(*rp)->lease_ttl_ns = 60 * SEC;
+	cfg_done(c);
+	return lim_new(c);
+}
+
+static void test_lease_post_paid_cost(void **state)
+{
 	struct xrl_http_rule *r;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
 	bool rel;
 
 	(void)state;
-	r = &c->rules[rule_add(c, "report", "1/h", 10)];
-	r->concurrency = 4;
-	r->lease_ttl_ns = 60 * SEC;
-	cfg_done(c);
-	l = lim_new(c);
+	l = report_limiter(&r);
 	CTX("admitted: one token and a slot");
 	d = dec1(l, r, "alice");
 	EQ(d.allowed, true);
@@ -205,18 +217,13 @@ static void test_lease_post_paid_cost(void **state)
 static void test_lease_post_paid_cost_wraps(void **state)
 {
 	const __u32 wrap = 5124096; /* 5124096 * 3.6e12 - 2^64 = 1.53e12 */
-	struct xrl_http_cfg *c = cfg_new();
 	struct xrl_http_rule *r;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
 	bool rel;
 
 	(void)state;
-	r = &c->rules[rule_add(c, "report", "1/h", 10)];
-	r->concurrency = 4;
-	r->lease_ttl_ns = 60 * SEC;
-	cfg_done(c);
-	l = lim_new(c);
+	l = report_limiter(&r);
 	d = dec1(l, r, "alice");
 	EQ(d.allowed, true);
 	CTX("released with a cost whose debt in ns wraps");
@@ -303,21 +310,16 @@ static void test_lease_ids(void **state)
 /* cost 0: counted, never refused, no slot taken. */
 static void test_lease_cost_zero(void **state)
 {
-	struct xrl_http_cfg *c = cfg_new();
 	const struct xrl_http_rule *r;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
-	__u32 zero = 0;
-	const char *k = "*";
 
 	(void)state;
-	r = &c->rules[conc_add(c, "probe", 1, 60 * SEC, XRL_KEY_GLOBAL)];
-	cfg_done(c);
-	l = lim_new(c);
+	l = conc_limiter("probe", 1, 60 * SEC, XRL_KEY_GLOBAL, &r);
 	EQ(dec1(l, r, "*").allowed, true);
 	for (int i = 0; i < 3; i++) {
 		CTX("cost 0, the only slot held: %d", i);
-		assert_int_equal(xrl_limiter_decide(l, &r, &k, &zero, 1, &d), 0);
+		d = dec_cost(l, r, "*", 0);
 		EQ(d.allowed, true);
 		EQ(d.n_leases, 0);
 	}
@@ -334,8 +336,6 @@ static void test_check_cost_zero_reads(void **state)
 	const struct xrl_http_rule *r;
 	struct xrl_limiter *l;
 	struct xrl_decision d;
-	__u32 zero = 0;
-	const char *k = "u";
 
 	(void)state;
 	r = &c->rules[rule_add(c, "api", "1/h", 3)];
@@ -345,13 +345,13 @@ static void test_check_cost_zero_reads(void **state)
 	EQ(dec1(l, r, "u").allowed, true);
 	for (int i = 0; i < 2; i++) {
 		CTX("cost 0 after two of three, %d", i);
-		assert_int_equal(xrl_limiter_decide(l, &r, &k, &zero, 1, &d), 0);
+		d = dec_cost(l, r, "u", 0);
 		EQ(d.allowed, true);
 		EQ(d.remaining, 1);
 	}
 	EQ(dec1(l, r, "u").allowed, true);
 	CTX("cost 0, drained");
-	assert_int_equal(xrl_limiter_decide(l, &r, &k, &zero, 1, &d), 0);
+	d = dec_cost(l, r, "u", 0);
 	EQ(d.allowed, true);
 	EQ(d.remaining, 0);
 	EQ(dec1(l, r, "u").allowed, false);
@@ -395,15 +395,12 @@ static void *t_main(void *p)
 
 static void test_lease_concurrent_bound(void **state)
 {
-	struct xrl_http_cfg *c = cfg_new();
 	_Atomic int inside = 0, max_inside = 0, admitted = 0;
 	struct t_arg a;
 	pthread_t t[T_THREADS];
 
 	(void)state;
-	a.r = &c->rules[conc_add(c, "pool", T_BOUND, 60 * SEC, XRL_KEY_GLOBAL)];
-	cfg_done(c);
-	a.l = lim_new(c);
+	a.l = conc_limiter("pool", T_BOUND, 60 * SEC, XRL_KEY_GLOBAL, &a.r);
 	a.inside = &inside;
 	a.max_inside = &max_inside;
 	a.admitted = &admitted;

@@ -29,6 +29,7 @@
 #include "http_ctl.h"
 #include "log.h"
 #include "server_int.h"
+#include "util.h"
 
 #define OVR_KEY "xrl:overrides"
 
@@ -305,11 +306,7 @@ void xrl_srv_ovr_sync_stop(struct xrl_http_server *s)
 
 	if (!y)
 		return;
-	pthread_mutex_lock(&y->mu);
-	y->stop = true;
-	pthread_cond_signal(&y->cv);
-	pthread_mutex_unlock(&y->mu);
-	pthread_join(y->thr, NULL);
+	xrl_thread_stop(&y->mu, &y->cv, &y->stop, y->thr);
 	pthread_cond_destroy(&y->cv);
 	pthread_mutex_destroy(&y->mu);
 	free(y);

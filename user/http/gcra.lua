@@ -11,6 +11,12 @@ local function abs(r)
   if f >= 1000 then xi = xi + 1; f = f - 1000 end
   return string.format('%.0f.%03d', ni + xi, f)
 end
+local function ahead(v)
+  if not v then return 0 end
+  local ti, tf, old = split(v)
+  if old then ti = ti - 1704067200000000 end
+  return (ti - ni) + (tf - nf)
+end
 local nd = tonumber(ARGV[2])
 local nk, nc, relk, rk, k0 = {}, {}, {}, {}, 0
 for d = 1, nd do
@@ -62,12 +68,7 @@ local function release(k, kb, ab)
       if type(v) == 'table' then gone = false end
     end
     if gone and inc > 0 then
-      local r = 0
-      if v then
-        local ti, tf, old = split(v)
-        if old then ti = ti - 1704067200000000 end
-        r = (ti - ni) + (tf - nf)
-      end
+      local r = ahead(v)
       if r < 0 then r = 0 end
       r = r + inc
       if r > tau then r = tau end
@@ -112,12 +113,7 @@ for d = 1, nd do
     if shadow then tau = -tau end
     local v = val[key]
     if bad[key] then err = true end
-    local r = 0
-    if v then
-      local ti, tf, old = split(v)
-      if old then ti = ti - 1704067200000000 end
-      r = (ti - ni) + (tf - nf)
-    end
+    local r = ahead(v)
     fix[i] = r > tau + 0.0005
     if fix[i] then r = tau end
     rel[i] = r

@@ -51,15 +51,12 @@ struct xrl_lease_store {
 
 struct xrl_lease_store *xrl_lease_store_new(__u32 max_sets)
 {
-	struct xrl_lease_store *s = aligned_alloc(64, sizeof(*s));
-	__u32 per = 16;
+	__u32 per;
+	struct xrl_lease_store *s = xrl_shards_alloc(sizeof(*s), max_sets, 1u << 20, &per);
 
 	if (!s)
 		return NULL;
-	memset(s, 0, sizeof(*s));
 	s->max_sets = max_sets ? max_sets : 1;
-	while ((__u64)per * SHARDS < max_sets && per < (1u << 20))
-		per <<= 1;
 	for (int i = 0; i < SHARDS; i++) {
 		pthread_mutex_init(&s->sh[i].mu, NULL);
 		s->sh[i].mask = per - 1;

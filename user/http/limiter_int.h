@@ -186,6 +186,22 @@ enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD, HS_LOAD_NODE };
  * EVALSHA already in the wire format (its keys, and its tau and inc per
  * key), where the answer goes.
  */
+/*
+ * Spare blocks of a pipe (jobs, cluster requests) kept for reuse, at most a
+ * bound of them: each block starts with its next pointer (the first member
+ * of struct xrl_redis_job and struct xrl_creq). redis_pipe.c.
+ */
+struct xrl_freelist {
+	void *head;
+	__u32 n;
+};
+/* A spare block, or a new one of size bytes (malloc); NULL: out of memory. */
+void *xrl_fl_get(struct xrl_freelist *fl, size_t size);
+/* b kept as a spare, or freed if max are kept already. */
+void xrl_fl_put(struct xrl_freelist *fl, void *b, __u32 max);
+/* Free every spare. */
+void xrl_fl_drain(struct xrl_freelist *fl);
+
 struct xrl_redis_job {
 	struct xrl_redis_job *next;
 	struct xrl_limiter_wait w;
@@ -215,6 +231,13 @@ struct xrl_redis_job {
 };
 
 /* ---- store.c --------------------------------------------------------------- */
+/*
+ * A sharded table's allocation (store.c, lease.c): size bytes, zeroed and
+ * 64-byte aligned (each shard on its own cache lines); *per is the entries
+ * a shard: a power of two, 16 or more, the first whose SHARDS shards hold
+ * n, but no more than cap (a power of two). NULL when out of memory.
+ */
+void *xrl_shards_alloc(size_t size, __u32 n, __u32 cap, __u32 *per);
 struct xrl_store *xrl_store_new(__u32 max_keys);
 void xrl_store_free(struct xrl_store *s);
 struct xrl_shard *xrl_store_shard(struct xrl_store *s, struct xrl_kd k);

@@ -37,6 +37,7 @@
 #include "redis_cluster.h"
 #include "redis_slots.h"
 #include "report.h"
+#include "util.h"
 
 #define HOPS_MAX	 5
 #define REFRESH_GAP_NS	 (100 * 1000000ULL) /* refreshes at most 10/s */
@@ -163,9 +164,7 @@ struct xrl_cpipe {
 	unsigned rr;	/* the node whose batch went last */
 	__u32 inflight; /* requests not yet decided */
 	bool closing;
-	struct xrl_creq *free_cr;
-	struct xrl_redis_job *free_j;
-	__u32 n_free_cr, n_free_j;
+	struct xrl_freelist spare_cr, spare_j;
 };
 
 /* ---- nodes and the map -------------------------------------------------------- */
@@ -434,13 +433,8 @@ void xrl_cluster_free(struct xrl_cluster *cl)
 {
 	if (!cl)
 		return;
-	if (cl->thr_ok) {
-		pthread_mutex_lock(&cl->rmu);
-		cl->stop = true;
-		pthread_cond_signal(&cl->rcv);
-		pthread_mutex_unlock(&cl->rmu);
-		pthread_join(cl->thr, NULL);
-	}
+	if (cl->thr_ok)
+		xrl_thread_stop(&cl->rmu, &cl->rcv, &cl->stop, cl->thr);
 	pthread_rwlock_destroy(&cl->mu);
 	redisFreeCommand(cl->node_load);
 	free(cl);
@@ -450,14 +444,8 @@ void xrl_cluster_free(struct xrl_cluster *cl)
 
 static struct xrl_redis_job *job_get(struct xrl_cpipe *cp)
 {
-	struct xrl_redis_job *j = cp->free_j;
+	struct xrl_redis_job *j = xrl_fl_get(&cp->spare_j, sizeof(*j));
 
-	if (j) {
-		cp->free_j = j->next;
-		cp->n_free_j--;
-	} else {
-		j = malloc(sizeof(*j));
-	}
 	if (j) {
 		memset(j, 0, offsetof(struct xrl_redis_job, klen));
 		j->slot = -1;
@@ -467,15 +455,8 @@ static struct xrl_redis_job *job_get(struct xrl_cpipe *cp)
 
 static void job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 {
-	if (!j)
-		return;
-	if (cp->n_free_j < CPIPE_FREE_MAX) {
-		j->next = cp->free_j;
-		cp->free_j = j;
-		cp->n_free_j++;
-	} else {
-		free(j);
-	}
+	if (j)
+		xrl_fl_put(&cp->spare_j, j, CPIPE_FREE_MAX);
 }
 
 /* Onto the queue of the node that serves j's slot (or that a redirect
@@ -565,13 +546,7 @@ static void creq_finish(struct xrl_cpipe *cp, struct xrl_creq *cr, int st, int u
 	cp->inflight--;
 	for (int p = 0; p < cr->np; p++)
 		job_put(cp, cr->part[p]);
-	if (cp->n_free_cr < CPIPE_FREE_MAX) {
-		cr->next = cp->free_cr;
-		cp->free_cr = cr;
-		cp->n_free_cr++;
-	} else {
-		free(cr);
-	}
+	xrl_fl_put(&cp->spare_cr, cr, CPIPE_FREE_MAX);
 }
 
 /* A part answered (J_OK): its items into the request; the next part, or
@@ -688,14 +663,8 @@ int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct
 {
 	const char *ik[XRL_HTTP_MAX_MATCH];
 	struct xrl_redis_job *j0 = job_get(cp);
-	struct xrl_creq *cr = cp->free_cr;
+	struct xrl_creq *cr = xrl_fl_get(&cp->spare_cr, sizeof(*cr));
 
-	if (cr) {
-		cp->free_cr = cr->next;
-		cp->n_free_cr--;
-	} else {
-		cr = malloc(sizeof(*cr));
-	}
 	if (!cr || !j0)
 		goto oom;
 	memset(cr, 0, offsetof(struct xrl_creq, pitem));
@@ -761,22 +730,14 @@ void xrl_cpipe_abort(struct xrl_cpipe *cp)
 
 void xrl_cpipe_free(struct xrl_cpipe *cp)
 {
-	void *next;
-
 	if (!cp)
 		return;
 	xrl_cpipe_abort(cp);
 	cp->closing = true;
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
 		xrl_limiter_pipe_free(cp->np[i]);
-	for (struct xrl_creq *c = cp->free_cr; c; c = next) {
-		next = c->next;
-		free(c);
-	}
-	for (struct xrl_redis_job *j = cp->free_j; j; j = next) {
-		next = j->next;
-		free(j);
-	}
+	xrl_fl_drain(&cp->spare_cr);
+	xrl_fl_drain(&cp->spare_j);
 	close(cp->ep);
 	free(cp);
 }
@@ -904,6 +865,38 @@ bool xrl_cpipe_busy(const struct xrl_cpipe *cp)
 
 /* ---- metrics ------------------------------------------------------------------ */
 
+/* What a per-node family reports: a count, the batch time in seconds, or
+ * the breaker as 0 (closed) or 1 (open or half-open). */
+enum xrl_node_stat { NODE_BATCHES, NODE_ERRORS, NODE_SECONDS, NODE_BREAKER };
+
+static void node_family(struct xrl_buf *b, struct xrl_cluster *cl, __u32 n, const char *name,
+			const char *type, const char *help, enum xrl_node_stat what)
+{
+	xrl_prom_family(b, name, type, help);
+	for (__u32 i = 0; i < n; i++) {
+		struct xrl_cnode *nd = &cl->node[i];
+
+		xrl_buf_printf(b, "%s{node=\"%s:%d\"} ", name, nd->a.host, nd->a.port);
+		if (what == NODE_SECONDS)
+			xrl_buf_printf(b, "%.9f\n", (double)atomic_load(&nd->lat_ns) / 1e9);
+		else if (what == NODE_BREAKER)
+			xrl_buf_printf(b, "%d\n", atomic_load(&nd->brk.state) != BRK_CLOSED);
+		else
+			xrl_buf_printf(b, "%llu\n",
+				       (unsigned long long)atomic_load(
+					       what == NODE_BATCHES ? &nd->batches : &nd->errors));
+	}
+}
+
+/* A family with two samples, label=v1 and label=v2. */
+static void two_family(struct xrl_buf *b, const char *name, const char *help, const char *label,
+		       const char *v1, __u64 n1, const char *v2, __u64 n2)
+{
+	xrl_prom_family(b, name, "counter", help);
+	xrl_prom_u64(b, name, label, v1, n1);
+	xrl_prom_u64(b, name, label, v2, n2);
+}
+
 void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
 {
 	struct xrl_cluster *cl = l->cl;
@@ -912,51 +905,26 @@ void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
 	if (!cl)
 		return;
 	n = atomic_load(&cl->n_nodes);
-	xrl_prom_family(b, "xrl_http_redis_node_batches_total", "counter",
-			"Batches a Redis Cluster node answered or failed, per node.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_batches_total{node=\"%s:%d\"} %llu\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (unsigned long long)atomic_load(&cl->node[i].batches));
-	xrl_prom_family(b, "xrl_http_redis_node_errors_total", "counter",
-			"Batches a Redis Cluster node failed (timeout, error, closed), per node.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_errors_total{node=\"%s:%d\"} %llu\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (unsigned long long)atomic_load(&cl->node[i].errors));
-	xrl_prom_family(b, "xrl_http_redis_node_batch_seconds_total", "counter",
-			"Time batches spent on a Redis Cluster node, write to last reply, per "
-			"node (over batches_total: the mean latency).");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_batch_seconds_total{node=\"%s:%d\"} %.9f\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       (double)atomic_load(&cl->node[i].lat_ns) / 1e9);
-	xrl_prom_family(b, "xrl_http_redis_node_breaker_open", "gauge",
-			"1 while a Redis Cluster node's breaker is open or half-open.");
-	for (__u32 i = 0; i < n; i++)
-		xrl_buf_printf(b, "xrl_http_redis_node_breaker_open{node=\"%s:%d\"} %d\n",
-			       cl->node[i].a.host, cl->node[i].a.port,
-			       atomic_load(&cl->node[i].brk.state) != BRK_CLOSED);
-	xrl_prom_family(b, "xrl_http_redis_slot_map_refreshes_total", "counter",
-			"Redis Cluster slot maps read (CLUSTER SLOTS), by result.");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_slot_map_refreshes_total{result=\"ok\"} %llu\n"
-		       "xrl_http_redis_slot_map_refreshes_total{result=\"error\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->refreshes),
-		       (unsigned long long)atomic_load(&cl->refresh_errors));
-	xrl_prom_family(b, "xrl_http_redis_redirects_total", "counter",
-			"Redis Cluster redirects followed, by kind.");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_redirects_total{kind=\"moved\"} %llu\n"
-		       "xrl_http_redis_redirects_total{kind=\"ask\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->moved),
-		       (unsigned long long)atomic_load(&cl->ask));
-	xrl_prom_family(b, "xrl_http_redis_refunds_total", "counter",
-			"Parts of a multi-slot decision refunded after a later part refused or "
-			"failed, by result (error: those tokens stay spent).");
-	xrl_buf_printf(b,
-		       "xrl_http_redis_refunds_total{result=\"sent\"} %llu\n"
-		       "xrl_http_redis_refunds_total{result=\"error\"} %llu\n",
-		       (unsigned long long)atomic_load(&cl->refunds),
-		       (unsigned long long)atomic_load(&cl->refund_errors));
+	node_family(b, cl, n, "xrl_http_redis_node_batches_total", "counter",
+		    "Batches a Redis Cluster node answered or failed, per node.", NODE_BATCHES);
+	node_family(b, cl, n, "xrl_http_redis_node_errors_total", "counter",
+		    "Batches a Redis Cluster node failed (timeout, error, closed), per node.",
+		    NODE_ERRORS);
+	node_family(b, cl, n, "xrl_http_redis_node_batch_seconds_total", "counter",
+		    "Time batches spent on a Redis Cluster node, write to last reply, per "
+		    "node (over batches_total: the mean latency).",
+		    NODE_SECONDS);
+	node_family(b, cl, n, "xrl_http_redis_node_breaker_open", "gauge",
+		    "1 while a Redis Cluster node's breaker is open or half-open.", NODE_BREAKER);
+	two_family(b, "xrl_http_redis_slot_map_refreshes_total",
+		   "Redis Cluster slot maps read (CLUSTER SLOTS), by result.", "result", "ok",
+		   atomic_load(&cl->refreshes), "error", atomic_load(&cl->refresh_errors));
+	two_family(b, "xrl_http_redis_redirects_total",
+		   "Redis Cluster redirects followed, by kind.", "kind", "moved",
+		   atomic_load(&cl->moved), "ask", atomic_load(&cl->ask));
+	two_family(b, "xrl_http_redis_refunds_total",
+		   "Parts of a multi-slot decision refunded after a later part refused or "
+		   "failed, by result (error: those tokens stay spent).",
+		   "result", "sent", atomic_load(&cl->refunds), "error",
+		   atomic_load(&cl->refund_errors));
 }

@@ -79,8 +79,7 @@ struct xrl_redis_pipe {
 	bool hold;			  /* a cluster's node: no new batch now */
 	char *wb;			  /* the batch's bytes; wb[woff..wlen) unwritten */
 	size_t wlen, woff, wcap;
-	struct xrl_redis_job *free; /* spare jobs */
-	__u32 nfree;
+	struct xrl_freelist spare; /* spare jobs */
 	__u32 handed;	 /* decisions handed back (pipe_run's count) */
 	const char *why; /* what failed, for the log */
 	char why_buf[160];
@@ -753,13 +752,7 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		next = j->next;
 		j->w.decided(j->w.arg); /* d is the caller's again */
 		p->handed++;
-		if (p->nfree < FREE_JOBS_MAX) {
-			j->next = p->free;
-			p->free = j;
-			p->nfree++;
-		} else {
-			free(j);
-		}
+		xrl_fl_put(&p->spare, j, FREE_JOBS_MAX);
 	}
 }
 
@@ -994,8 +987,6 @@ void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 
 void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
 {
-	struct xrl_redis_job *next;
-
 	if (!p)
 		return;
 	if (FRONT(p)) {
@@ -1004,10 +995,7 @@ void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
 		return;
 	}
 	xrl_limiter_pipe_abort(p);
-	for (struct xrl_redis_job *j = p->free; j; j = next) {
-		next = j->next;
-		free(j);
-	}
+	xrl_fl_drain(&p->spare);
 	free(p->wb);
 	free(p);
 }
@@ -1070,16 +1058,37 @@ bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
 	return p->b || p->q;
 }
 
+void *xrl_fl_get(struct xrl_freelist *fl, size_t size)
+{
+	void *b = fl->head;
+
+	if (!b)
+		return malloc(size);
+	memcpy(&fl->head, b, sizeof(void *)); /* its next: the first member */
+	fl->n--;
+	return b;
+}
+
+void xrl_fl_put(struct xrl_freelist *fl, void *b, __u32 max)
+{
+	if (fl->n >= max) {
+		free(b);
+		return;
+	}
+	memcpy(b, &fl->head, sizeof(void *));
+	fl->head = b;
+	fl->n++;
+}
+
+void xrl_fl_drain(struct xrl_freelist *fl)
+{
+	while (fl->head)
+		free(xrl_fl_get(fl, 0));
+}
+
 static struct xrl_redis_job *job_get(struct xrl_redis_pipe *p)
 {
-	struct xrl_redis_job *j = p->free;
-
-	if (j) {
-		p->free = j->next;
-		p->nfree--;
-		return j;
-	}
-	return malloc(sizeof(*j));
+	return xrl_fl_get(&p->spare, sizeof(struct xrl_redis_job));
 }
 
 /* j, formatted, at the end of p's queue. */

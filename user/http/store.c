@@ -13,16 +13,27 @@
 
 #include "limiter_int.h"
 
+void *xrl_shards_alloc(size_t size, __u32 n, __u32 cap, __u32 *per)
+{
+	void *p = aligned_alloc(64, size);
+
+	if (!p)
+		return NULL;
+	memset(p, 0, size);
+	*per = 16;
+	while ((__u64)*per * SHARDS < n && *per < cap)
+		*per <<= 1;
+	return p;
+}
+
 struct xrl_store *xrl_store_new(__u32 max_keys)
 {
-	struct xrl_store *s = aligned_alloc(64, sizeof(*s));
-	__u32 per = 16;
+	__u32 per;
+	/* no cap: a __u32 max_keys needs at most 2^26 slots a shard */
+	struct xrl_store *s = xrl_shards_alloc(sizeof(*s), max_keys, 1u << 31, &per);
 
 	if (!s)
 		return NULL;
-	memset(s, 0, sizeof(*s));
-	while ((__u64)per * SHARDS < max_keys)
-		per <<= 1;
 	for (int i = 0; i < SHARDS; i++) {
 		pthread_mutex_init(&s->sh[i].mu, NULL);
 		s->sh[i].mask = per - 1;

@@ -21,31 +21,20 @@
 #include <arpa/inet.h>
 
 #include "listenq.h"
+#include "sockdiag.h"
 
 #define TCP_LISTEN_STATE 10 /* linux/tcp_states.h */
 
 static int dump_family(int fd, int family, struct xrl_listenq *out, size_t max, size_t *n)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct inet_diag_req_v2 r;
-	} req = {
-		.nh = { .nlmsg_len = sizeof(req),
-			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP,
-			.nlmsg_seq = (__u32)family },
-		.r = { .sdiag_family = (__u8)family,
-		       .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = 1u << TCP_LISTEN_STATE },
-	};
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	union {
 		struct nlmsghdr nh;
 		char buf[16384];
 	} rep;
+	int err = xrl_sockdiag_send(fd, family, 1u << TCP_LISTEN_STATE, NULL, (__u32)family);
 
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
+	if (err)
+		return err;
 	for (;;) {
 		ssize_t len = recv(fd, &rep, sizeof(rep), 0);
 		struct nlmsghdr *h = &rep.nh;

@@ -26,6 +26,12 @@ void xrl_prom_family(struct xrl_buf *b, const char *name, const char *type, cons
 	xrl_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+void xrl_prom_u64(struct xrl_buf *b, const char *name, const char *label, const char *value,
+		  __u64 v)
+{
+	xrl_buf_printf(b, "%s{%s=\"%s\"} %llu\n", name, label, value, (unsigned long long)v);
+}
+
 void xrl_human(double v, char *out, size_t len)
 {
 	static const char unit[] = " kMGTPE";

@@ -56,6 +56,10 @@ json_t *xrl_global_json(const struct xrl_global_ctr *g);
  */
 void xrl_prom_family(struct xrl_buf *b, const char *name, const char *type, const char *help);
 
+/* One sample of a family with a single label: name{label="value"} v. */
+void xrl_prom_u64(struct xrl_buf *b, const char *name, const char *label, const char *value,
+		  __u64 v);
+
 /* v as an operator reads it at a glance: "999", "1.2k", "12.3M", "4.0G"
  * (SI, three significant figures at most); out holds at least 8 bytes. */
 void xrl_human(double v, char *out, size_t len);

@@ -146,3 +146,12 @@ void xrl_buf_free(struct xrl_buf *b)
 	free(b->p);
 	memset(b, 0, sizeof(*b));
 }
+
+void xrl_thread_stop(pthread_mutex_t *mu, pthread_cond_t *cv, bool *stop, pthread_t thr)
+{
+	pthread_mutex_lock(mu);
+	*stop = true;
+	pthread_cond_signal(cv);
+	pthread_mutex_unlock(mu);
+	pthread_join(thr, NULL);
+}

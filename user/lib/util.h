@@ -2,15 +2,24 @@
 /*
  * util.h - the small helpers every part of user/ shares, one copy each:
  * the monotonic clock, a non-cryptographic hash for table slots, reading a
- * whole file, walking a BPF map's keys, and the growable text buffer.
+ * whole file, walking a BPF map's keys, the growable text buffer, and
+ * stopping a worker thread.
  */
 #ifndef XRL_UTIL_H
 #define XRL_UTIL_H
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <linux/types.h>
+
+/*
+ * Stop a worker thread thr that waits on cv under mu until *stop: *stop set
+ * under mu, thr woken and joined. mu and cv stay the caller's to destroy.
+ */
+void xrl_thread_stop(pthread_mutex_t *mu, pthread_cond_t *cv, bool *stop, pthread_t thr);
 
 /* CLOCK_MONOTONIC (the XDP program's clock) in ns. */
 __u64 xrl_now_ns(void);

@@ -20,6 +20,19 @@
 		.name = (n), .type = (t), .meta = (m) \
 	}
 
+/*
+ * The rows of a set of sources xrld keeps (allow, deny, vouch): NOUN add ARG
+ * [the options after the helps], NOUN del ARG, NOUN list.
+ */
+/* clang-format off */
+#define SET_VERBS(ID, noun, arg, type, add_help, del_help, list_help, ...) \
+	[XRL_VERB_##ID##_ADD] = { XRL_VERB_##ID##_ADD, noun, "add", { POS(arg, type) }, \
+				  __VA_ARGS__, XRL_VERB_CHANGES, add_help }, \
+	[XRL_VERB_##ID##_DEL] = { XRL_VERB_##ID##_DEL, noun, "del", { POS(arg, type) }, {}, \
+				  XRL_VERB_CHANGES, del_help }, \
+	[XRL_VERB_##ID##_LIST] = { XRL_VERB_##ID##_LIST, noun, "list", {}, {}, 0, list_help }
+/* clang-format on */
+
 /* One row a verb; kept as a table by the formatter. */
 /* clang-format off */
 const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
@@ -46,19 +59,13 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		{ OPT("--rule", XRL_ARG_NAME, "NAME"), OPT("-n", XRL_ARG_COUNT, "N"),
 		  OPT("--watch", XRL_ARG_SECONDS, "SECONDS"), OPT("--http", XRL_ARG_NAME, "RULE") }, 0,
 		"top refused source prefixes (--http RULE: an HTTP rule's most refused keys)" },
-	[XRL_VERB_ALLOW_ADD] = { XRL_VERB_ALLOW_ADD, "allow", "add", { POS("CIDR", XRL_ARG_CIDR) },
-		{}, XRL_VERB_CHANGES, "never limit CIDR" },
-	[XRL_VERB_ALLOW_DEL] = { XRL_VERB_ALLOW_DEL, "allow", "del", { POS("CIDR", XRL_ARG_CIDR) },
-		{}, XRL_VERB_CHANGES, "take CIDR off the allowlist" },
-	[XRL_VERB_ALLOW_LIST] = { XRL_VERB_ALLOW_LIST, "allow", "list", {}, {}, 0,
-		"the allowlist (from the pins if xrld is down)" },
-	[XRL_VERB_DENY_ADD] = { XRL_VERB_DENY_ADD, "deny", "add", { POS("CIDR", XRL_ARG_CIDR) },
-		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
-		"drop everything from CIDR (for DURATION; without it, until removed)" },
-	[XRL_VERB_DENY_DEL] = { XRL_VERB_DENY_DEL, "deny", "del", { POS("CIDR", XRL_ARG_CIDR) },
-		{}, XRL_VERB_CHANGES, "take CIDR off the denylist" },
-	[XRL_VERB_DENY_LIST] = { XRL_VERB_DENY_LIST, "deny", "list", {}, {}, 0,
-		"the denylist with origins and expiry (from the pins if xrld is down)" },
+	SET_VERBS(ALLOW, "allow", "CIDR", XRL_ARG_CIDR, "never limit CIDR",
+		"take CIDR off the allowlist", "the allowlist (from the pins if xrld is down)", {}),
+	SET_VERBS(DENY, "deny", "CIDR", XRL_ARG_CIDR,
+		"drop everything from CIDR (for DURATION; without it, until removed)",
+		"take CIDR off the denylist",
+		"the denylist with origins and expiry (from the pins if xrld is down)",
+		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }),
 	[XRL_VERB_SHADOW] = { XRL_VERB_SHADOW, "shadow", NULL,
 		{ POS("RULE", XRL_ARG_NAME), POS("on|off", XRL_ARG_ONOFF) }, {}, XRL_VERB_CHANGES,
 		"count a packet or HTTP rule's refusals without enforcing them (until xrld restarts)" },
@@ -71,13 +78,11 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		{ POS("RULE", XRL_ARG_NAME), POS("on|auto|off", XRL_ARG_COOKIES) }, {},
 		XRL_VERB_CHANGES,
 		"a rule's SYN cookies now, without a reload (until the next policy apply or reload)" },
-	[XRL_VERB_VOUCH_ADD] = { XRL_VERB_VOUCH_ADD, "vouch", "add", { POS("PREFIX", XRL_ARG_VOUCH) },
-		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
-		"vouch for PREFIX's /24 or /48 (for DURATION; without it, until removed)" },
-	[XRL_VERB_VOUCH_DEL] = { XRL_VERB_VOUCH_DEL, "vouch", "del", { POS("PREFIX", XRL_ARG_VOUCH) },
-		{}, XRL_VERB_CHANGES, "take PREFIX's /24 or /48 off the vouched sources" },
-	[XRL_VERB_VOUCH_LIST] = { XRL_VERB_VOUCH_LIST, "vouch", "list", {}, {}, 0,
-		"vouched sources with origin and time left (from the pins if xrld is down)" },
+	SET_VERBS(VOUCH, "vouch", "PREFIX", XRL_ARG_VOUCH,
+		"vouch for PREFIX's /24 or /48 (for DURATION; without it, until removed)",
+		"take PREFIX's /24 or /48 off the vouched sources",
+		"vouched sources with origin and time left (from the pins if xrld is down)",
+		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }),
 	[XRL_VERB_OVERRIDE_LIST] = { XRL_VERB_OVERRIDE_LIST, "override", "list", {}, {}, 0,
 		"the per-key overrides of HTTP rules in force" },
 	[XRL_VERB_OVERRIDE_DEL] = { XRL_VERB_OVERRIDE_DEL, "override", "del",

@@ -29,6 +29,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 
+#include "sockdiag.h"
 #include "verify.h"
 
 /* TCP states that only a completed handshake reaches (linux/tcp_states.h). */
@@ -51,29 +52,15 @@ static bool proven_state(__u8 st)
 /* One exact lookup (not a dump): local = the packet's destination. */
 static int diag_ask(int fd, const struct xrl_event *e, __u32 seq)
 {
-	struct {
-		struct nlmsghdr nh;
-		struct inet_diag_req_v2 r;
-	} req = {
-		.nh = { .nlmsg_len = sizeof(req),
-			.nlmsg_type = SOCK_DIAG_BY_FAMILY,
-			.nlmsg_flags = NLM_F_REQUEST,
-			.nlmsg_seq = seq },
-		.r = { .sdiag_family = e->family == XRL_AF_INET ? AF_INET : AF_INET6,
-		       .sdiag_protocol = IPPROTO_TCP,
-		       .idiag_states = ~0u },
+	struct inet_diag_sockid id = {
+		.idiag_sport = e->dport,
+		.idiag_dport = e->sport,
+		.idiag_cookie = { INET_DIAG_NOCOOKIE, INET_DIAG_NOCOOKIE },
 	};
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 
-	req.r.id.idiag_sport = e->dport;
-	req.r.id.idiag_dport = e->sport;
-	memcpy(req.r.id.idiag_src, e->dst, 16);
-	memcpy(req.r.id.idiag_dst, e->src, 16);
-	req.r.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-	req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return -errno;
-	return 0;
+	memcpy(id.idiag_src, e->dst, 16);
+	memcpy(id.idiag_dst, e->src, 16);
+	return xrl_sockdiag_send(fd, e->family == XRL_AF_INET ? AF_INET : AF_INET6, ~0u, &id, seq);
 }
 
 /*

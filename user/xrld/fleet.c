@@ -320,22 +320,16 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	    "Denials and penalties this instance sent to the fleet", "", st.published);
 	xrl_prom_family(b, "xrl_fleet_entries_applied_total", "counter",
 			"Entries of other instances applied here (deny: per interface)");
-	xrl_buf_printf(b, "xrl_fleet_entries_applied_total{tier=\"packet\"} %llu\n",
-		       (unsigned long long)READ(x->applied));
-	xrl_buf_printf(b, "xrl_fleet_entries_applied_total{tier=\"all\"} %llu\n",
-		       (unsigned long long)st.applied);
+	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "packet", READ(x->applied));
+	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "all", st.applied);
 	xrl_prom_family(b, "xrl_fleet_entries_skipped_total", "counter",
 			"Fleet entries not applied or not sent, by reason");
-	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"vouched\"} %llu\n",
-		       (unsigned long long)READ(x->skipped));
-	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"failed\"} %llu\n",
-		       (unsigned long long)READ(x->failed));
-	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"wide\"} %llu\n",
-		       (unsigned long long)READ(x->wide));
-	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"local\"} %llu\n",
-		       (unsigned long long)READ(x->local));
-	xrl_buf_printf(b, "xrl_fleet_entries_skipped_total{reason=\"queue_full\"} %llu\n",
-		       (unsigned long long)(st.dropped + READ(x->dropped)));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "vouched", READ(x->skipped));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "failed", READ(x->failed));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "wide", READ(x->wide));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "local", READ(x->local));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full",
+		     st.dropped + READ(x->dropped));
 	one(b, "xrl_fleet_redis_errors_total", "counter",
 	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
 	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);

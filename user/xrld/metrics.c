@@ -185,10 +185,8 @@ static void daemon_series(struct xrld *d, struct xrl_buf *b)
 		       XRL_COMMIT);
 	xrl_prom_family(b, "xrl_config_reloads_total", "counter",
 			"Policy reloads and applies, by result (the start is not counted).");
-	xrl_buf_printf(b, "xrl_config_reloads_total{result=\"success\"} %llu\n",
-		       (unsigned long long)READ(d->reloads));
-	xrl_buf_printf(b, "xrl_config_reloads_total{result=\"failure\"} %llu\n",
-		       (unsigned long long)READ(d->reload_failures));
+	xrl_prom_u64(b, "xrl_config_reloads_total", "result", "success", READ(d->reloads));
+	xrl_prom_u64(b, "xrl_config_reloads_total", "result", "failure", READ(d->reload_failures));
 	own_series(b, "xrl_config_last_reload_successful", "gauge",
 		   "1 if the last reload or apply (or the start) installed its policy, 0 if it "
 		   "was refused and the previous policy stayed in force.",

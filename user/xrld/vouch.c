@@ -153,10 +153,8 @@ void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b)
 			"admit by an http rule with vouch: true), by outcome: written, skipped "
 			"(written less than half its ttl ago), dropped (queue full or no "
 			"interface).");
-	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"written\"} %llu\n",
-		       (unsigned long long)READ(d->vouched_identity));
-	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"skipped\"} %llu\n",
-		       (unsigned long long)READ(d->vouch_skipped));
-	xrl_buf_printf(b, "xrl_identity_vouches_total{outcome=\"dropped\"} %llu\n",
-		       (unsigned long long)READ(d->vouch_dropped));
+	xrl_prom_u64(b, "xrl_identity_vouches_total", "outcome", "written",
+		     READ(d->vouched_identity));
+	xrl_prom_u64(b, "xrl_identity_vouches_total", "outcome", "skipped", READ(d->vouch_skipped));
+	xrl_prom_u64(b, "xrl_identity_vouches_total", "outcome", "dropped", READ(d->vouch_dropped));
 }
