@@ -1107,6 +1107,26 @@ static void job_put(struct xrl_redis_pipe *p, struct xrl_redis_job *j,
 	p->q_tail = j;
 }
 
+/*
+ * A job of one standalone server's call: its buckets (m, copied by the
+ * caller), slot sets ci[0..nc), and a decision d or a release's res. Every
+ * field a recycled job may still hold is set: a release that kept a slot of
+ * 0, batched with a decision (slot -1), read as a cluster node's call with
+ * no node (SIGSEGV).
+ */
+static void job_plain(struct xrl_redis_job *j, int m, const struct xrl_conc_item *ci, int nc,
+		      struct xrl_decision *d, struct xrl_release *res)
+{
+	j->m = m;
+	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	j->nc = nc;
+	j->d = d;
+	j->res = res;
+	j->slot = -1;
+	j->kind = JK_DECIDE;
+	j->asking = j->ask_sent = j->one_slot = false;
+}
+
 /* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
  * there was no memory to queue it and d is a fallback's already. */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
@@ -1133,14 +1153,7 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 		it[i].key = NULL; /* the caller's: gone once we return */
 	}
 	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
-	j->m = m;
-	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
-	j->nc = nc;
-	j->d = d;
-	j->res = NULL;
-	j->slot = -1;
-	j->kind = JK_DECIDE;
-	j->asking = j->ask_sent = j->one_slot = false;
+	job_plain(j, m, ci, nc, d, NULL);
 	xrl_redis_job_format(j, ik);
 	job_put(p, j, w);
 	return 1;
@@ -1158,17 +1171,7 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 
 	if (!j)
 		return 0;
-	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
-	j->nc = nc;
-	j->m = 0;
-	j->d = NULL;
-	j->res = res;
-	/* one standalone server: no slot, a plain entry of the batched call
-	 * (a recycled job kept a slot of 0, and a release batched with a
-	 * decision (slot -1) read as a cluster node's call: no node, SIGSEGV) */
-	j->slot = -1;
-	j->kind = JK_DECIDE;
-	j->asking = j->ask_sent = j->one_slot = false;
+	job_plain(j, 0, ci, nc, NULL, res);
 	xrl_redis_release_format(j, rules);
 	job_put(p, j, w);
 	return 1;
