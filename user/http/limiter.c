@@ -861,7 +861,7 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	size_t argl[3] = { 6, 4, xrl_lua_gcra_len };
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
-	int len;
+	int len, rc = 0;
 
 	if (!l)
 		return -ENOMEM;
@@ -898,20 +898,15 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->pens = xrl_pen_list_new();
 	l->ovr = xrl_ovr_new();
 	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
-	    !l->ovr) {
+	    !l->ovr)
+		rc = -ENOMEM;
+	else if (c->redis_cluster)
+		rc = xrl_cluster_new(l); /* redis_cluster.c */
+	if (rc)
 		xrl_limiter_free(l);
-		return -ENOMEM;
-	}
-	if (c->redis_cluster) {
-		int rc = xrl_cluster_new(l); /* redis_cluster.c */
-
-		if (rc) {
-			xrl_limiter_free(l);
-			return rc;
-		}
-	}
-	*out = l;
-	return 0;
+	else
+		*out = l;
+	return rc;
 }
 
 void xrl_limiter_free(struct xrl_limiter *l)

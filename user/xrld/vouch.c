@@ -124,14 +124,12 @@ static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
 
 int xrld_vouch_start(struct xrld *d)
 {
-	struct xrld_vouchq *v;
+	/* only an identity tier vouches (without one there is nothing to queue) */
+	struct xrld_vouchq *v = d->http ? calloc(1, sizeof(*v)) : NULL;
 	int err;
 
-	if (!d->http)
-		return 0;
-	v = calloc(1, sizeof(*v));
 	if (!v)
-		return -ENOMEM;
+		return d->http ? -ENOMEM : 0;
 	pthread_mutex_init(&v->mu, NULL);
 	v->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), .fn = on_queue };
 	if (v->io.fd < 0 || (err = xrld_io_add(d, &v->io, EPOLLIN))) {
