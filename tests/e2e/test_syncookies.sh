@@ -148,12 +148,16 @@ log "(c) $SECS s of SYNs from random sources in 10.128.0.0/9 (~$SOURCES distinct
 buckets0=$(xrl_stat buckets)
 ksent0=$(netstat SyncookiesSent); over0=$(netstat ListenOverflows)
 sent0=$(xrl_stat global.cookies_sent)
+# Each request may take 8 s: the lab's veth has a fixed 256-frame ring that
+# a flat-out flood overflows in bursts, and a client SYN lost there (before
+# any defence sees it; a NIC has deeper rings and several queues) is sent
+# again by TCP after 1 s, then 2 s. A request that still fails counts.
 bg_atk "$XRL_PY" -c '
 import subprocess, sys, time
 ok = bad = 0
 end = time.time() + float(sys.argv[2])
 while time.time() < end:
-    r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "3",
+    r = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "8",
                         "http://%s/" % sys.argv[1]], capture_output=True, text=True)
     if r.stdout == "200": ok += 1
     else: bad += 1
