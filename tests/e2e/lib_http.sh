@@ -107,28 +107,40 @@ redis_ping() {
 	[ "$(redis-cli -h 127.0.0.1 -p "${HT_PORT[$1]}" ping 2>/dev/null)" = PONG ]
 }
 
+# rc_node_start I: cluster node rc<I> on two fresh ports, answering; 1 when
+# it did not come up (a port free when picked can be taken before the
+# server binds it: the caller tries again on other ports).
+rc_node_start() {
+	local p
+	p=$(free_port)
+	mkdir -p "$HT_TMP/rc$1"
+	HT_LOG[rc$1]=$HT_TMP/rc$1.log
+	redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$1" \
+		--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf \
+		--cluster-node-timeout 1000 --cluster-require-full-coverage no --daemonize no \
+		>>"${HT_LOG[rc$1]}" 2>&1 &
+	HT_PID[rc$1]=$!
+	HT_PORT[rc$1]=$p
+	HT_PIDS+=("$!")
+	wait_for 10 redis_ping "rc$1" && return 0
+	info "redis-server rc$1 did not come up on $p: $(tail -n 1 "${HT_LOG[rc$1]}"); other ports"
+	kill -KILL "${HT_PID[rc$1]}" 2>/dev/null
+	wait "${HT_PID[rc$1]}" 2>/dev/null
+	rm -f "$HT_TMP/rc$1/nodes.conf"
+	return 1
+}
+
 # redis_cluster_start N: a Redis Cluster of N redis-servers (rc0..rc<N-1>,
 # ports in RC_PORTS, no persistence, cluster-node-timeout 1 s) as our
 # children, created with one replica a master (N/2 masters); waits until
 # every node says cluster_state:ok.
 RC_PORTS=()
 redis_cluster_start() {
-	local i p
+	local i
 	for ((i = 0; i < $1; i++)); do
-		p=$(free_port)
-		RC_PORTS+=("$p")
-		mkdir -p "$HT_TMP/rc$i"
-		HT_LOG[rc$i]=$HT_TMP/rc$i.log
-		redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --dir "$HT_TMP/rc$i" \
-			--cluster-enabled yes --cluster-port "$(free_port)" --cluster-config-file nodes.conf \
-			--cluster-node-timeout 1000 --cluster-require-full-coverage no --daemonize no \
-			>>"${HT_LOG[rc$i]}" 2>&1 &
-		HT_PID[rc$i]=$!
-		HT_PORT[rc$i]=$p
-		HT_PIDS+=("$!")
-	done
-	for ((i = 0; i < $1; i++)); do
-		wait_for 10 redis_ping "rc$i" || fatal "redis-server rc$i did not answer: $(tail -n 5 "${HT_LOG[rc$i]}")"
+		rc_node_start "$i" || rc_node_start "$i" || rc_node_start "$i" ||
+			fatal "redis-server rc$i did not answer: $(tail -n 5 "${HT_LOG[rc$i]}")"
+		RC_PORTS+=("${HT_PORT[rc$i]}")
 	done
 	# shellcheck disable=SC2046 # one word a node
 	redis-cli --cluster create $(printf '127.0.0.1:%s ' "${RC_PORTS[@]}") --cluster-replicas 1 \
