@@ -149,31 +149,37 @@ static __always_inline int xrl_denied(struct xrl_global_ctr *gc, const struct xr
 	return 0;
 }
 
-static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,
-					   __u64 bytes)
+/* A TCP SYN without ACK: what `syn_cookies: auto` counts per rule. */
+static __always_inline __u32 xrl_is_syn(const struct xrl_pkt *p)
+{
+	return p->proto == XRL_IPPROTO_TCP &&
+	       (p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) == XRL_TCP_FLAG_SYN;
+}
+
+/*
+ * Rule slot's counters: a packet of verdict (XRL_V_MAX: none) and syns
+ * SYNs, in one lookup of the per-CPU entry (the cached refusal counts both
+ * at once; classify counts the SYN of each rule it matched).
+ */
+static __always_inline void xrl_count_rule_syn(__u32 ruleset, __u32 slot, int verdict,
+					       __u64 bytes, __u32 syns)
 {
 	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
 	struct xrl_rule_ctr *rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
 
-	if (!rc || verdict < 0 || verdict >= XRL_V_MAX)
+	if (!rc)
+		return;
+	rc->syns += syns;
+	if (verdict < 0 || verdict >= XRL_V_MAX)
 		return;
 	rc->pkts[verdict]++;
 	rc->bytes[verdict] += bytes;
 }
 
-/* A SYN (no ACK) that rule slot matched: the rate `syn_cookies: auto`
- * watches, counted whatever the verdict. */
-static __always_inline void xrl_count_syn(__u32 ruleset, __u32 slot, const struct xrl_pkt *p)
+static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,
+					   __u64 bytes)
 {
-	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
-	struct xrl_rule_ctr *rc;
-
-	if ((p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) != XRL_TCP_FLAG_SYN ||
-	    p->proto != XRL_IPPROTO_TCP)
-		return;
-	rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
-	if (rc)
-		rc->syns++;
+	xrl_count_rule_syn(ruleset, slot, verdict, bytes, 0);
 }
 
 /*
@@ -378,7 +384,8 @@ __noinline int xrl_classify(struct xrl_scratch *s)
 		if (xrl_rule_match(&rs->rules[i], &s->pkt)) {
 			s->matched[n++] = i;
 			s->cookie |= rs->rules[i].syn_cookies & XRL_COOKIES_LIVE;
-			xrl_count_syn(s->ruleset, i, &s->pkt);
+			if (xrl_is_syn(&s->pkt))
+				xrl_count_rule_syn(s->ruleset, i, XRL_V_MAX, 0, 1);
 			s->agg |= rs->rules[i].agg_emit_ns != 0;
 		}
 	}
@@ -799,8 +806,8 @@ int xrl_xdp(struct xdp_md *ctx)
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
 	if (rv && j < rv->until_j && xrl_sig_eq(rv, s)) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
-		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes);
-		xrl_count_syn(cfg->active_ruleset, rv->rule_slot, &s->pkt);
+		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
+				   xrl_is_syn(&s->pkt));
 		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt);
 		return XDP_DROP;
 	}
