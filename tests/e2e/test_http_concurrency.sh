@@ -82,11 +82,12 @@ for i in 1 2 3 4; do
 	check_eq "GET /healthz $i: no quota headers (not counted)" "$(hdr RateLimit)" ""
 done
 
-# an exemption covers whole segments: /healthz/live is exempt, /healthzX
-# and /healthz.php are not (they meet the rule, whose token is spent)
+# an exemption covers whole segments of the normalised path: /healthz/live
+# is exempt; /healthzX, /healthz.php and a dot-segment walk out of it are
+# not (they meet the rule, whose token is spent)
 hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /healthz/live"
 check_eq "GET /healthz/live: exempt" "$H_CODE" 200
-for u in /healthzX /healthz.php; do
+for u in /healthzX /healthz.php /healthz/../healthy /healthz/%2e%2e/healthy; do
 	hreq "$URL/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: $u"
 	check_eq "GET $u: not exempt (refused)" "$([ "$H_CODE" = 200 ] && echo admitted || echo refused)" refused
 done
