@@ -85,16 +85,19 @@ $(BUILD)/xrl_version.h: FORCE | $(BUILD)
 .PHONY: FORCE
 FORCE:
 
-# The limiter's Redis script, embedded as bytes (xxd -i) with a NUL after
-# them: the C sees exactly the file, whose SHA1 is what EVALSHA names.
-$(BUILD)/gcra.lua.h: user/http/gcra.lua | $(BUILD)
+# The limiter's Redis scripts (gcra.lua, and gcra_node.lua for a cluster
+# node's call), embedded as bytes (xxd -i) with a NUL after them: the C
+# sees exactly the file, whose SHA1 is what EVALSHA names.
+$(BUILD)/%.lua.h: user/http/%.lua | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q){ echo '/* generated from $< by the Makefile */'; \
-	      echo 'const char xrl_lua_gcra[] = {'; xxd -i < $<; echo ', 0x00 };'; \
-	      echo "const size_t xrl_lua_gcra_len = sizeof(xrl_lua_gcra) - 1;"; } > $@
+	      echo 'const char xrl_lua_$*[] = {'; xxd -i < $<; echo ', 0x00 };'; \
+	      echo "const size_t xrl_lua_$*_len = sizeof(xrl_lua_$*) - 1;"; } > $@
 
 $(BUILD)/user/http/redis_script.o $(BUILD)/fuzz/obj/user/http/redis_script.o \
 $(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h
+$(BUILD)/user/http/redis_cluster.o $(BUILD)/fuzz/obj/user/http/redis_cluster.o \
+$(BUILD)/tsan/test_limiter: $(BUILD)/gcra_node.lua.h
 
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
 	$(call msg,GEN-SKEL,$@)

@@ -76,45 +76,11 @@ const char xrl_lua_refund[] =
 	"return #KEYS\n";
 
 /*
- * Put before gcra.lua, the node script: one call for a node's decisions of
- * several slots. KEYS holds one key, for Redis to route by; ARGV[1] is the
- * number of keys, then the keys, then gcra.lua's ARGV. A script without a
- * shebang may touch keys of several slots of its node, one key a command:
- * MGET becomes a GET a key, and EXISTS (which gcra.lua asks only of keys
- * MGET found missing, to tell another type) is answered from those GETs'
- * WRONGTYPE errors, without a call. A key
- * the node does not serve raises "non local key" at the first read, before
- * anything is written, so the call can be sent again slot by slot.
+ * The node script (gcra_node.lua): one call for a node's decisions of
+ * several slots, a GET a key (a command may not name two slots), every key
+ * read before anything is written.
  */
-static const char node_prologue[] =
-	"local R, A0 = redis, ARGV\n"
-	"local KEYS, ARGV = {}, {}\n"
-	"local nk = tonumber(A0[1])\n"
-	"for i = 1, nk do KEYS[i] = A0[1 + i] end\n"
-	"for i = nk + 2, #A0 do ARGV[#ARGV + 1] = A0[i] end\n"
-	"local wrong = {}\n"
-	"local function get(k)\n"
-	"  local v = R.pcall('GET', k)\n"
-	"  if type(v) == 'table' and v.err then\n"
-	"    if string.find(v.err, 'non local', 1, true) then return R.call('GET', k) end\n"
-	"    wrong[k] = true\n"
-	"    return false\n"
-	"  end\n"
-	"  return v\n"
-	"end\n"
-	"local redis = { pcall = R.pcall, call = function(c, ...)\n"
-	"  local a = { ... }\n"
-	"  if c == 'MGET' then\n"
-	"    local t = {}\n"
-	"    for i = 1, #a do t[i] = get(a[i]) end\n"
-	"    return t\n"
-	"  elseif c == 'EXISTS' then\n"
-	"    local n = 0\n"
-	"    for i = 1, #a do if wrong[a[i]] then n = n + 1 end end\n"
-	"    return n\n"
-	"  end\n"
-	"  return R.call(c, ...)\n"
-	"end }\n";
+#include "gcra_node.lua.h"
 
 struct xrl_cnode {
 	struct xrl_cluster *cl;
@@ -182,29 +148,21 @@ const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len)
 	return n->cl->node_sha;
 }
 
-/* The node script: node_prologue, then gcra.lua as xrld embeds it. */
+/* The node script's SHA1 and its SCRIPT LOAD. */
 static int node_script(struct xrl_cluster *cl)
 {
-	size_t pl = sizeof(node_prologue) - 1, n = pl + xrl_lua_gcra_len;
-	char *text = malloc(n);
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
-	const char *argv[3] = { "SCRIPT", "LOAD", text };
-	size_t argl[3] = { 6, 4, n };
+	const char *argv[3] = { "SCRIPT", "LOAD", xrl_lua_gcra_node };
+	size_t argl[3] = { 6, 4, xrl_lua_gcra_node_len };
 	int len;
 
-	if (!text)
-		return -ENOMEM;
-	memcpy(text, node_prologue, pl);
-	memcpy(text + pl, xrl_lua_gcra, xrl_lua_gcra_len);
-	if (!EVP_Digest(text, n, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20) {
-		free(text);
+	if (!EVP_Digest(xrl_lua_gcra_node, xrl_lua_gcra_node_len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20)
 		return -EINVAL;
-	}
 	for (int i = 0; i < 20; i++)
 		snprintf(cl->node_sha + 2 * i, 3, "%02x", md[i]);
 	len = redisFormatCommandArgv(&cl->node_load, 3, argv, argl);
-	free(text);
 	if (len < 0)
 		return -ENOMEM;
 	cl->node_load_len = (size_t)len;
