@@ -18,6 +18,10 @@
 #      Redis did not move while the second rule refused
 #   4. metrics: per-node batches on 3 nodes, a slot map read, promtool
 #      check metrics clean
+#   4b. overrides: one set through A's xrlctl is in xrl:overrides on the
+#      master of its slot (not the first seed's: the instances connect to
+#      the slot's master), and B follows it within a second; del through B
+#      takes it out; no instance logs a failed read
 #   5. failover: the master of a buyer's slot is killed (SIGKILL) mid-run:
 #      fail-closed rule 503, fail-open rule 200, no answer slower than
 #      redis_timeout + margin (curl time_total); once its replica is master,
@@ -178,6 +182,31 @@ if command -v promtool >/dev/null; then
 elif [ "${CI:-}" = true ]; then
 	fatal "needs promtool under CI"
 fi
+
+log "4b. an override set through A is followed by B (xrl:overrides on its slot's master)"
+XRLCTL=${XRLCTL:-$XRL_ROOT/build/xrlctl}
+oport=$(owner "${RC_PORTS[0]}" xrl:overrides)
+info "xrl:overrides is served by port $oport (the first seed is ${RC_PORTS[0]})"
+OV=ovr-$$
+out=$("$XRLCTL" --socket "$HT_TMP/A.sock" override holds "$OV" --rate 1/min --burst 2 --ttl 10m 2>&1)
+check_eq "override holds $OV --burst 2 through A: exit" "$?" 0
+[ -n "$out" ] && info "xrlctl: $out"
+check_eq "the override is in the hash on its master" \
+	"$(redis-cli -p "$oport" HEXISTS xrl:overrides "holds:$OV")" 1
+sleep 1.2 # B reads the hash every 500 ms
+c=()
+for i in 1 2 3 4; do
+	hreq "http://127.0.0.1:${PX[1]}/v1/auth" -H "X-Forwarded-Method: GET" \
+		-H "X-Forwarded-Uri: /holds/x" -H "X-User-Id: $OV"
+	c+=("$H_CODE")
+done
+check_eq "via B, the overridden key: 200s (burst 2, not 10)" "$(count 200 "${c[@]}")" 2
+check_eq "via B: then 429s" "$(count 429 "${c[@]}")" 2
+"$XRLCTL" --socket "$HT_TMP/B.sock" override del holds "$OV" >/dev/null 2>&1
+check_eq "override del through B: exit" "$?" 0
+check_eq "the override left the hash" "$(redis-cli -p "$oport" HEXISTS xrl:overrides "holds:$OV")" 0
+check_eq "no instance failed to read the overrides" \
+	"$(cat "${HT_LOG[A]}" "${HT_LOG[B]}" "${HT_LOG[C]}" | grep -c "couldn't read the overrides")" 0
 
 log "5. failover: the master of a buyer's slot is killed"
 # a buyer of the closed rule, and one of the open rule on the same master

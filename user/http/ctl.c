@@ -26,8 +26,10 @@
 #include <hiredis/hiredis.h>
 
 #include "config.h"
+#include "fleet.h"
 #include "http_ctl.h"
 #include "log.h"
+#include "redis_slots.h"
 #include "server_int.h"
 #include "util.h"
 
@@ -73,6 +75,8 @@ struct ovr_redis {
 	int port, db;
 	char user[64], pass[256];
 	__u64 timeout_ns;
+	bool cluster;	 /* redis-cluster://: the master of OVR_KEY's slot */
+	char seeds[512]; /* its seeds */
 };
 
 static struct ovr_redis redis_of(struct xrl_http_server *s)
@@ -89,6 +93,8 @@ static struct ovr_redis redis_of(struct xrl_http_server *s)
 	snprintf(r.user, sizeof(r.user), "%s", c->redis_user);
 	snprintf(r.pass, sizeof(r.pass), "%s", c->redis_pass);
 	r.timeout_ns = c->redis_timeout_ns ? c->redis_timeout_ns : 50000000;
+	r.cluster = c->redis_cluster;
+	snprintf(r.seeds, sizeof(r.seeds), "%s", c->redis_seeds);
 	pthread_rwlock_unlock(&s->mu);
 	return r;
 }
@@ -116,13 +122,42 @@ static redisReply *command(redisContext *c, char *err, size_t errlen, const char
 
 /* A blocking connection with AUTH and SELECT done; NULL with err. The
  * password is never in err (only Redis's answer to AUTH is). */
-static redisContext *ovr_connect(const struct ovr_redis *r, char *err, size_t errlen)
+/*
+ * On a cluster, the master of OVR_KEY's slot, from the seeds' map, read
+ * afresh at each connect: a failover or a reshard ends the connection
+ * (an error, or MOVED), and the next connect finds the new master.
+ */
+static int ovr_owner(struct ovr_redis *r, char *err, size_t errlen)
+{
+	struct xrl_fleet_cfg fc = { .redis_cluster = true };
+	struct xrl_node_addr a;
+	int rc;
+
+	snprintf(fc.redis_seeds, sizeof(fc.redis_seeds), "%s", r->seeds);
+	snprintf(fc.redis_user, sizeof(fc.redis_user), "%s", r->user);
+	snprintf(fc.redis_pass, sizeof(fc.redis_pass), "%s", r->pass);
+	rc = xrl_fleet_cluster_owner(&fc, OVR_KEY, &a);
+	explicit_bzero(fc.redis_pass, sizeof(fc.redis_pass));
+	if (rc) {
+		snprintf(err, errlen, "no seed of the cluster (%.200s) named the master of %s's slot",
+			 r->seeds, OVR_KEY);
+		return rc;
+	}
+	snprintf(r->host, sizeof(r->host), "%s", a.host);
+	r->port = a.port;
+	return 0;
+}
+
+static redisContext *ovr_connect(struct ovr_redis *r, char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = (time_t)(r->timeout_ns / 1000000000),
 			      .tv_usec = (suseconds_t)(r->timeout_ns % 1000000000 / 1000) };
-	redisContext *c = redisConnectWithTimeout(r->host, r->port, tv);
+	redisContext *c;
 	redisReply *rep = NULL;
 
+	if (r->cluster && ovr_owner(r, err, errlen))
+		return NULL;
+	c = redisConnectWithTimeout(r->host, r->port, tv);
 	if (!c || c->err) {
 		snprintf(err, errlen, "couldn't connect to Redis at %s:%d: %s", r->host, r->port,
 			 c ? c->errstr : "out of memory");
