@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""colocate.py - what sharing one CPU between Redis processes costs, alone.
+
+    python3 colocate.py GCRA_LUA PORT,PORT,PORT PID,PID,PID DECISIONS CALLS ROUNDS
+
+Case k of scripts/bench/http.sh. The same CALLS calls of gcra.lua, each of
+DECISIONS decisions (keys of 1,024, as xrld formats them, rule open's
+arguments), one call at a time as xrld sends them, go once all to the
+first Redis and once to the three in turn; the servers' CPU time
+(/proc/PID/schedstat, ns) over the decisions, each way, ROUNDS times
+alternating. The calls and the script are the same both ways: the
+difference is only how many processes take turns on the server CPU (each
+one's caches are cold after the others ran). Prints a line a round and
+then "colocation=R" (three in turn over one, the median of the rounds).
+"""
+import os
+import random
+import socket
+import sys
+import time
+
+
+def enc(args):
+    out = [b'*%d\r\n' % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
+    return b''.join(out)
+
+
+class Conn:
+    def __init__(self, port):
+        self.s = socket.create_connection(('127.0.0.1', port), 5)
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b''
+
+    def line(self):
+        while b'\r\n' not in self.buf:
+            d = self.s.recv(1 << 16)
+            if not d:
+                raise EOFError('redis closed the connection')
+            self.buf += d
+        ln, self.buf = self.buf.split(b'\r\n', 1)
+        return ln
+
+    def reply(self):
+        ln = self.line()
+        t = ln[:1]
+        if t == b'-':
+            raise RuntimeError(ln.decode())
+        if t == b'$':
+            n = int(ln[1:])
+            if n >= 0:
+                while len(self.buf) < n + 2:
+                    self.buf += self.s.recv(1 << 16)
+                v, self.buf = self.buf[:n], self.buf[n + 2:]
+                return v
+            return None
+        if t == b'*':
+            return [self.reply() for _ in range(int(ln[1:]))]
+        return ln[1:]
+
+
+def cpu_ns(pids):
+    return sum(int(open('/proc/%d/schedstat' % p).read().split()[0]) for p in pids)
+
+
+def main():
+    lua, ports, pids, d, calls, rounds = sys.argv[1:7]
+    ports = [int(p) for p in ports.split(',')]
+    pids = [int(p) for p in pids.split(',')]
+    d, calls, rounds = int(d), int(calls), int(rounds)
+    script = open(lua, 'rb').read()
+    conns = [Conn(p) for p in ports]
+    shas = []
+    for c in conns:
+        c.s.sendall(enc(['SCRIPT', 'LOAD', script]))
+        shas.append(c.reply().decode())
+    rnd = random.Random(1)
+    now = int(time.time() * 1e6) - 1704067200000000
+
+    def call(i, sha):
+        keys = ['xrl:{open:u%d}' % rnd.randrange(1, 1025) for _ in range(d)]
+        args = ['EVALSHA', sha, d] + keys + ['%d.000' % (now + 300 * i), d] + ['1'] * d
+        for _ in keys:
+            args += ['1000000.000', '1.000']
+        return args
+
+    ratios = []
+    for r in range(rounds):
+        per = {}
+        for spread in ((False, True) if r % 2 == 0 else (True, False)):
+            n = len(conns) if spread else 1
+            msgs = [(i % n, enc(call(i, shas[i % n]))) for i in range(calls)]
+            t0 = cpu_ns(pids)
+            for j, m in msgs:
+                conns[j].s.sendall(m)
+                conns[j].reply()
+            per[spread] = (cpu_ns(pids) - t0) / 1000 / (calls * d)
+        ratios.append(per[True] / per[False])
+        print('round %d: one Redis %.2f us a decision, three in turn %.2f: %.2f'
+              % (r + 1, per[False], per[True], ratios[-1]))
+    ratios.sort()
+    print('colocation=%.2f' % ratios[(len(ratios) - 1) // 2])
+
+
+if __name__ == '__main__':
+    main()
