@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """colocate.py - what sharing one CPU between Redis processes costs, alone.
 
-    python3 colocate.py GCRA_LUA PORT,PORT,PORT PID,PID,PID DECISIONS CALLS ROUNDS
+    python3 colocate.py GCRA_LUA PORT,PORT,PORT PID,PID,PID DECISIONS CALLS ROUNDS [SPLIT]
 
 Case k of scripts/bench/http.sh. The same CALLS calls of gcra.lua, each of
 DECISIONS decisions (keys of 1,024, as xrld formats them, rule open's
@@ -12,6 +12,10 @@ alternating. The calls and the script are the same both ways: the
 difference is only how many processes take turns on the server CPU (each
 one's caches are cold after the others ran). Prints a line a round and
 then "colocation=R" (three in turn over one, the median of the rounds).
+With SPLIT, also what smaller calls cost: the same decisions to the
+first Redis alone in calls of DECISIONS and of SPLIT, ROUNDS times
+alternating, "split=R" (SPLIT's over DECISIONS', the median): the other
+half of what a batch split over three masters costs them.
 """
 import os
 import random
@@ -67,6 +71,7 @@ def cpu_ns(pids):
 
 def main():
     lua, ports, pids, d, calls, rounds = sys.argv[1:7]
+    split = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     ports = [int(p) for p in ports.split(',')]
     pids = [int(p) for p in pids.split(',')]
     d, calls, rounds = int(d), int(calls), int(rounds)
@@ -79,7 +84,7 @@ def main():
     rnd = random.Random(1)
     now = int(time.time() * 1e6) - 1704067200000000
 
-    def call(i, sha):
+    def call(i, sha, d=d):
         keys = ['xrl:{open:u%d}' % rnd.randrange(1, 1025) for _ in range(d)]
         args = ['EVALSHA', sha, d] + keys + ['%d.000' % (now + 300 * i), d] + ['1'] * d
         for _ in keys:
@@ -100,8 +105,27 @@ def main():
         ratios.append(per[True] / per[False])
         print('round %d: one Redis %.2f us a decision, three in turn %.2f: %.2f'
               % (r + 1, per[False], per[True], ratios[-1]))
+    # the split: one Redis, the same decisions in calls of DECISIONS and in
+    # calls of SPLIT (a master's share of a batch split over three nodes)
+    splits = []
+    for r in range(rounds if split else 0):
+        per = {}
+        for size in ((d, split) if r % 2 == 0 else (split, d)):
+            n = calls * d // size
+            msgs = [enc(call(i, shas[0], size)) for i in range(n)]
+            t0 = cpu_ns(pids[:1])
+            for m in msgs:
+                conns[0].s.sendall(m)
+                conns[0].reply()
+            per[size] = (cpu_ns(pids[:1]) - t0) / 1000 / (n * size)
+        splits.append(per[split] / per[d])
+        print('round %d: one Redis, %d decisions a call %.2f us a decision, %d a call %.2f: %.2f'
+              % (r + 1, d, per[d], split, per[split], splits[-1]))
     ratios.sort()
+    splits.sort()
     print('colocation=%.2f' % ratios[(len(ratios) - 1) // 2])
+    if splits:
+        print('split=%.2f' % splits[(len(splits) - 1) // 2])
 
 
 if __name__ == '__main__':
