@@ -317,6 +317,7 @@ make_cluster() {
 }
 # g: 3 masters and 3 replicas
 make_cluster rc 6 1
+# shellcheck disable=SC2034 # PIDS_RC is read through cluster_case's nameref
 RC_PORTS=("${CL_PORTS[@]}") PIDS_RC=("${CL_PIDS[@]}") RC_MASTERS=$CL_MASTERS RC_REPLICAS=$CL_REPLICAS
 P_CL=''
 free_port P_CL || die "no free port found"
@@ -622,30 +623,29 @@ step_l() { lease_case l "$CONNS" "$P_MEM" /conc/x "${PID_XRLD[mem]}"; }
 step_l0() { lease_case l0 "$CONNS" "$P_MEM" /open/x "${PID_XRLD[mem]}"; }
 step_m() { lease_case m "$RCONNS" "$P_RED" /conc/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
 step_m0() { lease_case m0 "$RCONNS" "$P_RED" /open/x "${PID_XRLD[redis]}" "$PID_REDIS"; }
+# cluster_case ID PORT XRLD-NAME PARTS PORTS-ARRAY PIDS-ARRAY: wrk_case ID on
+# a cluster's xrld, with its CPU by part, and its masters' decisions a call
+# (EVALSHA counted on every node, around the warm-up too) in PER_CALL[ID]
+declare -A PER_CALL
+cluster_case() {
+	local id=$1 port=$2 x=$3 n0 n1 all
+	local -n cports=$5 cpids=$6
+	n0=$(cluster_calls "${cports[@]}")
+	RT0=$(cpu_ticks "${cpids[@]}")
+	PARTS="xrld=${PID_XRLD[$x]} $4"
+	wrk_case "$id" "$RCONNS" "$port" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[$x]}" "${cpids[@]}"
+	PARTS=''
+	redis_share "$id" "${cpids[@]}"
+	n1=$(cluster_calls "${cports[@]}")
+	all=$((REQS[$id] + $(field requests "$(grep '^RESULT ' "$T/wrk-$id-warmup.txt")")))
+	PER_CALL[$id]=$(awk -v e=$((n1 - n0)) -v n="$all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
+	say "  $id: $((n1 - n0)) EVALSHA on the masters for $all decisions, warm-up included (~${PER_CALL[$id]} a call)"
+}
 step_g() {
-	local n0 n1 g_all
-	n0=$(cluster_calls "${RC_PORTS[@]}")
-	RT0=$(cpu_ticks "${PIDS_RC[@]}")
-	PARTS="xrld=${PID_XRLD[cluster]} masters=$RC_MASTERS replicas=$RC_REPLICAS"
-	wrk_case g "$RCONNS" "$P_CL" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster]}" "${PIDS_RC[@]}"
-	PARTS=''
-	redis_share g "${PIDS_RC[@]}"
-	n1=$(cluster_calls "${RC_PORTS[@]}")
-	g_all=$((REQS[g] + $(field requests "$(grep '^RESULT ' "$T/wrk-g-warmup.txt")")))
-	G_PER_CALL=$(awk -v e=$((n1 - n0)) -v n="$g_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
-	say "  g: $((n1 - n0)) EVALSHA on the masters for $g_all decisions, warm-up included (~$G_PER_CALL a call)"
+	cluster_case g "$P_CL" cluster "masters=$RC_MASTERS replicas=$RC_REPLICAS" RC_PORTS PIDS_RC
+	G_PER_CALL=${PER_CALL[g]}
 }
-step_g1() {
-	local n0 n1 g_all
-	n0=$(cluster_calls "${R1_PORTS[@]}")
-	PARTS="xrld=${PID_XRLD[cluster1]} master=${PIDS_R1[0]}"
-	wrk_case g1 "$RCONNS" "$P_CL1" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster1]}" "${PIDS_R1[@]}"
-	PARTS=''
-	n1=$(cluster_calls "${R1_PORTS[@]}")
-	g_all=$((REQS[g1] + $(field requests "$(grep '^RESULT ' "$T/wrk-g1-warmup.txt")")))
-	G1_PER_CALL=$(awk -v e=$((n1 - n0)) -v n="$g_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
-	say "  g1: $((n1 - n0)) EVALSHA on the master for $g_all decisions, warm-up included (~$G1_PER_CALL a call)"
-}
+step_g1() { cluster_case g1 "$P_CL1" cluster1 "master=${PIDS_R1[0]}" R1_PORTS PIDS_R1; }
 # k: the same calls of gcra.lua (21 decisions each, c's batch) to one
 # Redis, and to three in turn, all on REDIS_CPU with the client: CPU per
 # decision, three over one (colocate.py). Nothing else differs: it is the
@@ -663,15 +663,7 @@ step_k() {
 	[ -n "$K_COLOC" ] && [ -n "$K_SPLIT" ] || die "colocate.py printed no colocation= or split= line"
 }
 step_g0() {
-	local n0 n1 g_all
-	n0=$(cluster_calls "${R0_PORTS[@]}")
-	PARTS="xrld=${PID_XRLD[cluster0]} masters=$(IFS=,; echo "${PIDS_R0[*]}")"
-	wrk_case g0 "$RCONNS" "$P_CL0" /v1/auth /open/x "$NKEYS" allowed "${PID_XRLD[cluster0]}" "${PIDS_R0[@]}"
-	PARTS=''
-	n1=$(cluster_calls "${R0_PORTS[@]}")
-	g_all=$((REQS[g0] + $(field requests "$(grep '^RESULT ' "$T/wrk-g0-warmup.txt")")))
-	G0_PER_CALL=$(awk -v e=$((n1 - n0)) -v n="$g_all" 'BEGIN { printf "%.1f", e ? n / e : 0 }')
-	say "  g0: $((n1 - n0)) EVALSHA on the masters for $g_all decisions, warm-up included (~$G0_PER_CALL a call)"
+	cluster_case g0 "$P_CL0" cluster0 "masters=$(IFS=,; echo "${PIDS_R0[*]}")" R0_PORTS PIDS_R0
 }
 step_h() {
 	PARTS="xrld=${PID_XRLD[redisr]} master=$PID_REDM replica=$PID_REDR"
