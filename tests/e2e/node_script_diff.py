@@ -18,9 +18,12 @@ call whole with "non local key", before anything is written, and a
 concurrency part or a release is refused, also before anything is
 written. Prints one line a failure and exits 1 on any; 0 when all agree.
 """
+import os
 import random
-import socket
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'scripts', 'lib'))
+from resp import Redis  # noqa: E402
 
 
 def crc16(data):
@@ -41,59 +44,6 @@ def key_slot(key):
         if e > s + 1:
             k = k[s + 1:e]
     return crc16(k) % 16384
-
-
-class Redis:
-    def __init__(self, port):
-        self.s = socket.create_connection(('127.0.0.1', port), 5)
-        self.buf = b''
-
-    def send(self, *cmds):
-        out = []
-        for args in cmds:
-            out.append(b'*%d\r\n' % len(args))
-            for a in args:
-                a = a if isinstance(a, bytes) else str(a).encode()
-                out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-        self.s.sendall(b''.join(out))
-
-    def cmd(self, *args):
-        self.send(args)
-        return self.reply()
-
-    def line(self):
-        while b'\r\n' not in self.buf:
-            d = self.s.recv(65536)
-            if not d:
-                raise EOFError('redis closed the connection')
-            self.buf += d
-        ln, self.buf = self.buf.split(b'\r\n', 1)
-        return ln
-
-    def reply(self):
-        ln = self.line()
-        t, v = ln[:1], ln[1:]
-        if t == b'+':
-            return v.decode()
-        if t == b'-':
-            return ('ERR', v.decode())
-        if t == b':':
-            return int(v)
-        if t == b'$':
-            n = int(v)
-            if n < 0:
-                return None
-            while len(self.buf) < n + 2:
-                d = self.s.recv(65536)
-                if not d:
-                    raise EOFError('redis closed the connection')
-                self.buf += d
-            b, self.buf = self.buf[:n], self.buf[n + 2:]
-            return b.decode()
-        if t == b'*':
-            n = int(v)
-            return None if n < 0 else [self.reply() for _ in range(n)]
-        raise ValueError('bad reply %r' % ln)
 
 
 EPOCH_US = 1704067200000000  # 2024-01-01, gcra.lua's epoch

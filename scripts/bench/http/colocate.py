@@ -19,50 +19,11 @@ half of what a batch split over three masters costs them.
 """
 import os
 import random
-import socket
 import sys
 import time
 
-
-def enc(args):
-    out = [b'*%d\r\n' % len(args)]
-    for a in args:
-        a = a if isinstance(a, bytes) else str(a).encode()
-        out.append(b'$%d\r\n%s\r\n' % (len(a), a))
-    return b''.join(out)
-
-
-class Conn:
-    def __init__(self, port):
-        self.s = socket.create_connection(('127.0.0.1', port), 5)
-        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b''
-
-    def line(self):
-        while b'\r\n' not in self.buf:
-            d = self.s.recv(1 << 16)
-            if not d:
-                raise EOFError('redis closed the connection')
-            self.buf += d
-        ln, self.buf = self.buf.split(b'\r\n', 1)
-        return ln
-
-    def reply(self):
-        ln = self.line()
-        t = ln[:1]
-        if t == b'-':
-            raise RuntimeError(ln.decode())
-        if t == b'$':
-            n = int(ln[1:])
-            if n >= 0:
-                while len(self.buf) < n + 2:
-                    self.buf += self.s.recv(1 << 16)
-                v, self.buf = self.buf[:n], self.buf[n + 2:]
-                return v
-            return None
-        if t == b'*':
-            return [self.reply() for _ in range(int(ln[1:]))]
-        return ln[1:]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'lib'))
+from resp import Redis, encode  # noqa: E402
 
 
 def cpu_ns(pids):
@@ -76,11 +37,13 @@ def main():
     pids = [int(p) for p in pids.split(',')]
     d, calls, rounds = int(d), int(calls), int(rounds)
     script = open(lua, 'rb').read()
-    conns = [Conn(p) for p in ports]
-    shas = []
-    for c in conns:
-        c.s.sendall(enc(['SCRIPT', 'LOAD', script]))
-        shas.append(c.reply().decode())
+    conns = [Redis(p) for p in ports]
+    shas = [c.cmd('SCRIPT', 'LOAD', script) for c in conns]
+
+    def run(conn, raw):  # one call, formatted before the clock started
+        conn.s.sendall(raw)
+        if isinstance(conn.reply(), tuple):
+            raise RuntimeError('Redis refused a call')
     rnd = random.Random(1)
     now = int(time.time() * 1e6) - 1704067200000000
 
@@ -96,11 +59,10 @@ def main():
         per = {}
         for spread in ((False, True) if r % 2 == 0 else (True, False)):
             n = len(conns) if spread else 1
-            msgs = [(i % n, enc(call(i, shas[i % n]))) for i in range(calls)]
+            msgs = [(i % n, encode(call(i, shas[i % n]))) for i in range(calls)]
             t0 = cpu_ns(pids)
             for j, m in msgs:
-                conns[j].s.sendall(m)
-                conns[j].reply()
+                run(conns[j], m)
             per[spread] = (cpu_ns(pids) - t0) / 1000 / (calls * d)
         ratios.append(per[True] / per[False])
         print('round %d: one Redis %.2f us a decision, three in turn %.2f: %.2f'
@@ -112,11 +74,10 @@ def main():
         per = {}
         for size in ((d, split) if r % 2 == 0 else (split, d)):
             n = calls * d // size
-            msgs = [enc(call(i, shas[0], size)) for i in range(n)]
+            msgs = [encode(call(i, shas[0], size)) for i in range(n)]
             t0 = cpu_ns(pids[:1])
             for m in msgs:
-                conns[0].s.sendall(m)
-                conns[0].reply()
+                run(conns[0], m)
             per[size] = (cpu_ns(pids[:1]) - t0) / 1000 / (n * size)
         splits.append(per[split] / per[d])
         print('round %d: one Redis, %d decisions a call %.2f us a decision, %d a call %.2f: %.2f'
