@@ -11,7 +11,8 @@
 -- name two slots). Every key is read before anything is written, so a key
 -- the node does not serve ("non local key") fails the call whole, and
 -- xrld sends it again one slot a call; a call that is not all rate
--- decisions is refused before anything is written too.
+-- decisions, or whose decisions' key counts do not add up to N, is
+-- refused before anything is written too.
 local A, R = ARGV, redis
 local nk = tonumber(A[1])
 local function split(v)
@@ -46,11 +47,13 @@ for i = 2, nk + 1 do
     val[k] = v
   end
 end
-local nd, ns = tonumber(A[nk + 3]), {}
+local nd, ns, sum = tonumber(A[nk + 3]), {}, 0
 for d = 1, nd do
   ns[d] = tonumber(string.match(A[nk + 3 + d], '^(%d+)/?0?$') or '')
   if not ns[d] then return R.error_reply('ERR xrl node script: rate decisions only') end
+  sum = sum + ns[d]
 end
+if sum ~= nk then return R.error_reply('ERR xrl node script: the decisions name other than the keys') end
 local out, new, ok, rel, fix = {}, {}, {}, {}, {}
 local k0, a0 = 1, nk + 3 + nd
 for d = 1, nd do
