@@ -22,6 +22,8 @@
 #      master of its slot (not the first seed's: the instances connect to
 #      the slot's master), and B follows it within a second; del through B
 #      takes it out; no instance logs a failed read
+#   4c. seeds that accept and never answer (redis_timeout 50ms): xrlctl
+#      override fails with the reason within ~200 ms, not seconds a seed
 #   5. failover: the master of a buyer's slot is killed (SIGKILL) mid-run:
 #      fail-closed rule 503, fail-open rule 200, no answer slower than
 #      redis_timeout + margin (curl time_total); once its replica is master,
@@ -207,6 +209,41 @@ check_eq "override del through B: exit" "$?" 0
 check_eq "the override left the hash" "$(redis-cli -p "$oport" HEXISTS xrl:overrides "holds:$OV")" 0
 check_eq "no instance failed to read the overrides" \
 	"$(cat "${HT_LOG[A]}" "${HT_LOG[B]}" "${HT_LOG[C]}" | grep -c "couldn't read the overrides")" 0
+
+log "4c. seeds that accept and never answer: an override fails within redis_timeout a seed"
+# two listeners that never accept: the kernel completes the connection,
+# nothing ever answers
+S1=$(free_port)
+S2=$(free_port)
+"$XRL_PY" -c 'import socket, sys, time
+ls = []
+for p in sys.argv[1:]:
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", int(p)))
+    s.listen(64)
+    ls.append(s)
+time.sleep(120)' "$S1" "$S2" &
+HT_PIDS+=("$!")
+wait_for 5 port_listens "$S2" || fatal "the silent seeds did not listen"
+PD=$(free_port)
+cat >"$HT_TMP/D.yaml" <<EOF
+$(http_yaml "$PD" traefik)
+  backend: redis-cluster://127.0.0.1:$S1,127.0.0.1:$S2
+  redis_timeout: 50ms
+  rules:
+$(yaml_rule holds '{ path_prefix: /holds/ }' header:X-User-Id 1/min 10)
+EOF
+xrld_http_start D "$HT_TMP/D.yaml" "$PD"
+t0=$(date +%s%N)
+out=$("$XRLCTL" --socket "$HT_TMP/D.sock" override holds k --rate 1/min --burst 2 --ttl 1m 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+info "xrlctl override against silent seeds: exit $rc in $ms ms: $out"
+check_eq "override with silent seeds: fails (exit 1)" "$rc" 1
+check_match "... and says why" "$out" "no seed of the cluster"
+check_range "... within 2 seeds x 2 x redis_timeout + margin (ms)" "$ms" 0 900
+proc_stop D
 
 log "5. failover: the master of a buyer's slot is killed"
 # a buyer of the closed rule, and one of the open rule on the same master

@@ -136,8 +136,14 @@ static int ovr_owner(struct ovr_redis *r, char *err, size_t errlen)
 	snprintf(fc.redis_seeds, sizeof(fc.redis_seeds), "%s", r->seeds);
 	snprintf(fc.redis_user, sizeof(fc.redis_user), "%s", r->user);
 	snprintf(fc.redis_pass, sizeof(fc.redis_pass), "%s", r->pass);
-	rc = xrl_fleet_cluster_owner(&fc, OVR_KEY, &a);
+	/* as one command would be: redis_timeout a seed, for connect and ask */
+	rc = xrl_fleet_cluster_owner_to(&fc, OVR_KEY, &a, r->timeout_ns / 1000,
+					r->timeout_ns / 1000);
 	explicit_bzero(fc.redis_pass, sizeof(fc.redis_pass));
+	if (rc == -EACCES) {
+		snprintf(err, errlen, "the cluster's seeds (%.200s) refused AUTH", r->seeds);
+		return rc;
+	}
 	if (rc) {
 		snprintf(err, errlen, "no seed of the cluster (%.200s) named the master of %s's slot",
 			 r->seeds, OVR_KEY);

@@ -21,12 +21,18 @@
 #include "log.h"
 #include "redis_slots.h"
 
-/* One seed's CLUSTER SLOTS into m; 0 or -errno. */
-static int seed_slots(const struct xrl_fleet_cfg *c, const char *host, int port,
-		      struct xrl_slot_map *m)
+static struct timeval tv_us(__u64 us)
 {
-	struct timeval cto = { 0, 500000 }, to = { 1, 0 };
-	redisContext *rc = redisConnectWithTimeout(host, port, cto);
+	return (struct timeval){ (time_t)(us / 1000000), (suseconds_t)(us % 1000000) };
+}
+
+/* One seed's CLUSTER SLOTS into m; 0 or -errno (-EACCES: AUTH refused),
+ * within cto_us to connect and to_us a command. */
+static int seed_slots(const struct xrl_fleet_cfg *c, const char *host, int port,
+		      struct xrl_slot_map *m, __u64 cto_us, __u64 to_us)
+{
+	struct timeval to = tv_us(to_us);
+	redisContext *rc = redisConnectWithTimeout(host, port, tv_us(cto_us));
 	struct xrl_reader_guard *g = NULL;
 	redisReply *r = NULL;
 	int err = -EIO;
@@ -66,10 +72,12 @@ out:
 /*
  * The master of key's slot, from the first seed that answers with a map
  * in which a master serves it: 0 with *out; -EHOSTUNREACH when no seed
- * did (all down, or the slot has no master: a failover not done yet).
+ * did (all down, or the slot has no master: a failover not done yet),
+ * -EACCES when a seed refused AUTH and none answered. Each seed gets
+ * cto_us to connect and to_us a command.
  */
-int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
-			    struct xrl_node_addr *out)
+int xrl_fleet_cluster_owner_to(const struct xrl_fleet_cfg *c, const char *key,
+			       struct xrl_node_addr *out, __u64 cto_us, __u64 to_us)
 {
 	struct xrl_slot_map *m = calloc(1, sizeof(*m)); /* 41 KiB: not on a stack */
 	unsigned slot = xrl_key_slot(key, strlen(key));
@@ -86,7 +94,11 @@ int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
 		if (xrl_hostport_parse(p, comma ? (size_t)(comma - p) : strlen(p), host,
 				       sizeof(host), &port))
 			continue; /* checked when the configuration was read */
-		if (seed_slots(c, host, port, m) || m->master[slot] == XRL_CLUSTER_NO_NODE)
+		int e = seed_slots(c, host, port, m, cto_us, to_us);
+
+		if (e == -EACCES)
+			rc = -EACCES; /* said, unless another seed answers */
+		if (e || m->master[slot] == XRL_CLUSTER_NO_NODE)
 			continue;
 		*out = m->node[m->master[slot]];
 		rc = 0;
@@ -94,4 +106,11 @@ int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
 	}
 	free(m);
 	return rc;
+}
+
+/* The fleet's thread: 500 ms a seed to connect, 1 s a command. */
+int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
+			    struct xrl_node_addr *out)
+{
+	return xrl_fleet_cluster_owner_to(c, key, out, 500000, 1000000);
 }
