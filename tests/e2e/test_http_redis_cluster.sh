@@ -30,7 +30,9 @@
 #      without restarting xrld, 30 concurrent requests for a new buyer of
 #      that slot via the three instances are 200 exactly burst times
 #   6. a concurrency rule on redis-cluster:// is a config error naming the
-#      rule (xrld --check exits 1): no slots on a cluster yet
+#      rule (xrld --check exits 1): no slots on a cluster yet; and a reload
+#      of a cluster's xrld to redis:// with one is refused (the backend
+#      stays the cluster until a restart)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -331,5 +333,27 @@ out=$("$XRLD" --check "$HT_TMP/conc.yaml" 2>&1)
 check_eq "xrld --check: exit 1" "$?" 1
 check_eq "... names the rule and the backend" \
 	"$(grep -c 'rule uploads: concurrency needs backend memory or redis://' <<<"$out")" 1
+# nor by a reload to redis://: the backend is not changed on reload (it
+# stays the cluster), so the rule would not be enforced at all (review:
+# five requests against concurrency 2 were all 200)
+{
+	http_yaml "${PX[2]}" traefik
+	cat <<EOF
+  backend: redis://127.0.0.1:${RC_PORTS[0]}
+  rules:
+    - name: uploads
+      match: { path_prefix: /up/ }
+      key: header:X-User-Id
+      concurrency: 2
+EOF
+} >"$HT_TMP/C.yaml"
+kill -HUP "${HT_PID[C]}"
+wait_for 5 grep -q "reload refused" "${HT_LOG[C]}"
+check_match "a reload of C to redis:// with a concurrency rule: refused, and why" \
+	"$(grep "reload refused" "${HT_LOG[C]}")" \
+	"rule uploads: concurrency needs backend memory or redis://, and the backend stays redis-cluster://"
+hreq "http://127.0.0.1:${PX[2]}/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /holds/x" \
+	-H "X-User-Id: after-refused-reload-$$"
+check_eq "C still decides by its rules on the cluster" "$H_CODE" 200
 
 finish

@@ -300,6 +300,10 @@ struct xrl_http_server;
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
 		   size_t errlen);
 /* Reload: new rules and limits; the listener stays. */
+/* Whether c can be reloaded into s as it runs: -EINVAL with err when a
+ * rule needs what the backend kept (a restart's change) cannot give. */
+int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, char *err,
+			  size_t errlen);
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
 /* The fleet this tier counts in and shares its penalties with (pen_list.c):

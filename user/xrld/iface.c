@@ -169,6 +169,8 @@ static int install_config(struct xrld *d, struct xrld_config *next, char *err, s
 
 	effective_policy(d, next, &pol);
 	rc = xrl_policy_validate(&pol, err, errlen);
+	if (!rc && next->has_http && d->http)
+		rc = xrl_http_reload_check(d->http, &next->http, err, errlen);
 	if (rc)
 		return rc;
 	/* the metrics thread reads d->cfg and d->http under d->lock */
