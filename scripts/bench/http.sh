@@ -105,7 +105,8 @@
 # The last two lines of output:
 #   cluster_cost_vs_standalone=G1/C cluster_3_masters=G0/C cluster_3x2_vs_replicated=G/H
 #     cluster_3x2_vs_unreplicated=G/C colocation=K split=S
-#   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z cluster_cpu_vs_standalone=G1/C
+#   memory_vs_nginx=X redis_vs_redisbench=Y refused_vs_allowed=Z cluster_path_vs_standalone=G1/C
+#   (before stop 19 that last key was cluster_cpu_vs_standalone, then G/C)
 #
 # Environment: DUR (6), CONNS (32), RCONNS (64), THREADS (1), NKEYS (1024),
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
@@ -646,16 +647,20 @@ step_g() {
 	G_PER_CALL=${PER_CALL[g]}
 }
 step_g1() { cluster_case g1 "$P_CL1" cluster1 "master=${PIDS_R1[0]}" R1_PORTS PIDS_R1; }
-# k: the same calls of gcra.lua (21 decisions each, c's batch) to one
+# k: the same calls of gcra.lua (c's batch: 21 decisions each until c ran) to one
 # Redis, and to three in turn, all on REDIS_CPU with the client: CPU per
 # decision, three over one (colocate.py). Nothing else differs: it is the
 # price of processes taking turns on one CPU that g0 and g pay and a fleet,
-# a master a host, does not. Then the split: one Redis, calls of 21 against
-# calls of 15 (g0's masters' batch): what smaller calls cost a master.
+# a master a host, does not. Then the split: one Redis, calls of c's batch
+# against calls of g0's masters' (21 and 15 until they ran): what smaller
+# calls cost a master.
 step_k() {
-	local out
+	local out big small
+	# the batches measured in this run (c's, and g0's masters'), once known
+	big=$(awk -v n="${C_PER_CALL:-21}" 'BEGIN { n = int(n + 0.5); print (n >= 2 ? n : 21) }')
+	small=$(awk -v n="${PER_CALL[g0]:-15}" -v b="$big" 'BEGIN { n = int(n + 0.5); print (n >= 1 && n < b ? n : int(b * 0.7 + 0.5)) }')
 	out=$(taskset -c "$REDIS_CPU" python3 "$HERE/colocate.py" "$T/gcra.lua" \
-		"$(IFS=,; echo "${PK_PORTS[*]}")" "$(IFS=,; echo "${PK_PIDS[*]}")" 21 5000 3 15) ||
+		"$(IFS=,; echo "${PK_PORTS[*]}")" "$(IFS=,; echo "${PK_PIDS[*]}")" "$big" 5000 3 "$small") ||
 		die "colocate.py failed: $out"
 	printf '%s\n' "$out" | sed 's/^/  k: /' >&2
 	K_COLOC=$(sed -n 's/^colocation=//p' <<<"$out")
@@ -795,7 +800,7 @@ C_KS=$(median "${RC_KS[@]}")
 	echo "cluster_3x2_vs_replicated  CPU g/h       $C_CLR    (reported: 3 masters + 3 replicas against 1 + 1, on the one CPU)"
 	echo "cluster_3x2_vs_unreplicated  CPU g/c     $C_CL    (reported: six, three of them replicas, against one without; g/c rps $R_CL)"
 	echo "colocation_three_vs_one  k              $C_K    (reported: the same calls to one Redis and to three in turn)"
-	echo "split_15_vs_21  k                       $C_KS    (reported: one Redis, the same decisions in calls of 15 and of 21)"
+	echo "split  k                                $C_KS    (reported: one Redis, the same decisions in calls of g0's masters' batch against c's)"
 	echo "(CPU g1/c by round: ${RC_CL1[*]}; g0/c: ${RC_CL0[*]}; g/h: ${RC_CLR[*]}; g/c: ${RC_CL[*]}; k: ${RC_K[*]}; split: ${RC_KS[*]}; of the last round's, Redis: c ${RCPU[c]}, g ${RCPU[g]} us/decision, warm-up included)"
 	echo "(the last round's CPU us/decision by part: c xrld ${PCPU[c.xrld]} redis ${PCPU[c.redis]};" \
 		"h xrld ${PCPU[h.xrld]} master ${PCPU[h.master]} replica ${PCPU[h.replica]};" \
@@ -831,7 +836,7 @@ fi
 FAILED=0
 echo "cluster_cost_vs_standalone=$C_CL1 cluster_3_masters=$C_CL0 cluster_3x2_vs_replicated=$C_CLR" \
 	"cluster_3x2_vs_unreplicated=$C_CL colocation=$C_K split=$C_KS"
-echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_cpu_vs_standalone=$C_CL1" \
+echo "memory_vs_nginx=$R_MEM redis_vs_redisbench=$R_RED refused_vs_allowed=$R_RA_RED cluster_path_vs_standalone=$C_CL1" \
 	"lease_vs_decision_memory=$C_LM lease_vs_decision_redis=$C_LR"
 [ ${#missed[@]} -eq 0 ] || exit 1
 exit 0
