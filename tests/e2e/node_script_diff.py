@@ -162,6 +162,23 @@ def main():
         if len(fails) > 5:
             break
 
+    # a value that reads as NaN ("nan": Lua's tonumber takes it) is no
+    # TAT: taken as ahead of any tau, so the key is refused once and its
+    # value rewritten, not refused for good (NaN compared false every time,
+    # and nothing wrote the key again); both scripts
+    for r, sha, node in ((rs, sha_s, False), (rc, sha_c, True)):
+        k = pool[1]
+        r.cmd('SET', k, 'nan')
+        call = ['%d.000' % now, 1, '1', '1000000.000', '1.000']
+        b = r.cmd('EVALSHA', sha, 1, k, 1, k, *call) if node else r.cmd('EVALSHA', sha, 1, k, *call)
+        v = r.cmd('GET', k)
+        try:
+            ok = float(v) == float(v) and abs(float(v) - (now + 1000000)) < 1
+        except (TypeError, ValueError):
+            ok = False
+        if not (isinstance(b, list) and b[:2] == [1, 'R'] and ok and r.cmd('PTTL', k) > 0):
+            fail('%s: a NaN value answered %r and left %r' % ('node' if node else 'gcra.lua', b, v))
+        r.cmd('DEL', k)
     # a key the node does not serve: the call fails whole, nothing written
     far = next('xrl:{far%d}' % i for i in range(100000) if key_slot('xrl:{far%d}' % i) >= 16000)
     near = pool[0]

@@ -32,7 +32,9 @@ local function ahead(v)
   if not v then return 0 end
   local ti, tf, old = split(v)
   if old then ti = ti - 1704067200000000 end
-  return (ti - ni) + (tf - nf)
+  local r = (ti - ni) + (tf - nf)
+  if r ~= r then return math.huge end
+  return r
 end
 local val, bad = {}, {}
 for i = 2, nk + 1 do
