@@ -154,7 +154,7 @@ static int ovr_owner(struct ovr_redis *r, char *err, size_t errlen)
 	return 0;
 }
 
-static redisContext *ovr_connect(struct ovr_redis *r, char *err, size_t errlen)
+static redisContext *ovr_connect_auth(struct ovr_redis *r, char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = (time_t)(r->timeout_ns / 1000000000),
 			      .tv_usec = (suseconds_t)(r->timeout_ns % 1000000000 / 1000) };
@@ -194,6 +194,16 @@ static redisContext *ovr_connect(struct ovr_redis *r, char *err, size_t errlen)
 		}
 		freeReplyObject(rep);
 	}
+	return c;
+}
+
+/* A connection for the overrides; r's copy of the password is wiped,
+ * whatever the outcome (r is a caller's copy, made for this one connect). */
+static redisContext *ovr_connect(struct ovr_redis *r, char *err, size_t errlen)
+{
+	redisContext *c = ovr_connect_auth(r, err, errlen);
+
+	explicit_bzero(r->pass, sizeof(r->pass));
 	return c;
 }
 
@@ -302,6 +312,7 @@ static void *sync_main(void *arg)
 		err[0] = '\0';
 		if (!c)
 			c = ovr_connect(&r, err, sizeof(err));
+		explicit_bzero(r.pass, sizeof(r.pass)); /* connected or not: not kept */
 		if (c && ovr_refresh(s, c, err, sizeof(err))) {
 			redisFree(c);
 			c = NULL;
