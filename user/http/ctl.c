@@ -120,8 +120,6 @@ static redisReply *command(redisContext *c, char *err, size_t errlen, const char
 	return rep;
 }
 
-/* A blocking connection with AUTH and SELECT done; NULL with err. The
- * password is never in err (only Redis's answer to AUTH is). */
 /*
  * On a cluster, the master of OVR_KEY's slot, from the seeds' map, read
  * afresh at each connect: a failover or a reshard ends the connection
@@ -154,6 +152,8 @@ static int ovr_owner(struct ovr_redis *r, char *err, size_t errlen)
 	return 0;
 }
 
+/* A blocking connection with AUTH and SELECT done; NULL with err. The
+ * password is never in err (only Redis's answer to AUTH is). */
 static redisContext *ovr_connect_auth(struct ovr_redis *r, char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = (time_t)(r->timeout_ns / 1000000000),
