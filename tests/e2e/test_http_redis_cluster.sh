@@ -320,15 +320,19 @@ for n in A B C; do
 done
 
 info "6. a concurrency rule on a cluster: a config error"
-cat >"$HT_TMP/conc.yaml" <<EOF
-$(http_yaml "$(free_port)" traefik)
-  backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
+# conc_yaml PORT BACKEND: a policy of one concurrency rule, uploads
+conc_yaml() {
+	http_yaml "$1" traefik
+	cat <<EOF
+  backend: $2
   rules:
     - name: uploads
       match: { path_prefix: /up/ }
       key: header:X-User-Id
       concurrency: 2
 EOF
+}
+conc_yaml "$(free_port)" "redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}" >"$HT_TMP/conc.yaml"
 out=$("$XRLD" --check "$HT_TMP/conc.yaml" 2>&1)
 check_eq "xrld --check: exit 1" "$?" 1
 check_eq "... names the rule and the backend" \
@@ -336,17 +340,7 @@ check_eq "... names the rule and the backend" \
 # nor by a reload to redis://: the backend is not changed on reload (it
 # stays the cluster), so the rule would not be enforced at all (review:
 # five requests against concurrency 2 were all 200)
-{
-	http_yaml "${PX[2]}" traefik
-	cat <<EOF
-  backend: redis://127.0.0.1:${RC_PORTS[0]}
-  rules:
-    - name: uploads
-      match: { path_prefix: /up/ }
-      key: header:X-User-Id
-      concurrency: 2
-EOF
-} >"$HT_TMP/C.yaml"
+conc_yaml "${PX[2]}" "redis://127.0.0.1:${RC_PORTS[0]}" >"$HT_TMP/C.yaml"
 kill -HUP "${HT_PID[C]}"
 wait_for 5 grep -q "reload refused" "${HT_LOG[C]}"
 check_match "a reload of C to redis:// with a concurrency rule: refused, and why" \
