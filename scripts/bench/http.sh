@@ -214,17 +214,26 @@ free_port P_RED || die "no free port found"
 free_port P_NGX || die "no free port found"
 free_port P_REDIS || die "no free port found"
 
+# wait_pong PORT...: each redis-server on 127.0.0.1:PORT answers PING
+# within 5 s, or the run stops
+wait_pong() {
+	local p
+	for p in "$@"; do
+		for _ in $(seq 50); do
+			[ "$(redis-cli -h 127.0.0.1 -p "$p" PING 2>/dev/null)" = PONG ] && continue 2
+			sleep 0.1
+		done
+		die "redis-server on port $p did not start (logs in $T)"
+	done
+}
+
 # Redis: no persistence, nothing but this run's keys.
 taskset -c "$REDIS_CPU" redis-server --port "$P_REDIS" --bind 127.0.0.1 --save '' \
 	--appendonly no --dir "$T" >"$T/redis.log" 2>&1 &
 PIDS+=($!)
 PID_REDIS=$!
 RCLI=(redis-cli -h 127.0.0.1 -p "$P_REDIS")
-for _ in $(seq 50); do
-	[ "$("${RCLI[@]}" PING 2>/dev/null)" = PONG ] && break
-	sleep 0.1
-done
-[ "$("${RCLI[@]}" PING 2>/dev/null)" = PONG ] || die "redis-server did not start ($T/redis.log)"
+wait_pong "$P_REDIS"
 
 declare -A PID_XRLD
 start_xrld() { # NAME PORT BACKEND
@@ -285,12 +294,7 @@ make_cluster() {
 		CL_PIDS+=($!)
 		CL_PORTS+=("$rp")
 	done
-	for p in "${CL_PORTS[@]}"; do
-		for _ in $(seq 50); do
-			[ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ] && break
-			sleep 0.1
-		done
-	done
+	wait_pong "${CL_PORTS[@]}"
 	if [ "$n" = 1 ]; then # redis-cli --cluster create wants 3 masters
 		redis-cli -p "${CL_PORTS[0]}" CLUSTER ADDSLOTSRANGE 0 16383 >"$T/$name-create.log" 2>&1 ||
 			die "CLUSTER ADDSLOTSRANGE failed ($T/$name-create.log)"
@@ -340,12 +344,7 @@ for i in 1 2 3; do
 	PK_PIDS+=($!)
 	PK_PORTS+=("$pk")
 done
-for p in "${PK_PORTS[@]}"; do
-	for _ in $(seq 50); do
-		[ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ] && break
-		sleep 0.1
-	done
-done
+wait_pong "${PK_PORTS[@]}"
 # g1: one master with every slot: the cluster path (xrld's cluster client,
 # the node script, Redis in cluster mode) with as many Redis processes as c
 make_cluster r1c 1 0
