@@ -26,6 +26,7 @@
 #include "xrl_limit.h"
 #include "xrl_cookie.h"
 #include "xrl_vouch.h"
+#include "xrl_tc.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -516,30 +517,38 @@ static __always_inline int xrl_cookie_primer(const struct xrl_pkt *p, __u64 j)
 
 /*
  * The SYN-cookie step, for a packet a cookie rule matched. Returns an XDP
- * verdict, or -1 to go on to the buckets: a SYN the program cannot answer,
- * or an ACK whose cookie checked out (s->cookie_ack: the source exists, so
- * now it is limited).
+ * verdict, or -1 to go on to the buckets: an ACK whose cookie checked out
+ * (s->cookie_ack: the source exists, so now it is limited). A SYN never
+ * meets a bucket here: one the program cannot answer (a 4-tuple with a
+ * time-wait socket, a helper failure) goes to the kernel, which answers it
+ * with the listener's own defences; nothing of it is stored.
  */
 static __always_inline int xrl_cookie_step(struct xdp_md *ctx, struct xrl_global_ctr *gc,
 					   struct xrl_scratch *s, __u64 j)
 {
 	__u8 f = s->pkt.tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK | XRL_TCP_FLAG_RST);
+	struct xrl_cookie_cfg *cc;
+	__u32 zero = 0;
+	__u64 slot = (j * xrl_tick_ns) >> XRL_CK_SLOT_SHIFT;
 	int r;
 
+	cc = bpf_map_lookup_elem(&xrl_cookie, &zero);
+	if (!cc)
+		return XDP_PASS;
 	if (f == XRL_TCP_FLAG_SYN) {
-		if (xrl_cookie_primer(&s->pkt, j)) {
+		if (!cc->own && xrl_cookie_primer(&s->pkt, j)) {
 			gc->c[XRL_G_COOKIE_PRIMERS]++;
 			return XDP_PASS;
 		}
-		r = xrl_cookie_syn(ctx, &s->pkt, &s->cb);
+		r = xrl_cookie_syn(ctx, &s->pkt, &s->cb, cc, slot);
 		if (r == XDP_TX) {
 			gc->c[XRL_G_COOKIES_SENT]++;
 			return XDP_TX;
 		}
 		gc->c[XRL_G_COOKIE_FALLBACK]++;
-		return -1;
+		return XDP_PASS;
 	}
-	r = xrl_cookie_ack(ctx, &s->pkt);
+	r = xrl_cookie_ack(ctx, &s->pkt, &s->cb, cc, slot);
 	if (r == XRL_CK_ESTABLISHED)
 		return XDP_PASS;
 	if (r == XRL_CK_BAD) {
@@ -547,6 +556,8 @@ static __always_inline int xrl_cookie_step(struct xdp_md *ctx, struct xrl_global
 		return XDP_DROP;
 	}
 	gc->c[XRL_G_COOKIES_VALID]++;
+	if (s->cb.no_meta)
+		gc->c[XRL_G_COOKIE_NO_META]++;
 	s->cookie_ack = 1;
 	return -1;
 }

@@ -118,6 +118,15 @@ struct {
 	__type(value, __u32);
 } xrl_cookie_prime SEC(".maps");
 
+/* xrl's own SYN cookie: its keys and what the SYN-ACK offers (xrl_abi.h,
+ * struct xrl_cookie_cfg), written by userspace; shared with the TC program. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xrl_cookie_cfg);
+} xrl_cookie SEC(".maps");
+
 /* Vouched source prefixes (/24, /48) with an expiry: the reserved share of
  * an aggregate cap is theirs. LRU: verified sources cannot fill it, only
  * push out the least recently vouched. */

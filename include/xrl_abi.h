@@ -58,6 +58,7 @@
 #define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
 #define XRL_MAP_SYSCTL       "xrl_sysctl"
 #define XRL_MAP_VOUCH        "xrl_vouch"
+#define XRL_MAP_COOKIE       "xrl_cookie"
 
 /* ---- enums ------------------------------------------------------------ */
 
@@ -148,6 +149,14 @@ enum xrl_global {
 	                          * (a rule's `aggregate`): dropped */
 	XRL_G_VOUCHED_ADMITS,    /* new connections of vouched sources an
 	                          * aggregate cap admitted */
+	XRL_G_COOKIE_REQSK,      /* xrl-cookie ACKs the TC program made a
+	                          * request socket for (the kernel's handshake
+	                          * completes from it) */
+	XRL_G_COOKIE_REQSK_FAIL, /* xrl-cookie ACKs it could not: no listener
+	                          * (gone since the SYN), or the kernel refused
+	                          * the options; passed, and the kernel resets */
+	XRL_G_COOKIE_NO_META,    /* xrl-cookie ACKs the driver would not carry
+	                          * to the TC program (no XDP metadata) */
 	XRL_G_MAX,
 };
 
@@ -302,6 +311,58 @@ struct xrl_allow_small {
  * host order) holds the jiffy of the last primer per port.
  */
 #define XRL_COOKIE_PRIME_S   30
+
+/*
+ * xrl_cookie (ARRAY, 1 entry, pinned): xrl's own SYN cookie
+ * (include/xrl_syncookie.h) and what the SYN-ACK offers, written by
+ * userspace, read by the program on every SYN and ACK a cookie rule sees.
+ * own = 0 is the kernel's cookie path (bpf_tcp_raw_*_syncookie, the sysctls
+ * and the primer below): kernels without bpf_sk_assign_tcp_reqsk.
+ */
+struct xrl_cookie_key {
+	__u64 k[2];               /* SipHash key, from getrandom */
+	__u64 made_ns;            /* CLOCK_MONOTONIC when made; 0: never */
+};
+
+struct xrl_cookie_cfg {
+	struct xrl_cookie_key key[2];
+	__u8  key_id;             /* the key new cookies use */
+	__u8  own;                /* 1: xrl's cookies, the TC program completes */
+	__u8  opts;               /* XRL_CKO_*: what the kernel lets a
+	                           * connection have (its sysctls) */
+	__u8  wscale;             /* the window scale the SYN-ACK offers */
+	__u16 mss4;               /* the MSS it offers: the interface's MTU - 40 */
+	__u16 mss6;               /* MTU - 60, at least 1220 */
+};
+_Static_assert(sizeof(struct xrl_cookie_cfg) == 56, "xrl_cookie_cfg layout");
+
+enum {
+	XRL_CKO_SACK   = 1,       /* net.ipv4.tcp_sack */
+	XRL_CKO_WSCALE = 2,       /* net.ipv4.tcp_window_scaling */
+	XRL_CKO_TS     = 4,       /* net.ipv4.tcp_timestamps */
+	XRL_CKO_ECN    = 8,       /* net.ipv4.tcp_ecn (1 or 2: accept a peer's) */
+};
+
+/*
+ * What the XDP program tells the TC program about an ACK whose xrl cookie
+ * it checked (XDP metadata, in front of the frame): the options that the
+ * handshake agreed, for bpf_sk_assign_tcp_reqsk, and where the headers
+ * are. Host order unless said.
+ */
+struct xrl_ck_meta {
+	__u32 tsval;              /* the ACK's TSval (the client's clock) */
+	__u32 tsecr;              /* its echo of our TSval */
+	__u16 mss;                /* the client's MSS, from the cookie */
+	__u16 l4_off;             /* of the TCP header, from the frame start */
+	__u16 l3_off;             /* of the IP header */
+	__u8  family;             /* enum xrl_family */
+	__u8  snd_wscale;         /* the client's; XRL_CK_WSCALE_MASK: none */
+	__u8  rcv_wscale;         /* ours, as the SYN-ACK offered it */
+	__u8  flags;              /* XRL_CKO_SACK | _TS | _ECN agreed */
+	__u16 magic;              /* XRL_CK_META_MAGIC */
+};
+_Static_assert(sizeof(struct xrl_ck_meta) == 20, "xrl_ck_meta layout");
+#define XRL_CK_META_MAGIC 0x78c4
 
 /*
  * xrl_sysctl (ARRAY, 1 entry, pinned; userspace only): the sysctls that

@@ -34,7 +34,7 @@ static const char *const pinned_maps[] = {
 	XRL_MAP_CONFIG,	     XRL_MAP_RULESETS,	 XRL_MAP_META,	       XRL_MAP_BUCKETS,
 	XRL_MAP_REFUSED,     XRL_MAP_ALLOW_V4,	 XRL_MAP_ALLOW_V6,     XRL_MAP_DENY_V4,
 	XRL_MAP_DENY_V6,     XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
-	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,	 XRL_MAP_VOUCH,
+	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,	 XRL_MAP_VOUCH,	       XRL_MAP_COOKIE,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
@@ -57,6 +57,8 @@ struct xrl_handle {
 	int ncpus;
 	__u64 tick_ns;	 /* CLOCK_MONOTONIC_COARSE resolution */
 	bool fine_clock; /* every rule on bpf_ktime_get_ns */
+	bool own;	 /* xrl's own SYN cookies (xrl_cookie.own) */
+	int last_mtu;	 /* as xrl_cookie_refresh last saw it */
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -211,6 +213,13 @@ int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle 
 		}
 	}
 	h->info.reused_pins = true;
+	{
+		struct xrl_cookie_cfg c;
+		__u32 zero = 0;
+
+		if (!bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_COOKIE), &zero, &c))
+			h->info.own_cookies = h->own = c.own;
+	}
 	*out = h;
 	return 0;
 }
@@ -355,6 +364,12 @@ static void set_rodata(struct xrl_handle *h, const struct xrl_open_opts *o)
 	h->skel->rodata->xrl_tick_ns = h->tick_ns;
 	h->skel->rodata->xrl_lease_on = o->no_lease ? 0 : 1;
 	h->skel->rodata->xrl_syn_wscale = xrl_syn_wscale();
+	/* xrl's own cookies where the kernel can take them: the TC program
+	 * is loaded only then (its kfunc is weak, so the object loads on an
+	 * older kernel too) */
+	h->own = !o->kernel_cookies && xrl_own_cookies_supported();
+	if (!h->own)
+		bpf_program__set_autoload(h->skel->progs.xrl_tc, false);
 	if (o->buckets_max)
 		bpf_map__set_max_entries(h->skel->maps.xrl_buckets, o->buckets_max);
 	if (o->refused_max) {
@@ -428,6 +443,107 @@ static int attach_or_reuse(struct xrl_handle *h, int ifindex, const struct xrl_o
 	return 0;
 }
 
+/*
+ * The TC ingress program of xrl's own cookies (bpf/xrl_tc.h), as one filter
+ * of the interface's clsact qdisc, made if missing. Our handle and priority
+ * name it, so a new xrld replaces what an old one attached (the same pinned
+ * maps), and detach removes only it. Like the XDP program it stays when
+ * xrld stops: the handshakes it completes do not depend on the daemon.
+ */
+#define XRL_TC_HANDLE 0x78726c /* "xrl" */
+#define XRL_TC_PRIO   0xc000
+
+static int tc_attach(struct xrl_handle *h)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->info.ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XRL_TC_HANDLE, .priority = XRL_TC_PRIO,
+			    .flags = BPF_TC_F_REPLACE);
+	int err;
+
+	if (!h->skel)
+		return -ENOENT;
+	opts.prog_fd = bpf_program__fd(h->skel->progs.xrl_tc);
+	if (opts.prog_fd < 0)
+		return -ENOENT;
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	err = bpf_tc_attach(&hook, &opts);
+	if (!err)
+		h->info.tc_attached = true;
+	return err;
+}
+
+/* Is our TC filter still there? (a `tc qdisc del dev X clsact` removes it) */
+static bool tc_present(struct xrl_handle *h)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->info.ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XRL_TC_HANDLE, .priority = XRL_TC_PRIO);
+
+	return !bpf_tc_query(&hook, &opts) && opts.prog_id;
+}
+
+static void tc_detach(struct xrl_handle *h)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = h->info.ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = XRL_TC_HANDLE, .priority = XRL_TC_PRIO);
+	int err = bpf_tc_detach(&hook, &opts);
+
+	if (err && err != -ENOENT && err != -EINVAL)
+		log_warnx("couldn't detach the TC program: %s", strerror(-err));
+	h->info.tc_attached = false;
+}
+
+int xrl_cookie_refresh(struct xrl_handle *h)
+{
+	struct xrl_cookie_cfg c, was;
+	int fd = xrl_map_fd(h, XRL_MAP_COOKIE), mtu = 1500;
+	char name[IF_NAMESIZE] = "?";
+	__u32 zero = 0;
+	bool rotated;
+	int err;
+
+	if (fd < 0)
+		return -ENOENT;
+	if (bpf_map_lookup_elem(fd, &zero, &c))
+		return -errno;
+	was = c;
+	if (h->info.ifindex) {
+		if_indextoname((unsigned)h->info.ifindex, name);
+		if (h->skel && h->own && !tc_present(h)) {
+			log_warnx("%s: the TC program of xrl's SYN cookies was removed; attaching it "
+				  "again",
+				  name);
+			h->info.tc_attached = false;
+			if ((err = tc_attach(h)))
+				log_warnx("%s: couldn't attach it: %s", name, strerror(-err));
+		}
+		mtu = xrl_iface_mtu(h->info.ifindex);
+		if (mtu > 0 && mtu != h->last_mtu) {
+			__u16 m4, m6;
+
+			xrl_cookie_mss(mtu, &m4, &m6);
+			log_info("%s: MTU %d: cookie SYN-ACKs offer MSS %u (IPv4), %u (IPv6)", name,
+				 mtu, m4, m6);
+			h->last_mtu = mtu;
+		}
+	}
+	/* a pins-only handle (xrlctl) keeps the path the daemon chose */
+	err = xrl_cookie_cfg_next(&c, h->skel ? h->own : c.own, mtu, xrl_syn_wscale(),
+				  xrl_now_ns(), &rotated);
+	if (err)
+		return err;
+	h->info.own_cookies = c.own;
+	if (rotated)
+		log_info("%s: SYN-cookie key rotated (key %u now)", name, c.key_id);
+	if (memcmp(&c, &was, sizeof(c)) && bpf_map_update_elem(fd, &zero, &c, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 /* Open the skeleton, configure, pin and load it. */
 static int load(struct xrl_handle *h, const struct xrl_open_opts *o)
 {
@@ -487,6 +603,18 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 		err = load(h, o);
 	if (!err && ifindex)
 		err = attach_or_reuse(h, ifindex, o);
+	if (!err && ifindex && h->own && (err = tc_attach(h))) {
+		log_warnx("%s: couldn't attach the TC program that completes xrl's SYN cookies: %s; "
+			  "using the kernel's cookies (they need net.ipv4.tcp_syncookies=2 and "
+			  "tcp_timestamps=2)",
+			  o->ifname, strerror(-err));
+		h->own = false;
+		err = 0;
+	}
+	if (!err && !ifindex)
+		h->own = false; /* loaded alone (tests): no TC program to finish */
+	if (!err)
+		err = xrl_cookie_refresh(h);
 	if (err) {
 		xrl_close(h);
 		return err;
@@ -537,6 +665,24 @@ static int cookie_sysctls(struct xrl_handle *h, bool want)
 	if (!h->info.ifindex)
 		return 0;
 	if_indextoname((unsigned)h->info.ifindex, name);
+	if (h->info.own_cookies) {
+		/* xrl's own cookies change no sysctl; they still need the
+		 * kernel to look at cookie ACKs at all (cookie_v4_check) */
+		FILE *f = fopen("/proc/sys/net/ipv4/tcp_syncookies", "r");
+		int v = 1;
+
+		if (f) {
+			if (fscanf(f, "%d", &v) != 1)
+				v = 1;
+			fclose(f);
+		}
+		if (want && !v)
+			log_warnx("%s: net.ipv4.tcp_syncookies is 0: the kernel takes no cookie "
+				  "ACK, xrl's included; set it to 1",
+				  name);
+		/* and what an older xrl took is given back */
+		return xrl_cookie_sysctls(xrl_map_fd(h, XRL_MAP_SYSCTL), h->pin_dir, name, false);
+	}
 	return xrl_cookie_sysctls(xrl_map_fd(h, XRL_MAP_SYSCTL), h->pin_dir, name, want);
 }
 
@@ -576,8 +722,10 @@ int xrl_detach(struct xrl_handle *h)
 			log_warnx("couldn't detach program %u: %s", h->info.prog_id,
 				  strerror(-err));
 	}
-	if (!err && h->info.ifindex)
+	if (!err && h->info.ifindex) {
+		tc_detach(h);
 		cookie_sysctls(h, false);
+	}
 	if (!err && h->pin_dir[0]) {
 		char path[PATH_MAX + 64];
 

@@ -444,6 +444,9 @@ const char *xrl_global_name(int idx)
 		[XRL_G_COOKIE_FALLBACK] = "cookie_fallback",
 		[XRL_G_AGG_REFUSED] = "aggregate_refused",
 		[XRL_G_VOUCHED_ADMITS] = "vouched_admits",
+		[XRL_G_COOKIE_REQSK] = "cookie_reqsk",
+		[XRL_G_COOKIE_REQSK_FAIL] = "cookie_reqsk_fail",
+		[XRL_G_COOKIE_NO_META] = "cookie_no_meta",
 	};
 
 	if (idx < 0 || idx >= XRL_G_MAX || !names[idx])

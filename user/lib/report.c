@@ -120,7 +120,8 @@ json_t *xrl_report_stats_json(const char *ifname, const struct xrl_stats *st,
 
 static bool is_cookie_ctr(int i)
 {
-	return i >= XRL_G_COOKIES_SENT && i <= XRL_G_COOKIE_FALLBACK;
+	return (i >= XRL_G_COOKIES_SENT && i <= XRL_G_COOKIE_FALLBACK) ||
+	       (i >= XRL_G_COOKIE_REQSK && i <= XRL_G_COOKIE_NO_META);
 }
 
 /* What one table is drawn from, and how. */

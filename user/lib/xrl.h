@@ -144,6 +144,8 @@ struct xrl_open_opts {
 	__u32 refused_max;   /* 0: XRL_REFUSED_DEFAULT */
 	bool fine_clock;     /* bpf_ktime_get_ns instead of jiffies */
 	bool no_lease;	     /* every admit asks the shared bucket */
+	bool kernel_cookies; /* the kernel's SYN cookies (sysctls, primers)
+			      * even where xrl's own would work */
 	const char *bpf_obj; /* unused: the object is embedded (skeleton) */
 };
 
@@ -156,6 +158,8 @@ struct xrl_attach_info {
 	enum xrl_attach_mode mode; /* NATIVE or SKB, as attached */
 	int ifindex;
 	__u32 prog_id;
+	bool own_cookies;	   /* xrl's SYN cookies, the TC program attached */
+	bool tc_attached;	   /* the TC ingress program is on the interface */
 };
 
 struct xrl_handle;
@@ -254,6 +258,27 @@ __u8 xrl_syn_wscale(void);
  * (fd) what they were, and restoring that when the last interface under
  * the same pin root lets go. who names the interface in logs. */
 int xrl_cookie_sysctls(int fd, const char *pin_dir, const char *who, bool want);
+
+/* ---- xrl's own SYN cookies (owncookie.c) --------------------------------- */
+
+/* Does this kernel have bpf_sk_assign_tcp_reqsk (6.9+)? Read from its BTF. */
+bool xrl_own_cookies_supported(void);
+/* XRL_CKO_* that this namespace's TCP sysctls allow a connection. */
+__u8 xrl_cookie_opts(void);
+/* An interface's MTU, or -errno. */
+int xrl_iface_mtu(int ifindex);
+/* The MSS a SYN-ACK offers on an MTU (<= 0: 1500), for IPv4 and IPv6. */
+void xrl_cookie_mss(int mtu, __u16 *mss4, __u16 *mss6);
+/* The next value of xrl_cookie from c: keys made where missing and
+ * rotated when a day old (*rotated), the offer from mtu and the sysctls. */
+int xrl_cookie_cfg_next(struct xrl_cookie_cfg *c, bool own, int mtu, __u8 wscale, __u64 now,
+			bool *rotated);
+/* The driver of an interface, as ethtool names it. */
+int xrl_iface_driver(const char *ifname, char *out, size_t n);
+/* Bring xrl_cookie up to date on h's interface (see owncookie.c); and
+ * check that the TC program is still attached, attaching it again if not.
+ * xrld calls it once a second. */
+int xrl_cookie_refresh(struct xrl_handle *h);
 const char *xrl_global_name(int idx);
 const char *xrl_verdict_name(int v);
 /* "off", "on", "auto" (either auto state) of an enum xrl_syn_cookies. */

@@ -94,7 +94,9 @@ static const struct {
 	{ "xrl_syncookie_packets_total",
 	  "SYN-cookie path packets: SYN-ACKs sent (sent), ACKs with a valid (valid) or bad "
 	  "(bad, refused) cookie, SYNs passed to prime the kernel (primer), SYNs a cookie "
-	  "rule could not answer (fallback)." },
+	  "rule could not answer (fallback), and on xrl's own cookie path the ACKs the TC "
+	  "program made a request socket for (request_socket), could not (request_socket_failed), "
+	  "or never saw because the driver carries no XDP metadata (no_metadata)." },
 	{ "xrl_aggregate_packets_total",
 	  "Rules' aggregate caps: new connections refused by a cap (refused, after the "
 	  "source's own bucket admitted), and admitted from the share kept for vouched "
@@ -129,6 +131,9 @@ static const struct gseries gmap[] = {
 	{ XRL_G_COOKIE_FALLBACK, 6, ",event=\"fallback\"" },
 	{ XRL_G_AGG_REFUSED, 7, ",event=\"refused\"" },
 	{ XRL_G_VOUCHED_ADMITS, 7, ",event=\"vouched_admitted\"" },
+	{ XRL_G_COOKIE_REQSK, 6, ",event=\"request_socket\"" },
+	{ XRL_G_COOKIE_REQSK_FAIL, 6, ",event=\"request_socket_failed\"" },
+	{ XRL_G_COOKIE_NO_META, 6, ",event=\"no_metadata\"" },
 };
 _Static_assert(sizeof(gmap) / sizeof(gmap[0]) == XRL_G_MAX,
 	       "every global counter is in exactly one metrics family");
