@@ -998,15 +998,18 @@ static int parse_rules(struct cx *x, yaml_node_t *n)
 
 static int parse_xdp(struct cx *x, yaml_node_t *n)
 {
-	enum { F_ALLOW, F_RULES, F_BUCKETS, F_EVENT_INTERVAL, F_COUNT };
+	enum { F_ALLOW, F_RULES, F_BUCKETS, F_EVENT_INTERVAL, F_COOKIE_PATH, F_COUNT };
 	struct field f[F_COUNT] = {
 		[F_ALLOW] = { .key = "allow" },
 		[F_RULES] = { .key = "rules" },
 		[F_BUCKETS] = { .key = "buckets" },
 		[F_EVENT_INTERVAL] = { .key = "event_interval" },
+		[F_COOKIE_PATH] = { .key = "cookie_path" },
 	};
+	static const char *const paths[] = { "auto", "kernel" };
+	static const int pvals[] = { 0, 1 };
 	__u64 v;
-	int rc;
+	int rc, pv;
 
 	rc = mapping(x, n, "xdp", "xdp", f, F_COUNT);
 	if (rc)
@@ -1027,6 +1030,12 @@ static int parse_xdp(struct cx *x, yaml_node_t *n)
 	if (f[F_EVENT_INTERVAL].v && (rc = dur_val(x, f[F_EVENT_INTERVAL].v, "xdp.event_interval",
 						   &x->c->event_interval_ns)))
 		return rc;
+	if (f[F_COOKIE_PATH].v) {
+		rc = ENUM(x, f[F_COOKIE_PATH].v, "xdp.cookie_path", paths, pvals, &pv);
+		if (rc)
+			return rc;
+		x->c->kernel_cookies = pv;
+	}
 	return 0;
 }
 

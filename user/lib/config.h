@@ -62,6 +62,8 @@ struct xrld_config {
 	struct xrl_policy policy; /* xdp.rules and xdp.allow */
 	__u32 buckets_max;	  /* xdp.buckets: 0 = default */
 	__u64 event_interval_ns;  /* xdp.event_interval: 0 = default 1s */
+	bool kernel_cookies;	  /* xdp.cookie_path: kernel (default auto: xrl's
+				   * own where the kernel can take them) */
 	struct xrl_penalty_cfg penalty;
 	char metrics[64];	  /* "127.0.0.1:8434"; "" = off */
 	bool on_exit_detach;	  /* on_exit: detach | keep (default) */

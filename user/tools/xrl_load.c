@@ -22,7 +22,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: xrl-load [--pin-dir DIR] [-v] COMMAND IFACE [ARGS]\n"
-		"  attach IFACE [--mode native|skb|auto] [--fine-clock] [--rule SPEC]... [--allow CIDR]...\n"
+		"  attach IFACE [--mode native|skb|auto] [--fine-clock] [--kernel-cookies] [--rule SPEC]... [--allow CIDR]...\n"
 		"  policy IFACE [--rule SPEC]... [--allow CIDR]...\n"
 		"  stats  IFACE\n"
 		"  deny   IFACE CIDR [--ttl DURATION]\n"
@@ -224,6 +224,9 @@ static int take_option(struct args *a, int c, const char **ttl)
 	case 'f':
 		a->o.fine_clock = true;
 		return 0;
+	case 'K':
+		a->o.kernel_cookies = true;
+		return 0;
 	case 'v':
 		a->verbose++;
 		return 0;
@@ -246,6 +249,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "allow", required_argument, NULL, 'a' },
 		{ "ttl", required_argument, NULL, 't' },
 		{ "fine-clock", no_argument, NULL, 'f' },
+		{ "kernel-cookies", no_argument, NULL, 'K' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -255,7 +259,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 	int c, rc;
 
 	/* GNU getopt permutes: options may come before or after the words */
-	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fvh", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fKvh", lo, NULL)) != -1)
 		if ((rc = take_option(a, c, &ttl)))
 			return rc;
 	if (argc - optind < 2 || argc - optind > 3) {

@@ -86,6 +86,7 @@ int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mod
 	}
 	if (d->cfg->buckets_max)
 		o.buckets_max = d->cfg->buckets_max;
+	o.kernel_cookies = d->cfg->kernel_cookies;
 	f = &d->ifs[d->n_ifs];
 	memset(f, 0, sizeof(*f));
 	snprintf(f->name, sizeof(f->name), "%s", name);
