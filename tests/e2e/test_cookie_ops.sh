@@ -13,7 +13,9 @@
 #      a spoofed SYN flood above on_rate turns cookies on (logged, counted);
 #      while they are on xrl makes the cookies, so the kernel's
 #      TcpExtSyncookiesSent in the protected namespace does not rise; after
-#      the flood they stay on for the hold time, then go off
+#      the flood they stay on for the hold time and at least min_on since
+#      they engaged (a pulsing flood cannot toggle them), then go off;
+#      xrlctl status, --json and the metrics name the cookie path (xrl's own)
 #   3. xrlctl cookies RULE on|auto|off: --help without xrld; switches the
 #      mode at run time (logged with the uid); a bad rule is exit 1, a bad
 #      mode exit 2, both clear under --json; the next policy apply puts the
@@ -31,6 +33,7 @@ XRL_TEST_NAME=test_cookie_ops
 . "$(dirname "$0")/lib_xrld.sh"
 
 HOLD=3
+MIN_ON=20 # longer than the flood ($((HOLD + 9)) s) and its hold
 require_xrld curl
 xrld_lab co$$
 # A veth drops what an XDP program sends back (XDP_TX) unless its peer runs
@@ -52,7 +55,7 @@ xdp:
       rate: 100/s
       burst: 100
       syn_cookies: auto
-      syn_cookies_auto: { on_rate: 2000/s, off_rate: 500/s, hold: ${HOLD}s, queue_pct: 90 }
+      syn_cookies_auto: { on_rate: 2000/s, off_rate: 500/s, hold: ${HOLD}s, min_on: ${MIN_ON}s, queue_pct: 90 }
 metrics: 127.0.0.1:9101
 http:
   listen: 127.0.0.1:$HP
@@ -73,6 +76,7 @@ http:
 EOF
 }
 write_policy
+SYNCOOKIES0=$(in_prot cat /proc/sys/net/ipv4/tcp_syncookies)
 xrld_start
 
 # web FIELD: a field of rule web in `xrlctl --json stats`.
@@ -135,8 +139,10 @@ ends=$(date +%s.%N)
 info "flood: sent $FLOOD_SENT SYNs in $FLOOD_MS ms"
 sleep 1
 check_eq "1 s after the flood web's cookies are still on (hold)" "$(web syn_cookies_live)" "true"
-wait_for $((HOLD + 4)) live_is false
-check_eq "after the hold web's cookies are off" "$(web syn_cookies_live)" "false"
+sleep $((HOLD + 1))
+check_eq "after the hold web's cookies are still on (min_on ${MIN_ON}s)" "$(web syn_cookies_live)" "true"
+wait_for $((MIN_ON - HOLD)) live_is false
+check_eq "after min_on web's cookies are off" "$(web syn_cookies_live)" "false"
 check_match "xrld logged it" "$(cat "$XRLD_LOG")" "rule web: SYN cookies off \\(auto\\): [0-9]+ SYN/s \\(off_rate 500/s\\)"
 info "off $(awk -v a="$ends" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the flood's last SYN"
 check_eq "metric: one transition to on" \
@@ -157,7 +163,14 @@ check_match "... a JSON answer" "$out" '"ok": ?true'
 check_eq "web is on" "$(web syn_cookies) $(web syn_cookies_live)" "on true"
 check_match "the stats table says so" "$(ctl stats)" "SYN cookies: web on"
 check_match "xrlctl status says so" "$(ctl status)" "SYN cookies: web on$"
-check_eq "xrl set tcp_syncookies" "$(in_prot cat /proc/sys/net/ipv4/tcp_syncookies)" 2
+check_eq "xrl's own cookies left tcp_syncookies as it was" \
+	"$(in_prot cat /proc/sys/net/ipv4/tcp_syncookies)" "$SYNCOOKIES0"
+check_match "xrlctl status names the cookie path" "$(ctl status)" \
+	"$LAB_PROT_IF SYN-cookie path: xrl's own \\(TC request sockets, no sysctl\\)"
+check_eq "xrlctl status --json: the path" \
+	"$(ctl --json status | jq_py "d['interfaces'][0]['syn_cookie_path']['path']")" "xrl"
+check_eq "metric xrl_syn_cookie_path" \
+	"$(metric 'xrl_syn_cookie_path{interface="'"$LAB_PROT_IF"'",path="xrl"}')" 1
 out=$(ctl cookies nope on 2>&1); rc=$?
 check_rc "cookies nope on" "$rc" 1
 check_match "... says so" "$out" "no rule named 'nope'"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
-# test_cookie_sysctls.sh - end to end: xrld sets up and tears down the
+# test_cookie_sysctls.sh - end to end, on the kernel's cookie path (xdp.cookie_path:
+# kernel; xrl's own cookies touch no sysctl): xrld sets up and tears down the
 # sysctls SYN cookies need (net.ipv4.tcp_syncookies = 2, tcp_timestamps = 2,
 # docs/design.md "SYN cookies") in the protected namespace, and puts back
 # what was there before.
@@ -28,10 +29,12 @@ xrld_lab cs$$
 # sysctls: "tcp_syncookies tcp_timestamps" of the protected namespace.
 sysctls() { echo "$(in_prot cat /proc/sys/net/ipv4/tcp_syncookies) $(in_prot cat /proc/sys/net/ipv4/tcp_timestamps)"; }
 
-# cookie_config FILE on|off: write_config's policy, with syn_cookies.
+# cookie_config FILE on|off: write_config's policy, with syn_cookies, on
+# the kernel's cookie path (xdp.cookie_path: kernel): this kernel has the
+# kfunc of xrl's own cookies, which change no sysctl (test_syncookies.sh).
 cookie_config() {
 	write_config "$1" 100 100
-	sed -i "s|      action: drop|      action: drop\n      syn_cookies: $2|" "$1"
+	sed -i "s|      action: drop|      action: drop\n      syn_cookies: $2|; s|^xdp:|xdp:\n  cookie_path: kernel|" "$1"
 }
 
 log "1. before: the namespace's own values"

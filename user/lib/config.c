@@ -802,16 +802,18 @@ static int per_sec_val(struct cx *x, yaml_node_t *n, const char *path, __u64 *ou
 	return 0;
 }
 
-/* syn_cookies_auto: { on_rate: 5000/s, off_rate: 1000/s, hold: 10s, queue_pct: 50 } */
+/* syn_cookies_auto: { on_rate: 5000/s, off_rate: 1000/s, hold: 10s, min_on: 5m,
+ * queue_pct: 50 } */
 static int parse_cookies_auto(struct cx *x, yaml_node_t *n, const char *rpath,
 			      struct xrl_rule_spec *r)
 {
-	enum { F_ON, F_OFF, F_HOLD, F_QUEUE, F_COUNT };
+	enum { F_ON, F_OFF, F_HOLD, F_QUEUE, F_MIN_ON, F_COUNT };
 	struct field f[F_COUNT] = {
 		[F_ON] = { .key = "on_rate" },
 		[F_OFF] = { .key = "off_rate" },
 		[F_HOLD] = { .key = "hold" },
 		[F_QUEUE] = { .key = "queue_pct" },
+		[F_MIN_ON] = { .key = "min_on" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
@@ -827,6 +829,9 @@ static int parse_cookies_auto(struct cx *x, yaml_node_t *n, const char *rpath,
 				 &r->auto_off_rate);
 	if (!rc && f[F_HOLD].v)
 		rc = dur_val(x, f[F_HOLD].v, (subpath(p2, path, ".hold"), p2), &r->auto_hold_ns);
+	if (!rc && f[F_MIN_ON].v)
+		rc = dur_val(x, f[F_MIN_ON].v, (subpath(p2, path, ".min_on"), p2),
+			     &r->auto_min_on_ns);
 	if (!rc && f[F_QUEUE].v) {
 		subpath(p2, path, ".queue_pct");
 		rc = uint_val(x, f[F_QUEUE].v, p2, "a percentage from 0 (not watched) to 100", 0,

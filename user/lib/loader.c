@@ -59,6 +59,7 @@ struct xrl_handle {
 	bool fine_clock; /* every rule on bpf_ktime_get_ns */
 	bool own;	 /* xrl's own SYN cookies (xrl_cookie.own) */
 	int last_mtu;	 /* as xrl_cookie_refresh last saw it */
+	bool veth_warned;
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -1406,6 +1407,29 @@ out:
 }
 
 /*
+ * A veth drops the frames an XDP program sends back (XDP_TX, the cookie
+ * SYN-ACKs) unless its peer runs an XDP program too: the SYN-ACKs are
+ * counted as sent and vanish (the peer's RX drops). Containers and pods sit
+ * on veths, so say it once, loudly, with the fix; xrld also watches the
+ * interface's TX drops against the SYN-ACKs sent (xrlctl status).
+ */
+static void veth_warn(struct xrl_handle *h)
+{
+	char name[IF_NAMESIZE] = "?", drv[32];
+
+	if (h->veth_warned || !h->info.ifindex)
+		return;
+	if_indextoname((unsigned)h->info.ifindex, name);
+	if (xrl_iface_driver(name, drv, sizeof(drv)) || strcmp(drv, "veth"))
+		return;
+	h->veth_warned = true;
+	log_warnx("%s is a veth: its cookie SYN-ACKs (XDP_TX) are dropped unless the peer runs an "
+		  "XDP program; in the peer's namespace run `ip link set dev PEER xdpdrv obj "
+		  "/usr/lib/xrl/xrl.bpf.o sec xdp` (it passes everything there), or cookies will not answer",
+		  name);
+}
+
+/*
  * Apply a policy atomically: the rules go into the ruleset slot not in
  * force, their counters are carried over by rule name, the allowlist is made
  * equal to the policy's, then one update of xrl_config flips the slot.
@@ -1438,6 +1462,8 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 		rc = flip_ruleset(h, cfg.active_ruleset ^ 1);
 	if (!rc && !cookies)
 		cookie_sysctls(h, false); /* logged; the policy stands either way */
+	if (!rc && cookies)
+		veth_warn(h);
 	if (rc && err && errlen && !err[0])
 		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
 	return rc;

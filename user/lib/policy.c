@@ -240,6 +240,7 @@ void xrl_rule_spec_init(struct xrl_rule_spec *r, const char *name)
 	r->auto_on_rate = XRL_AUTO_ON_RATE;
 	r->auto_off_rate = XRL_AUTO_OFF_RATE;
 	r->auto_hold_ns = XRL_AUTO_HOLD_NS;
+	r->auto_min_on_ns = XRL_AUTO_MIN_ON_NS;
 	r->auto_queue_pct = XRL_AUTO_QUEUE_PCT;
 }
 

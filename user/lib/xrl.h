@@ -69,6 +69,8 @@ struct xrl_rule_spec {
 	__u64 auto_on_rate;   /* SYNs per second, > auto_off_rate */
 	__u64 auto_off_rate;  /* SYNs per second */
 	__u64 auto_hold_ns;   /* > 0 */
+	__u64 auto_min_on_ns; /* once engaged, on at least this long: a pulsing
+			       * flood cannot toggle the rule every few seconds */
 	__u8 auto_queue_pct;  /* 1..100; 0: the queue is not watched */
 };
 
@@ -77,6 +79,7 @@ struct xrl_rule_spec {
 #define XRL_AUTO_ON_RATE   5000
 #define XRL_AUTO_OFF_RATE  1000
 #define XRL_AUTO_HOLD_NS   (10ull * 1000000000ull)
+#define XRL_AUTO_MIN_ON_NS (300ull * 1000000000ull)
 #define XRL_AUTO_QUEUE_PCT 50
 
 /* At most this share (per mille) of an aggregate cap is reserved for

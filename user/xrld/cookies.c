@@ -118,20 +118,76 @@ static void decide(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a, __
 		(!sp.auto_queue_pct || a->queue_pct < sp.auto_queue_pct);
 	if (mode == XRL_COOKIES_AUTO) {
 		a->below_ns = 0;
-		if (over)
+		a->on_ns = 0;
+		if (over) {
 			transition(d, f, a, &sp, XRL_COOKIES_AUTO_ON);
+			a->on_ns = now;
+		}
 		return;
 	}
+	if (!a->on_ns)
+		a->on_ns = now; /* engaged before this xrld: its minimum starts now */
 	if (!under) {
 		a->below_ns = 0;
 		return;
 	}
 	if (!a->below_ns)
 		a->below_ns = now;
-	if (now - a->below_ns >= sp.auto_hold_ns) {
+	if (now - a->below_ns >= sp.auto_hold_ns && now - a->on_ns >= sp.auto_min_on_ns) {
 		a->below_ns = 0;
 		transition(d, f, a, &sp, XRL_COOKIES_AUTO);
 	}
+}
+
+/* The interface's TX drop counter, or 0. */
+static __u64 tx_dropped(const char *ifname)
+{
+	char path[96];
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/tx_dropped", ifname);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/*
+ * Keep xrl_cookie current (MTU, sysctls, key rotation, the TC program
+ * still attached), and on a veth, see whether the SYN-ACKs sent leave: a
+ * veth counts the XDP_TX frames its peer cannot take as its own TX drops.
+ */
+static void iface_tick(struct xrld_iface *f, const struct xrl_stats *st, __u64 now)
+{
+	__u64 drops, sent, ds, dd;
+	int err = xrl_cookie_refresh(f->h);
+
+	if (err)
+		log_debug("%s: couldn't refresh the SYN-cookie settings: %s", f->name,
+			  strerror(-err));
+	if (!f->veth)
+		return;
+	drops = tx_dropped(f->name);
+	sent = st->global.c[XRL_G_COOKIES_SENT];
+	ds = sent - f->synacks;
+	dd = drops - f->tx_dropped;
+	if (f->synacks && ds && dd) {
+		__u64 lost = dd < ds ? dd : ds;
+
+		__atomic_fetch_add(&f->synacks_lost, lost, __ATOMIC_RELAXED);
+		if (now - f->warned_ns >= 60 * XRL_NSEC_PER_SEC) {
+			log_warnx("%s: %llu of %llu cookie SYN-ACKs in the last second were dropped by "
+				  "the veth (its peer runs no XDP program?); see xrlctl status",
+				  f->name, (unsigned long long)lost, (unsigned long long)ds);
+			f->warned_ns = now;
+		}
+	}
+	f->synacks = sent;
+	f->tx_dropped = drops;
 }
 
 void xrld_cookies_tick(struct xrld *d)
@@ -149,6 +205,7 @@ void xrld_cookies_tick(struct xrld *d)
 		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
 			continue;
 		now = xrl_now_ns();
+		iface_tick(f, &st, now);
 		for (__u32 r = 0; r < st.n_rules; r++) {
 			struct xrld_auto *a;
 
@@ -202,6 +259,21 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 				       d->ifs[i].name, meta[i].names[r],
 				       xrl_cookies_name(st[i].cookies[r]),
 				       st[i].cookies[r] & XRL_COOKIES_LIVE);
+	xrl_prom_family(b, "xrl_syn_cookie_path", "gauge",
+			"1 for the SYN-cookie path an interface runs: xrl (xrl's own cookies, "
+			"completed by the TC program; no sysctl) or kernel (the kernel's cookies, "
+			"tcp_syncookies=2 and primers).");
+	for (int i = 0; i < d->n_ifs; i++)
+		xrl_buf_printf(b, "xrl_syn_cookie_path{interface=\"%s\",path=\"%s\"} 1\n",
+			       d->ifs[i].name, xrl_info(d->ifs[i].h)->own_cookies ? "xrl" : "kernel");
+	xrl_prom_family(b, "xrl_veth_synacks_dropped_total", "counter",
+			"Cookie SYN-ACKs a veth dropped (its TX drops while they were sent): its peer "
+			"runs no XDP program.");
+	for (int i = 0; i < d->n_ifs; i++)
+		if (d->ifs[i].veth)
+			xrl_buf_printf(b, "xrl_veth_synacks_dropped_total{interface=\"%s\"} %llu\n",
+				       d->ifs[i].name,
+				       (unsigned long long)READ(d->ifs[i].synacks_lost));
 	xrl_prom_family(b, "xrl_syn_cookies_auto_transitions_total", "counter",
 			"Times syn_cookies auto turned a rule's cookies on or off.");
 	for (int i = 0; i < d->n_ifs; i++)
@@ -219,6 +291,33 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 				       "rule=\"%s\",to=\"off\"} %llu\n",
 				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->released));
 		}
+}
+
+/* Which cookie path interface i runs, and a veth's lost SYN-ACKs. */
+json_t *xrld_cookie_path_json(struct xrld *d, int i)
+{
+	const struct xrld_iface *f = &d->ifs[i];
+	const struct xrl_attach_info *in = xrl_info(f->h);
+
+	return json_pack("{s:s,s:b,s:b,s:I}", "path", in->own_cookies ? "xrl" : "kernel",
+			 "tc_attached", in->tc_attached, "veth", f->veth, "veth_synacks_lost",
+			 (json_int_t)f->synacks_lost);
+}
+
+static void cookie_path_status(struct xrld_iface *f, struct xrl_buf *b)
+{
+	const struct xrl_attach_info *in = xrl_info(f->h);
+
+	xrl_buf_printf(b, "  %s SYN-cookie path: %s", f->name,
+		       in->own_cookies ? "xrl's own (TC request sockets, no sysctl)"
+				       : "the kernel's (tcp_syncookies=2, tcp_timestamps=2, primers)");
+	if (in->own_cookies && !in->tc_attached)
+		xrl_buf_printf(b, ", TC program MISSING");
+	if (f->veth)
+		xrl_buf_printf(b, "; veth: %llu SYN-ACKs dropped by its peer%s",
+			       (unsigned long long)f->synacks_lost,
+			       f->synacks_lost ? " (run an XDP program on the peer)" : "");
+	xrl_buf_printf(b, "\n");
 }
 
 void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o)
@@ -246,4 +345,6 @@ void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o)
 	if (b && st->n_rules)
 		xrl_buf_printf(b, "\n");
 	free(st);
+	if (b)
+		cookie_path_status(&d->ifs[i], b);
 }

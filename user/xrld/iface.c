@@ -105,6 +105,11 @@ int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mod
 		xrl_close(f->h);
 		return rc;
 	}
+	{
+		char drv[32];
+
+		f->veth = !xrl_iface_driver(name, drv, sizeof(drv)) && !strcmp(drv, "veth");
+	}
 	if (samples_open(d, f))
 		log_warn("%s: couldn't read refusal samples", name);
 	pthread_mutex_lock(&d->lock);

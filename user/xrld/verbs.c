@@ -101,12 +101,12 @@ static json_t *status_json(struct xrld *d)
 
 		xrld_cookies_status(d, i, NULL, ck);
 		json_array_append_new(ifs,
-				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I,s:o}", "name",
+				      json_pack("{s:s,s:I,s:s,s:b,s:b,s:I,s:o,s:o}", "name",
 						d->ifs[i].name, "prog_id", (json_int_t)in.prog_id,
 						"mode", mode_name(in.mode), "attached", in.attached,
 						"multiprog", in.multiprog, "rules",
 						(json_int_t)d->cfg->policy.n_rules, "syn_cookies",
-						ck));
+						ck, "syn_cookie_path", xrld_cookie_path_json(d, i)));
 	}
 	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o,s:o}", "daemon", "pid",
 			 (int)getpid(), "config", d->config_path ? d->config_path : "", "pin_dir",

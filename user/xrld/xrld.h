@@ -50,6 +50,12 @@ struct xrld_iface {
 	struct xrld_io io; /* the ring buffer's epoll fd */
 	struct xrld *d;	   /* for the ring buffer's callback */
 	bool from_config;
+	/* a veth drops XDP_TX frames its peer cannot take: the cookie
+	 * SYN-ACKs it sent against its TX drops, once a second */
+	bool veth;
+	__u64 tx_dropped, synacks; /* at the last tick */
+	__u64 synacks_lost;	   /* TX drops while SYN-ACKs were sent */
+	__u64 warned_ns;
 };
 
 /* One refused source prefix of one rule on one interface, for `top`. */
@@ -100,6 +106,7 @@ struct xrld_auto {
 	__u64 syns;		      /* the rule's SYN counter at the last tick */
 	__u64 seen_ns;		      /* when it was read; 0: not yet */
 	__u64 below_ns;		      /* since when under both off thresholds; 0: not */
+	__u64 on_ns;		      /* since when engaged (this xrld saw it); 0: off */
 	__u64 rate;		      /* SYNs a second over the last tick */
 	unsigned queue_pct;	      /* the fullest accept queue on its ports */
 	__u64 engaged, released;      /* transitions, for metrics */
@@ -208,6 +215,8 @@ const char *xrld_cookies_word(__u8 mode);
 /* `xrlctl status`: interface i's rules and their SYN-cookie modes, as a
  * text line into b, or as {rule: mode} into o (one of them NULL). */
 void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o);
+/* {path: xrl|kernel, tc_attached, veth, veth_synacks_lost} of interface i. */
+json_t *xrld_cookie_path_json(struct xrld *d, int i);
 /* Prometheus families of cookies and auto (called with d->lock held). */
 void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 
