@@ -192,7 +192,7 @@ static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdic
  */
 static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
 				       struct xrl_refused *rv, __u64 j, __u8 action,
-				       struct xdp_md *ctx, const struct xrl_pkt *p)
+				       struct xdp_md *ctx, const struct xrl_pkt *p, __u8 proof)
 {
 	struct xrl_event *e;
 
@@ -213,6 +213,7 @@ static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct x
 	e->tcp_flags = p->tcp_flags;
 	e->proto = p->proto;
 	e->has_ports = p->has_ports;
+	e->proof = proof;
 	e->pad2 = 0;
 	e->sport = p->sport;
 	e->dport = bpf_htons(p->dport);
@@ -314,7 +315,7 @@ static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct
 	rv->key = s->key;
 	rv->rule_slot = slot;
 	rv->until_j = until_j;
-	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt);
+	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt, s->cookie_ack ? XRL_EV_PROOF_COOKIE : 0);
 }
 
 /*
@@ -819,7 +820,7 @@ int xrl_xdp(struct xdp_md *ctx)
 		gc->c[XRL_G_REFUSED_CACHED]++;
 		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
 				   xrl_is_syn(&s->pkt));
-		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt);
+		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt, 0);
 		return XDP_DROP;
 	}
 	/* the admit path's shortcut: a token this CPU leased in this jiffy */

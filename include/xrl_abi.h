@@ -479,8 +479,14 @@ struct xrl_event {
 	__u16 dport;              /* network byte order, valid if has_ports */
 	__u8  proto;              /* IANA L4 protocol */
 	__u8  has_ports;
-	__u16 pad2;
+	__u8  proof;              /* XRL_EV_PROOF_*: what the program knows */
+	__u8  pad2;
 };
 _Static_assert(sizeof(struct xrl_event) == 80, "xrl_event layout");
+
+/* The sampled packet is an ACK whose SYN cookie checked out: its source got
+ * our SYN-ACK, so it exists (a guess of the cookie is right once in 4
+ * million, and a wrong one meets no bucket and is never sampled). */
+#define XRL_EV_PROOF_COOKIE 1
 
 #endif /* XRL_ABI_H */

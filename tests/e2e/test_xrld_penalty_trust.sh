@@ -32,6 +32,10 @@
 #      the first design too; a slow one is not stopped: docs/policy.md.)
 #   8. the same client alone, flooding its own connection (a handshake:
 #      proven) for 6 s, is denied
+#   9. penalty: verified on a SYN-cookie rule: a real client opening
+#      connections far above the rate is denied. Its refused packets are
+#      cookie ACKs, which never have a socket to prove them: the program
+#      marks their samples proven by the cookie itself (XRL_EV_PROOF_COOKIE)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments
@@ -80,6 +84,11 @@ xdp:
       match: { proto: tcp, dst_ports: [8080] }
       rate: 20/s
       burst: 20
+    - name: cookies           # SYN cookies, default verified
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [86] }
+      rate: 2/s
+      burst: 2
+      syn_cookies: on
 penalty: { strikes: 2, window: 1s, base: 30s, max: 60s }
 metrics: 127.0.0.1:9101
 EOF
@@ -218,5 +227,32 @@ denied() { [ "$(deny_field "$LAB_ATK_IP/32" origin)" = penalty ]; }
 wait_for 3 denied
 check_eq "the real client $LAB_ATK_IP/32 denied by penalty" "$(deny_field "$LAB_ATK_IP/32" origin)" penalty
 
+log "9. penalty: verified on a SYN-cookie rule, a real client far above its rate"
+ctl deny del "$LAB_ATK_IP/32" >/dev/null 2>&1
+# the cookie SYN-ACKs leave a veth only if its peer runs XDP (ENVIRONMENT)
+ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
+	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+bg_prot "$XRL_PY" -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 86)); s.listen(128)
+while True:
+    c, _ = s.accept(); c.close()'
+sleep 0.3
+v0=$(xrl_stat global.cookies_valid)
+in_atk "$XRL_PY" - "$LAB_PROT_IP" 6 <<'PY' || true
+import socket, sys, time
+end = time.time() + float(sys.argv[2])
+while time.time() < end:
+    try:
+        socket.create_connection((sys.argv[1], 86), timeout=0.2).close()
+    except OSError:
+        pass
+    time.sleep(0.01)
+PY
+check_ge "the client's ACKs carried valid cookies" "$(( $(xrl_stat global.cookies_valid) - v0 ))" 20
+wait_for 3 denied
+check_eq "the real client $LAB_ATK_IP/32 denied by penalty over cookies" \
+	"$(deny_field "$LAB_ATK_IP/32" origin)" penalty
 info "deny list at the end: $(deny_prefixes)"
 finish

@@ -103,6 +103,10 @@ int xrl_event_proven(const struct xrl_event *e)
 	static __u32 seq;
 	int err;
 
+	/* a cookie ACK: the program saw the proof (penalty: verified on a
+	 * cookie rule, whose refused ACKs never have a socket) */
+	if (e->proof & XRL_EV_PROOF_COOKIE)
+		return 1;
 	if (e->proto != IPPROTO_TCP || !e->has_ports || (e->tcp_flags & 0x02 /* SYN */))
 		return 0;
 	if (e->family != XRL_AF_INET && e->family != XRL_AF_INET6)

@@ -157,10 +157,14 @@ static bool allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
 /*
  * Put a due penalty on the denylist, unless that would deny an allowlisted
  * address or fill the list: penalties may use three quarters of it, so an
- * operator's `deny add` always finds room. Returns 0 when denied.
+ * operator's `deny add` always finds room. A vouched prefix is spared an
+ * unverified penalty (its strikes may be forged "from" it), not a
+ * verified one: every sample of those windows came from the source itself
+ * (a cookie-proven client vouches its /24 with its first connection, and
+ * would otherwise never earn one). Returns 0 when denied.
  */
 static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
-			const struct xrl_prefix *p, __u64 ttl)
+			const struct xrl_prefix *p, __u64 ttl, bool verified)
 {
 	__u32 used, cap;
 	char buf[64];
@@ -170,7 +174,7 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
 		COUNT(d->pen_skipped[PEN_SKIP_ALLOWLIST]);
 		return -EPERM;
 	}
-	if (xrl_vouched(f->h, p)) {
+	if (!verified && xrl_vouched(f->h, p)) {
 		COUNT(d->pen_skipped[PEN_SKIP_VOUCHED]);
 		return -EPERM;
 	}
@@ -287,6 +291,7 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 	struct xrl_prefix p = { .family = e->family, .plen = e->plen };
 	__u64 ttl = pc->base_ns;
 	char buf[64], nb[32], key[XRL_RULE_NAME_LEN + IF_NAMESIZE + 16];
+	bool verified;
 
 	/* strikes must be recent; a long quiet spell forgives */
 	if (pe->last_strike_ns && at - pe->last_strike_ns > pc->strikes * pc->window_ns)
@@ -306,11 +311,12 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 	/* one line per rule per interval, however many sources a flood forges */
 	snprintf(key, sizeof(key), "%s: rule %s", f->name,
 		 xrld_rule_name(d, e->rule_id, nb, sizeof(nb)));
-	if (penalty_deny(d, f, key, &p, ttl))
+	verified = event_rule(d, e) && event_rule(d, e)->penalty == XRL_PEN_VERIFIED;
+	if (penalty_deny(d, f, key, &p, ttl, verified))
 		return;
 	/* only a verified strike goes to the fleet: a spoofed source never
 	 * earns a denial on other hosts (docs/security.md) */
-	if (event_rule(d, e) && event_rule(d, e)->penalty == XRL_PEN_VERIFIED)
+	if (verified)
 		xrld_fleet_deny_out(d, &p, ttl, true);
 	pe->offenses++;
 	pe->last_offense_ns = now;
