@@ -7,13 +7,18 @@
  * syn_cookies on (TCP port 80, 10/min, burst 1, so a source's second
  * verified connection is refused), and sends frames built here. The
  * SYN-ACK is checked field by field against the SYN, with both checksums
- * recomputed here, not by the program's code. A cookie is shown valid by
- * sending the ACK a client would send and seeing the program's
- * bpf_tcp_raw_check_syncookie_* accept it (cookies_valid) - the same
- * check the kernel's cookie_v4_check makes.
+ * recomputed here, not by the program's code.
  *
- * The first SYN per port and family is the primer (xrl_abi.h,
- * XRL_COOKIE_PRIME_S): passed to the kernel. Each case sends it first.
+ * Two cookie paths (xrl_cookie.own). A program loaded alone gets the
+ * kernel's (own = 0): a cookie is shown valid by sending the ACK a client
+ * would send and seeing the program's bpf_tcp_raw_check_syncookie_* accept
+ * it (cookies_valid) - the same check the kernel's cookie_v4_check makes.
+ * The first SYN per port and family is then the primer (xrl_abi.h,
+ * XRL_COOKIE_PRIME_S): passed to the kernel; each such case sends it first.
+ * The "own:" cases set own = 1 in the map (no TC program here: the ACK's
+ * metadata is checked instead) and recompute every cookie here with
+ * include/xrl_syncookie.h, the map's key and the slot that the kernel's
+ * jiffies (/proc/timer_list) and the cookie's parity bit name.
  *
  * Needs root and bpffs; pinned to one CPU (per-CPU counters). Usage:
  * test_cookie [substring]. Exit 0, 1 on a failure, 77 when not root.
@@ -29,12 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "xrl.h"
+#include "xrl_syncookie.h"
 #include "pktbuild.h"
 
 #define V_DROP 1
@@ -64,12 +71,19 @@ struct seg {
 	uint16_t sport, dport;       /* dport 0: 80 */
 	uint16_t vlan;               /* TPID of one tag, 0: none */
 	uint8_t  ip_opt_words;
+	uint16_t ext6;               /* bytes of an IPv6 destination options header */
+	bool     frag;               /* IPv4 first fragment (MF set, offset 0) */
 	uint8_t  flags;              /* PB_TCP_* */
+	uint8_t  ecn;                /* flags added to a SYN: XRL_TCP_ECE | _CWR */
 	uint32_t seq, ack;
 	bool     mss, sack, ts, ws;  /* options sent */
+	uint16_t mssv;               /* the MSS option's value, 0: 1460 */
 	uint8_t  wscale;
 	uint32_t tsval, tsecr;
 };
+
+#define XRL_TCP_ECE 0x40
+#define XRL_TCP_CWR 0x80
 
 static int build_seg(const struct seg *s, struct pb *p)
 {
@@ -79,7 +93,9 @@ static int build_seg(const struct seg *s, struct pb *p)
 	uint32_t a[4];
 
 	if (s->mss) {
-		opt[n++] = 2; opt[n++] = 4; opt[n++] = 1460 >> 8; opt[n++] = 1460 & 0xff;
+		uint16_t m = s->mssv ? s->mssv : 1460;
+
+		opt[n++] = 2; opt[n++] = 4; opt[n++] = (uint8_t)(m >> 8); opt[n++] = m & 0xff;
 	}
 	if (s->sack) {
 		opt[n++] = 4; opt[n++] = 2;
@@ -104,10 +120,13 @@ static int build_seg(const struct seg *s, struct pb *p)
 		pb_vlan(p, s->vlan, 42);
 	if (fam == 4)
 		pb_ipv4(p, &(struct pb_ipv4_opts){ .src = s->src, .dst = s->dst ? s->dst : "192.0.2.1",
-						   .opt_words = s->ip_opt_words, .df = true });
+						   .opt_words = s->ip_opt_words, .df = !s->frag,
+						   .mf = s->frag });
 	else
 		pb_ipv6(p, &(struct pb_ipv6_opts){ .src = s->src,
 						   .dst = s->dst ? s->dst : "2001:db8:ffff::1" });
+	if (fam == 6 && s->ext6)
+		pb_ipv6_ext(p, PB_IPPROTO_DSTOPTS, s->ext6);
 	pb_tcp(p, &(struct pb_tcp_opts){ .sport = s->sport, .dport = s->dport ? s->dport : 80,
 					 .flags = s->flags, .opt_words = (uint8_t)(n / 4),
 					 .seq = s->seq, .ack = s->ack });
@@ -156,25 +175,137 @@ static void offsets(const struct seg *s, int *l3, int *l4, int *fam)
 
 	pb_parse_addr(s->src, fam, a);
 	*l3 = 14 + (s->vlan ? 4 : 0);
-	*l4 = *l3 + (*fam == 4 ? 20 + 4 * s->ip_opt_words : 40);
+	*l4 = *l3 + (*fam == 4 ? 20 + 4 * s->ip_opt_words : 40 + s->ext6);
+}
+
+struct ctx {
+	struct xrl_handle *h;
+	struct xrl_stats st0;
+	struct xrl_cookie_cfg ck;    /* xrl_cookie as the case left it */
+};
+
+/* The kernel's jiffies now (what bpf_jiffies64 returns); 0: unknown. */
+static uint64_t jiffies_now(void)
+{
+	char line[128];
+	unsigned long long j = 0;
+	FILE *f = fopen("/proc/timer_list", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "jiffies: %llu", &j) == 1)
+			break;
+	fclose(f);
+	return j;
+}
+
+/* The program's xrl_tick_ns, found as the loader finds it (coarse_tick_ns). */
+static uint64_t tick_ns(void)
+{
+	struct timespec r;
+
+	if (clock_getres(CLOCK_MONOTONIC_COARSE, &r) || (!r.tv_sec && !r.tv_nsec))
+		return 4000000;
+	return (uint64_t)r.tv_sec * XRL_NSEC_PER_SEC + (uint64_t)r.tv_nsec;
+}
+
+/* The cookie's slot as the program computes it now (bpf/xrl.bpf.c,
+ * xrl_cookie_step). Read after the SYN: the slot then is the SYN's or the
+ * next, and xrl_ck_slot_of turns either into the SYN's by the parity bit. */
+static uint64_t slot_now(void)
+{
+	return jiffies_now() * tick_ns() >> XRL_CK_SLOT_SHIFT;
+}
+
+static const char *dst_of(const struct seg *s, int fam)
+{
+	return s->dst ? s->dst : fam == 4 ? "192.0.2.1" : "2001:db8:ffff::1";
+}
+
+/* xrl's cookie hash of the handshake SYN s starts, with key k, in slot. */
+static uint64_t own_hash(const struct xrl_cookie_key *k, const struct seg *s, uint64_t slot)
+{
+	uint32_t src[4], dst[4];
+	int fam, f2;
+
+	pb_parse_addr(s->src, &fam, src);
+	pb_parse_addr(dst_of(s, fam), &f2, dst);
+	return xrl_ck_hash(k->k[0], k->k[1], src, dst, htons(s->sport),
+			   htons(s->dport ? s->dport : 80), s->seq, slot);
+}
+
+/* The MSS index the cookie of SYN s carries. */
+static uint32_t own_mss_idx(const struct seg *s, int fam)
+{
+	uint32_t m = s->mss ? (s->mssv ? s->mssv : 1460) : fam == 4 ? 536 : 1220;
+
+	return xrl_ck_mss_index(m, fam == 6);
+}
+
+/* What a SYN-ACK to SYN s agrees to, on the path c->ck chooses. */
+struct agreed {
+	bool ts, sack, ws, ecn;
+	uint16_t mss;                /* the SYN-ACK's MSS option */
+	uint8_t  wscale;             /* the client's, capped, 0xf: none */
+};
+
+static struct agreed agreed(const struct ctx *c, const struct seg *s, int fam)
+{
+	const struct xrl_cookie_cfg *k = &c->ck;
+	struct agreed a;
+
+	if (k->own) {
+		/* every option the namespace allows, timestamps or not */
+		a.ts = s->ts && (k->opts & XRL_CKO_TS);
+		a.sack = s->sack && (k->opts & XRL_CKO_SACK);
+		a.ws = s->ws && (k->opts & XRL_CKO_WSCALE);
+		a.ecn = (k->opts & XRL_CKO_ECN) && (s->ecn & (XRL_TCP_ECE | XRL_TCP_CWR)) ==
+							   (XRL_TCP_ECE | XRL_TCP_CWR);
+	} else {
+		/* the kernel's cookie keeps scaling and SACK in the timestamp */
+		a.ts = s->ts;
+		a.sack = s->ts && s->sack;
+		a.ws = s->ts && s->ws;
+		a.ecn = false;
+	}
+	a.wscale = a.ws ? (s->wscale < 14 ? s->wscale : 14) : 0xf;
+	if (fam == 4)
+		a.mss = k->mss4 ? k->mss4 : 1460;
+	else
+		a.mss = k->mss6 ? k->mss6 : 1440;
+	return a;
+}
+
+static void check_hex(const char *name, uint32_t got, uint32_t want)
+{
+	if (got == want)
+		check(true, "%s = %#x", name, want);
+	else
+		check(false, "%s: got %#x, want %#x", name, got, want);
 }
 
 /*
  * The SYN-ACK o answers SYN s (frame in): addresses, ports, numbers, flags,
- * options and both checksums, recomputed here.
+ * options and both checksums, recomputed here; on the own path the cookie
+ * and the TSval too. The IP header is always written afresh: 20 or 40
+ * bytes, whatever options, extension headers or fragment fields the SYN had.
  */
-static void check_synack(const struct seg *s, const uint8_t *in, const struct out *o,
-			 struct synack *sa)
+static void check_synack(const struct ctx *c, const struct seg *s, const uint8_t *in,
+			 const struct out *o, struct synack *sa)
 {
 	const uint8_t *b = o->buf;
-	int l3, l4, fam, hl;
+	int l3, l4in, l4, fam, hl;
 	uint32_t ps;
 	bool mss = false, sack = false, ts = false, ws = false;
 	uint32_t tsval = 0, tsecr = 0;
 	uint16_t mssv = 0;
 	uint8_t wsv = 0;
+	struct agreed w;
 
-	offsets(s, &l3, &l4, &fam);
+	offsets(s, &l3, &l4in, &fam);
+	l4 = l3 + (fam == 4 ? 20 : 40);
+	w = agreed(c, s, fam);
 	CHECK_EQ("verdict XDP_TX", o->verdict, V_TX);
 	if (o->verdict != V_TX || o->len < (uint32_t)l4 + 20) {
 		check(false, "a SYN-ACK frame: %u bytes", o->len);
@@ -184,8 +315,11 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 	if (s->vlan)
 		check(!memcmp(b + 12, in + 12, 4), "the VLAN tag kept");
 	if (fam == 4) {
-		CHECK_EQ("IPv4 version/IHL", b[l3], 0x45);
+		CHECK_EQ("IPv4 version/IHL (no options)", b[l3], 0x45);
+		CHECK_EQ("IPv4 TOS", b[l3 + 1], 0);
 		CHECK_EQ("IPv4 total length = frame - L2", get16(b + l3 + 2), o->len - l3);
+		CHECK_EQ("IPv4 flags/offset: DF only", get16(b + l3 + 6), 0x4000);
+		CHECK_EQ("IPv4 TTL", b[l3 + 8], 64);
 		CHECK_EQ("IPv4 protocol", b[l3 + 9], 6);
 		check(!memcmp(b + l3 + 12, in + l3 + 16, 4) && !memcmp(b + l3 + 16, in + l3 + 12, 4),
 		      "IPv4 addresses swapped");
@@ -195,15 +329,18 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 	} else {
 		CHECK_EQ("IPv6 version", b[l3] >> 4, 6);
 		CHECK_EQ("IPv6 payload length = TCP header", get16(b + l3 + 4), o->len - l4);
-		CHECK_EQ("IPv6 next header", b[l3 + 6], 6);
+		CHECK_EQ("IPv6 next header TCP (no extension headers)", b[l3 + 6], 6);
+		CHECK_EQ("IPv6 hop limit", b[l3 + 7], 64);
 		check(!memcmp(b + l3 + 8, in + l3 + 24, 16) && !memcmp(b + l3 + 24, in + l3 + 8, 16),
 		      "IPv6 addresses swapped");
 		ps = pb_csum_add(0, b + l3 + 8, 32) + 6 + (o->len - l4);
 	}
-	CHECK_EQ("TCP source port = SYN's destination", get16(b + l4), get16(in + l4 + 2));
-	CHECK_EQ("TCP destination port = SYN's source", get16(b + l4 + 2), get16(in + l4));
+	CHECK_EQ("TCP source port = SYN's destination", get16(b + l4), get16(in + l4in + 2));
+	CHECK_EQ("TCP destination port = SYN's source", get16(b + l4 + 2), get16(in + l4in));
 	CHECK_EQ("ack = SYN's seq + 1", get32(b + l4 + 8), s->seq + 1);
-	CHECK_EQ("flags SYN+ACK", b[l4 + 13], 0x12);
+	check_hex("flags SYN+ACK (+ECE iff ECN agreed)", b[l4 + 13], 0x12 | (w.ecn ? XRL_TCP_ECE : 0));
+	CHECK_EQ("window", get16(b + l4 + 14), 64240);
+	CHECK_EQ("urgent pointer", get16(b + l4 + 18), 0);
 	hl = (b[l4 + 12] >> 4) * 4;
 	CHECK_EQ("TCP header = rest of frame", hl, o->len - l4);
 	CHECK_EQ("TCP checksum verifies", pb_csum_fold(pb_csum_add(ps, b + l4, o->len - l4)), 0);
@@ -231,40 +368,56 @@ static void check_synack(const struct seg *s, const uint8_t *in, const struct ou
 		}
 		i += op[1] ? op[1] : 1;
 	}
-	check(mss && mssv == (fam == 4 ? 1460 : 1440), "MSS option %u", mssv);
-	CHECK_EQ("timestamp option iff the SYN had one", ts, s->ts);
-	CHECK_EQ("SACK-permitted iff the SYN had it and a timestamp", sack, s->ts && s->sack);
-	CHECK_EQ("window scale iff the SYN had it and a timestamp", ws, s->ts && s->ws);
+	check(mss && mssv == w.mss, "MSS option %u (xrl_cookie's mss%d: %u)", mssv, fam, w.mss);
+	CHECK_EQ("timestamp option as agreed", ts, w.ts);
+	CHECK_EQ("SACK-permitted as agreed", sack, w.sack);
+	CHECK_EQ("window scale as agreed", ws, w.ws);
 	if (ws)
-		CHECK_EQ("our window scale (the namespace's, as the loader sets it)", wsv, xrl_syn_wscale());
-	if (ts) {
+		CHECK_EQ("our window scale (the namespace's, as the loader sets it)", wsv,
+			 c->ck.wscale ? c->ck.wscale : xrl_syn_wscale());
+	if (ts)
 		CHECK_EQ("tsecr = the client's tsval", tsecr, s->tsval);
+	if (ts && !c->ck.own)
 		CHECK_EQ("tsval's low 6 bits: wscale | SACK << 4",
 			 tsval & 0x3f, (s->ws ? s->wscale : 0xf) | (s->sack ? 0x10 : 0));
-	}
 	sa->cookie = get32(b + l4 + 4);
 	sa->has_ts = ts;
 	sa->tsval = tsval;
+	if (c->ck.own) {
+		uint64_t now = slot_now(), slot, h;
+		uint32_t kid = sa->cookie & XRL_CK_KEYID_BIT ? 1 : 0;
+
+		check(now != 0, "the kernel's jiffies, from /proc/timer_list");
+		slot = xrl_ck_slot_of(sa->cookie, now);
+		h = own_hash(&c->ck.key[kid], s, slot);
+		CHECK_EQ("the cookie's key id = xrl_cookie.key_id", kid, c->ck.key_id & 1);
+		check_hex("the cookie = xrl_ck_isn(SipHash recomputed, key id, slot, MSS index, ECN, "
+			  "SACK, wscale)",
+			  sa->cookie,
+			  xrl_ck_isn(h, kid, slot, own_mss_idx(s, fam), w.ecn, w.sack, w.wscale));
+		if (ts)
+			check_hex("tsval = the hash's upper half, not a clock", tsval, xrl_ck_tsval(h));
+	}
 }
 
 /* ---- cases ------------------------------------------------------------ */
-
-struct ctx {
-	struct xrl_handle *h;
-	struct xrl_stats st0;
-};
 
 static int setup(struct ctx *c, uint16_t port)
 {
 	char err[XRL_ERRLEN] = "";
 	struct xrl_policy *pol = calloc(1, sizeof(*pol));
 	struct xrl_rule_spec *s;
+	__u32 zero = 0;
 	int rc;
 
 	if (!pol)
 		return -ENOMEM;
 	rc = xrl_open(&(struct xrl_open_opts){ .buckets_max = 4096, .refused_max = 4096 }, &c->h);
 	check(rc == 0, "xrl_open (load only): %d", rc);
+	if (rc)
+		goto out;
+	rc = bpf_map_lookup_elem(xrl_map_fd(c->h, XRL_MAP_COOKIE), &zero, &c->ck) ? -errno : 0;
+	check(rc == 0, "read xrl_cookie: %d", rc);
 	if (rc)
 		goto out;
 	s = &pol->rules[pol->n_rules++];
@@ -283,6 +436,41 @@ out:
 	free(pol);
 	return rc;
 }
+
+/* Write k to xrl_cookie, as xrld does; c->ck follows. */
+static int cookie_write(struct ctx *c, const struct xrl_cookie_cfg *k)
+{
+	__u32 zero = 0;
+	int rc = bpf_map_update_elem(xrl_map_fd(c->h, XRL_MAP_COOKIE), &zero, k, BPF_ANY) ? -errno
+											: 0;
+
+	check(rc == 0, "write xrl_cookie: %d", rc);
+	if (!rc)
+		c->ck = *k;
+	return rc;
+}
+
+/*
+ * xrl's own cookies from now on: the map's entry read, own = 1 and the
+ * options opts (XRL_CKO_*, what the namespace's sysctls would allow),
+ * written back. The keys stay those xrl_cookie_refresh made at load.
+ */
+static int own_on(struct ctx *c, uint8_t opts)
+{
+	struct xrl_cookie_cfg k;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(xrl_map_fd(c->h, XRL_MAP_COOKIE), &zero, &k)) {
+		check(false, "read xrl_cookie: %s", strerror(errno));
+		return -1;
+	}
+	check(k.key[0].made_ns && k.key[1].made_ns, "the loader made both keys");
+	k.own = 1;
+	k.opts = opts;
+	return cookie_write(c, &k);
+}
+
+#define CKO_ALL (XRL_CKO_SACK | XRL_CKO_WSCALE | XRL_CKO_TS | XRL_CKO_ECN)
 
 /* A counter's change since setup. */
 static uint64_t delta(struct ctx *c, int g)
@@ -327,25 +515,77 @@ static void prime(struct ctx *c, const char *src, uint16_t vlan)
 	CHECK_EQ("the port's first SYN is the primer: XDP_PASS", send_seg(c, &s, &p, &o), V_PASS);
 }
 
-/* SYN s, its SYN-ACK checked; then the ACK a client sends back. */
+/*
+ * The metadata in front of a valid own-cookie ACK a (frame in, len bytes),
+ * for the TC program: what the cookie of SYN s agreed, where the headers are;
+ * the frame behind it untouched.
+ */
+static void check_meta(const struct ctx *c, const struct seg *s, const struct seg *a,
+		       const uint8_t *in, size_t len, const struct out *o)
+{
+	struct xrl_ck_meta m;
+	int l3, l4, fam;
+	struct agreed w;
+
+	offsets(a, &l3, &l4, &fam);
+	w = agreed(c, s, fam);
+	if (o->len != len + sizeof(m)) {
+		check(false, "the ACK comes with %zu bytes of metadata: %u bytes out, %zu in",
+		      sizeof(m), o->len, len);
+		return;
+	}
+	memcpy(&m, o->buf, sizeof(m));
+	check(!memcmp(o->buf + sizeof(m), in, len), "the frame behind the metadata untouched");
+	check_hex("meta magic", m.magic, XRL_CK_META_MAGIC);
+	CHECK_EQ("meta family", m.family, fam);
+	CHECK_EQ("meta l3_off", m.l3_off, l3);
+	CHECK_EQ("meta l4_off", m.l4_off, l4);
+	CHECK_EQ("meta mss = the cookie's table entry",
+		 m.mss, xrl_ck_mss_of(own_mss_idx(s, fam), fam == 6));
+	CHECK_EQ("meta snd_wscale = the client's", m.snd_wscale, w.wscale);
+	CHECK_EQ("meta rcv_wscale = ours", m.rcv_wscale,
+		 c->ck.wscale ? c->ck.wscale : xrl_syn_wscale());
+	check_hex("meta flags", m.flags,
+		  (w.sack ? XRL_CKO_SACK : 0) | (a->ts ? XRL_CKO_TS : 0) | (w.ecn ? XRL_CKO_ECN : 0));
+	if (a->ts) {
+		check_hex("meta tsval = the ACK's", m.tsval, a->tsval);
+		check_hex("meta tsecr = its echo", m.tsecr, a->tsecr);
+	}
+}
+
+/* The ACK a client sends back for SYN s and SYN-ACK sa. */
+static struct seg ack_of(const struct seg *s, const struct synack *sa)
+{
+	struct seg a = *s;
+
+	a.flags = PB_TCP_ACK;
+	a.ecn = 0;
+	a.seq = s->seq + 1;
+	a.ack = sa->cookie + 1;
+	a.mss = a.sack = a.ws = false;
+	a.ts = sa->has_ts;
+	a.tsval = s->tsval + 1;
+	a.tsecr = sa->tsval;
+	return a;
+}
+
+/* SYN s, its SYN-ACK checked; then the ACK a client sends back (with its
+ * metadata checked, on the own path, when it passes). */
 static int handshake(struct ctx *c, struct seg s, struct synack *sa, struct out *o)
 {
 	struct pb p, q;
 	struct seg a;
+	int v;
 
-	s.flags = PB_TCP_SYN;
+	s.flags = PB_TCP_SYN | s.ecn;
 	if (send_seg(c, &s, &p, o) < 0)
 		return -1;
-	check_synack(&s, p.buf, o, sa);
-	a = s;
-	a.flags = PB_TCP_ACK;
-	a.seq = s.seq + 1;
-	a.ack = sa->cookie + 1;
-	a.mss = a.sack = a.ws = false;
-	a.ts = sa->has_ts;
-	a.tsval = s.tsval + 1;
-	a.tsecr = sa->tsval;
-	return send_seg(c, &a, &q, o);
+	check_synack(c, &s, p.buf, o, sa);
+	a = ack_of(&s, sa);
+	v = send_seg(c, &a, &q, o);
+	if (v == V_PASS && c->ck.own)
+		check_meta(c, &s, &a, q.buf, q.len, o);
+	return v;
 }
 
 static const struct seg full4 = {
@@ -462,61 +702,141 @@ static void case_flood(struct ctx *c)
 	CHECK_EQ("no bucket_new", delta(c, XRL_G_BUCKET_NEW), 0);
 }
 
-static void case_fallback(struct ctx *c)
-{
-	struct seg s = full4;
-	struct out o;
-	struct pb p;
+/* A connection on loopback to port, through the host's TCP. */
+struct conn {
+	int ls, cs, as;
+	uint16_t cport;              /* the client's port */
+};
 
-	prime(c, s.src, 0);
-	s.flags = PB_TCP_SYN;
-	s.ip_opt_words = 1;
-	CHECK_EQ("a SYN with IPv4 options meets the bucket: XDP_PASS", send_seg(c, &s, &p, &o),
-		 V_PASS);
-	CHECK_EQ("cookie_fallback", delta(c, XRL_G_COOKIE_FALLBACK), 1);
-	CHECK_EQ("its bucket", xrl_bucket_count(c->h), 1);
-	CHECK_EQ("a second one, bucket empty: XDP_DROP", send_seg(c, &s, &p, &o), V_DROP);
-}
-
-/* A real connection on loopback: its ACKs are the kernel's business. */
-static void case_established(struct ctx *c, uint16_t port)
+static int conn_open(struct conn *k, uint16_t port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_in ca;
 	socklen_t cl = sizeof(ca);
-	int ls = -1, cs = -1, as = -1, one = 1;
+	int one = 1;
+
+	k->as = -1;
+	k->ls = socket(AF_INET, SOCK_STREAM, 0);
+	k->cs = socket(AF_INET, SOCK_STREAM, 0);
+	if (k->ls >= 0)
+		setsockopt(k->ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (k->ls < 0 || k->cs < 0 || bind(k->ls, (void *)&sa, sizeof(sa)) || listen(k->ls, 8) ||
+	    connect(k->cs, (void *)&sa, sizeof(sa)) || getsockname(k->cs, (void *)&ca, &cl) ||
+	    (k->as = accept(k->ls, NULL, NULL)) < 0) {
+		check(false, "a loopback connection to port %u: %s", port, strerror(errno));
+		return -1;
+	}
+	k->cport = ntohs(ca.sin_port);
+	return 0;
+}
+
+static void conn_close(struct conn *k)
+{
+	if (k->as >= 0)
+		close(k->as);
+	if (k->cs >= 0)
+		close(k->cs);
+	if (k->ls >= 0)
+		close(k->ls);
+}
+
+/*
+ * A SYN the program cannot answer: one for the 4-tuple of a connection the
+ * host has (a client reusing its port, the server's time-wait socket still
+ * there). It goes to the kernel untouched, and meets no bucket.
+ */
+static void fallback_known(struct ctx *c, uint16_t port)
+{
 	struct seg s = { .src = "127.0.0.1", .dst = "127.0.0.1", .dport = port,
-			 .flags = PB_TCP_ACK, .seq = 1, .ack = 1 };
+			 .flags = PB_TCP_SYN, .seq = 99, .mss = true };
+	struct conn k;
 	struct out o;
 	struct pb p;
 
-	ls = socket(AF_INET, SOCK_STREAM, 0);
-	cs = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (ls < 0 || cs < 0 || bind(ls, (void *)&sa, sizeof(sa)) || listen(ls, 8) ||
-	    connect(cs, (void *)&sa, sizeof(sa)) || getsockname(cs, (void *)&ca, &cl) ||
-	    (as = accept(ls, NULL, NULL)) < 0) {
-		check(false, "a loopback connection to port %u: %s", port, strerror(errno));
-		goto out;
+	if (conn_open(&k, port) == 0) {
+		s.sport = k.cport;
+		CHECK_EQ("a SYN of a 4-tuple the host has a socket for: XDP_PASS",
+			 send_seg(c, &s, &p, &o), V_PASS);
+		check(o.len == p.len && !memcmp(o.buf, p.buf, p.len), "... and untouched");
+		CHECK_EQ("cookie_fallback", delta(c, XRL_G_COOKIE_FALLBACK), 1);
+		CHECK_EQ("no bucket for it", xrl_bucket_count(c->h), 0);
+		CHECK_EQ("no bucket_new", delta(c, XRL_G_BUCKET_NEW), 0);
 	}
-	s.sport = ntohs(ca.sin_port);
+	conn_close(&k);
+}
+
+/*
+ * SYNs whose IP layer the SYN-ACK does not echo: one with IPv4 options, an
+ * IPv4 first fragment (MF), one with an IPv6 destination options header.
+ * Each is answered with a SYN-ACK whose IP header is 20 or 40 bytes (see
+ * check_synack) and none meets a bucket. The ACK has the same IP layer.
+ */
+static void ip_layers(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+	struct out o;
+
+	s.ip_opt_words = 1;
+	CHECK_EQ("IPv4 options (one word of NOPs): the ACK passes", handshake(c, s, &sa, &o),
+		 V_PASS);
+	s = full4;
+	s.src = "198.51.100.20";
+	s.frag = true;
+	CHECK_EQ("an IPv4 first fragment: the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	s = full4;
+	s.src = "2001:db8:1::20";
+	s.ext6 = 8;
+	CHECK_EQ("an IPv6 destination options header: the ACK passes", handshake(c, s, &sa, &o),
+		 V_PASS);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 3);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 3);
+	CHECK_EQ("cookie_fallback", delta(c, XRL_G_COOKIE_FALLBACK), 0);
+	CHECK_EQ("a bucket for each verified source only", xrl_bucket_count(c->h), 3);
+}
+
+static void case_fallback(struct ctx *c)
+{
+	prime(c, full4.src, 0);
+	prime(c, "2001:db8:1::7", 0);
+	ip_layers(c);
+}
+
+static void case_fallback_known(struct ctx *c)
+{
+	struct seg s = { .src = "127.0.0.2", .dst = "127.0.0.1", .dport = 18081, .sport = 1,
+			 .flags = PB_TCP_SYN, .mss = true };
+	struct out o;
+	struct pb p;
+
+	CHECK_EQ("the port's first SYN is the primer: XDP_PASS", send_seg(c, &s, &p, &o), V_PASS);
+	fallback_known(c, 18081);
+}
+
+/* A real connection on loopback: its ACKs are the kernel's business. */
+static void case_established(struct ctx *c, uint16_t port)
+{
+	struct seg s = { .src = "127.0.0.1", .dst = "127.0.0.1", .dport = port,
+			 .flags = PB_TCP_ACK, .seq = 1, .ack = 1 };
+	struct conn k;
+	struct out o;
+	struct pb p;
+
+	if (conn_open(&k, port))
+		goto out;
+	s.sport = k.cport;
 	CHECK_EQ("an ACK of the established connection: XDP_PASS", send_seg(c, &s, &p, &o),
 		 V_PASS);
 	check(o.len == p.len && !memcmp(o.buf, p.buf, p.len), "... and untouched");
 	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 0);
 	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 0);
-	s.sport = (uint16_t)(ntohs(ca.sin_port) ^ 0x4000);
+	s.sport = (uint16_t)(k.cport ^ 0x4000);
 	CHECK_EQ("an ACK of no connection, to the listener: XDP_DROP", send_seg(c, &s, &p, &o),
 		 V_DROP);
 	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 1);
 out:
-	if (as >= 0)
-		close(as);
-	if (cs >= 0)
-		close(cs);
-	if (ls >= 0)
-		close(ls);
+	conn_close(&k);
 }
 
 static void case_est(struct ctx *c) { case_established(c, 18080); }
@@ -690,6 +1010,225 @@ static void case_auto(struct ctx *c)
 		 xrl_rule_cookies_set(c->h, "nope", XRL_COOKIES_ON, NULL), -ENOENT);
 }
 
+/* ---- own cookies (xrl_cookie.own = 1) -------------------------------- */
+
+/*
+ * The own path's handshake: no primer (no SYN goes to the kernel), the
+ * cookie recomputed, the ACK checked here and its options handed on as
+ * metadata; forged ACKs dropped.
+ */
+static void case_own_v4(struct ctx *c)
+{
+	struct seg s = full4, a;
+	struct synack sa, sa2;
+	struct out o;
+	struct pb p;
+
+	if (own_on(c, CKO_ALL))
+		return;
+	CHECK_EQ("the ACK with a valid cookie: XDP_PASS", handshake(c, s, &sa, &o), V_PASS);
+	CHECK_EQ("no primer on the own path", delta(c, XRL_G_COOKIE_PRIMERS), 0);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 1);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 1);
+	CHECK_EQ("cookie_no_meta", delta(c, XRL_G_COOKIE_NO_META), 0);
+	CHECK_EQ("the verified source has a bucket", xrl_bucket_count(c->h), 1);
+	CHECK_EQ("rule counted it passed", rule_pkts(c, XRL_V_PASSED), 1);
+
+	a = ack_of(&s, &sa);
+	a.ack ^= 1u << XRL_CK_HASH_SHIFT;
+	CHECK_EQ("the hash's lowest bit flipped: XDP_DROP", send_seg(c, &a, &p, &o), V_DROP);
+	a.ack ^= 1u << XRL_CK_HASH_SHIFT | 1u << 31;
+	CHECK_EQ("the hash's highest bit flipped: XDP_DROP", send_seg(c, &a, &p, &o), V_DROP);
+	a = ack_of(&s, &sa);
+	a.tsecr ^= 1;
+	CHECK_EQ("a wrong TS echo (hash right): XDP_DROP", send_seg(c, &a, &p, &o), V_DROP);
+	a = ack_of(&s, &sa);
+	a.sport = 40002;
+	CHECK_EQ("the cookie replayed from another port: XDP_DROP", send_seg(c, &a, &p, &o),
+		 V_DROP);
+	a = ack_of(&s, &sa);
+	a.seq += 1000;
+	CHECK_EQ("the cookie with another sequence number: XDP_DROP", send_seg(c, &a, &p, &o),
+		 V_DROP);
+	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 5);
+	CHECK_EQ("still one bucket", xrl_bucket_count(c->h), 1);
+
+	/* burst 1: the source's second verified connection is refused */
+	s.sport = 40003;
+	CHECK_EQ("a second connection's valid ACK, bucket empty: XDP_DROP",
+		 handshake(c, s, &sa2, &o), V_DROP);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 2);
+	CHECK_EQ("rule counted it dropped", rule_pkts(c, XRL_V_DROPPED), 1);
+}
+
+/*
+ * The options: window scale and SACK ride in the cookie, so they are
+ * offered without timestamps; what the namespace forbids (opts) is not
+ * offered; the MSS index rounds the client's MSS down.
+ */
+static void case_own_options(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+	struct out o;
+
+	if (own_on(c, CKO_ALL))
+		return;
+	s.ts = false;
+	CHECK_EQ("SACK + window scale, no timestamp: the ACK passes", handshake(c, s, &sa, &o),
+		 V_PASS);
+	s = (struct seg){ .src = "198.51.100.31", .sport = 40001, .seq = 7 };
+	CHECK_EQ("no options at all (MSS 536): the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	s = full4;
+	s.src = "198.51.100.32";
+	s.mssv = 1399;
+	s.wscale = 15;
+	CHECK_EQ("MSS 1399 (table: 1300), window scale 15 (capped 14): the ACK passes",
+		 handshake(c, s, &sa, &o), V_PASS);
+	s = full4;
+	s.src = "2001:db8:1::31";
+	s.ts = false;
+	s.mssv = 1220;
+	CHECK_EQ("IPv6, MSS 1220, no timestamp: the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	s = full4;
+	s.src = "2001:db8:2::32";   /* another /64: another bucket */
+	CHECK_EQ("IPv6, all options: the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+
+	if (own_on(c, 0))
+		return;
+	s = full4;
+	s.src = "198.51.100.33";
+	s.ecn = XRL_TCP_ECE | XRL_TCP_CWR;
+	CHECK_EQ("the namespace allows no option: MSS only, and the ACK passes",
+		 handshake(c, s, &sa, &o), V_PASS);
+	if (own_on(c, XRL_CKO_TS))
+		return;
+	s.src = "198.51.100.34";
+	CHECK_EQ("timestamps only: the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 7);
+	CHECK_EQ("a bucket per source", xrl_bucket_count(c->h), 7);
+}
+
+/*
+ * ECN setup (RFC 3168 6.1.1): a SYN with ECE and CWR gets ECE in the
+ * SYN-ACK and the ECN bit in the cookie (check_synack), and the ACK's
+ * metadata says ECN (check_meta); ECE alone is no setup.
+ */
+static void case_own_ecn(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+	struct out o;
+
+	if (own_on(c, CKO_ALL))
+		return;
+	s.ecn = XRL_TCP_ECE | XRL_TCP_CWR;
+	CHECK_EQ("ECE|CWR: SYN-ACK with ECE, the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	check(sa.cookie & XRL_CK_ECN, "the cookie's ECN bit set");
+	s.src = "198.51.100.41";
+	s.ecn = XRL_TCP_ECE;
+	CHECK_EQ("ECE alone: no ECE back, the ACK passes", handshake(c, s, &sa, &o), V_PASS);
+	check(!(sa.cookie & XRL_CK_ECN), "the cookie's ECN bit clear");
+	s.src = "2001:db8:1::41";
+	s.ecn = XRL_TCP_ECE | XRL_TCP_CWR;
+	s.ts = false;
+	CHECK_EQ("IPv6, ECE|CWR, no timestamp: ECE back, the ACK passes", handshake(c, s, &sa, &o),
+		 V_PASS);
+}
+
+/* Send SYN s; its SYN-ACK checked into *sa. */
+static void syn_only(struct ctx *c, struct seg s, struct synack *sa)
+{
+	struct out o;
+	struct pb p;
+
+	s.flags = PB_TCP_SYN | s.ecn;
+	if (send_seg(c, &s, &p, &o) >= 0)
+		check_synack(c, &s, p.buf, &o, sa);
+}
+
+/*
+ * Key rotation (xrl_cookie_rotate): xrld writes a fresh key into the slot
+ * not in use and switches key_id. A cookie made with the old key names it
+ * by its key id bit and still checks; once that key is overwritten, not.
+ */
+static void case_own_keyid(struct ctx *c)
+{
+	struct seg s1 = full4, s2 = full4, s3 = full4, a;
+	struct synack sa1, sa2, sa3;
+	struct xrl_cookie_cfg k;
+	uint32_t old;
+	struct out o;
+	struct pb p;
+
+	if (own_on(c, CKO_ALL))
+		return;
+	old = c->ck.key_id & 1;
+	s2.src = "198.51.100.51";
+	s3.src = "198.51.100.52";
+	syn_only(c, s1, &sa1);
+	syn_only(c, s2, &sa2);
+	CHECK_EQ("cookies made with key id", !!(sa1.cookie & XRL_CK_KEYID_BIT), old);
+
+	k = c->ck;
+	k.key_id = (uint8_t)(old ^ 1);
+	if (cookie_write(c, &k))
+		return;
+	syn_only(c, s3, &sa3);
+	CHECK_EQ("a new SYN's cookie has the new key id", !!(sa3.cookie & XRL_CK_KEYID_BIT),
+		 old ^ 1);
+	a = ack_of(&s1, &sa1);
+	CHECK_EQ("the ACK of an old-key cookie after the switch: XDP_PASS",
+		 send_seg(c, &a, &p, &o), V_PASS);
+	a = ack_of(&s3, &sa3);
+	CHECK_EQ("the ACK of a new-key cookie: XDP_PASS", send_seg(c, &a, &p, &o), V_PASS);
+	CHECK_EQ("cookies_valid", delta(c, XRL_G_COOKIES_VALID), 2);
+
+	k.key[old].k[0] ^= 0x5a5a5a5a5a5a5a5aULL;
+	k.key[old].k[1] += 1;
+	if (cookie_write(c, &k))
+		return;
+	a = ack_of(&s2, &sa2);
+	CHECK_EQ("the old key overwritten: its cookie's ACK is dropped", send_seg(c, &a, &p, &o),
+		 V_DROP);
+	CHECK_EQ("cookies_bad", delta(c, XRL_G_COOKIES_BAD), 1);
+	CHECK_EQ("buckets: the two verified sources", xrl_bucket_count(c->h), 2);
+}
+
+/* (d) IPv4 options, a first fragment, IPv6 extension headers: answered. */
+static void case_own_ip_layers(struct ctx *c)
+{
+	struct seg s = full4;
+	struct synack sa;
+
+	if (own_on(c, CKO_ALL))
+		return;
+	s.ip_opt_words = 1;
+	syn_only(c, s, &sa);
+	s = full4;
+	s.src = "2001:db8:1::61";
+	s.ext6 = 8;
+	syn_only(c, s, &sa);
+	CHECK_EQ("cookies_sent", delta(c, XRL_G_COOKIES_SENT), 2);
+	CHECK_EQ("no bucket for either SYN", xrl_bucket_count(c->h), 0);
+	CHECK_EQ("no bucket_new", delta(c, XRL_G_BUCKET_NEW), 0);
+	CHECK_EQ("cookie_fallback", delta(c, XRL_G_COOKIE_FALLBACK), 0);
+	xrl_read_stats(c->h, &c->st0);
+	ip_layers(c);
+}
+
+static void case_own_known(struct ctx *c)
+{
+	if (!own_on(c, CKO_ALL))
+		fallback_known(c, 18082);
+}
+
+static void case_own_est(struct ctx *c)
+{
+	if (!own_on(c, CKO_ALL))
+		case_established(c, 18083);
+}
+
 static const struct {
 	const char *name;
 	uint16_t port;
@@ -704,8 +1243,22 @@ static const struct {
 	  case_aggregate },
 	{ "VLAN tags (802.1Q v4, 802.1ad v6)", 80, case_vlan },
 	{ "a spoofed SYN flood creates no bucket", 80, case_flood },
-	{ "IPv4 options fall back to the bucket", 80, case_fallback },
+	{ "IPv4 options, a first fragment, IPv6 extension headers: answered, no bucket", 80,
+	  case_fallback },
+	{ "a SYN of a 4-tuple the host has goes to the kernel, no bucket", 18081,
+	  case_fallback_known },
 	{ "ACKs of established flows pass untouched", 18080, case_est },
+	{ "own: v4 SYN-ACK and cookie recomputed, valid ACK, forged ACKs dropped", 80,
+	  case_own_v4 },
+	{ "own: SACK and window scale without timestamps, MSS index, namespace options", 80,
+	  case_own_options },
+	{ "own: ECN setup", 80, case_own_ecn },
+	{ "own: key id, an old key's cookie checks after a switch", 80, case_own_keyid },
+	{ "own: IPv4 options, a first fragment, IPv6 extension headers: answered, no bucket", 80,
+	  case_own_ip_layers },
+	{ "own: a SYN of a 4-tuple the host has goes to the kernel, no bucket", 18082,
+	  case_own_known },
+	{ "own: ACKs of established flows pass untouched", 18083, case_own_est },
 };
 
 /* ---- costs (test_cookie --bench) ------------------------------------ */
