@@ -1271,86 +1271,284 @@ static int cmp_u32(const void *a, const void *b)
 }
 
 /*
- * Median ns of n runs of frame f, one run per call: a repeated run would
- * see its own SYN-ACK (XDP rewrites the frame in place), and live frames
- * would hand the passed ones to the stack.
+ * n runs of frame f, one run per call, their ns into d: a repeated run
+ * would see its own SYN-ACK (XDP rewrites the frame in place), and live
+ * frames would hand the passed ones to the stack. The last verdict into
+ * *verdict. Returns 0 or -errno.
  */
-static double cost(struct xrl_handle *h, const struct pb *f, int n, int *verdict)
+static int runs(struct xrl_handle *h, const struct pb *f, uint32_t *d, int n, int *verdict)
 {
 	uint8_t data[PB_MAX], out[PB_MAX];
 	LIBBPF_OPTS(bpf_test_run_opts, t, .data_in = data, .data_size_in = (__u32)f->len,
 		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
-	uint32_t *d = calloc((size_t)n, sizeof(*d));
-	double med;
 
-	if (!d)
-		return -1;
 	for (int i = 0; i < n; i++) {
 		memcpy(data, f->buf, f->len);
 		t.data_size_out = sizeof(out);
-		if (bpf_prog_test_run_opts(xrl_prog_fd(h), &t)) {
-			free(d);
-			return -1;
-		}
+		if (bpf_prog_test_run_opts(xrl_prog_fd(h), &t))
+			return -errno;
 		d[i] = t.duration;
 	}
-	qsort(d, (size_t)n, sizeof(*d), cmp_u32);
-	med = d[n / 2];
-	free(d);
 	*verdict = (int)t.retval;
-	return med;
+	return 0;
 }
 
-static void bench_one(struct ctx *c, const char *what, const struct seg *s, int g)
+static double median(uint32_t *d, int n)
 {
-	struct pb p;
-	uint64_t before = g >= 0 ? delta(c, g) : 0;
-	int v = 0, n = 50000;
-	double ns;
-
-	if (build_seg(s, &p))
-		return;
-	ns = cost(c->h, &p, n, &v);
-	printf("  %-44s %7.1f ns  verdict %d", what, ns, v);
-	if (g >= 0)
-		printf("  (counter +%llu for %d runs)", (unsigned long long)(delta(c, g) - before), n);
-	putchar('\n');
+	qsort(d, (size_t)n, sizeof(*d), cmp_u32);
+	return d[n / 2];
 }
 
+/*
+ * Each row is measured in BENCH_ROUNDS rounds that alternate the paths
+ * (own flipped in xrl_cookie between them) and the floor, so that a busy
+ * neighbour or a frequency change lands on all three columns alike.
+ */
+#define BENCH_ROUNDS 5
+#define BENCH_PER    10000
+#define BENCH_RUNS   (BENCH_ROUNDS * BENCH_PER)
+#define BENCH_WIDE 8080   /* the bench's second rule: wide, every ACK admitted */
+
+/* One row of the table: the frame on each path and the counter each run
+ * of it should move (-1: none). */
+struct bench_row {
+	const char *what;
+	struct seg k, o;             /* kernel path, own path */
+	int g;
+	int want;                    /* the verdict wanted */
+};
+
+struct bench_cell {
+	double ns;                   /* median */
+	int verdict;                 /* the last run's */
+	uint64_t moved;              /* the counter's change over the runs */
+	uint32_t d[BENCH_RUNS];
+	int n;
+};
+
+/* One round of a cell: BENCH_PER runs of s on the path own, into x. */
+static int bench_round(struct ctx *c, const struct seg *s, int g, bool own, struct bench_cell *x)
+{
+	struct xrl_cookie_cfg k = c->ck;
+	uint64_t before;
+	struct pb p;
+	int rc;
+
+	if (c->ck.own != own) {
+		k.own = own;
+		if ((rc = cookie_write(c, &k)))
+			return rc;
+	}
+	if ((rc = build_seg(s, &p)))
+		return rc;
+	before = g >= 0 ? delta(c, g) : 0;
+	if ((rc = runs(c->h, &p, x->d + x->n, BENCH_PER, &x->verdict)))
+		return rc;
+	x->n += BENCH_PER;
+	x->moved += g >= 0 ? delta(c, g) - before : 0;
+	return 0;
+}
+
+static const char *vname(int v)
+{
+	return v == V_DROP ? "DROP" : v == V_PASS ? "PASS" : v == V_TX ? "TX" : "?";
+}
+
+/* "  812.3 +640.1 TX", with a ! where the verdict or the counter is off. */
+static void bench_print_cell(const struct bench_row *r, const struct bench_cell *x, double floor)
+{
+	bool ok = x->verdict == r->want && (r->g < 0 || x->moved == BENCH_RUNS);
+
+	printf("  %7.1f %+7.1f %-4s%s   ", x->ns, x->ns - floor, vname(x->verdict), ok ? " " : "!");
+}
+
+/* The bench's policy: setup's web rule on port 80 (burst 1: a source's
+ * second verified connection is refused) and a wide one on BENCH_WIDE. */
+static int bench_policy(struct ctx *c)
+{
+	struct xrl_policy *pol = calloc(1, sizeof(*pol));
+	char err[XRL_ERRLEN] = "";
+	struct xrl_rule_spec *s;
+	int rc;
+
+	if (!pol)
+		return -ENOMEM;
+	for (int i = 0; i < 2; i++) {
+		uint16_t port = i ? BENCH_WIDE : 80;
+
+		s = &pol->rules[pol->n_rules++];
+		xrl_rule_spec_init(s, i ? "wide" : "web");
+		s->proto = XRL_PROTO_TCP;
+		s->tcp_class = XRL_TCP_SYN;
+		s->syn_cookies = XRL_COOKIES_ON;
+		s->ports[s->n_ports++] = (struct xrl_port_range){ port, port };
+		if (i) {
+			s->rate = (struct xrl_rate){ .tokens = 1000000, .period_ns = XRL_NSEC_PER_SEC };
+			s->burst = 1000000;
+		} else {
+			s->rate = (struct xrl_rate){ .tokens = 10, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
+			s->burst = 1;
+		}
+	}
+	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
+	free(pol);
+	if (rc)
+		fprintf(stderr, "test_cookie: couldn't apply the bench policy: %s\n", err);
+	return rc;
+}
+
+/*
+ * The frames of the ACK rows on the path c is on now: a handshake each on
+ * port 80 and BENCH_WIDE makes the cookies; s's source is then verified
+ * once on port 80, so its next valid ACK is refused.
+ */
+static void bench_acks(struct ctx *c, struct bench_row *rows, int n, bool own)
+{
+	struct seg s = full4, w = full4;
+	struct synack sa, sw;
+	struct out o;
+
+	w.dport = BENCH_WIDE;
+	if (!own) {
+		struct seg p = { .src = "192.0.2.99", .sport = 1, .dport = BENCH_WIDE,
+				 .flags = PB_TCP_SYN, .mss = true };
+		struct pb pp;
+
+		send_seg(c, &p, &pp, &o); /* the primer of BENCH_WIDE */
+	}
+	handshake(c, s, &sa, &o);
+	handshake(c, w, &sw, &o);
+	for (int i = 0; i < n; i++) {
+		struct seg *x = own ? &rows[i].o : &rows[i].k;
+
+		if (!(rows[i].k.flags & PB_TCP_ACK))
+			continue;
+		if (x->dport == BENCH_WIDE)
+			*x = ack_of(&w, &sw);
+		else if (x->src && !strcmp(x->src, "198.51.100.99")) {
+			*x = ack_of(&s, &sa);
+			x->src = "198.51.100.99"; /* another source's cookie */
+		} else
+			*x = ack_of(&s, &sa);
+	}
+}
+
+/* The CPU's name, for the table's header. */
+static void cpu_name(char *out, size_t n)
+{
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	snprintf(out, n, "?");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *v = strchr(line, ':');
+
+		if (!strncmp(line, "model name", 10) && v) {
+			snprintf(out, n, "%s", v + 2);
+			out[strcspn(out, "\n")] = '\0';
+			break;
+		}
+	}
+	fclose(f);
+}
+
+/*
+ * The SYN-cookie costs on both paths, side by side, above the floor (a
+ * SYN no rule names: the parse and the rule walk). One program: the
+ * kernel path's column is measured first (own = 0, as loaded), then own is
+ * set in xrl_cookie and the same rows are measured again.
+ */
 static int bench(void)
 {
 	struct ctx c = { 0 };
-	struct seg s = full4, a;
-	struct synack sa;
-	struct out o;
+	struct seg fseg = full4;
+	struct bench_row rows[] = {
+		{ "SYN -> cookie SYN-ACK, all options", full4, full4, XRL_G_COOKIES_SENT, V_TX },
+		{ "SYN -> cookie SYN-ACK, MSS only", full4, full4, XRL_G_COOKIES_SENT, V_TX },
+		{ "ACK, cookie invalid (lookup + check)",
+		  { .src = "198.51.100.99", .flags = PB_TCP_ACK },
+		  { .src = "198.51.100.99", .flags = PB_TCP_ACK }, XRL_G_COOKIES_BAD, V_DROP },
+		{ "ACK, cookie valid, bucket admits",
+		  { .dport = BENCH_WIDE, .flags = PB_TCP_ACK },
+		  { .dport = BENCH_WIDE, .flags = PB_TCP_ACK }, XRL_G_COOKIES_VALID, V_PASS },
+		{ "ACK, cookie valid, bucket refuses", { .flags = PB_TCP_ACK },
+		  { .flags = PB_TCP_ACK }, XRL_G_COOKIES_VALID, V_DROP },
+	};
+	enum { N = sizeof(rows) / sizeof(rows[0]) };
+	struct bench_cell *kc = calloc(N, sizeof(*kc)), *oc = calloc(N, sizeof(*oc));
+	struct bench_cell *fc = calloc(1, sizeof(*fc));
+	char cpu[128];
+	int rc = 0;
+	struct pb p;
 
-	if (setup(&c, 80))
-		return 1;
-	prime(&c, s.src, 0);
-	handshake(&c, s, &sa, &o);
-	printf("costs, BPF_PROG_TEST_RUN, median of 50000 single runs:\n");
-	a = s;
-	a.dport = 81;
-	bench_one(&c, "SYN to a port no rule names (the floor)", &a, XRL_G_NO_RULE);
-	s.flags = PB_TCP_SYN;
-	bench_one(&c, "SYN -> cookie SYN-ACK, all options", &s, XRL_G_COOKIES_SENT);
-	a = s;
-	a.mss = true;
-	a.sack = a.ts = a.ws = false;
-	bench_one(&c, "SYN -> cookie SYN-ACK, MSS only", &a, XRL_G_COOKIES_SENT);
-	a = s;
-	a.flags = PB_TCP_ACK;
-	a.seq = s.seq + 1;
-	a.ack = sa.cookie + 1;
-	a.mss = a.sack = a.ws = false;
-	a.tsval = s.tsval + 1;
-	a.tsecr = sa.tsval;
-	a.src = "198.51.100.99";     /* verified, then refused: burst 1 */
-	bench_one(&c, "ACK, cookie invalid (lookup + check)", &a, XRL_G_COOKIES_BAD);
-	a.src = s.src;
-	bench_one(&c, "ACK, cookie valid, bucket refuses", &a, XRL_G_COOKIES_VALID);
+	for (int i = 0; i < 2; i++)
+		rows[i].k.flags = rows[i].o.flags = PB_TCP_SYN;
+	rows[1].k.sack = rows[1].k.ts = rows[1].k.ws = false;
+	rows[1].o = rows[1].k;
+	fseg.dport = 81;
+	cpu_name(cpu, sizeof(cpu));
+	fails = 0;
+	if (!kc || !oc || !fc || setup(&c, 80) || bench_policy(&c) || build_seg(&fseg, &p)) {
+		rc = 1;
+		goto out;
+	}
+	/* the ACK rows' cookies, made on each path */
+	prime(&c, full4.src, 0);
+	bench_acks(&c, rows, N, false);
+	if (own_on(&c, CKO_ALL)) {
+		rc = 1;
+		goto out;
+	}
+	bench_acks(&c, rows, N, true);
+	for (int r = 0; r < BENCH_ROUNDS && !rc; r++) {
+		rc = bench_round(&c, &fseg, XRL_G_NO_RULE, false, fc);
+		for (int i = 0; i < N && !rc; i++) {
+			rc = bench_round(&c, &rows[i].k, rows[i].g, false, &kc[i]);
+			if (!rc)
+				rc = bench_round(&c, &rows[i].o, rows[i].g, true, &oc[i]);
+		}
+	}
+	if (rc) {
+		fprintf(stderr, "test_cookie: the bench's runs: %s\n", strerror(-rc));
+		goto out;
+	}
+	fc->ns = median(fc->d, fc->n);
+	for (int i = 0; i < N; i++) {
+		kc[i].ns = median(kc[i].d, kc[i].n);
+		oc[i].ns = median(oc[i].d, oc[i].n);
+	}
+
+	printf("costs, BPF_PROG_TEST_RUN, median ns of %d single runs each (%d rounds "
+	       "alternating the paths), %s\n",
+	       BENCH_RUNS, BENCH_ROUNDS, cpu);
+	printf("  %-40s %7.1f ns, verdict %s\n", "SYN to a port no rule names (the floor)",
+	       fc->ns, vname(fc->verdict));
+	printf("  %-40s  %-24s%-24s\n", "ns, ns above the floor, verdict",
+	       "kernel cookie (own=0)", "xrl cookie (own=1)");
+	for (int i = 0; i < N; i++) {
+		printf("  %-40s", rows[i].what);
+		bench_print_cell(&rows[i], &kc[i], fc->ns);
+		bench_print_cell(&rows[i], &oc[i], fc->ns);
+		putchar('\n');
+		for (int w = 0; w < 2; w++) {
+			const struct bench_cell *x = w ? &oc[i] : &kc[i];
+
+			if (x->verdict == rows[i].want && x->moved == BENCH_RUNS)
+				continue;
+			printf("    ! %s path: verdict %s (want %s), counter +%llu for %d runs\n",
+			       w ? "own" : "kernel", vname(x->verdict), vname(rows[i].want),
+			       (unsigned long long)x->moved, BENCH_RUNS);
+			rc = 1;
+		}
+	}
+out:
 	xrl_close(c.h);
-	return 0;
+	free(kc);
+	free(oc);
+	free(fc);
+	return rc || fails ? 1 : 0;
 }
 
 int main(int argc, char **argv)
