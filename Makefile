@@ -45,7 +45,8 @@ GEN        := $(BUILD)/xrl-synflood
 XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
-              $(BUILD)/tests/test_http $(BUILD)/tests/test_log $(BUILD)/tests/test_redis_slots
+              $(BUILD)/tests/test_http $(BUILD)/tests/test_log $(BUILD)/tests/test_redis_slots \
+              $(BUILD)/tests/test_syncookie
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count $(BUILD)/bench/pen_cost
 
@@ -183,6 +184,10 @@ $(GEN): $(BUILD)/tests/tools/synflood.o
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lpthread
 
 $(BUILD)/tests/test_gcra: $(BUILD)/tests/unit/test_gcra.o
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka
+
+$(BUILD)/tests/test_syncookie: $(BUILD)/tests/unit/test_syncookie.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka
 
