@@ -680,7 +680,7 @@ static const struct bad bads[] = {
 	  "http:\n  rules:\n    - { name: a, rate: 1/s, burst: 2, cost: 3 }\n",
 	  "t.yaml:3:45: http.rules[0].cost: expected a whole number of tokens" },
 	{ "non-scalar key", "xdp:\n  ? [a, b]\n  : 1\n",
-	  "t.yaml:2:5: xdp: expected a key (allow, rules, buckets, event_interval), got a list" },
+	  "t.yaml:2:5: xdp: expected a key (allow, rules, buckets, event_interval, cookie_path), got a list" },
 
 	/* bad words and numbers */
 	{ "burst zero", "xdp:\n  rules:\n    - name: a\n      rate: 1/s\n      burst: 0\n",

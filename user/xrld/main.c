@@ -173,11 +173,66 @@ static int drop_privileges(struct xrld *d)
 	return 0;
 }
 
+/* A sysctl's value, or -1. */
+static int sysctl_int(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/*
+ * The SYN-cookie path this host would run for c, said before a flood, not
+ * during one: xrl's own needs nothing; the kernel's needs two sysctls at 2,
+ * which a read-only /proc/sys (ProtectKernelTunables=yes) forbids unless
+ * they already are. Returns 0, or 1 when the policy could not start here.
+ */
+static int check_cookie_path(const struct xrld_config *c)
+{
+	static const char sc[] = "/proc/sys/net/ipv4/tcp_syncookies",
+			  ts[] = "/proc/sys/net/ipv4/tcp_timestamps";
+	bool any = false;
+
+	for (__u32 i = 0; i < c->policy.n_rules; i++)
+		any |= c->policy.rules[i].syn_cookies != XRL_COOKIES_OFF;
+	if (!any)
+		return 0;
+	if (!c->kernel_cookies && xrl_own_cookies_supported()) {
+		printf("SYN cookies: xrl's own on this host (the kernel has "
+		       "bpf_sk_assign_tcp_reqsk): no sysctl is changed%s\n",
+		       sysctl_int(sc) == 0 ? "; but net.ipv4.tcp_syncookies is 0 here, and the "
+					     "kernel then takes no cookie ACK: set it to 1"
+					   : "");
+		return 0;
+	}
+	printf("SYN cookies: the kernel's on this host (%s): xrl sets net.ipv4.tcp_syncookies "
+	       "and tcp_timestamps to 2\n",
+	       c->kernel_cookies ? "cookie_path: kernel" : "no bpf_sk_assign_tcp_reqsk before 6.9");
+	if (sysctl_int(sc) == 2 && sysctl_int(ts) == 2)
+		return 0;
+	if (access(sc, W_OK) || access(ts, W_OK)) {
+		log_err("SYN cookies on the kernel's path need net.ipv4.tcp_syncookies=2 and "
+			"tcp_timestamps=2, and /proc/sys is read-only here (%s; the unit's "
+			"ProtectKernelTunables=yes?): set both before xrld starts, or run a kernel "
+			"with bpf_sk_assign_tcp_reqsk (6.9+)",
+			strerror(errno));
+		return 1;
+	}
+	return 0;
+}
+
 /* --check FILE: parse, summarise, exit. */
 static int check_only(const char *path)
 {
 	struct xrld_config *c;
 	char err[XRL_ERRLEN], *sum;
+	int rc;
 
 	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
 		/* through the log: under systemd it carries the journal's priority 3 */
@@ -185,9 +240,10 @@ static int check_only(const char *path)
 		return 1;
 	}
 	printf("%s: ok\n%s", path, sum);
+	rc = check_cookie_path(c);
 	free(sum);
 	free(c);
-	return 0;
+	return rc;
 }
 
 /* Options into d; returns -1 to go on, or the exit code. */
