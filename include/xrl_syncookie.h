@@ -17,9 +17,11 @@
  * the slot not in use and then switches (xrl_cookie_rotate), so a cookie in
  * flight over a rotation still checks.
  *
- * With timestamps, the SYN-ACK's TSval is the hash's upper 32 bits and the
- * ACK must echo them: 54 bits of proof instead of 22, and no clock in the
- * timestamp (the kernel's own cookies put jiffies there: the host's uptime).
+ * With timestamps, the SYN-ACK's TSval is the hash's upper 32 bits and an
+ * ACK that carries a timestamp must echo them: an honest client's ACK is
+ * checked on 54 bits, and there is no clock in the timestamp (the kernel's
+ * own cookies put jiffies there: the host's uptime). A forger simply sends
+ * no timestamp, so 22 bits is what a guess is up against.
  * The kernel takes the offset from the echo (bpf_sk_assign_tcp_reqsk: ts_off
  * = tsecr - now), so the connection's timestamps go on from that value.
  *
