@@ -14,7 +14,7 @@
 #   4. values: xrl_build_info{version,commit} 1; packets by rule and verdict
 #      (allowed/refused) = xrlctl's; identity-tier verdicts per rule:
 #      api allowed 2 refused 3, trial allowed 2 shadow_refused 3; the latency
-#      histogram counts the 10 decisions; the SYN-cookie family has its five
+#      histogram counts the 10 decisions; the SYN-cookie family has its eight
 #      series; every global counter of the program is in exactly one family
 #   5. reloads: a refused apply sets xrl_config_last_reload_successful 0 and
 #      counts a failure; a good one sets it back to 1 and moves the
@@ -157,8 +157,8 @@ check_eq "latency histogram: +Inf bucket = count" \
 	"$(series 'xrl_http_decision_duration_seconds_bucket{le="+Inf"}')" 10
 check_eq "latency histogram: buckets" \
 	"$(grep -c '^xrl_http_decision_duration_seconds_bucket' <<<"$M")" 16
-check_eq "syncookie family: five series for $IF" \
-	"$(grep -c "^xrl_syncookie_packets_total{interface=\"$IF\"," <<<"$M")" 5
+check_eq "syncookie family: eight series for $IF" \
+	"$(grep -c "^xrl_syncookie_packets_total{interface=\"$IF\"," <<<"$M")" 8
 # every counter of the program once: the global families' series of $IF
 nglob=$(grep -cE "^xrl_(seen_packets|packets_by_reason|bucket_events|fast_path_packets|denylist_expired_hits|samples|syncookie_packets|aggregate_packets)_total\{interface=\"$IF\"" <<<"$M")
 check_eq "program counters in the global families" "$nglob" \
@@ -196,6 +196,6 @@ check_match "stats table: cookies_sent" "$txt" "cookies_sent +[0-9]+"
 js=$(ctl --json stats)
 check_eq "stats --json: cookie counters" \
 	"$(jq_py "sorted(k for k in d['global'] if k.startswith('cookie'))" <<<"$js")" \
-	"cookie_fallback cookie_primers cookies_bad cookies_sent cookies_valid"
+	"cookie_fallback cookie_no_meta cookie_primers cookie_reqsk cookie_reqsk_fail cookies_bad cookies_sent cookies_valid"
 
 finish
