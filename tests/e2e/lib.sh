@@ -254,6 +254,15 @@ in_ns_sysctl() {
 	netns_sysctl "$1" "$2" 2>/dev/null || log "note: couldn't set $2 in $1"
 }
 
+# atk_pass_xdp: a program that passes everything on the client's end of the
+# lab's veth. A veth drops the frames an XDP program sends back (XDP_TX: the
+# cookie SYN-ACKs) unless its peer runs XDP too (a real NIC has no such
+# need): xrl's own object with no policy passes everything.
+atk_pass_xdp() {
+	ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
+		fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+}
+
 # Does the kernel take a native XDP program on this veth? Probes with the
 # project's own object through iproute2, then removes it.
 require_native_xdp() {

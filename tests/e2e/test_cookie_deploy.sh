@@ -42,8 +42,7 @@ require_xrld curl ss unshare mount
 xrld_lab cd$$
 # A veth drops what an XDP program sends back (XDP_TX) unless its peer runs
 # XDP too: give the client's end a program that passes everything.
-ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
-	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+atk_pass_xdp
 start_server
 APP_PID=$BG_PID
 

@@ -16,6 +16,8 @@
 #      the flood they stay on for the hold time and at least min_on since
 #      they engaged (a pulsing flood cannot toggle them), then go off;
 #      xrlctl status, --json and the metrics name the cookie path (xrl's own)
+#   0. on a veth whose peer runs no XDP program: the warning at apply, the
+#      SYN-ACKs it dropped in status, --json and metrics; then the fix
 #   3. xrlctl cookies RULE on|auto|off: --help without xrld; switches the
 #      mode at run time (logged with the uid); a bad rule is exit 1, a bad
 #      mode exit 2, both clear under --json; the next policy apply puts the
@@ -36,10 +38,6 @@ HOLD=3
 MIN_ON=20 # longer than the flood ($((HOLD + 9)) s) and its hold
 require_xrld curl
 xrld_lab co$$
-# A veth drops what an XDP program sends back (XDP_TX) unless its peer runs
-# XDP too: give the attacker's end a program that passes everything.
-ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
-	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
 start_server
 
 HP=$(free_port)
@@ -84,6 +82,26 @@ web() { ctl --json stats | jq_py "[r for r in d['interfaces'][0]['rules'] if r['
 live_is() { [ "$(web syn_cookies_live)" = "$1" ]; }
 ksent() { snmp prot TcpExt SyncookiesSent; }
 metric() { in_prot curl -s http://127.0.0.1:9101/metrics | grep -F "$1" | awk '{ print $2 }'; }
+
+log "0. a veth whose peer runs no XDP program drops the cookie SYN-ACKs: said"
+check_match "xrld warned at the apply, with the fix" "$(cat "$XRLD_LOG")" \
+	"$LAB_PROT_IF is a veth: its cookie SYN-ACKs \\(XDP_TX\\) are dropped unless the peer runs an XDP program; .*ip link set dev PEER xdpdrv obj"
+ctl cookies web on >/dev/null
+for _ in 1 2 3; do in_atk curl -s -o /dev/null --max-time 1 "http://$LAB_PROT_IP/" ; done
+lost() { ctl --json status | jq_py "d['interfaces'][0]['syn_cookie_path']['veth_synacks_lost']"; }
+lost_some() { [ "$(lost)" -gt 0 ]; }
+wait_for 3 lost_some
+check_ge "xrlctl status --json: SYN-ACKs the veth dropped" "$(lost)" 1
+check_match "xrlctl status says so, with the fix" "$(ctl status)" \
+	"veth: [1-9][0-9]* SYN-ACKs dropped by its peer \\(run an XDP program on the peer\\)"
+check_ge "metric xrl_veth_synacks_dropped_total" \
+	"$(metric 'xrl_veth_synacks_dropped_total{interface="'"$LAB_PROT_IF"'"}')" 1
+# the fix: a program that passes everything on the peer; then connections work
+atk_pass_xdp
+check_rc "with XDP on the peer a client connects through the cookie path" \
+	"$(in_atk curl -s -o /dev/null --max-time 3 "http://$LAB_PROT_IP/"; echo $?)" 0
+ctl cookies web auto >/dev/null
+ctl vouch del "${LAB_ATK_IP%.*}.0/24" >/dev/null # the handshake vouched for it
 
 log "1. xrlctl vouch list|add|del"
 check_eq "vouch list --json, empty" "$(ctl --json vouch list)" "[]"

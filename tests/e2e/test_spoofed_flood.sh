@@ -39,8 +39,7 @@ lab_up sf$$
 require_native_xdp
 # A veth drops the frames an XDP program sends back (XDP_TX) unless its
 # peer runs XDP too: the client's end passes everything (xrl, no policy).
-ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
-	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+atk_pass_xdp
 start_server
 
 RULE="name=web,proto=tcp,flags=syn,ports=80,rate=100/s,burst=100,cookies=on"

@@ -36,8 +36,7 @@ require_native_xdp
 # A veth drops the frames an XDP program sends back (XDP_TX) unless its peer
 # runs XDP too (a real NIC has no such need): give the client's end a
 # program that passes everything (xrl's own, with no policy).
-ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
-	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+atk_pass_xdp
 start_server
 
 # netstat NAME: one TcpExt counter of the protected namespace.

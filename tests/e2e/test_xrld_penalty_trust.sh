@@ -230,8 +230,7 @@ check_eq "the real client $LAB_ATK_IP/32 denied by penalty" "$(deny_field "$LAB_
 log "9. penalty: verified on a SYN-cookie rule, a real client far above its rate"
 ctl deny del "$LAB_ATK_IP/32" >/dev/null 2>&1
 # the cookie SYN-ACKs leave a veth only if its peer runs XDP (ENVIRONMENT)
-ip -n "$LAB_ATK" link set dev "$LAB_ATK_IF" xdpdrv obj "$XRL_ROOT/build/xrl.bpf.o" sec xdp ||
-	fatal "couldn't attach a pass-through XDP program to $LAB_ATK_IF"
+atk_pass_xdp
 bg_prot "$XRL_PY" -c '
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

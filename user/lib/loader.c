@@ -1462,8 +1462,11 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 		rc = flip_ruleset(h, cfg.active_ruleset ^ 1);
 	if (!rc && !cookies)
 		cookie_sysctls(h, false); /* logged; the policy stands either way */
-	if (!rc && cookies)
-		veth_warn(h);
+	for (__u32 i = 0; !rc && i < p->n_rules; i++)
+		if (p->rules[i].syn_cookies != XRL_COOKIES_OFF) {
+			veth_warn(h); /* auto too: said before the flood */
+			break;
+		}
 	if (rc && err && errlen && !err[0])
 		snprintf(err, errlen, "couldn't apply the policy: %s", strerror(-rc));
 	return rc;

@@ -75,12 +75,20 @@ __u8 xrl_cookie_opts(void)
 
 int xrl_iface_mtu(int ifindex)
 {
-	char name[IF_NAMESIZE], path[64 + IF_NAMESIZE];
+	struct ifreq ifr = {};
+	int fd, err = 0;
 
-	if (!if_indextoname((unsigned)ifindex, name))
+	/* an ioctl, not /sys/class/net: a process that only entered the
+	 * interface's network namespace still sees the /sys of another */
+	if (!if_indextoname((unsigned)ifindex, ifr.ifr_name))
 		return -errno;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", name);
-	return read_int(path, -ENOENT);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	close(fd);
+	return err ? err : ifr.ifr_mtu;
 }
 
 void xrl_cookie_mss(int mtu, __u16 *mss4, __u16 *mss6)

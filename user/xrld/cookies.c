@@ -11,6 +11,9 @@
  * the map's: a restarted xrld goes on from what the program does now.
  */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <sys/socket.h>
+#include <linux/if_link.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,20 +142,23 @@ static void decide(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a, __
 	}
 }
 
-/* The interface's TX drop counter, or 0. */
+/* The interface's TX drop counter, or 0. Through netlink (getifaddrs), not
+ * /sys/class/net: a process that only entered the interface's network
+ * namespace still sees the /sys of another. */
 static __u64 tx_dropped(const char *ifname)
 {
-	char path[96];
-	unsigned long long v = 0;
-	FILE *f;
+	struct ifaddrs *all, *a;
+	__u64 v = 0;
 
-	snprintf(path, sizeof(path), "/sys/class/net/%s/statistics/tx_dropped", ifname);
-	f = fopen(path, "r");
-	if (!f)
+	if (getifaddrs(&all))
 		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
-	fclose(f);
+	for (a = all; a; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_PACKET && a->ifa_data &&
+		    !strcmp(a->ifa_name, ifname)) {
+			v = ((const struct rtnl_link_stats *)a->ifa_data)->tx_dropped;
+			break;
+		}
+	freeifaddrs(all);
 	return v;
 }
 
@@ -175,7 +181,7 @@ static void iface_tick(struct xrld_iface *f, const struct xrl_stats *st, __u64 n
 	sent = st->global.c[XRL_G_COOKIES_SENT];
 	ds = sent - f->synacks;
 	dd = drops - f->tx_dropped;
-	if (f->synacks && ds && dd) {
+	if (f->veth_read && ds && dd) {
 		__u64 lost = dd < ds ? dd : ds;
 
 		__atomic_fetch_add(&f->synacks_lost, lost, __ATOMIC_RELAXED);
@@ -188,6 +194,7 @@ static void iface_tick(struct xrld_iface *f, const struct xrl_stats *st, __u64 n
 	}
 	f->synacks = sent;
 	f->tx_dropped = drops;
+	f->veth_read = true;
 }
 
 void xrld_cookies_tick(struct xrld *d)

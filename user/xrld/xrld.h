@@ -55,6 +55,7 @@ struct xrld_iface {
 	bool veth;
 	__u64 tx_dropped, synacks; /* at the last tick */
 	__u64 synacks_lost;	   /* TX drops while SYN-ACKs were sent */
+	bool veth_read;		   /* tx_dropped and synacks hold a reading */
 	__u64 warned_ns;
 };
 
