@@ -502,17 +502,24 @@ static __always_inline int xrl_unclassified(struct xrl_global_ctr *gc, struct xr
  * XRL_COOKIE_PRIME_S)? One per port and family per interval, whichever CPU
  * sees it first; a race between CPUs sends two.
  */
-static __always_inline int xrl_cookie_primer(const struct xrl_pkt *p, __u64 j)
+static __always_inline int xrl_cookie_primer(struct xdp_md *ctx, const struct xrl_pkt *p,
+					     struct xrl_cookie_buf *b, const struct xrl_cookie_cfg *cc,
+					     __u64 j)
 {
 	__u32 k = p->dport | (p->family == XRL_AF_INET6 ? 0x10000 : 0);
-	__u32 *last = bpf_map_lookup_elem(&xrl_cookie_prime, &k);
+	__u64 *slot = bpf_map_lookup_elem(&xrl_cookie_prime, &k);
 	__u32 now = (__u32)j ? (__u32)j : 1;   /* 0 is "never" */
+	__u32 last;
 
-	if (!last)
+	if (!slot)
 		return 0;
-	if (*last && now - *last < XRL_COOKIE_PRIME_S * XRL_NSEC_PER_SEC / xrl_tick_ns)
+	last = (__u32)*slot;
+	if (last && (__u32)(*slot >> 32) == cc->prime_gen &&
+	    now - last < XRL_COOKIE_PRIME_S * XRL_NSEC_PER_SEC / xrl_tick_ns)
 		return 0;
-	*last = now;
+	if (!xrl_syn_csum_ok(ctx, p, b))
+		return 0; /* answered with a cookie; the slot waits for a good one */
+	*slot = (__u64)cc->prime_gen << 32 | now;
 	return 1;
 }
 
@@ -537,7 +544,7 @@ static __always_inline int xrl_cookie_step(struct xdp_md *ctx, struct xrl_global
 	if (!cc)
 		return XDP_PASS;
 	if (f == XRL_TCP_FLAG_SYN) {
-		if (!cc->own && xrl_cookie_primer(&s->pkt, j)) {
+		if (!cc->own && xrl_cookie_primer(ctx, &s->pkt, &s->cb, cc, j)) {
 			gc->c[XRL_G_COOKIE_PRIMERS]++;
 			return XDP_PASS;
 		}

@@ -315,6 +315,58 @@ static __always_inline int xrl_cookie_known(struct xdp_md *ctx, const struct xrl
 	return state != BPF_TCP_LISTEN;
 }
 
+/*
+ * Is the SYN's TCP checksum right? Only for the kernel path's primer: the
+ * kernel drops a SYN whose checksum is wrong before it answers, so such a
+ * primer primes nothing, and 20 of them a second from forged sources kept
+ * every listener from taking cookies. A segment longer than b->tcp, or not
+ * a whole number of words (a SYN with data), is not taken as a primer.
+ */
+static __always_inline int xrl_syn_csum_ok(struct xdp_md *ctx, const struct xrl_pkt *p,
+					   struct xrl_cookie_buf *b)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	__u32 l3 = p->l3_off, l4 = p->l4_off, len;
+	__u64 sum = 0;
+	__s64 c;
+
+	if (l3 > 64 || l4 > 0x7fff || l4 < l3)
+		return 0;
+	if (p->family == XRL_AF_INET) {
+		struct iphdr *iph = data + l3;
+
+		if ((void *)(iph + 1) > end)
+			return 0;
+		len = bpf_ntohs(iph->tot_len);
+		if (len < l4 - l3)
+			return 0;
+		len -= l4 - l3;
+		sum = (__u64)iph->saddr + iph->daddr;
+	} else {
+		struct ipv6hdr *ip6 = data + l3;
+
+		if ((void *)(ip6 + 1) > end)
+			return 0;
+		len = bpf_ntohs(ip6->payload_len) + 40;
+		if (len < l4 - l3)
+			return 0;
+		len -= l4 - l3;
+#pragma unroll
+		for (int i = 0; i < 4; i++)
+			sum += (__u64)p->src[i] + p->dst[i];
+	}
+	if (len < 20 || len > sizeof(b->tcp) || (len & 3))
+		return 0;
+	if (bpf_xdp_load_bytes(ctx, l4, b->tcp, len))
+		return 0;
+	c = bpf_csum_diff(0, 0, (__be32 *)b->tcp, len, 0);
+	if (c < 0)
+		return 0;
+	sum += (__u64)(__u32)c + bpf_htons(XRL_IPPROTO_TCP) + bpf_htons(len);
+	return xrl_csum_fold(sum) == 0;
+}
+
 /* xrl's cookie hash for the handshake p is part of; isn is the client's. */
 static __always_inline __u64 xrl_ck_hash_pkt(const struct xrl_cookie_key *k,
 					     const struct xrl_pkt *p, __u32 isn, __u64 slot)

@@ -115,7 +115,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 0x20000);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, __u64);
 } xrl_cookie_prime SEC(".maps");
 
 /* xrl's own SYN cookie: its keys and what the SYN-ACK offers (xrl_abi.h,

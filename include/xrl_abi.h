@@ -307,8 +307,11 @@ struct xrl_allow_small {
  * cookie itself in the last two minutes (tcp_synq_no_recent_overflow). So
  * one SYN per destination port every XRL_COOKIE_PRIME_S seconds is passed to
  * the kernel, which (net.ipv4.tcp_syncookies = 2) answers it with a cookie of
- * its own. xrl_cookie_prime (ARRAY, 65536 entries, key = destination port in
- * host order) holds the jiffy of the last primer per port.
+ * its own. xrl_cookie_prime (ARRAY, 2 x 65536 entries, key = destination
+ * port in host order, + 0x10000 for IPv6) holds, per port, the jiffy of the
+ * last primer (low 32 bits) and the xrl_cookie.prime_gen it was sent in
+ * (high 32): a new listener (a restarted application) makes xrld bump the
+ * generation, and the port's next SYN with a good checksum primes it.
  */
 #define XRL_COOKIE_PRIME_S   30
 
@@ -333,8 +336,12 @@ struct xrl_cookie_cfg {
 	__u8  wscale;             /* the window scale the SYN-ACK offers */
 	__u16 mss4;               /* the MSS it offers: the interface's MTU - 40 */
 	__u16 mss6;               /* MTU - 60, at least 1220 */
+	__u32 prime_gen;          /* the kernel's path: bumped by xrld when a
+	                           * listener on a cookie port is new, so that
+	                           * every port's next good SYN primes it */
+	__u32 pad;
 };
-_Static_assert(sizeof(struct xrl_cookie_cfg) == 56, "xrl_cookie_cfg layout");
+_Static_assert(sizeof(struct xrl_cookie_cfg) == 64, "xrl_cookie_cfg layout");
 
 enum {
 	XRL_CKO_SACK   = 1,       /* net.ipv4.tcp_sack */

@@ -56,6 +56,7 @@ static int dump_family(int fd, int family, struct xrl_listenq *out, size_t max, 
 			out[*n].port = ntohs(m->id.idiag_sport);
 			out[*n].queued = m->idiag_rqueue;
 			out[*n].backlog = m->idiag_wqueue;
+			out[*n].inode = m->idiag_inode;
 			(*n)++;
 		}
 	}

@@ -17,6 +17,7 @@ struct xrl_listenq {
 	__u16 port;    /* local port, host order */
 	__u32 queued;  /* connections waiting for accept() (sk_ack_backlog) */
 	__u32 backlog; /* the listen() backlog (sk_max_ack_backlog) */
+	__u32 inode;   /* the socket's: a restarted service has a new one */
 };
 
 /* Every TCP listener (IPv4 and IPv6) into out, at most max (*n of them).

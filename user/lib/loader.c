@@ -545,6 +545,20 @@ int xrl_cookie_refresh(struct xrl_handle *h)
 	return 0;
 }
 
+int xrl_cookie_prime_bump(struct xrl_handle *h)
+{
+	int fd = xrl_map_fd(h, XRL_MAP_COOKIE);
+	struct xrl_cookie_cfg c;
+	__u32 zero = 0;
+
+	if (fd < 0)
+		return -ENOENT;
+	if (bpf_map_lookup_elem(fd, &zero, &c))
+		return -errno;
+	c.prime_gen++;
+	return bpf_map_update_elem(fd, &zero, &c, BPF_ANY) ? -errno : 0;
+}
+
 /* Open the skeleton, configure, pin and load it. */
 static int load(struct xrl_handle *h, const struct xrl_open_opts *o)
 {

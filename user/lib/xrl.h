@@ -282,6 +282,10 @@ int xrl_iface_driver(const char *ifname, char *out, size_t n);
  * check that the TC program is still attached, attaching it again if not.
  * xrld calls it once a second. */
 int xrl_cookie_refresh(struct xrl_handle *h);
+/* The kernel's cookie path: make every port's next good SYN a primer (a
+ * listener is new, and the kernel takes no cookie ACK on it until it sent
+ * a cookie itself). */
+int xrl_cookie_prime_bump(struct xrl_handle *h);
 const char *xrl_global_name(int idx);
 const char *xrl_verdict_name(int v);
 /* "off", "on", "auto" (either auto state) of an enum xrl_syn_cookies. */

@@ -197,6 +197,43 @@ static void iface_tick(struct xrld_iface *f, const struct xrl_stats *st, __u64 n
 	f->veth_read = true;
 }
 
+/*
+ * The kernel's cookie path takes a cookie ACK only on a listener that sent a
+ * cookie itself lately, and a restarted service's listener has not: when
+ * the listeners on a live cookie rule's ports change (their inodes), every
+ * port's next good SYN becomes a primer, within a second of the restart
+ * rather than within the primer interval.
+ */
+static void listeners_tick(struct xrld *d, struct xrld_iface *f, const struct xrl_stats *st,
+			   const struct xrl_listenq *q, size_t nq)
+{
+	__u64 sum = 0;
+
+	for (__u32 r = 0; r < st->n_rules && r < d->cfg->policy.n_rules; r++) {
+		const struct xrl_rule_spec *sp = &d->cfg->policy.rules[r];
+
+		if (!(st->cookies[r] & XRL_COOKIES_LIVE))
+			continue;
+		for (size_t i = 0; i < nq; i++)
+			for (__u8 k = 0; k < sp->n_ports; k++)
+				if (q[i].port >= sp->ports[k].lo && q[i].port <= sp->ports[k].hi)
+					sum += (__u64)q[i].inode * 0x9E3779B97F4A7C15ULL + q[i].port;
+	}
+	/* a listener gone (sum 0, or smaller) needs nothing; one that came
+	 * does, also when the port had none a second ago */
+	if (f->listen_read && sum && sum != f->listen_sum) {
+		int err = xrl_cookie_prime_bump(f->h);
+
+		if (err)
+			log_warnx("%s: couldn't ask for new primers: %s", f->name, strerror(-err));
+		else
+			log_info("%s: a listener on a cookie port is new: its next SYN primes it",
+				 f->name);
+	}
+	f->listen_sum = sum;
+	f->listen_read = true;
+}
+
 void xrld_cookies_tick(struct xrld *d)
 {
 	static struct xrl_stats st;
@@ -213,6 +250,16 @@ void xrld_cookies_tick(struct xrld *d)
 			continue;
 		now = xrl_now_ns();
 		iface_tick(f, &st, now);
+		if (!xrl_info(f->h)->own_cookies) {
+			if (!dumped) {
+				int err = xrl_listen_queues(q, LISTENQ_MAX, &nq);
+
+				if (err)
+					log_debug("couldn't read the listeners: %s", strerror(-err));
+				dumped = true;
+			}
+			listeners_tick(d, f, &st, q, nq);
+		}
 		for (__u32 r = 0; r < st.n_rules; r++) {
 			struct xrld_auto *a;
 
