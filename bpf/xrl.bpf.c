@@ -26,7 +26,6 @@
 #include "xrl_limit.h"
 #include "xrl_cookie.h"
 #include "xrl_vouch.h"
-#include "xrl_tc.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -315,7 +314,8 @@ static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct
 	rv->key = s->key;
 	rv->rule_slot = slot;
 	rv->until_j = until_j;
-	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt, s->cookie_ack ? XRL_EV_PROOF_COOKIE : 0);
+	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt,
+		   s->cookie_ack && s->cb.proof ? XRL_EV_PROOF_COOKIE : 0);
 }
 
 /*
@@ -852,3 +852,6 @@ int xrl_xdp(struct xdp_md *ctx)
 	}
 	return xrl_decide(ctx, gc, cfg, s, rv, j, bytes);
 }
+
+/* The TC half of xrl's own SYN cookies (uses the clock knobs above). */
+#include "xrl_tc.h"
