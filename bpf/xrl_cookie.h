@@ -81,7 +81,9 @@ struct xrl_cookie_buf {
 	__u8  sack;
 	__u8  ts;
 	__u8  no_meta;               /* a valid ACK without metadata room */
-	__u8  pad[2];
+	__u8  proof;                 /* a valid ACK checked on 54 bits (xrl's
+				      * cookie and its timestamp echo) */
+	__u8  pad;
 };
 
 enum xrl_cookie_res {
@@ -528,6 +530,9 @@ static __always_inline int xrl_cookie_ack_own(struct xdp_md *ctx, struct xrl_pkt
 	/* with timestamps, 32 more bits of proof: the echo of our TSval */
 	if (b->ts && bpf_ntohl(b->tsecr) != xrl_ck_tsval(h))
 		return XRL_CK_BAD;
+	/* 22 bits are a guess a million forged ACKs a second lands every few
+	 * seconds; 54 are not: only these prove a source to a penalty */
+	b->proof = b->ts;
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m))) {
 		b->no_meta = 1;
 		return XRL_CK_VALID;
@@ -580,6 +585,7 @@ __noinline int xrl_cookie_ack(struct xdp_md *ctx, struct xrl_pkt *p, struct xrl_
 	if ((void *)(th + 1) > end)
 		return XRL_CK_BAD;
 	b->no_meta = 0;
+	b->proof = 0;
 	if (cc->own)
 		return xrl_cookie_ack_own(ctx, p, b, cc, now_slot, th);
 	if (p->family == XRL_AF_INET) {

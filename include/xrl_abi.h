@@ -491,9 +491,10 @@ struct xrl_event {
 };
 _Static_assert(sizeof(struct xrl_event) == 80, "xrl_event layout");
 
-/* The sampled packet is an ACK whose SYN cookie checked out: its source got
- * our SYN-ACK, so it exists (a guess of the cookie is right once in 4
- * million, and a wrong one meets no bucket and is never sampled). */
+/* The sampled packet is an ACK whose xrl cookie checked out with its
+ * timestamp echo (54 bits): its source got our SYN-ACK, so it exists. Not
+ * without timestamps, nor on the kernel's path: a 22- or 24-bit cookie is a
+ * guess a fast forger lands every few seconds, in anyone's name. */
 #define XRL_EV_PROOF_COOKIE 1
 
 #endif /* XRL_ABI_H */

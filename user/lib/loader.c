@@ -60,6 +60,7 @@ struct xrl_handle {
 	bool own;	 /* xrl's own SYN cookies (xrl_cookie.own) */
 	int last_mtu;	 /* as xrl_cookie_refresh last saw it */
 	bool veth_warned;
+	__u64 tc_warned_ns; /* the TC program's absence, said once a minute */
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -515,12 +516,22 @@ int xrl_cookie_refresh(struct xrl_handle *h)
 	if (h->info.ifindex) {
 		if_indextoname((unsigned)h->info.ifindex, name);
 		if (h->skel && h->own && !tc_present(h)) {
-			log_warnx("%s: the TC program of xrl's SYN cookies was removed; attaching it "
-				  "again",
-				  name);
+			__u64 now = xrl_now_ns();
+
 			h->info.tc_attached = false;
-			if ((err = tc_attach(h)))
-				log_warnx("%s: couldn't attach it: %s", name, strerror(-err));
+			err = tc_attach(h);
+			if (now - h->tc_warned_ns >= 60 * XRL_NSEC_PER_SEC) {
+				if (err)
+					log_warnx("%s: the TC program of xrl's SYN cookies was removed "
+						  "and couldn't be attached again (%s): cookie handshakes "
+						  "fail until it is (xrlctl status)",
+						  name, strerror(-err));
+				else
+					log_warnx("%s: the TC program of xrl's SYN cookies was removed; "
+						  "attached it again",
+						  name);
+				h->tc_warned_ns = now;
+			}
 		}
 		mtu = xrl_iface_mtu(h->info.ifindex);
 		if (mtu > 0 && mtu != h->last_mtu) {

@@ -207,21 +207,30 @@ static void iface_tick(struct xrld_iface *f, const struct xrl_stats *st, __u64 n
 static void listeners_tick(struct xrld *d, struct xrld_iface *f, const struct xrl_stats *st,
 			   const struct xrl_listenq *q, size_t nq)
 {
-	__u64 sum = 0;
+	__u32 now[64], n = 0;
+	bool fresh = false;
 
 	for (__u32 r = 0; r < st->n_rules && r < d->cfg->policy.n_rules; r++) {
 		const struct xrl_rule_spec *sp = &d->cfg->policy.rules[r];
 
 		if (!(st->cookies[r] & XRL_COOKIES_LIVE))
 			continue;
-		for (size_t i = 0; i < nq; i++)
+		for (size_t i = 0; i < nq && n < 64; i++)
 			for (__u8 k = 0; k < sp->n_ports; k++)
-				if (q[i].port >= sp->ports[k].lo && q[i].port <= sp->ports[k].hi)
-					sum += (__u64)q[i].inode * 0x9E3779B97F4A7C15ULL + q[i].port;
+				if (q[i].port >= sp->ports[k].lo && q[i].port <= sp->ports[k].hi) {
+					now[n++] = q[i].inode;
+					break;
+				}
 	}
-	/* a listener gone (sum 0, or smaller) needs nothing; one that came
-	 * does, also when the port had none a second ago */
-	if (f->listen_read && sum && sum != f->listen_sum) {
+	/* a listener that came since the last tick; one that went needs nothing */
+	for (__u32 i = 0; f->listen_read && i < n && !fresh; i++) {
+		bool known = false;
+
+		for (__u32 k = 0; k < f->n_listen && !known; k++)
+			known = f->listen_ino[k] == now[i];
+		fresh = !known;
+	}
+	if (fresh) {
 		int err = xrl_cookie_prime_bump(f->h);
 
 		if (err)
@@ -230,7 +239,8 @@ static void listeners_tick(struct xrld *d, struct xrld_iface *f, const struct xr
 			log_info("%s: a listener on a cookie port is new: its next SYN primes it",
 				 f->name);
 	}
-	f->listen_sum = sum;
+	memcpy(f->listen_ino, now, n * sizeof(now[0]));
+	f->n_listen = n;
 	f->listen_read = true;
 }
 

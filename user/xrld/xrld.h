@@ -56,9 +56,11 @@ struct xrld_iface {
 	__u64 tx_dropped, synacks; /* at the last tick */
 	__u64 synacks_lost;	   /* TX drops while SYN-ACKs were sent */
 	bool veth_read;		   /* tx_dropped and synacks hold a reading */
-	__u64 listen_sum;	   /* the kernel's cookie path: the listeners on
-				    * live cookie ports, as a sum of inodes */
-	bool listen_read;	   /* listen_sum holds a reading */
+	/* the kernel's cookie path: the listeners on live cookie ports (their
+	 * socket inodes) at the last tick */
+	__u32 listen_ino[64];
+	__u32 n_listen;
+	bool listen_read;	   /* listen_ino holds a reading */
 	__u64 warned_ns;
 };
 
