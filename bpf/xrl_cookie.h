@@ -323,6 +323,10 @@ static __always_inline int xrl_cookie_known(struct xdp_md *ctx, const struct xrl
  * primer primes nothing, and 20 of them a second from forged sources kept
  * every listener from taking cookies. A segment longer than b->tcp, or not
  * a whole number of words (a SYN with data), is not taken as a primer.
+ * A SYN from a local container on a veth carries only the pseudo-header's
+ * sum (CHECKSUM_PARTIAL: the kernel takes it, nothing on the way fills it
+ * in), so that is taken too: a forger who sends it from the wire wins the
+ * slot again, which random corruption does not.
  */
 static __always_inline int xrl_syn_csum_ok(struct xdp_md *ctx, const struct xrl_pkt *p,
 					   struct xrl_cookie_buf *b)
@@ -365,7 +369,10 @@ static __always_inline int xrl_syn_csum_ok(struct xdp_md *ctx, const struct xrl_
 	c = bpf_csum_diff(0, 0, (__be32 *)b->tcp, len, 0);
 	if (c < 0)
 		return 0;
-	sum += (__u64)(__u32)c + bpf_htons(XRL_IPPROTO_TCP) + bpf_htons(len);
+	sum += bpf_htons(XRL_IPPROTO_TCP) + bpf_htons(len);
+	if (*(__u16 *)&b->tcp[16] == (__u16)~xrl_csum_fold(sum))
+		return 1; /* partial: the pseudo-header's sum alone */
+	sum += (__u64)(__u32)c;
 	return xrl_csum_fold(sum) == 0;
 }
 

@@ -222,7 +222,11 @@ static void listeners_tick(struct xrld *d, struct xrld_iface *f, const struct xr
 					break;
 				}
 	}
-	/* a listener that came since the last tick; one that went needs nothing */
+	/* a listener that came since the last tick; one that went needs nothing.
+	 * At the first reading every listener counts as new: one restarted
+	 * between the attach and this tick would otherwise wait for the
+	 * primer interval */
+	fresh = !f->listen_read && n;
 	for (__u32 i = 0; f->listen_read && i < n && !fresh; i++) {
 		bool known = false;
 
