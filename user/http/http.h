@@ -299,6 +299,12 @@ struct xrl_http_server;
 
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
 		   size_t errlen);
+/* The same on listen_fd, a listening socket made by xrl_http_listen_socket
+ * (-1: bind c->listen here). The server takes it over. */
+int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_http_server **out,
+		      char *err, size_t errlen);
+/* A non-blocking listening socket on HOST:PORT (backlog 1024), or -errno with err. */
+int xrl_http_listen_socket(const char *listen_at, char *err, size_t errlen);
 /* Reload: new rules and limits; the listener stays. */
 /* Whether c can be reloaded into s as it runs: -EINVAL with err when a
  * rule needs what the backend kept (a restart's change) cannot give. */

@@ -168,8 +168,8 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	return rc;
 }
 
-int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
-			  const char *const *ids, int n, __u32 cost)
+int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq, const char *const *ids,
+			  int n, __u32 cost)
 {
 	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
 	int rc;
@@ -498,6 +498,38 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *l
 	return 0;
 }
 
+int xrl_http_listen_socket(const char *listen_at, char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int fd, one = 1, e;
+
+	if (parse_listen(listen_at, &ss, &sl)) {
+		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
+			 listen_at);
+		return -EINVAL;
+	}
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		e = errno;
+		snprintf(err, errlen, "couldn't listen on %s: %s", listen_at, strerror(e));
+		return -e;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 1024)) {
+		e = errno;
+		close(fd);
+		snprintf(err, errlen, "couldn't listen on %s (%s)", listen_at,
+			 e == EADDRINUSE      ? "in use"
+			 : e == EADDRNOTAVAIL ? "not an address of this host"
+					      : strerror(e));
+		return -e;
+	}
+	return fd;
+}
+
 /*
  * Loop i's libmicrohttpd daemon: the first binds the listening socket, the
  * others share it (lfd); each takes its share of the connection limit, as
@@ -511,9 +543,10 @@ static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct x
 	unsigned limit = maxc / n + (i < maxc % n);
 
 	return MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
-				i ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-				i ? (void *)(intptr_t)lfd : (void *)ss, MHD_OPTION_CONNECTION_LIMIT,
-				limit ? limit : 1,
+				i || lfd != MHD_INVALID_SOCKET ? MHD_OPTION_LISTEN_SOCKET
+							       : MHD_OPTION_SOCK_ADDR,
+				i || lfd != MHD_INVALID_SOCKET ? (void *)(intptr_t)lfd : (void *)ss,
+				MHD_OPTION_CONNECTION_LIMIT, limit ? limit : 1,
 				/* whole seconds, rounded up: 0 would mean none
 				 * (the parser takes 1 s to 1 day) */
 				MHD_OPTION_CONNECTION_TIMEOUT,
@@ -531,13 +564,19 @@ static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct x
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,
 		   size_t errlen)
 {
+	return xrl_http_start_fd(c, -1, out, err, errlen);
+}
+
+int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_http_server **out,
+		      char *err, size_t errlen)
+{
 	struct xrl_http_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	/* no internal thread: each server thread runs a daemon in its own loop */
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	unsigned n = c->threads ? c->threads : 2;
-	MHD_socket lfd = MHD_INVALID_SOCKET;
+	MHD_socket lfd = listen_fd >= 0 ? listen_fd : MHD_INVALID_SOCKET;
 	int rc;
 
 	if (!s)

@@ -809,10 +809,8 @@ static int parse_cookies_auto(struct cx *x, yaml_node_t *n, const char *rpath,
 {
 	enum { F_ON, F_OFF, F_HOLD, F_QUEUE, F_MIN_ON, F_COUNT };
 	struct field f[F_COUNT] = {
-		[F_ON] = { .key = "on_rate" },
-		[F_OFF] = { .key = "off_rate" },
-		[F_HOLD] = { .key = "hold" },
-		[F_QUEUE] = { .key = "queue_pct" },
+		[F_ON] = { .key = "on_rate" },	  [F_OFF] = { .key = "off_rate" },
+		[F_HOLD] = { .key = "hold" },	  [F_QUEUE] = { .key = "queue_pct" },
 		[F_MIN_ON] = { .key = "min_on" },
 	};
 	char path[PATHLEN], p2[PATHLEN];
@@ -903,11 +901,16 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
-		[F_NAME] = { .key = "name" },	    [F_MATCH] = { .key = "match" },
-		[F_KEY] = { .key = "key" },	    [F_RATE] = { .key = "rate" },
-		[F_BURST] = { .key = "burst" },	    [F_ACTION] = { .key = "action" },
-		[F_PENALTY] = { .key = "penalty" }, [F_COOKIES] = { .key = "syn_cookies" },
-		[F_AGG] = { .key = "aggregate" }, [F_COOKIES_AUTO] = { .key = "syn_cookies_auto" },
+		[F_NAME] = { .key = "name" },
+		[F_MATCH] = { .key = "match" },
+		[F_KEY] = { .key = "key" },
+		[F_RATE] = { .key = "rate" },
+		[F_BURST] = { .key = "burst" },
+		[F_ACTION] = { .key = "action" },
+		[F_PENALTY] = { .key = "penalty" },
+		[F_COOKIES] = { .key = "syn_cookies" },
+		[F_AGG] = { .key = "aggregate" },
+		[F_COOKIES_AUTO] = { .key = "syn_cookies_auto" },
 	};
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -1270,7 +1273,8 @@ static int parse_http_rule_limits(struct cx *x, yaml_node_t *rate, yaml_node_t *
 		if ((rc = dur_val(x, ttl, p2, &v)))
 			return rc;
 		if (v < XRL_NSEC_PER_SEC || v > 86400 * XRL_NSEC_PER_SEC)
-			return at(x, ttl, "%s: expected 1s to 1d, got %s", p2, desc(ttl, d, sizeof(d)));
+			return at(x, ttl, "%s: expected 1s to 1d, got %s", p2,
+				  desc(ttl, d, sizeof(d)));
 		r->lease_ttl_ns = v;
 	}
 	if (r->concurrency && !r->lease_ttl_ns)
@@ -1354,9 +1358,9 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	rc = mapping(x, n, path, "http rule", f, F_COUNT);
 	if (rc)
 		return rc;
-	if (is_null(n) || !f[F_NAME].v ||
-	    (!f[F_CONCURRENCY].v && (!f[F_RATE].v || !f[F_BURST].v)))
-		return at(x, n, "%s: a rule needs name, and rate and burst or concurrency (or both)",
+	if (is_null(n) || !f[F_NAME].v || (!f[F_CONCURRENCY].v && (!f[F_RATE].v || !f[F_BURST].v)))
+		return at(x, n,
+			  "%s: a rule needs name, and rate and burst or concurrency (or both)",
 			  path);
 	if (!f[F_RATE].v != !f[F_BURST].v)
 		return at(x, n, "%s: rate and burst go together", path);
@@ -1527,8 +1531,8 @@ static int parse_http_exempt(struct cx *x, yaml_node_t *n)
 	size_t count;
 	int rc;
 
-	if ((rc = sequence(x, n, "http.exempt", "matches (- { method: GET, path_prefix: /healthz })",
-			   &items, &count)))
+	if ((rc = sequence(x, n, "http.exempt",
+			   "matches (- { method: GET, path_prefix: /healthz })", &items, &count)))
 		return rc;
 	for (size_t i = 0; i < count; i++) {
 		char p2[PATHLEN];
@@ -1790,8 +1794,7 @@ static int parse_http_endpoints(struct cx *x, yaml_node_t *ln, yaml_node_t *bn)
 	int rc;
 
 	if (ln) {
-		if ((rc = scalar(x, ln, "http.listen",
-				 "HOST:PORT such as 127.0.0.1:8433", &s)))
+		if ((rc = scalar(x, ln, "http.listen", "HOST:PORT such as 127.0.0.1:8433", &s)))
 			return rc;
 		if (strlen(s) >= sizeof(h->listen) || !hostport_ok(s))
 			return at(x, ln,
@@ -2187,6 +2190,12 @@ out_parser:
 
 int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen)
 {
+	return xrl_config_load_text(path, out, NULL, NULL, err, errlen);
+}
+
+int xrl_config_load_text(const char *path, struct xrld_config *out, char **text, size_t *textlen,
+			 char *err, size_t errlen)
+{
 	size_t len = 0, cap = 4096;
 	char *buf;
 	int fd, rc;
@@ -2245,6 +2254,11 @@ int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t
 		len += (size_t)n;
 	}
 	rc = xrl_config_parse(buf, len, path, out, err, errlen);
+	if (!rc && text) {
+		*text = buf; /* the bytes parsed, for whoever parses them again */
+		*textlen = len;
+		buf = NULL;
+	}
 out:
 	free(buf);
 	close(fd);
@@ -2431,7 +2445,7 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 			    rate_str(&s->rate, r, sizeof(r)), s->burst,
 			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
 			put(&b, "%s%s\n",
-			    s->syn_cookies == XRL_COOKIES_ON     ? ", SYN cookies"
+			    s->syn_cookies == XRL_COOKIES_ON	 ? ", SYN cookies"
 			    : s->syn_cookies == XRL_COOKIES_AUTO ? ", SYN cookies auto"
 								 : "",
 			    penalty_str(c, s));
@@ -2522,15 +2536,16 @@ static void http_json_shed(const struct xrl_http_cfg *h, json_t *o)
 	for (__u32 i = 0; i < h->n_exempt; i++)
 		json_array_append_new(ex, route_json(&h->exempt[i]));
 	if (h->shed_enabled) {
-		shed = json_pack("{s:s,s:I}", "rate", rate_str(&h->shed_rate, r, sizeof(r)), "burst",
-				 (json_int_t)h->shed_burst);
+		shed = json_pack("{s:s,s:I}", "rate", rate_str(&h->shed_rate, r, sizeof(r)),
+				 "burst", (json_int_t)h->shed_burst);
 	} else if (h->n_shed) {
 		shed = json_array();
 		for (__u32 i = 0; i < h->n_shed; i++)
-			json_array_append_new(
-				shed, json_pack("{s:o,s:s,s:I}", "match", route_json(&h->shed[i].match),
-						"rate", rate_str(&h->shed[i].rate, r, sizeof(r)),
-						"burst", (json_int_t)h->shed[i].burst));
+			json_array_append_new(shed,
+					      json_pack("{s:o,s:s,s:I}", "match",
+							route_json(&h->shed[i].match), "rate",
+							rate_str(&h->shed[i].rate, r, sizeof(r)),
+							"burst", (json_int_t)h->shed[i].burst));
 	}
 	json_object_set_new(o, "exempt", ex);
 	json_object_set_new(o, "shed", shed);
@@ -2545,20 +2560,26 @@ static json_t *http_json(const struct xrl_http_cfg *h)
 		const struct xrl_http_rule *x = &h->rules[i];
 
 		/* a rule of concurrency only has no rate and burst: null */
-		json_array_append_new(
-			rules,
-			json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:b,s:o,s:s?}", "name", x->name,
-				  "method", x->method, "path_prefix", x->path_prefix, "rate",
-				  x->has_rate ? rate_str(&x->rate, r, sizeof(r)) : NULL, "burst",
-				  x->has_rate ? json_integer(x->burst) : json_null(), "cost",
-				  (json_int_t)x->cost, "shadow", x->shadow, "concurrency",
-				  x->concurrency ? json_integer(x->concurrency) : json_null(),
-				  "lease_ttl",
-				  x->concurrency ? dur_str(x->lease_ttl_ns, d, sizeof(d)) : NULL));
+		json_array_append_new(rules,
+				      json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:b,s:o,s:s?}", "name",
+						x->name, "method", x->method, "path_prefix",
+						x->path_prefix, "rate",
+						x->has_rate ? rate_str(&x->rate, r, sizeof(r))
+							    : NULL,
+						"burst",
+						x->has_rate ? json_integer(x->burst) : json_null(),
+						"cost", (json_int_t)x->cost, "shadow", x->shadow,
+						"concurrency",
+						x->concurrency ? json_integer(x->concurrency)
+							       : json_null(),
+						"lease_ttl",
+						x->concurrency
+							? dur_str(x->lease_ttl_ns, d, sizeof(d))
+							: NULL));
 	}
 	/* the Redis password is never shown */
-	o = json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend", h->redis ? "redis" : "memory",
-		      "rules", rules);
+	o = json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend",
+		      h->redis ? "redis" : "memory", "rules", rules);
 	if (o)
 		http_json_shed(h, o);
 	return o;

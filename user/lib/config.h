@@ -78,6 +78,10 @@ int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_
 		     char *err, size_t errlen);
 /* Read and parse a file. */
 int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen);
+/* As xrl_config_load, and the bytes parsed in *text (malloc'd, *textlen
+ * long; not terminated) when it succeeds. */
+int xrl_config_load_text(const char *path, struct xrld_config *out, char **text, size_t *textlen,
+			 char *err, size_t errlen);
 /* A human summary (for --check and `policy show`), into buf: XRL_SUMMARY_MAX
  * bytes hold any policy's. */
 #define XRL_SUMMARY_MAX (1 << 16)

@@ -127,6 +127,60 @@ int xrl_thread_confine(void)
 }
 
 /*
+ * The identity process (xrld's child, before its first thread): what
+ * xrl_thread_confine denies, and the calls that reach other processes or
+ * change what this one is: kill (a uid such as nobody may be shared),
+ * process_vm_readv, perf_event_open, the keyring, mounts, namespaces and
+ * uid changes. Every thread created after inherits it.
+ */
+int xrl_process_confine(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		LOAD_NR,
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		DENY_NR(__NR_bpf),
+		DENY_NR(__NR_ptrace),
+		DENY_NR(__NR_process_vm_writev),
+		DENY_NR(__NR_process_vm_readv),
+		DENY_NR(__NR_execve),
+		DENY_NR(__NR_execveat),
+		DENY_NR(__NR_init_module),
+		DENY_NR(__NR_finit_module),
+		DENY_NR(__NR_kill),
+		DENY_NR(__NR_perf_event_open),
+		DENY_NR(__NR_add_key),
+		DENY_NR(__NR_request_key),
+		DENY_NR(__NR_keyctl),
+		DENY_NR(__NR_mount),
+		DENY_NR(__NR_unshare),
+		DENY_NR(__NR_setns),
+		DENY_NR(__NR_setuid),
+		DENY_NR(__NR_setresuid),
+		DENY_NR(__NR_setreuid),
+		DENY_NR(__NR_setgid),
+		DENY_NR(__NR_setresgid),
+		DENY_NR(__NR_setregid),
+		DENY_NR(__NR_pidfd_open),
+		DENY_NR(__NR_pidfd_send_signal),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	int err;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	if ((err = capset_mask(0, 0)))
+		return err;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+		return -errno;
+	return 0;
+}
+
+/*
  * The calling thread gives up its capabilities, nothing else: for threads
  * that still read maps with bpf() on descriptors xrld holds (which needs no
  * capability), such as the metrics server's.

@@ -25,6 +25,9 @@ int xrl_caps_limit(__u64 keep);
 /* The calling thread: no capabilities; bpf, ptrace, exec, module loading
  * and process_vm_writev answer EPERM. */
 int xrl_thread_confine(void);
+/* The identity process, before its first thread: the same and more
+ * (other processes, uid changes, mounts, namespaces, keys). */
+int xrl_process_confine(void);
 /* The calling thread: no capabilities (it may still call bpf()). */
 int xrl_thread_drop_caps(void);
 

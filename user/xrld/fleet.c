@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fleet.c - xrld in a fleet (http/fleet.c keeps the Redis side). The
- * fleet's thread hands the denials of other instances to this loop through
- * a bounded inbox and an eventfd; they are written to the XDP denylists
- * here, with the time they have left, so no bpf() call happens off the
- * loop and the loop never waits for Redis. What this host denies (an
- * operator's deny add/del, a penalty of a `penalty: verified` rule) is
- * queued for the fleet.
+ * fleet.c - xrld in a fleet (http/fleet.c keeps the Redis side, in the
+ * identity process: idproc.h). The denials of other instances arrive as
+ * checked events on the main loop (xrld_fleet_in) and are written to the
+ * XDP denylists here, with the time they have left, so no bpf() call
+ * happens off the loop and the loop never waits for Redis. What this host
+ * denies (an operator's deny add/del, a penalty of a `penalty: verified`
+ * rule) is handed to the identity process for the fleet.
  *
  * What a host keeps for itself: its allowlist wins in the program (checked
  * before the denylist), and an entry that would deny a prefix holding a
@@ -34,17 +34,7 @@
 #include "log.h"
 #include "xrld.h"
 
-#define INBOX 4096
-
 struct xrld_fleet {
-	struct xrl_fleet *f;
-	struct xrld_io io; /* eventfd: the inbox has entries */
-	pthread_mutex_t mu;
-	pthread_cond_t room; /* the loop took entries out of a full inbox */
-	bool stopping;	     /* deny_in waits no more */
-	struct xrl_fleet_entry in[INBOX];
-	unsigned head, n;
-	__u64 dropped;			/* inbox full */
 	__u64 applied, skipped, failed; /* deny entries, on this loop */
 	__u64 wide;			/* wider than the floor: not applied */
 	__u64 local;			/* this host has its own entry: kept */
@@ -67,35 +57,6 @@ static __u64 real_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
-}
-
-/*
- * On the fleet's thread: into the inbox, and wake the loop. A full inbox
- * is waited on (up to a second an entry), not dropped: a host that starts
- * late, or comes back, reads the whole hash at once, faster than the loop
- * writes maps, and a denial dropped then was lost to it until re-sent.
- */
-static void deny_in(void *arg, const struct xrl_fleet_entry *e)
-{
-	struct xrld_fleet *x = arg;
-	struct timespec until;
-	__u64 one = 1;
-	bool ok;
-
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += 1;
-	pthread_mutex_lock(&x->mu);
-	while (x->n == INBOX && !x->stopping &&
-	       pthread_cond_timedwait(&x->room, &x->mu, &until) != ETIMEDOUT)
-		;
-	ok = x->n < INBOX;
-	if (ok)
-		x->in[(x->head + x->n++) % INBOX] = *e;
-	else
-		COUNT(x->dropped);
-	pthread_mutex_unlock(&x->mu);
-	if (ok && write(x->io.fd, &one, sizeof(one)) != sizeof(one))
-		log_debug("fleet: couldn't wake the loop");
 }
 
 /* One entry to every interface's denylist. */
@@ -155,96 +116,67 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 	}
 }
 
-static void on_inbox(struct xrld *d, struct xrld_io *io, unsigned events)
+void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e)
 {
-	struct xrld_fleet *x = io->arg;
-	struct xrl_fleet_entry e;
-	__u64 v;
-
-	if (read(io->fd, &v, sizeof(v)) != sizeof(v))
-		return;
-	for (;;) {
-		pthread_mutex_lock(&x->mu);
-		if (!x->n) {
-			pthread_mutex_unlock(&x->mu);
-			return;
-		}
-		e = x->in[x->head];
-		x->head = (x->head + 1) % INBOX;
-		x->n--;
-		pthread_cond_signal(&x->room);
-		pthread_mutex_unlock(&x->mu);
-		deny_apply(d, x, &e);
-	}
+	if (d->fleet && d->cfg->fleet.packet)
+		deny_apply(d, d->fleet, e);
 }
 
 int xrld_fleet_start(struct xrld *d)
 {
 	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
-	struct xrld_fleet *x;
-	int rc = 0;
 
 	if (!c->enabled)
 		return 0;
-	x = calloc(1, sizeof(*x));
-	if (!x)
+	d->fleet = calloc(1, sizeof(*d->fleet));
+	if (!d->fleet)
 		return -ENOMEM;
-	pthread_mutex_init(&x->mu, NULL);
-	{
-		pthread_condattr_t ca;
-
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&x->room, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	x->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK),
-				  .fn = on_inbox,
-				  .arg = x };
-	if (x->io.fd < 0 || (rc = xrl_fleet_new(c, &x->f))) {
-		rc = x->io.fd < 0 ? -errno : rc;
-		goto fail;
-	}
-	if (d->http && d->cfg->http.fleet[0])
-		xrl_http_set_fleet(d->http, x->f);
-	if (c->packet) {
-		if ((rc = xrld_io_add(d, &x->io, EPOLLIN)))
-			goto fail;
-		xrl_fleet_on(x->f, XRL_FLEET_DENY, deny_in, x);
-	}
-	if ((rc = xrl_fleet_run(x->f)))
-		goto fail;
-	d->fleet = x;
 	log_info("fleet %s: %s%s", c->name, c->packet ? "packet-tier denials shared" : "",
 		 d->http && d->cfg->http.fleet[0]
 			 ? (c->packet ? ", identity tier in (NODE_SHARE, penalties)"
 				      : "identity tier in (NODE_SHARE, penalties)")
 			 : "");
 	return 0;
-fail:
-	xrl_fleet_free(x->f);
-	if (x->io.fd >= 0)
-		close(x->io.fd);
-	free(x);
-	return rc;
 }
 
 void xrld_fleet_stop(struct xrld *d)
 {
-	struct xrld_fleet *x = d->fleet;
-
-	if (!x)
-		return;
-	pthread_mutex_lock(&x->mu);
-	x->stopping = true; /* this loop drains the inbox no more */
-	pthread_cond_broadcast(&x->room);
-	pthread_mutex_unlock(&x->mu);
-	xrl_fleet_free(x->f); /* joins the thread: nothing calls deny_in after */
-	if (d->cfg->fleet.packet)
-		xrld_io_del(d, &x->io);
-	close(x->io.fd);
-	free(x);
+	free(d->fleet);
 	d->fleet = NULL;
+}
+
+/* The fleet's counters, from the identity process (false: it does not answer). */
+static bool fleet_stats(struct xrld *d, struct xrl_fleet_stats *st, char *id, size_t idlen)
+{
+	char err[XRL_ERRLEN];
+	json_t *r = xrld_idp_call(d, json_pack("{s:s}", "op", "fleet_stats"), NULL, 0, NULL, err,
+				  sizeof(err));
+	const char *s;
+
+	memset(st, 0, sizeof(*st));
+	if (!json_is_object(r)) {
+		json_decref(r);
+		if (id)
+			snprintf(id, idlen, "-");
+		return false;
+	}
+#define F(n) st->n = (__u64)json_integer_value(json_object_get(r, #n))
+	F(live);
+	F(connected);
+	F(published);
+	F(applied);
+	F(errors);
+	F(dropped);
+	F(heartbeats);
+	F(redirects);
+	F(pruned);
+	F(refused);
+#undef F
+	s = json_string_value(json_object_get(r, "id"));
+	if (id)
+		snprintf(id, idlen, "%s", s ? s : "-");
+	json_decref(r);
+	return true;
 }
 
 int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add)
@@ -259,25 +191,35 @@ int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns
 	xrl_prefix_str(p, e.field, sizeof(e.field));
 	if (add && ttl_ns)
 		e.until_ms = real_ms() + (ttl_ns + 999999) / 1000000;
-	if (xrl_fleet_publish(d->fleet->f, &e))
-		log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
-			"fleet %s: the queue to Redis is full: %s stays local", d->cfg->fleet.name,
-			e.field);
+	{
+		char err[XRL_ERRLEN];
+		json_t *r = xrld_idp_call(d,
+					  json_pack("{s:s,s:i,s:i,s:s,s:I,s:i}", "op",
+						    "fleet_publish", "fop", e.op, "kind", e.kind,
+						    "field", e.field, "until_ms",
+						    (json_int_t)e.until_ms, "level", (int)e.level),
+					  NULL, 0, NULL, err, sizeof(err));
+
+		if (!r)
+			log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
+				"fleet %s: %s stays local: %s", d->cfg->fleet.name, e.field, err);
+		json_decref(r);
+	}
 	return 0;
 }
 
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o)
 {
 	struct xrl_fleet_stats st;
+	char id[128];
 
 	if (!d->fleet)
 		return;
-	xrl_fleet_get_stats(d->fleet->f, &st);
+	fleet_stats(d, &st, id, sizeof(id));
 	if (o) {
 		json_object_set_new(o, "fleet",
 				    json_pack("{s:s,s:s,s:b,s:I,s:b,s:b,s:I,s:I,s:I}", "name",
-					      d->cfg->fleet.name, "member",
-					      xrl_fleet_id(d->fleet->f), "redis_connected",
+					      d->cfg->fleet.name, "member", id, "redis_connected",
 					      (int)st.connected, "live_instances",
 					      (json_int_t)st.live, "denials_shared",
 					      d->cfg->fleet.packet, "identity_tier",
@@ -310,7 +252,7 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 
 	if (!x)
 		return;
-	xrl_fleet_get_stats(x->f, &st);
+	fleet_stats(d, &st, NULL, 0);
 	one(b, "xrl_fleet_live_instances", "gauge",
 	    "Instances of the fleet with a live heartbeat (the last known while Redis is "
 	    "down); NODE_SHARE divides rate and burst by it",
@@ -328,8 +270,7 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "failed", READ(x->failed));
 	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "wide", READ(x->wide));
 	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "local", READ(x->local));
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full",
-		     st.dropped + READ(x->dropped));
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full", st.dropped);
 	one(b, "xrl_fleet_redis_errors_total", "counter",
 	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
 	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);

@@ -167,7 +167,8 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
  * policy is validated before anything is touched; an interface that cannot
  * be attached is reported and the rest goes on.
  */
-static int install_config(struct xrld *d, struct xrld_config *next, char *err, size_t errlen)
+static int install_config(struct xrld *d, struct xrld_config *next, const char *text, size_t len,
+			  char *err, size_t errlen)
 {
 	static struct xrl_policy pol;
 	struct xrld_config *old = d->cfg;
@@ -175,8 +176,8 @@ static int install_config(struct xrld *d, struct xrld_config *next, char *err, s
 
 	effective_policy(d, next, &pol);
 	rc = xrl_policy_validate(&pol, err, errlen);
-	if (!rc && next->has_http && d->http)
-		rc = xrl_http_reload_check(d->http, &next->http, err, errlen);
+	if (!rc)
+		rc = xrld_idp_reload_check(d, next, text, len, err, errlen);
 	if (rc)
 		return rc;
 	/* the metrics thread reads d->cfg and d->http under d->lock */
@@ -213,27 +214,7 @@ static int install_config(struct xrld *d, struct xrld_config *next, char *err, s
 	}
 	if (d->cfg->log_level >= 0 && !d->foreground)
 		log_set_level(d->cfg->log_level);
-	if (next->has_http && d->http) {
-		xrl_http_reload(d->http, &next->http);
-	} else if (next->has_http) {
-		struct xrl_http_server *srv = NULL;
-		char e2[XRL_ERRLEN];
-
-		if (xrl_http_start(&next->http, &srv, e2, sizeof(e2)))
-			log_err("%s", e2);
-		pthread_mutex_lock(&d->lock);
-		d->http = srv;
-		pthread_mutex_unlock(&d->lock);
-	} else if (d->http) {
-		struct xrl_http_server *gone = d->http;
-
-		log_warnx("the http: section is gone: the identity tier stops");
-		/* unpublished first: a scrape in progress finishes with it */
-		pthread_mutex_lock(&d->lock);
-		d->http = NULL;
-		pthread_mutex_unlock(&d->lock);
-		xrl_http_stop(gone);
-	}
+	xrld_idp_reload(d, old, text, len);
 	free(old);
 	return 0;
 }
@@ -242,14 +223,20 @@ int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, 
 		size_t errlen)
 {
 	struct xrld_config *next = calloc(1, sizeof(*next));
+	char *read = NULL;
 	int rc;
 
 	if (!next)
 		return -ENOMEM;
-	rc = text ? xrl_config_parse(text, len, name, next, err, errlen)
-		  : xrl_config_load(name, next, err, errlen);
+	if (text) {
+		rc = xrl_config_parse(text, len, name, next, err, errlen);
+	} else {
+		rc = xrl_config_load_text(name, next, &read, &len, err, errlen);
+		text = read;
+	}
 	if (!rc)
-		rc = install_config(d, next, err, errlen);
+		rc = install_config(d, next, text, len, err, errlen);
+	free(read);
 	if (!rc)
 		__atomic_store_n(&d->last_reload_time_s, (__u64)time(NULL), __ATOMIC_RELAXED);
 	__atomic_store_n(&d->last_reload_ok, rc ? 0 : 1, __ATOMIC_RELAXED);

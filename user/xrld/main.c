@@ -25,6 +25,7 @@
 #include <microhttpd.h>
 
 #include "http/http.h"
+#include "idproc.h"
 #include "log.h"
 #include "privs.h"
 #include "xrl_version.h"
@@ -84,6 +85,7 @@ static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_deny_gc(d->ifs[i].h);
 	xrld_cookies_tick(d);
+	xrld_idp_tick(d);
 	log_agg_flush(xrl_now_ns(), false);
 }
 
@@ -159,6 +161,10 @@ static bool low_port(const char *hostport)
 static int drop_privileges(struct xrld *d)
 {
 	__u64 keep = XRL_CAP(CAP_BPF) | XRL_CAP(CAP_NET_ADMIN) | XRL_CAP(CAP_PERFMON);
+
+	/* the identity process is started (and restarted) as another uid */
+	if (d->cfg->has_http || d->cfg->fleet.enabled)
+		keep |= XRL_CAP(CAP_SETUID) | XRL_CAP(CAP_SETGID);
 	__u64 eff, prm;
 	int err;
 
@@ -247,9 +253,11 @@ static int check_only(const char *path)
 }
 
 /* Options into d; returns -1 to go on, or the exit code. */
-static int parse_options(struct xrld *d, int argc, char **argv, const char **check, int *verbose)
+static int parse_options(struct xrld *d, int argc, char **argv, const char **check, int *verbose,
+			 bool *identity)
 {
 	static const struct option lo[] = {
+		{ "identity-process", no_argument, NULL, 'I' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", required_argument, NULL, 'n' },
 		{ "foreground", no_argument, NULL, 'f' },
@@ -269,6 +277,9 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 			break;
 		case 'f':
 			d->foreground = true;
+			break;
+		case 'I':
+			*identity = true;
 			break;
 		case 's':
 			d->sock_path = optarg;
@@ -290,7 +301,7 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 			return 2;
 		}
 	}
-	if (optind != argc || (!*check && !d->config_path)) {
+	if (optind != argc || (!*check && !d->config_path && !*identity)) {
 		usage(stderr);
 		return 2;
 	}
@@ -304,7 +315,8 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
  */
 static int start(struct xrld *d, int verbose)
 {
-	char err[XRL_ERRLEN];
+	char err[XRL_ERRLEN], *text = NULL;
+	size_t len = 0;
 	int rc;
 
 	d->cfg = calloc(1, sizeof(*d->cfg));
@@ -312,7 +324,7 @@ static int start(struct xrld *d, int verbose)
 	d->pen = calloc(PEN_SLOTS, sizeof(*d->pen));
 	if (!d->cfg || !d->top || !d->pen)
 		return 1;
-	if (xrl_config_load(d->config_path, d->cfg, err, sizeof(err))) {
+	if (xrl_config_load_text(d->config_path, d->cfg, &text, &len, err, sizeof(err))) {
 		log_err("%s", err);
 		return 1;
 	}
@@ -345,7 +357,11 @@ static int start(struct xrld *d, int verbose)
 		log_err("couldn't drop privileges: %s", strerror(-rc));
 		goto fail;
 	}
-	if (d->cfg->has_http && xrl_http_start(&d->cfg->http, &d->http, err, sizeof(err))) {
+	/* the identity tier, the overrides sync and the fleet: a child */
+	rc = xrld_idp_start(d, text, len, err, sizeof(err));
+	free(text);
+	text = NULL;
+	if (rc) {
 		log_err("%s", err);
 		goto fail;
 	}
@@ -363,6 +379,7 @@ static int start(struct xrld *d, int verbose)
 	}
 	return 0;
 fail:
+	free(text);
 	unlink(d->sock_path);
 	return 1;
 }
@@ -375,9 +392,8 @@ static void stop(struct xrld *d)
 					 : "the program stays attached and enforcing");
 	if (d->mhd)
 		MHD_stop_daemon(d->mhd);
-	xrld_fleet_stop(d); /* first: its thread calls into the identity tier */
-	if (d->http)
-		xrl_http_stop(d->http);
+	xrld_idp_stop(d); /* first: it sends fleet entries and vouches */
+	xrld_fleet_stop(d);
 	log_agg_flush(xrl_now_ns(), true);
 	while (d->n_ifs)
 		xrld_iface_remove(d, d->n_ifs - 1, d->cfg->on_exit_detach);
@@ -388,11 +404,14 @@ static void stop(struct xrld *d)
 int main(int argc, char **argv)
 {
 	const char *check = NULL;
+	bool identity = false;
 	int verbose = 0, rc;
 
-	rc = parse_options(&D, argc, argv, &check, &verbose);
+	rc = parse_options(&D, argc, argv, &check, &verbose, &identity);
 	if (rc >= 0)
 		return rc;
+	if (identity)
+		return xrld_identity_main(verbose, !D.foreground);
 	log_init("xrld", verbose > 1 ? XRL_LOG_DEBUG : XRL_LOG_INFO, !(D.foreground || check));
 	log_hook_libs();
 	if (check)

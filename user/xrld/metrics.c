@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include <bpf/bpf.h>
+#include <pthread.h>
 #include <microhttpd.h>
 
 #include "http/http.h"
@@ -222,8 +223,7 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	global_series(d, b);
 	xrld_cookies_metrics(d, b);
 	xrld_vouch_metrics(d, b);
-	if (d->http)
-		xrl_http_metrics(d->http, b);
+	xrld_idp_metrics(d, b);
 	xrld_fleet_metrics(d, b);
 	pthread_mutex_unlock(&d->lock);
 }
@@ -276,7 +276,32 @@ static enum MHD_Result on_metrics(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
-/* HOST:PORT or [V6]:PORT; a host name is resolved once, at start. */
+struct mstart {
+	struct xrld *d;
+	unsigned flags;
+	int fd;
+};
+
+/* libmicrohttpd's thread is created by this one, with no capability: a
+ * thread inherits its creator's sets, so the server's never holds one. */
+static void *mhd_starter(void *arg)
+{
+	struct mstart *m = arg;
+
+	if (xrl_thread_drop_caps())
+		log_warnx("couldn't drop the metrics thread's capabilities");
+	m->d->mhd = MHD_start_daemon(m->flags, 0, NULL, NULL, on_metrics, m->d,
+				     MHD_OPTION_LISTEN_SOCKET, (MHD_socket)m->fd,
+				     MHD_OPTION_CONNECTION_LIMIT, 64U,
+				     MHD_OPTION_CONNECTION_TIMEOUT, 10U,
+				     MHD_OPTION_NOTIFY_CONNECTION, metrics_thread_caps, NULL,
+				     MHD_OPTION_END);
+	return NULL;
+}
+
+/* HOST:PORT or [V6]:PORT; a host name is resolved once, at start. The
+ * socket is bound here (a port below 1024 takes this thread's
+ * CAP_NET_BIND_SERVICE), the server started by a thread without any. */
 int xrld_metrics_start(struct xrld *d, const char *hostport)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
@@ -296,10 +321,34 @@ int xrld_metrics_start(struct xrld *d, const char *hostport)
 		return -EINVAL;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	d->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_metrics, d, MHD_OPTION_SOCK_ADDR,
-				  ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT, 64U,
-				  MHD_OPTION_CONNECTION_TIMEOUT, 10U, MHD_OPTION_NOTIFY_CONNECTION,
-				  metrics_thread_caps, NULL, MHD_OPTION_END);
-	freeaddrinfo(ai);
-	return d->mhd ? 0 : -EADDRINUSE;
+	{
+		struct mstart m = { .d = d, .flags = flags };
+		int one = 1, e;
+		pthread_t t;
+
+		m.fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+		if (m.fd >= 0) {
+			setsockopt(m.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (ai->ai_family == AF_INET6)
+				setsockopt(m.fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		}
+		if (m.fd < 0 || bind(m.fd, ai->ai_addr, ai->ai_addrlen) || listen(m.fd, 64)) {
+			e = errno;
+			if (m.fd >= 0)
+				close(m.fd);
+			freeaddrinfo(ai);
+			return -e;
+		}
+		freeaddrinfo(ai);
+		if ((e = pthread_create(&t, NULL, mhd_starter, &m))) {
+			close(m.fd);
+			return -e;
+		}
+		pthread_join(t, NULL);
+		if (!d->mhd) {
+			close(m.fd);
+			return -EADDRINUSE;
+		}
+	}
+	return 0;
 }

@@ -106,7 +106,8 @@ static json_t *status_json(struct xrld *d)
 						"mode", mode_name(in.mode), "attached", in.attached,
 						"multiprog", in.multiprog, "rules",
 						(json_int_t)d->cfg->policy.n_rules, "syn_cookies",
-						ck, "syn_cookie_path", xrld_cookie_path_json(d, i)));
+						ck, "syn_cookie_path",
+						xrld_cookie_path_json(d, i)));
 	}
 	return json_pack("{s:{s:i,s:s,s:s,s:I,s:I,s:I,s:o},s:o,s:o}", "daemon", "pid",
 			 (int)getpid(), "config", d->config_path ? d->config_path : "", "pin_dir",
@@ -390,11 +391,29 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 	int k;
 
 	xdp = rule_id(d, rule, &id);
-	http = d->http && xrl_http_has_rule(d->http, rule);
+	{
+		json_t *h = d->http ? xrld_idp_call(d,
+						    json_pack("{s:s,s:s}", "op", "has_rule", "rule",
+							      rule),
+						    NULL, 0, NULL, err, sizeof(err))
+				    : NULL;
+
+		http = json_is_true(h);
+		json_decref(h);
+	}
 	if (!xdp && !http)
 		return fail(r, 1, "no rule named '%s'", rule);
-	if (http && xrl_http_shadow(d->http, rule, on, err, sizeof(err)))
-		return fail(r, 1, "%s", err);
+	if (http) {
+		int rc;
+		json_t *h = xrld_idp_call(d,
+					  json_pack("{s:s,s:s,s:b}", "op", "shadow", "rule", rule,
+						    "on", on),
+					  NULL, 0, &rc, err, sizeof(err));
+
+		json_decref(h);
+		if (rc)
+			return fail(r, 1, "%s", err);
+	}
 	for (k = 0; k < d->n_override; k++)
 		if (!strcmp(d->shadow_override[k], rule))
 			break;
@@ -447,9 +466,16 @@ static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struc
 
 	if (!d->http)
 		return fail(r, 1, "no identity tier runs here (no http: section)");
-	a = xrl_http_penalties(d->http);
-	if (!a)
-		return fail(r, 1, "couldn't list the penalties: %s", strerror(ENOMEM));
+	{
+		char err[XRL_ERRLEN];
+
+		a = xrld_idp_call(d, json_pack("{s:s}", "op", "penalties"), NULL, 0, NULL, err,
+				  sizeof(err));
+		if (!json_is_array(a)) {
+			json_decref(a);
+			return fail(r, 1, "couldn't list the penalties: %s", err);
+		}
+	}
 	if (r->json) {
 		xrl_buf_json(r->b, a);
 		return 0;
@@ -475,7 +501,18 @@ static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct
 		return fail(r, 1, "no identity tier runs here (no http: section)");
 	if (n < 8 || n > 32 || strspn(c->pos[0], "0123456789abcdef") != n)
 		return fail(r, 2, "penalty del: want 8 to 32 hex digits of a key hash");
-	xrl_http_penalty_del(d->http, c->pos[0], &lifted);
+	{
+		char err[XRL_ERRLEN];
+		json_t *h =
+			xrld_idp_call(d,
+				      json_pack("{s:s,s:s}", "op", "penalty_del", "hex", c->pos[0]),
+				      NULL, 0, NULL, err, sizeof(err));
+
+		if (!h)
+			return fail(r, 1, "%s", err);
+		lifted = (int)json_integer_value(h);
+		json_decref(h);
+	}
 	if (!lifted)
 		return fail(r, 1, "no penalty with key hash %s", c->pos[0]);
 	return done(r, "%d penalt%s lifted (key hash %s)%s", lifted, lifted == 1 ? "y" : "ies",
@@ -504,8 +541,7 @@ static int cmd_cookies(struct xrld *d, const struct xrl_verb_call *c, struct rep
 			return fail(r, 1, "couldn't set the SYN cookies of rule %s on %s: %s",
 				    c->pos[0], d->ifs[i].name, strerror(-rc));
 	}
-	return done(r,
-		    "rule %s: SYN cookies %s (were %s; until the next policy apply or reload)",
+	return done(r, "rule %s: SYN cookies %s (were %s; until the next policy apply or reload)",
 		    c->pos[0], c->pos[1], xrld_cookies_word(was));
 }
 

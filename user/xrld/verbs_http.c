@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/http_ctl.h"
+#include <jansson.h>
 #include "xrld.h"
 
 static const char *str(json_t *o, const char *k)
@@ -26,9 +26,26 @@ static long long num(json_t *o, const char *k)
 	return (long long)json_integer_value(json_object_get(o, k));
 }
 
+/* A call of the identity tier that answers a document: null when there
+ * is none, or it does not answer (restarting). */
+static json_t *doc(struct xrld *d, const char *op)
+{
+	char err[XRL_ERRLEN];
+	json_t *r;
+
+	if (!d->http)
+		return json_null();
+	r = xrld_idp_call(d, json_pack("{s:s}", "op", op), NULL, 0, NULL, err, sizeof(err));
+	return r ? r : json_null();
+}
+
 json_t *xrld_http_status_json(struct xrld *d)
 {
-	return d->http ? xrl_http_status_json(d->http) : json_null();
+	json_t *j = doc(d, "status");
+
+	if (json_is_object(j))
+		json_object_set_new(j, "process", xrld_idp_status_json(d));
+	return j;
 }
 
 void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
@@ -40,7 +57,18 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 		xrl_buf_printf(b, "identity tier: not configured (no http: section)\n");
 		return;
 	}
-	j = xrl_http_status_json(d->http);
+	j = xrld_http_status_json(d);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		xrl_buf_printf(b, "identity tier: the identity process is restarting\n");
+		return;
+	}
+	{
+		json_t *p = json_object_get(j, "process");
+
+		xrl_buf_printf(b, "identity process: pid %lld, user %s, %lld restart(s)\n",
+			       num(p, "pid"), str(p, "user"), num(p, "restarts"));
+	}
 	xrl_buf_printf(b, "identity tier: listening on %s, backend %s", str(j, "listen"),
 		       str(j, "backend"));
 	if (json_is_string(json_object_get(j, "breaker")))
@@ -62,7 +90,7 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 
 json_t *xrld_http_stats_json(struct xrld *d)
 {
-	return d->http ? xrl_http_stats_json(d->http) : json_null();
+	return doc(d, "stats");
 }
 
 static void top_text(struct xrl_buf *b, json_t *a)
@@ -86,7 +114,10 @@ int xrld_http_top(struct xrld *d, const char *rule, long n, bool json, struct xr
 		return snprintf(err, errlen,
 				"the identity tier is not configured (no http: section)"),
 		       -ENOENT;
-	rc = xrl_http_top_json(d->http, rule, (int)n, &a, err, errlen);
+	a = xrld_idp_call(d,
+			  json_pack("{s:s,s:s,s:i}", "op", "top", "rule", rule ? rule : "", "n",
+				    (int)n),
+			  NULL, 0, &rc, err, errlen);
 	if (rc)
 		return rc;
 	if (json)
@@ -107,7 +138,14 @@ int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *
 		return snprintf(err, errlen,
 				"the identity tier is not configured (no http: section)"),
 		       -ENOENT;
-	a = xrl_http_override_list_json(d->http);
+	{
+		int rc;
+
+		a = xrld_idp_call(d, json_pack("{s:s}", "op", "override_list"), NULL, 0, &rc, err,
+				  errlen);
+		if (rc)
+			return rc;
+	}
 	if (json) {
 		xrl_buf_json(b, a);
 		return 0;
@@ -130,10 +168,20 @@ int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err,
 		return snprintf(err, errlen,
 				"the identity tier is not configured (no http: section)"),
 		       -ENOENT;
-	if (c->v->id == XRL_VERB_OVERRIDE_DEL)
-		return xrl_http_override_del(d->http, c->pos[0], c->pos[1], err, errlen);
-	/* checked by the parser already */
-	xrl_duration_parse(c->opt[2], &ttl, why, sizeof(why));
-	return xrl_http_override_set(d->http, c->pos[0], c->pos[1], c->opt[0],
-				     (unsigned)strtoul(c->opt[1], NULL, 10), ttl, err, errlen);
+	json_t *q, *a;
+	int rc;
+
+	if (c->v->id == XRL_VERB_OVERRIDE_DEL) {
+		q = json_pack("{s:s,s:s,s:s}", "op", "override_del", "rule", c->pos[0], "key",
+			      c->pos[1]);
+	} else {
+		/* checked by the parser already */
+		xrl_duration_parse(c->opt[2], &ttl, why, sizeof(why));
+		q = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "op", "override_set", "rule", c->pos[0],
+			      "key", c->pos[1], "rate", c->opt[0], "burst",
+			      (json_int_t)strtoul(c->opt[1], NULL, 10), "ttl_ns", (json_int_t)ttl);
+	}
+	a = xrld_idp_call(d, q, NULL, 0, &rc, err, errlen);
+	json_decref(a);
+	return rc;
 }

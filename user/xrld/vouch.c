@@ -2,9 +2,9 @@
 /*
  * vouch.c - the identity tier's vouches into the packet tier's xrl_vouch
  * map. A request admitted by an http rule with vouch: true hands the
- * client's address to on_vouch, on a server thread, which may not call
- * bpf() (its seccomp filter): it is queued, and the main loop writes it on
- * every interface (origin identity).
+ * client's address to the identity process's event socket (idproc.c),
+ * whose handler on the main loop queues it here; the main loop writes it
+ * on every interface (origin identity).
  *
  * Bounded work under a flood of admitted clients: a prefix (/24, /48)
  * written less than half its ttl ago (at least one second) is skipped
@@ -25,8 +25,8 @@
 #include "log.h"
 #include "xrld.h"
 
-#define VQ_SLOTS     4096
-#define VQ_RECENT    (1u << 16) /* recent writes remembered, power of 2 */
+#define VQ_SLOTS  4096
+#define VQ_RECENT (1u << 16) /* recent writes remembered, power of 2 */
 
 struct vq_item {
 	struct xrl_prefix p; /* widened to /24 or /48 */
@@ -57,7 +57,8 @@ static void widen(struct xrl_prefix *p)
 		p->addr[i] &= m[i];
 }
 
-/* A server thread: queue client's prefix unless it was written lately. */
+/* Queue client's prefix unless it was written lately (the main loop, from
+ * the identity process's events). */
 static void on_vouch(void *arg, const struct xrl_prefix *client, __u64 ttl_ns)
 {
 	struct xrld *d = arg;
@@ -90,6 +91,12 @@ static void on_vouch(void *arg, const struct xrl_prefix *client, __u64 ttl_ns)
 		log_warn("couldn't wake the main loop for a vouch");
 }
 
+void xrld_vouch_in(struct xrld *d, const struct xrl_prefix *client, __u64 ttl_ns)
+{
+	if (d->vq)
+		on_vouch(d, client, ttl_ns);
+}
+
 /* The main loop: write what was queued. */
 static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
 {
@@ -105,7 +112,8 @@ static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
 	v->n = 0;
 	pthread_mutex_unlock(&v->mu);
 	if (m && !d->n_ifs && !v->warned) {
-		log_warnx("vouch: true admitted clients, but no interface is attached: not vouched");
+		log_warnx(
+			"vouch: true admitted clients, but no interface is attached: not vouched");
 		v->warned = true;
 	}
 	for (unsigned i = 0; i < m; i++) {
@@ -140,7 +148,6 @@ int xrld_vouch_start(struct xrld *d)
 		return err;
 	}
 	d->vq = v;
-	xrl_http_set_vouch(d->http, on_vouch, d);
 	return 0;
 }
 

@@ -25,6 +25,7 @@
 
 struct xrld;
 struct xrl_http_server;
+struct xrld_idp;
 struct MHD_Daemon;
 
 /*
@@ -145,7 +146,10 @@ struct xrld {
 	__u64 last_reload_ok, last_reload_time_s;
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
-	struct xrl_http_server *http; /* the identity tier, when configured */
+	/* the identity process (idproc.c) when an http: or fleet: section
+	 * runs one; http is the same when the identity tier is configured */
+	struct xrld_idp *idp;
+	struct xrld_idp *http;
 	struct xrld_fleet *fleet;     /* the fleet, when configured (fleet.c) */
 	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
 	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
@@ -212,6 +216,9 @@ int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns
 /* `status` lines or fields ({} when there is no fleet). */
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
 void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
+/* An entry of another instance, from the identity process (main loop). */
+struct xrl_fleet_entry;
+void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e);
 /* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
 /* Once a second: measure each auto rule, engage or let go of its cookies. */
 void xrld_cookies_tick(struct xrld *d);
@@ -226,7 +233,27 @@ json_t *xrld_cookie_path_json(struct xrld *d, int i);
 /* Prometheus families of cookies and auto (called with d->lock held). */
 void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 
+/* ---- idproc.c: the identity process --------------------------------------- */
+/* After the privileges are dropped: the child for cfg's http: and fleet:
+ * sections (none: nothing), given text, the policy as read. */
+int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen);
+void xrld_idp_stop(struct xrld *d);
+/* Can the identity tier take next (its text)? 0 or -errno with err. */
+int xrld_idp_reload_check(struct xrld *d, const struct xrld_config *next, const char *text,
+			  size_t len, char *err, size_t errlen);
+/* d->cfg was old, and is now the one parsed from text. */
+void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *text, size_t len);
+/* A call {"op": ...} (q is taken): its result, or NULL with *rc (if
+ * given; -ESRCH: restarting, -ENOENT: none) and err. */
+json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t plen, int *rc,
+		      char *err, size_t errlen);
+void xrld_idp_tick(struct xrld *d);
+json_t *xrld_idp_status_json(struct xrld *d);
+void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b);
+
 /* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
+/* A vouch the identity process sent (checked): queued for the maps. */
+void xrld_vouch_in(struct xrld *d, const struct xrl_prefix *client, __u64 ttl_ns);
 /* After the identity tier started: its admits by vouch: true rules queued
  * for the main loop, which writes them (0 without an identity tier). */
 int xrld_vouch_start(struct xrld *d);
