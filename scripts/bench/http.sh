@@ -374,10 +374,12 @@ SHA=$(sha1sum "$T/gcra.lua" | cut -c1-40)
 
 declare -A RPS P50 P99 NON2XX REQS CPU
 
-# cpu_ticks PID...: user + system time of those processes (all threads).
+# cpu_ticks PID...: user + system time of those processes (all threads)
+# and of their children (xrld's identity process does an xrld's HTTP work).
 cpu_ticks() {
 	local p sum=0
-	for p in "$@"; do
+	for p in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
+		[ -r "/proc/$p/stat" ] || continue
 		sum=$((sum + $(sed 's/.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
 	done
 	echo "$sum"

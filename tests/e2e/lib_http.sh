@@ -244,8 +244,16 @@ xrld_http_rules() {
 	xrld_http_start "$name" "$HT_TMP/$name.yaml" "$port" "$@"
 }
 
-# rss_kib PID: VmRSS in KiB.
-rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
+# rss_kib PID: VmRSS in KiB, with its children's (xrld's identity process
+# holds the identity tier's buckets).
+rss_kib() {
+	local p sum=0 r
+	for p in "$1" $(pgrep -P "$1"); do
+		r=$(awk '$1 == "VmRSS:" { print $2 }' "/proc/$p/status" 2>/dev/null)
+		sum=$((sum + ${r:-0}))
+	done
+	echo "$sum"
+}
 
 # metric PORT NAME: the value of the metrics line that starts with NAME (a
 # name, or a name with its labels) on xrld's metrics listener PORT.

@@ -8,15 +8,22 @@
 # and metrics. Then, from /proc:
 #
 #   1. the main thread holds exactly CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN
-#      (effective, permitted and bounding), with no_new_privs
-#   2. every identity-tier thread (comm xrld-http) holds no capability and
-#      runs under a seccomp filter; the metrics server's thread holds no
-#      capability once it has served a scrape
+#      (effective, permitted and bounding), and CAP_SETUID/CAP_SETGID to
+#      start the identity process as another uid, with no_new_privs
+#   2. the identity tier runs in a process of its own (xrld's child): its
+#      uid is not 0, CapEff and CapPrm 0, Seccomp 2 (filter), no_new_privs,
+#      no BPF descriptor among its fds; no thread of xrld but the main one
+#      holds a capability (the metrics server's is created without any),
+#      and none of xrld's threads is the identity tier's
 #   3. what the kept capabilities are for still works: a reload that adds a
 #      second interface attaches the program there, `xrlctl detach` removes
 #      it, `xrlctl attach` puts it back (each logged by xrld with the
 #      caller's uid), `xrlctl deny add` writes the denylist, /v1/check
 #      answers
+#   4. kill -9 of the identity process: the packet tier goes on dropping a
+#      denied source's packets, and the identity tier answers again within
+#      2 s, from a new child (status and metrics count the restart)
+#   5. xrld stopped: its identity process goes too
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -50,41 +57,51 @@ xrld_start
 
 # cap_mask PID-OR-TASK FIELD: the hex mask of a capability line of /proc/.../status
 cap_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
-want=$(printf "%016x" $(( (1 << 39) | (1 << 38) | (1 << 12) )))   # CAP_BPF | CAP_PERFMON | CAP_NET_ADMIN
+want=$(printf "%016x" $(( (1 << 39) | (1 << 38) | (1 << 12) | (1 << 7) | (1 << 6) )))   # CAP_BPF | CAP_PERFMON | CAP_NET_ADMIN | CAP_SETUID | CAP_SETGID
 
 log "1. the main thread"
 for f in CapEff CapPrm CapBnd; do
-	check_eq "$f: CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN only" "$(cap_field "$XRLD_PID" "$f")" "$want"
+	check_eq "$f: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_SETUID, CAP_SETGID only" "$(cap_field "$XRLD_PID" "$f")" "$want"
 done
 check_eq "CapInh" "$(cap_field "$XRLD_PID" CapInh)" 0000000000000000
 check_eq "CapAmb" "$(cap_field "$XRLD_PID" CapAmb)" 0000000000000000
 check_eq "NoNewPrivs" "$(cap_field "$XRLD_PID" NoNewPrivs)" 1
 
-log "2. the identity tier's threads"
+# child_of PID: the identity process of xrld PID
+child_of() { pgrep -P "$1" -f -- '--identity-process' | head -n 1; }
+
+log "2. the identity process"
+CHILD=$(child_of "$XRLD_PID")
+[ -n "$CHILD" ] || fatal "no identity process under xrld $XRLD_PID"
+uid=$(awk '$1 == "Uid:" { print $2 }' "/proc/$CHILD/status")
+info "identity process $CHILD, uid $uid"
+check_ge "its uid is not root's" "$uid" 1
+check_eq "its CapEff" "$(cap_field "$CHILD" CapEff)" 0000000000000000
+check_eq "its CapPrm" "$(cap_field "$CHILD" CapPrm)" 0000000000000000
+check_eq "its Seccomp (2 = filter)" "$(cap_field "$CHILD" Seccomp)" 2
+check_eq "its NoNewPrivs" "$(cap_field "$CHILD" NoNewPrivs)" 1
+bpf_fds=0
+for f in /proc/"$CHILD"/fd/*; do
+	case $(readlink "$f") in *bpf*) bpf_fds=$((bpf_fds + 1)) ;; esac
+done
+check_eq "BPF descriptors it holds" "$bpf_fds" 0
 n=0
-for t in /proc/"$XRLD_PID"/task/*; do
-	[ "$(cat "$t/comm")" = xrld-http ] || continue
+for t in /proc/"$CHILD"/task/*; do
 	n=$((n + 1))
-	tid=${t##*/}
-	check_eq "thread $tid: CapEff" "$(cap_field "$XRLD_PID/task/$tid" CapEff)" 0000000000000000
-	check_eq "thread $tid: CapPrm" "$(cap_field "$XRLD_PID/task/$tid" CapPrm)" 0000000000000000
-	check_eq "thread $tid: Seccomp (2 = filter)" "$(cap_field "$XRLD_PID/task/$tid" Seccomp)" 2
+	check_eq "its thread ${t##*/} ($(cat "$t/comm")): CapEff, Seccomp" \
+		"$(cap_field "$CHILD/task/${t##*/}" CapEff) $(cap_field "$CHILD/task/${t##*/}" Seccomp)" \
+		"0000000000000000 2"
 done
-check_ge "identity-tier threads found" "$n" 1
+check_ge "its threads" "$n" 3
 in_prot curl -s -o /dev/null -m 2 http://127.0.0.1:9101/metrics
-m=0
-for t in /proc/"$XRLD_PID"/task/*; do
-	case $(cat "$t/comm") in MHD*) ;; *) continue ;; esac
-	m=$((m + 1))
-	check_eq "metrics thread ${t##*/} ($(cat "$t/comm")) after a scrape: CapEff" \
-		"$(cap_field "$XRLD_PID/task/${t##*/}" CapEff)" 0000000000000000
-done
-check_ge "metrics threads found" "$m" 1
-others=$(for t in /proc/"$XRLD_PID"/task/*; do
-	case $(cat "$t/comm") in xrld-http|MHD*) continue ;; esac
-	cap_field "$XRLD_PID/task/${t##*/}" CapEff
-done | sort -u | tr '\n' ' ')
-check_eq "every other thread: those three at most" "$others" "$want "
+capped=$(for t in /proc/"$XRLD_PID"/task/*; do
+	[ "${t##*/}" = "$XRLD_PID" ] && continue
+	c=$(cap_field "$XRLD_PID/task/${t##*/}" CapEff)
+	[ "$c" = 0000000000000000 ] || printf '%s(%s)=%s ' "${t##*/}" "$(cat "$t/comm")" "$c"
+done)
+check_eq "xrld threads but the main one holding a capability" "$capped" ""
+check_eq "xrld threads of the identity tier (comm xrld-http)" \
+	"$(grep -lx xrld-http /proc/"$XRLD_PID"/task/*/comm 2>/dev/null | wc -l)" 0
 
 log "3. what the kept capabilities are for"
 in_prot ip link add xrlp1 type veth peer name xrlp1b || fatal "couldn't add a second veth"
@@ -121,4 +138,47 @@ code=$(in_prot curl -s -o /dev/null -w '%{http_code}' -m 2 -X POST -H 'Content-T
 	--data-binary '{"rule":"api","key":"u1","cost":1}' "http://127.0.0.1:$HP/v1/check")
 check_eq "/v1/check answered" "$code" 200
 check_eq "xrld log: no failed confinement" "$(grep -c "couldn't confine" "$XRLD_LOG")" 0
+
+log "4. kill -9 of the identity process"
+start_server
+ctl deny add "$LAB_ATK_IP/32" --ttl 60s >/dev/null 2>&1
+check_eq "deny add of the attacker's address (exit status)" "$?" 0
+check_eq "before: the attacker's request fails (dropped)" \
+	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+old=$CHILD
+kill -9 "$old"
+t0=$(date +%s%N)
+# the packet tier does not wait for the child: at once, still dropped
+check_eq "right after: the attacker's request fails (dropped)" \
+	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+code=000
+while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 5000 ]; do
+	code=$(in_prot curl -s -o /dev/null -m 1 -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+		--data-binary '{"rule":"api","key":"u2","cost":1}' "http://127.0.0.1:$HP/v1/check")
+	[ "$code" = 200 ] && break
+	sleep 0.05
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+info "the identity tier answered again $ms ms after the kill"
+check_eq "/v1/check after the kill" "$code" 200
+check_range "ms until it answered" "$ms" 0 2000
+new=$(child_of "$XRLD_PID")
+check_ge "a new identity process" "${new:-0}" 1
+check_eq "not the one killed ($old)" "$([ "${new:-0}" != "$old" ] && echo new)" new
+check_eq "its Seccomp, CapEff" "$(cap_field "$new" Seccomp) $(cap_field "$new" CapEff)" "2 0000000000000000"
+check_match "status: the restart" "$(ctl status)" "identity process: pid $new, user [^ ]+, 1 restart"
+check_eq "xrl_identity_process_restarts_total" \
+	"$(in_prot curl -s -m 2 http://127.0.0.1:9101/metrics | awk '$1 == "xrl_identity_process_restarts_total" { print $2 }')" 1
+check_match "xrld log: the death said" "$(cat "$XRLD_LOG")" "the identity process died \(signal 9\)"
+check_eq "the attacker still dropped" \
+	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+
+log "5. xrld stops: its identity process goes too"
+xrld_kill TERM
+gone=no
+for _ in $(seq 30); do
+	kill -0 "$new" 2>/dev/null || { gone=yes; break; }
+	sleep 0.1
+done
+check_eq "identity process $new gone after xrld stopped" "$gone" yes
 finish
