@@ -72,7 +72,7 @@ static void set_timeout(int fd, unsigned ms)
 /* The uid the child runs as: xrl's own user, else nobody. */
 static void pick_user(struct xrld_idp *p)
 {
-	static const char *const names[] = { "xrl", "_xrl", "nobody" };
+	static const char *const names[] = { "xrl", "nobody" };
 	struct passwd *pw = NULL;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]) && !pw; i++)

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -246,6 +247,17 @@ static int check_only(const char *path)
 		return 1;
 	}
 	printf("%s: ok\n%s", path, sum);
+	if (c->has_http || c->fleet.enabled) {
+		struct passwd *pw = getpwnam("xrl");
+
+		if (pw)
+			printf("identity process: runs as xrl (uid %u), no capability, seccomp\n",
+			       (unsigned)pw->pw_uid);
+		else
+			printf("identity process: runs as nobody: no user xrl here, and nobody may be "
+			       "shared with other services (`useradd --system --user-group xrl` "
+			       "gives it a uid of its own)\n");
+	}
 	rc = check_cookie_path(c);
 	free(sum);
 	free(c);
