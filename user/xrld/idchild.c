@@ -207,6 +207,43 @@ static const char *sget(json_t *q, const char *k)
 	return s ? s : "";
 }
 
+static json_t *reload(struct child *c, const char *op, const char *payload, size_t plen)
+{
+	struct xrld_config *n = calloc(1, sizeof(*n));
+	char err[XRL_ERRLEN] = "";
+	int rc;
+
+	if (!n)
+		return fail(-ENOMEM, NULL);
+	rc = xrl_config_parse(payload, plen, "policy", n, err, sizeof(err));
+	if (!rc && !n->has_http)
+		rc = -EINVAL, snprintf(err, sizeof(err), "no http: section");
+	if (!rc && !strcmp(op, "reload_check"))
+		rc = xrl_http_reload_check(c->srv, &n->http, err, sizeof(err));
+	else if (!rc) {
+		rc = xrl_http_reload(c->srv, &n->http);
+		if (n->log_level >= 0)
+			log_set_level(n->log_level);
+	}
+	free(n);
+	return rc ? fail(rc, err) : ok(NULL);
+}
+
+static json_t *metrics(struct child *c)
+{
+	struct xrl_buf b = { 0 };
+	json_t *r;
+
+	xrl_http_metrics(c->srv, &b);
+	if (b.oom) {
+		xrl_buf_free(&b);
+		return fail(-ENOMEM, NULL);
+	}
+	r = ok(json_stringn(b.p ? b.p : "", b.len));
+	xrl_buf_free(&b);
+	return r;
+}
+
 /* One call: the answer to send. */
 static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t plen)
 {
@@ -237,19 +274,8 @@ static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t 
 		return ok(xrl_http_status_json(c->srv));
 	if (!strcmp(op, "stats"))
 		return ok(xrl_http_stats_json(c->srv));
-	if (!strcmp(op, "metrics")) {
-		struct xrl_buf b = { 0 };
-		json_t *r;
-
-		xrl_http_metrics(c->srv, &b);
-		if (b.oom) {
-			xrl_buf_free(&b);
-			return fail(-ENOMEM, NULL);
-		}
-		r = ok(json_stringn(b.p ? b.p : "", b.len));
-		xrl_buf_free(&b);
-		return r;
-	}
+	if (!strcmp(op, "metrics"))
+		return metrics(c);
 	if (!strcmp(op, "has_rule"))
 		return ok(json_boolean(xrl_http_has_rule(c->srv, sget(q, "rule"))));
 	if (!strcmp(op, "shadow"))
@@ -291,24 +317,8 @@ static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t 
 		rc = xrl_http_penalty_del(c->srv, sget(q, "hex"), &lifted);
 		return rc ? fail(rc, NULL) : ok(json_integer(lifted));
 	}
-	if (!strcmp(op, "reload_check") || !strcmp(op, "reload")) {
-		struct xrld_config *n = calloc(1, sizeof(*n));
-
-		if (!n)
-			return fail(-ENOMEM, NULL);
-		rc = xrl_config_parse(payload, plen, "policy", n, err, sizeof(err));
-		if (!rc && !n->has_http)
-			rc = -EINVAL, snprintf(err, sizeof(err), "no http: section");
-		if (!rc && !strcmp(op, "reload_check"))
-			rc = xrl_http_reload_check(c->srv, &n->http, err, sizeof(err));
-		else if (!rc) {
-			rc = xrl_http_reload(c->srv, &n->http);
-			if (n->log_level >= 0)
-				log_set_level(n->log_level);
-		}
-		free(n);
-		return rc ? fail(rc, err) : ok(NULL);
-	}
+	if (!strcmp(op, "reload_check") || !strcmp(op, "reload"))
+		return reload(c, op, payload, plen);
 	return fail(-EOPNOTSUPP, "no such call");
 }
 

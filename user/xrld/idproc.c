@@ -301,6 +301,25 @@ static int high(int fd)
 	return h;
 }
 
+/* After fork, in the child: async-signal-safe calls only, until exec. */
+static __attribute__((noreturn)) void exec_child(const struct xrld_idp *p, int call, int ev,
+						 int lfd, char *const *argv, bool root)
+{
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (dup2(call, XRL_IDP_FD_CALL) < 0 || dup2(ev, XRL_IDP_FD_EVENT) < 0 ||
+	    (lfd >= 0 ? dup2(lfd, XRL_IDP_FD_LISTEN) < 0 : close(XRL_IDP_FD_LISTEN) < -1))
+		_exit(126);
+	syscall(SYS_close_range, XRL_IDP_FD_LISTEN + 1, ~0U, 0);
+	if (root && (setgroups(0, NULL) || setresgid(p->gid, p->gid, p->gid) ||
+		     setresuid(p->uid, p->uid, p->uid)))
+		_exit(125);
+	execv("/proc/self/exe", argv);
+	_exit(127);
+}
+
 static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 {
 	int call[2] = { -1, -1 }, ev[2] = { -1, -1 }, lfd = -1, pidfd, rc = 0, sb = 4 << 20;
@@ -340,22 +359,8 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 		snprintf(err, errlen, "fork: %s", strerror(errno));
 		goto fail;
 	}
-	if (!pid) {
-		/* the child: async-signal-safe calls only, until exec */
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		if (dup2(call[1], XRL_IDP_FD_CALL) < 0 || dup2(ev[1], XRL_IDP_FD_EVENT) < 0 ||
-		    (lfd >= 0 ? dup2(lfd, XRL_IDP_FD_LISTEN) < 0 : close(XRL_IDP_FD_LISTEN) < -1))
-			_exit(126);
-		syscall(SYS_close_range, XRL_IDP_FD_LISTEN + 1, ~0U, 0);
-		if (root && (setgroups(0, NULL) || setresgid(p->gid, p->gid, p->gid) ||
-			     setresuid(p->uid, p->uid, p->uid)))
-			_exit(125);
-		execv("/proc/self/exe", argv);
-		_exit(127);
-	}
+	if (!pid)
+		exec_child(p, call[1], ev[1], lfd, argv, root);
 	close(call[1]);
 	close(ev[1]);
 	if (lfd >= 0)
