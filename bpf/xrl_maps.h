@@ -127,15 +127,25 @@ struct {
 	__type(value, struct xrl_cookie_cfg);
 } xrl_cookie SEC(".maps");
 
-/* Vouched source prefixes (/24, /48) with an expiry: the reserved share of
- * an aggregate cap is theirs. LRU: verified sources cannot fill it, only
- * push out the least recently vouched. */
+/* Automatic vouches (cookie-verified admits, the identity tier): source
+ * prefixes (/24, /48) with an expiry; the reserved share of an aggregate
+ * cap is theirs. LRU: verified sources cannot fill it, only push out the
+ * least recently vouched. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, XRL_VOUCH_DEFAULT);
 	__type(key, struct xrl_vouch_key);
 	__type(value, struct xrl_vouch_val);
 } xrl_vouch SEC(".maps");
+
+/* Operators' vouches: a plain HASH, so nothing the automatic vouches do
+ * can evict one; only userspace's operator verbs write it (xrl_abi.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XRL_VOUCH_OP_MAX + 1);
+	__type(key, struct xrl_vouch_key);
+	__type(value, struct xrl_vouch_val);
+} xrl_vouch_op SEC(".maps");
 
 /* Aggregate caps' GCRA TATs (bpf_ktime_get_ns), per [ruleset slot][rule
  * slot][0 open share, 1 reserved share]; updated by CAS. Not pinned: a

@@ -32,27 +32,39 @@ static __always_inline void xrl_vouch_key_of(struct xrl_vouch_key *k, const stru
 	}
 }
 
-/* Is p's source prefix vouched for, and not expired? expires_ns 0: never
- * expires. A global function: verified once. */
+/* v present and unexpired? expires_ns 0: never expires. */
+static __always_inline int xrl_vouch_live(const struct xrl_vouch_val *v)
+{
+	return v && (!v->expires_ns || bpf_ktime_get_coarse_ns() < v->expires_ns);
+}
+
+/*
+ * Is p's source prefix vouched for, and not expired, in either space
+ * (xrl_abi.h)? The automatic space first: it holds nearly every vouched
+ * source, which then costs one lookup; the operators' second, so one more
+ * lookup falls only on sources that the first does not vouch for. A global
+ * function: verified once.
+ */
 __noinline int xrl_vouched(struct xrl_pkt *p)
 {
 	struct xrl_vouch_key k;
-	struct xrl_vouch_val *v;
 
 	if (!p)
 		return 0;
 	xrl_vouch_key_of(&k, p);
-	v = bpf_map_lookup_elem(&xrl_vouch, &k);
-	if (!v)
-		return 0;
-	return !v->expires_ns || bpf_ktime_get_coarse_ns() < v->expires_ns;
+	if (xrl_vouch_live(bpf_map_lookup_elem(&xrl_vouch, &k)))
+		return 1;
+	return xrl_vouch_live(bpf_map_lookup_elem(&xrl_vouch_op, &k));
 }
 
 /*
  * A connection admitted on a valid cookie vouches its source prefix for
  * XRL_VOUCH_TTL_S. Written only when the entry is missing or has less than
  * half its time left, so a busy prefix costs a lookup, not a write per
- * connection; an entry that never expires (an operator's) is left alone.
+ * connection. Only the automatic space (xrl_vouch): an operator's vouch
+ * lives in xrl_vouch_op, which this never touches. An entry of xrl_vouch
+ * that never expires is left alone: an operator's, mirrored there for a
+ * program from before xrl_vouch_op (xrl_abi.h).
  */
 __noinline int xrl_vouch_admit(struct xrl_pkt *p)
 {

@@ -37,7 +37,8 @@
 #define XRL_ALLOW_SMALL          8          /* allowlists this short are checked inline */
 #define XRL_LIST_DEFAULT         (1u << 16) /* allow/deny entries per family */
 #define XRL_EVENTS_BYTES         (1u << 20) /* ring buffer size, power of 2 */
-#define XRL_VOUCH_DEFAULT        (1u << 16) /* vouched prefixes (LRU) */
+#define XRL_VOUCH_DEFAULT        (1u << 16) /* automatic vouched prefixes (LRU) */
+#define XRL_VOUCH_OP_MAX         4096       /* operators' vouched prefixes (HASH) */
 
 /* ---- map names (pinned under <pin-dir>/<ifname>/<name>) ----------------- */
 
@@ -58,6 +59,7 @@
 #define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
 #define XRL_MAP_SYSCTL       "xrl_sysctl"
 #define XRL_MAP_VOUCH        "xrl_vouch"
+#define XRL_MAP_VOUCH_OP     "xrl_vouch_op"
 #define XRL_MAP_COOKIE       "xrl_cookie"
 
 /* ---- enums ------------------------------------------------------------ */
@@ -388,12 +390,32 @@ struct xrl_sysctl_saved {
 _Static_assert(sizeof(struct xrl_sysctl_saved) == 32, "xrl_sysctl_saved layout");
 
 /*
- * Vouched sources (LRU_HASH xrl_vouch): prefixes that proved themselves
- * (a connection admitted with a valid cookie, or an operator's or the
- * identity tier's word). An aggregate cap reserves a share for them. The
- * key is the source masked to XRL_VOUCH_PLEN4 / XRL_VOUCH_PLEN6: one entry
- * per /24 or /48, so the vouches of a network's clients share it.
+ * Vouched sources: prefixes that proved themselves. An aggregate cap
+ * reserves a share for them. The key is the source masked to
+ * XRL_VOUCH_PLEN4 / XRL_VOUCH_PLEN6: one entry per /24 or /48, so the
+ * vouches of a network's clients share it. Each origin has its own space,
+ * so that one cannot shorten or push out another's:
+ *
+ *   xrl_vouch     LRU_HASH, XRL_VOUCH_DEFAULT: the automatic vouches (a
+ *                 cookie-verified admit, origin COOKIE; the identity tier,
+ *                 origin IDENTITY). Anyone who can get admitted can fill it,
+ *                 so it is LRU: a flood pushes out the least recent.
+ *   xrl_vouch_op  HASH, XRL_VOUCH_OP_MAX (+1, the marker below): an
+ *                 operator's word (origin RUNTIME). Never evicted; a full
+ *                 table refuses the add (ENOSPC to the operator). Nothing
+ *                 but an operator verb writes it.
+ *
+ * The program treats a prefix as vouched when either space holds an
+ * unexpired entry for it.
+ *
+ * xrl_vouch_op also holds one entry that is not a vouch: the key with
+ * family 0 (XRL_VOUCH_OP_MARK) records in expires_ns the id of the program
+ * last attached that reads xrl_vouch_op. A program kept attached across an
+ * upgrade that predates the map reads only xrl_vouch, and userspace then
+ * mirrors operator vouches there (user/lib/loader.c) until one is attached
+ * that reads both. The program never looks that key up (family is 4 or 6).
  */
+#define XRL_VOUCH_OP_MARK    0
 #define XRL_VOUCH_PLEN4      24
 #define XRL_VOUCH_PLEN6      48
 #define XRL_VOUCH_TTL_S      600    /* a cookie-verified admit vouches this long */
@@ -406,9 +428,11 @@ _Static_assert(sizeof(struct xrl_vouch_key) == 20, "xrl_vouch_key layout");
 
 struct xrl_vouch_val {
 	__u64 expires_ns;         /* CLOCK_MONOTONIC ns (bpf_ktime_get_ns) */
-	__u32 origin;             /* enum xrl_origin, or XRL_ORIGIN_COOKIE */
+	__u32 origin;             /* enum xrl_origin: COOKIE or IDENTITY in
+	                           * xrl_vouch, RUNTIME in xrl_vouch_op */
 	__u32 pad;
 };
+_Static_assert(sizeof(struct xrl_vouch_val) == 16, "xrl_vouch_val layout");
 
 /* ---- allow / deny (LPM_TRIE, one per family) ---------------------------- */
 

@@ -35,6 +35,7 @@ static const char *const pinned_maps[] = {
 	XRL_MAP_REFUSED,     XRL_MAP_ALLOW_V4,	 XRL_MAP_ALLOW_V6,     XRL_MAP_DENY_V4,
 	XRL_MAP_DENY_V6,     XRL_MAP_RULE_STATS, XRL_MAP_GLOBAL_STATS, XRL_MAP_EVENTS,
 	XRL_MAP_ALLOW_SMALL, XRL_MAP_SYSCTL,	 XRL_MAP_VOUCH,	       XRL_MAP_COOKIE,
+	XRL_MAP_VOUCH_OP,
 };
 #define N_PINNED (sizeof(pinned_maps) / sizeof(pinned_maps[0]))
 
@@ -61,6 +62,7 @@ struct xrl_handle {
 	int last_mtu;	 /* as xrl_cookie_refresh last saw it */
 	bool veth_warned;
 	__u64 tc_warned_ns; /* the TC program's absence, said once a minute */
+	bool vouch_op_new;  /* xrl_vouch_op was made by this open (see vouch_upgrade) */
 };
 
 /* The program's tick: the resolution of CLOCK_MONOTONIC_COARSE (1/HZ). */
@@ -96,6 +98,7 @@ static int mkdir_p(const char *path)
 
 static __u32 find_attached(int ifindex, bool *foreign, bool *multiprog, enum xdp_attach_mode *mode);
 static bool prog_uses_our_maps(struct xrl_handle *h, __u32 prog_id);
+static void vouch_upgrade(struct xrl_handle *h, const char *ifname);
 
 /*
  * Without CAP_SYS_ADMIN a process cannot turn a program id into a
@@ -195,6 +198,10 @@ int xrl_open_pinned(const char *pin_root, const char *ifname, struct xrl_handle 
 	for (size_t i = 0; i < N_PINNED; i++) {
 		snprintf(path, sizeof(path), "%s/%s", h->pin_dir, pinned_maps[i]);
 		h->fds[i] = bpf_obj_get(path);
+		/* pins of a version before xrl_vouch_op: its operator vouches are
+		 * in xrl_vouch, which is all such a program reads */
+		if (h->fds[i] < 0 && errno == ENOENT && !strcmp(pinned_maps[i], XRL_MAP_VOUCH_OP))
+			continue;
 		if (h->fds[i] < 0) {
 			err = -errno;
 			xrl_close(h);
@@ -402,6 +409,8 @@ static int set_pins(struct xrl_handle *h, const char *pin_root, const char *ifna
 	}
 	snprintf(path, sizeof(path), "%s/%s", h->pin_dir, XRL_MAP_BUCKETS);
 	h->info.reused_pins = stat(path, &st) == 0;
+	snprintf(path, sizeof(path), "%s/%s", h->pin_dir, XRL_MAP_VOUCH_OP);
+	h->vouch_op_new = stat(path, &st) != 0;
 	for (size_t i = 0; i < N_PINNED; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(h->skel->obj, pinned_maps[i]);
 
@@ -639,6 +648,8 @@ int xrl_open(const struct xrl_open_opts *o, struct xrl_handle **out)
 	}
 	if (!err && !ifindex)
 		h->own = false; /* loaded alone (tests): no TC program to finish */
+	if (!err)
+		vouch_upgrade(h, o->ifname);
 	if (!err)
 		err = xrl_cookie_refresh(h);
 	if (err) {
@@ -1009,56 +1020,102 @@ static int vouch_key(const struct xrl_prefix *p, struct xrl_vouch_key *k)
 	return 0;
 }
 
+/* An unexpired vouch of key k in map fd? */
+static bool vouch_live(int fd, const struct xrl_vouch_key *k, __u64 now)
+{
+	struct xrl_vouch_val v;
+
+	return fd >= 0 && !bpf_map_lookup_elem(fd, k, &v) && (!v.expires_ns || v.expires_ns > now);
+}
+
+static const struct xrl_vouch_key vouch_mark = { .family = XRL_VOUCH_OP_MARK };
+
+/*
+ * An operator's vouch goes to its own space, xrl_vouch_op: a HASH that no
+ * automatic vouch writes, so neither an identity-tier write for the same
+ * prefix nor a flood of them can shorten or push it out. Its bound is the
+ * map's: a full one answers E2BIG, said as ENOSPC (the one marker entry
+ * takes the +1 of max_entries). Under a program from before that map
+ * (vouch_mirror) the vouch is written into xrl_vouch too, the only one
+ * that program reads, where it is as weak as it was.
+ */
 int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns)
 {
-	return xrl_vouch_add_origin(h, p, ttl_ns, XRL_ORIGIN_RUNTIME);
-}
-
-int xrl_vouch_add_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
-			 __u32 origin)
-{
-	struct xrl_vouch_val v = { .origin = origin };
+	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME };
+	int fd = xrl_map_fd(h, XRL_MAP_VOUCH_OP);
 	struct xrl_vouch_key k;
 	int err = vouch_key(p, &k);
 
 	if (err)
 		return err;
+	if (fd < 0)
+		return -EOPNOTSUPP; /* pins from before xrl_vouch_op, read only */
 	/* bpf_ktime_get_coarse_ns is CLOCK_MONOTONIC, as xrl_now_ns */
 	v.expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0;
-	if (bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k, &v, BPF_ANY))
-		return -errno;
-	return 0;
-}
-
-int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p)
-{
-	struct xrl_vouch_key k;
-	int err = vouch_key(p, &k);
-
-	if (err)
-		return err;
-	if (bpf_map_delete_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k))
+	if (bpf_map_update_elem(fd, &k, &v, BPF_ANY)) {
+		err = -errno;
+		return err == -E2BIG ? -ENOSPC : err;
+	}
+	if (h->info.vouch_mirror &&
+	    bpf_map_update_elem(xrl_map_fd(h, XRL_MAP_VOUCH), &k, &v, BPF_ANY))
 		return -errno;
 	return 0;
 }
 
 /*
- * Is any part of p vouched for, and not expired? A prefix at least as long
- * as a vouch's (/24, /48) is one lookup; a shorter one (a penalty floor set
- * below /24) walks the map, which only a due penalty does.
+ * The automatic space alone: this never opens xrl_vouch_op, so the
+ * identity tier's path has no way to an operator's entry. BPF_ANY, as the
+ * program's own cookie vouches: the newest automatic word wins. Only with
+ * vouch_mirror can xrl_vouch hold an operator's entry; that is looked up
+ * first and left alone (userspace alone writes RUNTIME entries, from
+ * xrld's main loop, as this runs there: no race between the two).
  */
-bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p)
+int xrl_vouch_auto(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin)
 {
+	struct xrl_vouch_val v = { .origin = origin }, old;
 	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k);
+
+	if (err || (origin != XRL_ORIGIN_IDENTITY && origin != XRL_ORIGIN_COOKIE))
+		return err ? err : -EINVAL;
+	if (h->info.vouch_mirror && !bpf_map_lookup_elem(fd, &k, &old) &&
+	    old.origin == XRL_ORIGIN_RUNTIME)
+		return -EEXIST;
+	v.expires_ns = ttl_ns ? xrl_now_ns() + ttl_ns : 0;
+	if (bpf_map_update_elem(fd, &k, &v, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* The operator's word removes every vouch of the prefix, automatic ones
+ * too (a source vouched by mistake is taken off at once). */
+int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p)
+{
+	int fds[2] = { xrl_map_fd(h, XRL_MAP_VOUCH_OP), xrl_map_fd(h, XRL_MAP_VOUCH) };
+	struct xrl_vouch_key k;
+	int err = vouch_key(p, &k), gone = 0;
+
+	if (err)
+		return err;
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] < 0)
+			continue;
+		if (!bpf_map_delete_elem(fds[i], &k))
+			gone++;
+		else if (errno != ENOENT)
+			return -errno;
+	}
+	return gone ? 0 : -ENOENT;
+}
+
+/* Does an unexpired vouch of map fd lie inside p (family, masks m)? */
+static bool vouch_inside(int fd, const struct xrl_prefix *p, const __u32 *m, __u64 now)
+{
 	struct xrl_vouch_key k, next, *prev = NULL;
 	struct xrl_vouch_val v;
-	__u64 now = xrl_now_ns();
-	__u32 m[4];
 
-	if (!vouch_key(p, &k))
-		return !bpf_map_lookup_elem(fd, &k, &v) && (!v.expires_ns || v.expires_ns > now);
-	xrl_prefix_mask(p->family, p->plen, m);
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
+	while (fd >= 0 && !bpf_map_get_next_key(fd, prev, &next)) {
 		k = next;
 		prev = &k;
 		if (k.family != p->family || bpf_map_lookup_elem(fd, &k, &v) ||
@@ -1071,18 +1128,38 @@ bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p)
 	return false;
 }
 
-int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n)
+/*
+ * Is any part of p vouched for, and not expired, in either space? A prefix
+ * at least as long as a vouch's (/24, /48) is two lookups at most; a
+ * shorter one (a penalty floor set below /24) walks the maps, which only a
+ * due penalty does.
+ */
+bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p)
 {
-	int fd = xrl_map_fd(h, XRL_MAP_VOUCH);
+	int op = xrl_map_fd(h, XRL_MAP_VOUCH_OP), au = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_key k;
+	__u64 now = xrl_now_ns();
+	__u32 m[4];
+
+	if (!vouch_key(p, &k))
+		return vouch_live(op, &k, now) || vouch_live(au, &k, now);
+	xrl_prefix_mask(p->family, p->plen, m);
+	return vouch_inside(op, p, m, now) || vouch_inside(au, p, m, now);
+}
+
+/* Append map fd's entries to out; skip_runtime: leave out operator
+ * entries (in xrl_vouch only mirrors of xrl_vouch_op's). */
+static void vouch_list_one(int fd, bool skip_runtime, struct xrl_vouch *out, size_t max, size_t *n)
+{
 	struct xrl_vouch_key key, next;
 	struct xrl_vouch_val v;
 	void *prev = NULL;
 
-	*n = 0;
-	while (*n < max && !bpf_map_get_next_key(fd, prev, &next)) {
+	while (fd >= 0 && *n < max && !bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
-		if (bpf_map_lookup_elem(fd, &key, &v))
+		if (key.family == XRL_VOUCH_OP_MARK || bpf_map_lookup_elem(fd, &key, &v) ||
+		    (skip_runtime && v.origin == XRL_ORIGIN_RUNTIME))
 			continue;
 		memset(&out[*n], 0, sizeof(out[*n]));
 		out[*n].prefix.family = (__u8)key.family;
@@ -1092,7 +1169,98 @@ int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size
 		out[*n].origin = v.origin;
 		(*n)++;
 	}
+}
+
+int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n)
+{
+	int op = xrl_map_fd(h, XRL_MAP_VOUCH_OP);
+
+	*n = 0;
+	vouch_list_one(op, false, out, max, n);
+	/* without xrl_vouch_op (old pins read from xrlctl) xrl_vouch is all */
+	vouch_list_one(xrl_map_fd(h, XRL_MAP_VOUCH), op >= 0, out, max, n);
 	return 0;
+}
+
+int xrl_vouch_op_room(struct xrl_handle *h, __u32 *used, __u32 *cap)
+{
+	int fd = xrl_map_fd(h, XRL_MAP_VOUCH_OP);
+	struct xrl_vouch_key key, next;
+	void *prev = NULL;
+
+	*used = 0;
+	*cap = XRL_VOUCH_OP_MAX;
+	if (fd < 0)
+		return -EOPNOTSUPP;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		*used += key.family != XRL_VOUCH_OP_MARK;
+	}
+	return 0;
+}
+
+/*
+ * After load and attach: which program reads xrl_vouch_op? A program
+ * attached by this open does, and its id goes into the marker. One kept
+ * attached whose id is not the marker's was attached by a version before
+ * the map (an upgrade keeps the program: fail static) and reads xrl_vouch
+ * alone; then operator vouches are mirrored there (vouch_mirror) until a
+ * detach and attach, and the marker is written with id 0 so a restart
+ * still knows. When this open made xrl_vouch_op on reused pins, the
+ * operator vouches the old version kept in xrl_vouch are copied over, so
+ * they are out of the LRU's reach from now on; the copies in xrl_vouch
+ * stay only while an old program still reads them. The walk is of
+ * xrl_vouch (XRL_VOUCH_DEFAULT entries), once per upgrade.
+ */
+static void vouch_upgrade(struct xrl_handle *h, const char *ifname)
+{
+	int op = xrl_map_fd(h, XRL_MAP_VOUCH_OP), au = xrl_map_fd(h, XRL_MAP_VOUCH);
+	struct xrl_vouch_val mark = {}, v;
+	struct xrl_vouch_key key, next;
+	void *prev = NULL;
+	unsigned moved = 0, lost = 0;
+
+	if (op < 0 || au < 0)
+		return;
+	if (h->info.reused_prog) {
+		h->info.vouch_mirror = bpf_map_lookup_elem(op, &vouch_mark, &mark) ||
+				       mark.expires_ns != h->info.prog_id;
+		mark.expires_ns = h->info.vouch_mirror ? 0 : mark.expires_ns;
+	} else {
+		mark.expires_ns = h->info.prog_id;
+	}
+	bpf_map_update_elem(op, &vouch_mark, &mark, BPF_ANY);
+	if (h->vouch_op_new && h->info.reused_pins) {
+		struct xrl_vouch_key *done = calloc(XRL_VOUCH_OP_MAX, sizeof(*done));
+
+		while (!bpf_map_get_next_key(au, prev, &next)) {
+			key = next;
+			prev = &key;
+			if (bpf_map_lookup_elem(au, &key, &v) || v.origin != XRL_ORIGIN_RUNTIME)
+				continue;
+			if (bpf_map_update_elem(op, &key, &v, BPF_NOEXIST)) {
+				lost++;
+				continue;
+			}
+			if (done && moved < XRL_VOUCH_OP_MAX)
+				done[moved] = key;
+			moved++;
+		}
+		/* no old program reads xrl_vouch: the copies are only in the
+		 * way (deleted after the walk, which a delete would restart) */
+		for (unsigned i = 0; done && !h->info.vouch_mirror && i < moved; i++)
+			bpf_map_delete_elem(au, &done[i]);
+		free(done);
+		log_info("%s: operator vouches moved to their own map %s: %u%s",
+			 ifname ? ifname : "-", XRL_MAP_VOUCH_OP, moved,
+			 lost ? " (some did not fit: left in " XRL_MAP_VOUCH ")" : "");
+	}
+	if (h->info.vouch_mirror)
+		log_warnx("%s: the program kept attached (%u) is from before %s: operator vouches "
+			  "are mirrored into %s, where identity-tier vouches can push them out, "
+			  "until `xrlctl detach` and a new attach load the current program",
+			  ifname ? ifname : "-", h->info.prog_id, XRL_MAP_VOUCH_OP, XRL_MAP_VOUCH);
 }
 
 int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap)

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * report_vouch.c - `xrlctl vouch list`: the vouched sources as a table or
- * a JSON array, with origin and time left.
+ * a JSON array, with origin and time left. The operators' vouches (origin
+ * runtime, their own map) come first, then the automatic ones (cookie,
+ * identity); JSON names the space too.
  */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "report.h"
 
-#define VOUCH_LIST_MAX XRL_VOUCH_DEFAULT
+#define VOUCH_LIST_MAX (XRL_VOUCH_DEFAULT + XRL_VOUCH_OP_MAX)
 
 const char *xrl_origin_name(__u32 origin)
 {
@@ -53,16 +55,15 @@ static void vouch_text_one(void *arg, const struct xrl_vouch *v, __u64 now)
 
 static void vouch_json_one(void *arg, const struct xrl_vouch *v, __u64 now)
 {
+	double left = v->expires_ns > now ? (double)(v->expires_ns - now) / 1e9 : 0.0;
+	const char *space = v->origin == XRL_ORIGIN_RUNTIME ? "operator" : "automatic";
 	char buf[64];
 
 	xrl_prefix_str(&v->prefix, buf, sizeof(buf));
-	json_array_append_new(
-		arg, json_pack("{s:s,s:s,s:o}", "prefix", buf, "origin", xrl_origin_name(v->origin),
-			       "expires_in_s",
-			       v->expires_ns ? json_real(v->expires_ns > now
-								 ? (double)(v->expires_ns - now) / 1e9
-								 : 0.0)
-					     : json_null()));
+	json_array_append_new(arg,
+			      json_pack("{s:s,s:s,s:s,s:o}", "prefix", buf, "origin",
+					xrl_origin_name(v->origin), "space", space, "expires_in_s",
+					v->expires_ns ? json_real(left) : json_null()));
 }
 
 int xrl_report_vouch(struct xrl_buf *b, struct xrl_handle *h)

@@ -163,6 +163,9 @@ struct xrl_attach_info {
 	__u32 prog_id;
 	bool own_cookies;	   /* xrl's SYN cookies, the TC program attached */
 	bool tc_attached;	   /* the TC ingress program is on the interface */
+	bool vouch_mirror;	   /* the program attached predates xrl_vouch_op
+				    * (an upgrade kept it): operator vouches are
+				    * mirrored into xrl_vouch, which it reads */
 };
 
 struct xrl_handle;
@@ -212,21 +215,32 @@ int xrl_deny_room(struct xrl_handle *h, __u8 family, __u32 *used, __u32 *cap);
  * entries it removed. */
 int xrl_deny_gc(struct xrl_handle *h);
 /* Vouched sources (xrl_abi.h, XRL_VOUCH_PLEN4/6): a prefix is widened to
- * its /24 or /48 (shorter: -EINVAL); ttl_ns 0 = no expiry. */
+ * its /24 or /48 (shorter: -EINVAL); ttl_ns 0 = no expiry. Two spaces: an
+ * operator's (xrl_vouch_op, bounded, never evicted) and the automatic one
+ * (xrl_vouch, LRU: cookie-verified admits and the identity tier). */
 struct xrl_vouch {
 	struct xrl_prefix prefix;
 	__u64 expires_ns; /* CLOCK_MONOTONIC ns; 0 = never */
-	__u32 origin;	  /* enum xrl_origin */
+	__u32 origin;	  /* enum xrl_origin: RUNTIME is the operator's space */
 };
+/* An operator's vouch (origin RUNTIME), replacing the operator's own for
+ * the prefix; -ENOSPC when XRL_VOUCH_OP_MAX prefixes are held. */
 int xrl_vouch_add(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns);
-/* The same with an origin (enum xrl_origin); xrl_vouch_add's is RUNTIME. */
-int xrl_vouch_add_origin(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns,
-			 __u32 origin);
+/* An automatic vouch (origin XRL_ORIGIN_IDENTITY or XRL_ORIGIN_COOKIE, else
+ * -EINVAL) into xrl_vouch alone: it can never shorten, replace or push out
+ * an operator's. -EEXIST: the prefix holds an operator's vouch mirrored
+ * there (vouch_mirror), left as it is. */
+int xrl_vouch_auto(struct xrl_handle *h, const struct xrl_prefix *p, __u64 ttl_ns, __u32 origin);
+/* Every vouch of the prefix, in both spaces; -ENOENT if there was none. */
 int xrl_vouch_del(struct xrl_handle *h, const struct xrl_prefix *p);
-/* Is any part of p vouched for, unexpired? (A penalty never denies it.) */
+/* Is any part of p vouched for, unexpired, in either space? (A penalty
+ * never denies it.) */
 bool xrl_vouched(struct xrl_handle *h, const struct xrl_prefix *p);
-/* Up to max entries into out (*n of them), expired ones included. */
+/* Up to max entries into out (*n of them), expired ones included: the
+ * operator's space first, then the automatic one. */
 int xrl_vouch_list(struct xrl_handle *h, struct xrl_vouch *out, size_t max, size_t *n);
+/* Operator vouches held and the operator space's capacity. */
+int xrl_vouch_op_room(struct xrl_handle *h, __u32 *used, __u32 *cap);
 /* Gap between refusal samples per source per CPU (default 1 s). */
 int xrl_set_event_interval(struct xrl_handle *h, __u64 ns);
 

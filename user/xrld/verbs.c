@@ -125,6 +125,9 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		json_t *o = status_json(d);
 
 		xrld_fleet_status(d, NULL, json_object_get(o, "daemon"));
+		for (int i = 0; i < d->n_ifs; i++)
+			xrld_vouch_status(d, i, NULL,
+					  json_array_get(json_object_get(o, "interfaces"), i));
 		xrl_buf_json(b, o);
 		return 0;
 	}
@@ -141,8 +144,10 @@ static int cmd_status(struct xrld *d, const struct xrl_verb_call *c, struct repl
 			       in.multiprog ? "libxdp dispatcher" : "single program",
 			       d->cfg->policy.n_rules);
 	}
-	for (int i = 0; i < d->n_ifs; i++)
+	for (int i = 0; i < d->n_ifs; i++) {
 		xrld_cookies_status(d, i, b, NULL);
+		xrld_vouch_status(d, i, b, NULL);
+	}
 	if (!d->n_ifs)
 		xrl_buf_printf(b, "(no interface: the packet tier is not loaded)\n");
 	xrld_http_status_text(d, b);
@@ -592,6 +597,11 @@ static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struc
 		rc = add ? xrl_vouch_add(d->ifs[i].h, &p, ttl) : xrl_vouch_del(d->ifs[i].h, &p);
 		if (rc == -ENOENT)
 			return fail(r, 1, "%s is not vouched for", buf);
+		if (rc == -ENOSPC)
+			return fail(r, 1,
+				    "couldn't vouch for %s on %s: the operator vouches are full "
+				    "(%u); remove one with `xrlctl vouch del` first",
+				    buf, d->ifs[i].name, XRL_VOUCH_OP_MAX);
 		if (rc)
 			return fail(r, 1, "couldn't update the vouched sources of %s: %s",
 				    d->ifs[i].name, strerror(-rc));

@@ -4,7 +4,9 @@
  * map. A request admitted by an http rule with vouch: true hands the
  * client's address to the identity process's event socket (idproc.c),
  * whose handler on the main loop queues it here; the main loop writes it
- * on every interface (origin identity).
+ * on every interface (origin identity), into the automatic space
+ * (xrl_vouch) alone: an operator's vouch (xrl_vouch_op) is out of this
+ * path's reach.
  *
  * Bounded work under a flood of admitted clients: a prefix (/24, /48)
  * written less than half its ttl ago (at least one second) is skipped
@@ -119,9 +121,15 @@ static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
 	for (unsigned i = 0; i < m; i++) {
 		int err = 0;
 
-		for (int k = 0; k < d->n_ifs && !err; k++)
-			err = xrl_vouch_add_origin(d->ifs[k].h, &batch[i].p, batch[i].ttl_ns,
-						   XRL_ORIGIN_IDENTITY);
+		/* the automatic space only: an operator's vouch of the same
+		 * prefix stays as it is (lib's xrl_vouch_auto) */
+		for (int k = 0; k < d->n_ifs && (!err || err == -EEXIST); k++)
+			err = xrl_vouch_auto(d->ifs[k].h, &batch[i].p, batch[i].ttl_ns,
+					     XRL_ORIGIN_IDENTITY);
+		if (err == -EEXIST) {
+			COUNT(d->vouch_skipped);
+			continue;
+		}
 		if (err || !d->n_ifs) {
 			COUNT(d->vouch_dropped);
 			continue;
@@ -151,13 +159,57 @@ int xrld_vouch_start(struct xrld *d)
 	return 0;
 }
 
+/*
+ * Per interface i: how full the operators' space is (a walk of at most
+ * XRL_VOUCH_OP_MAX keys), and whether a program from before it makes
+ * operator vouches ride in the automatic one. b: a text line; o: fields
+ * into the interface's JSON object.
+ */
+void xrld_vouch_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o)
+{
+	const struct xrl_attach_info *in = xrl_info(d->ifs[i].h);
+	__u32 used, cap;
+
+	if (xrl_vouch_op_room(d->ifs[i].h, &used, &cap))
+		return;
+	if (o) {
+		json_object_set_new(o, "vouches",
+				    json_pack("{s:I,s:I,s:b}", "operator", (json_int_t)used,
+					      "operator_max", (json_int_t)cap, "mirrored",
+					      in->vouch_mirror));
+		return;
+	}
+	xrl_buf_printf(b, "  %s vouches: operator %u of %u (never evicted)%s\n", d->ifs[i].name,
+		       used, cap,
+		       in->vouch_mirror ? "; MIRRORED into the automatic space: the attached "
+					  "program predates the operator map (detach and attach)"
+					: "");
+}
+
 void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b)
 {
+	xrl_prom_family(b, "xrl_operator_vouches", "gauge",
+			"Prefixes vouched for by an operator (xrlctl vouch add), in their own "
+			"map that no automatic vouch can shorten or evict; at most "
+			"xrl_operator_vouches_max (a full map refuses the add).");
+	for (int i = 0; i < d->n_ifs; i++) {
+		__u32 used, cap;
+
+		if (!xrl_vouch_op_room(d->ifs[i].h, &used, &cap))
+			xrl_prom_u64(b, "xrl_operator_vouches", "interface", d->ifs[i].name, used);
+	}
+	xrl_prom_family(b, "xrl_operator_vouches_max", "gauge",
+			"Capacity of the operators' vouch map, per interface.");
+	for (int i = 0; i < d->n_ifs; i++)
+		xrl_prom_u64(b, "xrl_operator_vouches_max", "interface", d->ifs[i].name,
+			     XRL_VOUCH_OP_MAX);
 	xrl_prom_family(b, "xrl_identity_vouches_total", "counter",
 			"Client prefixes the identity tier vouched for in the packet tier (an "
 			"admit by an http rule with vouch: true), by outcome: written, skipped "
-			"(written less than half its ttl ago), dropped (queue full or no "
-			"interface).");
+			"(written less than half its ttl ago, or an operator's vouch mirrored "
+			"into the automatic map for an old program), dropped (queue full or no "
+			"interface). An operator's vouch is in its own map, which these writes "
+			"never touch.");
 	xrl_prom_u64(b, "xrl_identity_vouches_total", "outcome", "written",
 		     READ(d->vouched_identity));
 	xrl_prom_u64(b, "xrl_identity_vouches_total", "outcome", "skipped", READ(d->vouch_skipped));

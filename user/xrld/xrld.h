@@ -258,6 +258,8 @@ void xrld_vouch_in(struct xrld *d, const struct xrl_prefix *client, __u64 ttl_ns
  * for the main loop, which writes them (0 without an identity tier). */
 int xrld_vouch_start(struct xrld *d);
 void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b);
+/* Interface i's vouch spaces: a text line into b, or fields into o. */
+void xrld_vouch_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *hostport);
