@@ -901,22 +901,20 @@ static int syns(struct ctx *c, const char *src_fmt, int first, int n)
 }
 
 /*
- * An aggregate cap of burst 10 (1/min: nothing refills during the test),
- * half of it reserved for vouched sources: 5 + 5. Sources' own buckets
- * are wide (burst 1000) so only the cap refuses.
+ * An aggregate cap of burst `burst` (1/min: nothing refills during a
+ * test), half of it reserved for vouched sources. Sources' own buckets
+ * are wide (burst 1000) so only the cap refuses. Cookies off: SYNs meet
+ * the buckets and the cap.
  */
-static void case_aggregate(struct ctx *c)
+static int agg_policy(struct ctx *c, __u32 burst)
 {
 	struct xrl_policy *pol = calloc(1, sizeof(*pol));
-	struct xrl_vouch_key k = { .family = XRL_AF_INET };
-	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_RUNTIME, .expires_ns = 1 };
 	char err[XRL_ERRLEN] = "";
 	struct xrl_rule_spec *s;
-	struct xrl_prefix pf;
 	int rc;
 
 	if (!pol)
-		return;
+		return -ENOMEM;
 	s = &pol->rules[pol->n_rules++];
 	xrl_rule_spec_init(s, "agg");
 	s->proto = XRL_PROTO_TCP;
@@ -925,14 +923,26 @@ static void case_aggregate(struct ctx *c)
 	s->rate = (struct xrl_rate){ .tokens = 1000, .period_ns = XRL_NSEC_PER_SEC };
 	s->burst = 1000;
 	s->agg_rate = (struct xrl_rate){ .tokens = 1, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
-	s->agg_burst = 10;
+	s->agg_burst = burst;
 	s->agg_vouched_pm = 500;
 	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
 	free(pol);
 	check(rc == 0, "apply the aggregate policy: %d %s", rc, err);
-	if (rc)
+	if (!rc)
+		xrl_read_stats(c->h, &c->st0);
+	return rc;
+}
+
+/* 5 open + 5 reserved. */
+static void case_aggregate(struct ctx *c)
+{
+	struct xrl_vouch_key k = { .family = XRL_AF_INET };
+	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_COOKIE, .expires_ns = 1 };
+	struct xrl_prefix pf;
+	int rc;
+
+	if (agg_policy(c, 10))
 		return;
-	xrl_read_stats(c->h, &c->st0);
 	rc = xrl_prefix_parse("203.0.113.0/24", &pf, NULL, 0);
 	rc = rc ? rc : xrl_vouch_add(c->h, &pf, 60ULL * XRL_NSEC_PER_SEC);
 	check(rc == 0, "vouch for 203.0.113.0/24: %d", rc);
@@ -956,6 +966,143 @@ static void case_aggregate(struct ctx *c)
 	pf.plen = 16;
 	CHECK_EQ("a vouch shorter than /24: -EINVAL", xrl_vouch_add(c->h, &pf, 0), -EINVAL);
 }
+
+#ifdef XRL_MAP_VOUCH_OP
+/* The value map m holds for cidr's /24 or /48: 0, or -ENOENT. */
+static int vouch_get(struct ctx *c, const char *m, const char *cidr, struct xrl_vouch_val *v)
+{
+	struct xrl_vouch_key k = { 0 };
+	struct xrl_prefix p;
+
+	if (xrl_prefix_parse(cidr, &p, NULL, 0))
+		return -EINVAL;
+	k.family = p.family;
+	memcpy(k.addr, p.addr, sizeof(k.addr));
+	return bpf_map_lookup_elem(xrl_map_fd(c->h, m), &k, v) ? -errno : 0;
+}
+
+static int vouch_op(struct ctx *c, const char *cidr, __u64 ttl_ns)
+{
+	struct xrl_prefix p;
+
+	return xrl_prefix_parse(cidr, &p, NULL, 0) ? -EINVAL : xrl_vouch_add(c->h, &p, ttl_ns);
+}
+
+static int vouch_auto(struct ctx *c, const char *cidr, __u64 ttl_ns, __u32 origin)
+{
+	struct xrl_prefix p;
+
+	return xrl_prefix_parse(cidr, &p, NULL, 0) ? -EINVAL
+						    : xrl_vouch_auto(c->h, &p, ttl_ns, origin);
+}
+
+/*
+ * Issue 22 (vouches by origin): one identity-tier write for an operator's
+ * prefix used to replace its permanent vouch (BPF_ANY on one shared map)
+ * with a 600 s one, and 70,000 of them for other prefixes pushed it out
+ * of the LRU. Now each origin has its own space.
+ */
+static void case_vouch_origin(struct ctx *c)
+{
+	const __u64 ttl = 600ULL * XRL_NSEC_PER_SEC;
+	struct xrl_vouch_val v = { 0 };
+	struct xrl_prefix p = { .family = XRL_AF_INET6, .plen = 48 };
+	int rc = 0, n = 0;
+
+	CHECK_EQ("operator vouch 203.0.113.0/24, permanent", vouch_op(c, "203.0.113.0/24", 0), 0);
+	CHECK_EQ("identity vouch of the same /24, 600 s",
+		 vouch_auto(c, "203.0.113.9", ttl, XRL_ORIGIN_IDENTITY), 0);
+	rc = vouch_get(c, XRL_MAP_VOUCH_OP, "203.0.113.0/24", &v);
+	CHECK_EQ("the operator's entry is still there", rc, 0);
+	CHECK_EQ("... and never expires", v.expires_ns, 0);
+	CHECK_EQ("... origin runtime", v.origin, XRL_ORIGIN_RUNTIME);
+	rc = vouch_get(c, XRL_MAP_VOUCH, "203.0.113.0/24", &v);
+	CHECK_EQ("the identity vouch is in the automatic space", rc, 0);
+	CHECK_EQ("... origin identity", v.origin, XRL_ORIGIN_IDENTITY);
+	CHECK_EQ("an automatic write cannot claim the operator's origin",
+		 vouch_auto(c, "192.0.2.0/24", 0, XRL_ORIGIN_RUNTIME), -EINVAL);
+
+	/* 70,000 distinct /48s (2001:db8:N::/48 with N in the second and
+	 * third words): more than the automatic space holds */
+	for (int i = 0; i < 70000 && !rc; i++, n++) {
+		p.addr[0] = htonl(0x20010000 | (__u32)(i >> 16));
+		p.addr[1] = htonl((__u32)(i & 0xffff) << 16);
+		rc = xrl_vouch_auto(c->h, &p, ttl, XRL_ORIGIN_IDENTITY);
+	}
+	CHECK_EQ("70,000 identity vouches written", n, 70000);
+	check(rc == 0, "... each one: %d", rc);
+	rc = vouch_get(c, XRL_MAP_VOUCH, "203.0.113.0/24", &v);
+	CHECK_EQ("the identity vouch of 203.0.113.0/24 was pushed out (LRU)", rc, -ENOENT);
+	rc = vouch_get(c, XRL_MAP_VOUCH_OP, "203.0.113.0/24", &v);
+	CHECK_EQ("the operator's is not", rc, 0);
+	CHECK_EQ("... still permanent", v.expires_ns, 0);
+	p = (struct xrl_prefix){ 0 };
+	xrl_prefix_parse("203.0.113.0/24", &p, NULL, 0);
+	check(xrl_vouched(c->h, &p), "xrl_vouched(203.0.113.0/24) after the flood");
+	CHECK_EQ("vouch del removes it", xrl_vouch_del(c->h, &p), 0);
+	check(!xrl_vouched(c->h, &p), "... and it is no longer vouched");
+	CHECK_EQ("a second del: -ENOENT", xrl_vouch_del(c->h, &p), -ENOENT);
+}
+
+/* The program reads both spaces; an expired entry in one does not hide
+ * the other's. Reserved share: 5. */
+static void case_vouch_spaces(struct ctx *c)
+{
+	struct xrl_vouch_key k = { .family = XRL_AF_INET };
+	struct xrl_vouch_val v = { .expires_ns = 1 };
+
+	if (agg_policy(c, 10))
+		return;
+	CHECK_EQ("operator 203.0.113.0/24", vouch_op(c, "203.0.113.0/24", 0), 0);
+	CHECK_EQ("identity 198.51.102.0/24",
+		 vouch_auto(c, "198.51.102.0/24", 60ULL * XRL_NSEC_PER_SEC, XRL_ORIGIN_IDENTITY), 0);
+	CHECK_EQ("operator 198.51.101.0/24 (ttl 1 h)",
+		 vouch_op(c, "198.51.101.0/24", 3600ULL * XRL_NSEC_PER_SEC), 0);
+	/* ... whose automatic entry expired (CLOCK_MONOTONIC 1 ns) */
+	v.origin = XRL_ORIGIN_COOKIE;
+	k.addr[0] = htonl(0xc6336500);
+	bpf_map_update_elem(xrl_map_fd(c->h, XRL_MAP_VOUCH), &k, &v, BPF_ANY);
+	/* 198.51.103.0/24: an operator's vouch that expired */
+	v.origin = XRL_ORIGIN_RUNTIME;
+	k.addr[0] = htonl(0xc6336700);
+	bpf_map_update_elem(xrl_map_fd(c->h, XRL_MAP_VOUCH_OP), &k, &v, BPF_ANY);
+
+	CHECK_EQ("20 new sources: the open share (5) passes", syns(c, "10.1.0.%d", 1, 20), 5);
+	CHECK_EQ("an expired operator vouch is no vouch", syns(c, "198.51.103.%d", 1, 3), 0);
+	CHECK_EQ("operator-vouched: the reserved share", syns(c, "203.0.113.%d", 1, 2), 2);
+	CHECK_EQ("identity-vouched: the reserved share", syns(c, "198.51.102.%d", 1, 2), 2);
+	CHECK_EQ("operator-vouched behind an expired automatic entry",
+		 syns(c, "198.51.101.%d", 1, 1), 1);
+	CHECK_EQ("vouched_admits", delta(c, XRL_G_VOUCHED_ADMITS), 5);
+	CHECK_EQ("the reserved share is spent", syns(c, "203.0.113.%d", 10, 2), 0);
+}
+
+/* The operator's space is bounded: XRL_VOUCH_OP_MAX, then -ENOSPC; a
+ * replacement still goes in, and automatic vouches do not share it. */
+static void case_vouch_op_full(struct ctx *c)
+{
+	struct xrl_prefix p = { .family = XRL_AF_INET, .plen = 24 };
+	__u32 used = 0, cap = 0;
+	int rc = 0, n = 0;
+
+	for (__u32 i = 0; i < XRL_VOUCH_OP_MAX && !rc; i++, n++) {
+		p.addr[0] = htonl(0x0a000000 | i << 8);
+		rc = xrl_vouch_add(c->h, &p, 0);
+	}
+	CHECK_EQ("XRL_VOUCH_OP_MAX operator vouches", n, XRL_VOUCH_OP_MAX);
+	check(rc == 0, "... each one: %d", rc);
+	rc = xrl_vouch_op_room(c->h, &used, &cap);
+	CHECK_EQ("xrl_vouch_op_room", rc, 0);
+	CHECK_EQ("... used", used, XRL_VOUCH_OP_MAX);
+	CHECK_EQ("... capacity", cap, XRL_VOUCH_OP_MAX);
+	CHECK_EQ("one more: -ENOSPC", vouch_op(c, "192.0.2.0/24", 0), -ENOSPC);
+	CHECK_EQ("replacing one held: 0", vouch_op(c, "10.0.0.0/24", 60ULL * XRL_NSEC_PER_SEC), 0);
+	CHECK_EQ("an identity vouch still goes in",
+		 vouch_auto(c, "192.0.2.0/24", 60ULL * XRL_NSEC_PER_SEC, XRL_ORIGIN_IDENTITY), 0);
+	CHECK_EQ("del one", xrl_vouch_del(c->h, &p), 0);
+	CHECK_EQ("then the add fits", vouch_op(c, "192.0.2.0/24", 0), 0);
+}
+#endif
 
 /* The rule's SYN counter since setup. */
 static uint64_t rule_syns(struct ctx *c)
@@ -1241,6 +1388,12 @@ static const struct {
 	{ "a verified connection vouches its /24", 80, case_vouch_cookie },
 	{ "aggregate cap: open share for new sources, reserved share for vouched, expiry", 80,
 	  case_aggregate },
+#ifdef XRL_MAP_VOUCH_OP
+	{ "vouch origins: an operator's survives an identity write and 70,000 /48s", 80,
+	  case_vouch_origin },
+	{ "vouch origins: the program honours both spaces, expiry in each", 80, case_vouch_spaces },
+	{ "vouch origins: the operator's space is bounded (ENOSPC)", 80, case_vouch_op_full },
+#endif
 	{ "VLAN tags (802.1Q v4, 802.1ad v6)", 80, case_vlan },
 	{ "a spoofed SYN flood creates no bucket", 80, case_flood },
 	{ "IPv4 options, a first fragment, IPv6 extension headers: answered, no bucket", 80,
