@@ -483,8 +483,8 @@ json_t *xrl_http_status_json(struct xrl_http_server *s)
 
 json_t *xrl_http_stats_json(struct xrl_http_server *s)
 {
-	static const char *const sn[ST_MAX] = { "200", "400", "401", "403", "404",
-						"405", "413", "414", "429", "503" };
+	static const char *const sn[ST_MAX] = { "200", "400", "401", "403", "404", "405",
+						"413", "414", "429", "503", "431" };
 	json_t *rules = json_array(), *resp = json_object();
 	struct xrl_limiter_stats st;
 
@@ -506,9 +506,15 @@ json_t *xrl_http_stats_json(struct xrl_http_server *s)
 						(json_int_t)atomic_load(&s->rule_fallback[i]),
 						"shadow", s->cfg->c.rules[i].shadow));
 	pthread_rwlock_unlock(&s->mu);
-	return json_pack("{s:o,s:o,s:I,s:I,s:I}", "rules", rules, "responses", resp, "decisions",
-			 (json_int_t)st.decisions, "backend_errors", (json_int_t)st.backend_errors,
-			 "keys", (json_int_t)st.keys);
+	return json_pack(
+		"{s:o,s:o,s:I,s:I,s:I,s:{s:I,s:I},s:{s:I,s:I}}", "rules", rules, "responses", resp,
+		"decisions", (json_int_t)st.decisions, "backend_errors",
+		(json_int_t)st.backend_errors, "keys", (json_int_t)st.keys, "callers_refused",
+		"address", (json_int_t)atomic_load(&s->callers_refused[XRL_CALLER_ADDRESS]),
+		"secret", (json_int_t)atomic_load(&s->callers_refused[XRL_CALLER_SECRET]),
+		"connections_closed", "head_timeout",
+		(json_int_t)atomic_load(&s->conn_closed[XRL_CONN_HEAD_TIMEOUT]), "evicted",
+		(json_int_t)atomic_load(&s->conn_closed[XRL_CONN_EVICTED]));
 }
 
 int xrl_http_top_json(struct xrl_http_server *s, const char *rule, int n, json_t **out, char *err,

@@ -104,7 +104,7 @@ void *xrl_srv_loop_main(void *arg)
 		__u64 pto;
 		short pev = 0;
 		__u32 gen;
-		int fd, n, ms = -1;
+		int fd, n, cto, ms = -1;
 
 		if (lp->run_mhd)
 			MHD_run(lp->d);
@@ -118,6 +118,10 @@ void *xrl_srv_loop_main(void *arg)
 		loop_pipe_reg(lp, fd, pev, gen);
 		if (MHD_get_timeout(lp->d, &mto) == MHD_YES)
 			ms = mto > INT_MAX ? INT_MAX : (int)mto;
+		/* heads past their deadline, room when full (conn.c) */
+		cto = xrl_srv_conn_tick(lp);
+		if (cto >= 0 && (ms < 0 || cto < ms))
+			ms = cto;
 		/* "now" is (also) the handlers waiting for Redis: within 1 ms */
 		if (ms == 0 && lp->waiting > 0)
 			ms = 1;
@@ -194,6 +198,8 @@ int xrl_srv_loop_init(struct xrl_srv_loop *lp)
 	if (!di || lp->ep < 0 || lp->stop_fd < 0 || !lp->pipe)
 		return -ENOMEM;
 	lp->mhd_io = (struct xrl_srv_io){ .fd = di->epoll_fd, .fn = on_mhd };
+	di = MHD_get_daemon_info(lp->d, MHD_DAEMON_INFO_LISTEN_FD);
+	lp->lfd = di ? di->listen_fd : -1; /* its backlog: conn.c's room when full */
 	lp->stop_io = (struct xrl_srv_io){ .fd = lp->stop_fd, .fn = on_stop };
 	lp->pipe_io = (struct xrl_srv_io){ .fd = -1, .fn = on_pipe };
 	rc = loop_io_ctl(lp, EPOLL_CTL_ADD, &lp->mhd_io, EPOLLIN);

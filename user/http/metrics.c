@@ -155,14 +155,32 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 {
-	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404",
-					  "405", "413", "414", "429", "503" };
+	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405",
+					  "413", "414", "429", "503", "431" };
 
 	xrl_prom_family(b, "xrl_http_responses_total", "counter",
 			"Identity-tier answers by HTTP status.");
 	for (int i = 0; i < ST_MAX; i++)
 		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
 			       (unsigned long long)atomic_load(&s->status[i]));
+	xrl_prom_family(b, "xrl_http_callers_refused_total", "counter",
+			"Requests refused (403) before any decision: the peer is not loopback, a "
+			"trusted proxy or in http.callers (address), or sent no right caller "
+			"secret (secret).");
+	xrl_buf_printf(b,
+		       "xrl_http_callers_refused_total{reason=\"address\"} %llu\n"
+		       "xrl_http_callers_refused_total{reason=\"secret\"} %llu\n",
+		       (unsigned long long)atomic_load(&s->callers_refused[XRL_CALLER_ADDRESS]),
+		       (unsigned long long)atomic_load(&s->callers_refused[XRL_CALLER_SECRET]));
+	xrl_prom_family(b, "xrl_http_connections_closed_total", "counter",
+			"Connections xrld closed: no whole request head within http.head_timeout "
+			"(head_timeout), or the oldest waiting for its head while every slot was "
+			"taken and another waited to be accepted (evicted).");
+	xrl_buf_printf(b,
+		       "xrl_http_connections_closed_total{reason=\"head_timeout\"} %llu\n"
+		       "xrl_http_connections_closed_total{reason=\"evicted\"} %llu\n",
+		       (unsigned long long)atomic_load(&s->conn_closed[XRL_CONN_HEAD_TIMEOUT]),
+		       (unsigned long long)atomic_load(&s->conn_closed[XRL_CONN_EVICTED]));
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);

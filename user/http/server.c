@@ -183,6 +183,17 @@ int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq, con
 	return rc;
 }
 
+/* The header rule r keys on came more than once: a proxy that appends its
+ * own value to the client's would let the client choose the key. */
+static bool dup_identity(struct MHD_Connection *conn, const struct xrl_http_rule *r)
+{
+	if (r->key_kind == XRL_KEY_HEADER)
+		return xrl_srv_header_count(conn, r->header, NULL) > 1;
+	if (r->key_kind == XRL_KEY_BEARER)
+		return xrl_srv_header_count(conn, "Authorization", NULL) > 1;
+	return false;
+}
+
 /* The answer to /v1/auth and /v1/auth/nginx once decided. */
 static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc,
 			       struct MHD_Connection *conn, struct xrl_srv_req *rq,
@@ -218,6 +229,16 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc
 
 		if (!xrl_http_rule_match(c, r, om, path))
 			continue;
+		if (dup_identity(conn, r)) {
+			char msg[160];
+
+			snprintf(msg, sizeof(msg),
+				 "%s came more than once: rule %s keys on it, and which one "
+				 "counts would be the client's choice",
+				 r->key_kind == XRL_KEY_BEARER ? "Authorization" : r->header, r->name);
+			atomic_fetch_add(&s->status[ST_400], 1);
+			return xrl_srv_problem(conn, 400, "Bad Request", msg);
+		}
 		v = xrl_srv_rule_key(c, conn, r, keybuf[n], sizeof(keybuf[n]), ip, sizeof(ip));
 		if (!v) {
 			if (r->on_missing_key == XRL_MISSING_SKIP)
@@ -327,8 +348,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	enum MHD_Result ret;
 	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
 
-	(void)version;
 	if (!rq) {
+		/* the head is whole: who asks, and whether its framing is one
+		 * xrld and the proxy agree on (conn.c) */
+		pthread_rwlock_rdlock(&s->mu);
+		if (xrl_srv_door(s, &s->cfg->c, conn, method, version, &ret)) {
+			pthread_rwlock_unlock(&s->mu);
+			return ret;
+		}
+		pthread_rwlock_unlock(&s->mu);
 		rq = calloc(1, sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -431,8 +459,8 @@ static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct xrl_srv_req *rq = *con_cls;
 
 	(void)cls;
-	(void)conn;
 	(void)toe;
+	xrl_srv_conn_done(conn);
 	if (!rq)
 		return;
 	*con_cls = NULL;
@@ -558,7 +586,14 @@ static struct MHD_Daemon *start_daemon(struct xrl_http_server *s, const struct x
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT,
 				(size_t)c->max_header_bytes + 4096, MHD_OPTION_NOTIFY_COMPLETED,
 				on_done, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
-				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U, MHD_OPTION_END);
+				MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024U,
+				/* conn.c: the head's deadline, the door, room when full */
+				MHD_OPTION_NOTIFY_CONNECTION, xrl_srv_conn_notify, &s->loops[i],
+				MHD_OPTION_URI_LOG_CALLBACK, xrl_srv_conn_uri, &s->loops[i],
+				/* each loop takes its share of the per-peer bound, rounded up */
+				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				c->max_conn_per_peer ? (c->max_conn_per_peer + n - 1) / n : 0U,
+				MHD_OPTION_END);
 }
 
 int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, char *err,

@@ -20,7 +20,24 @@
 
 #define BODY_MAX 16384
 
-enum { ST_200, ST_400, ST_401, ST_403, ST_404, ST_405, ST_413, ST_414, ST_429, ST_503, ST_MAX };
+enum {
+	ST_200,
+	ST_400,
+	ST_401,
+	ST_403,
+	ST_404,
+	ST_405,
+	ST_413,
+	ST_414,
+	ST_429,
+	ST_503,
+	ST_431,
+	ST_MAX
+};
+
+/* Why a caller was refused (403), and why xrld closed a connection. */
+enum { XRL_CALLER_ADDRESS, XRL_CALLER_SECRET, XRL_CALLER_MAX };
+enum { XRL_CONN_HEAD_TIMEOUT, XRL_CONN_EVICTED, XRL_CONN_MAX };
 
 /*
  * A configuration with the count of requests waiting for Redis with rules
@@ -67,6 +84,13 @@ struct xrl_srv_loop {
 	bool stop;
 	short pipe_rev; /* the pipe's poll events */
 	int waiting;	/* handlers that wait for Redis, unanswered */
+	/* its daemon's connections (conn.c), the listening socket */
+	struct xrl_srv_conn *conns;
+	unsigned n_conns;
+	int lfd;
+	__u64 tick_next;   /* the next walk of conns is due (monotonic ns) */
+	__u64 head_to;	   /* http.head_timeout as the last walk read it */
+	unsigned conn_max; /* this loop's share of max_connections, likewise */
 };
 
 /*
@@ -94,6 +118,9 @@ struct xrl_http_server {
 	_Atomic __u64 shed_route_tat[XRL_HTTP_MAX_SHED]; /* http.shed's list, by index */
 	_Atomic __u32 gen;	       /* bumped by each reload (refusal cache) */
 	_Atomic bool warned_untrusted; /* forwarded headers from an untrusted peer, logged once */
+	_Atomic bool warned_caller;    /* a refused caller, logged once */
+	_Atomic __u64 callers_refused[XRL_CALLER_MAX];
+	_Atomic __u64 conn_closed[XRL_CONN_MAX];
 	_Atomic __u64 status[ST_MAX];
 	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
 	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
@@ -117,7 +144,7 @@ struct xrl_http_server {
  * again, answers from it.
  */
 enum { RQ_NEW = 0, RQ_WAITING, RQ_DECIDED };
-enum { K_AUTH, K_NGINX, K_CHECK, K_RELEASE, K_LEASE_DEL };
+enum { K_AUTH, K_NGINX, K_CHECK, K_RELEASE, K_LEASE_DEL, K_CHARGE };
 
 struct xrl_srv_req {
 	char *body;
@@ -140,6 +167,18 @@ struct xrl_srv_req {
 };
 
 extern __thread struct xrl_srv_loop *xrl_srv_tl_loop;
+
+/* conn.c: the door and the connections' deadlines (see its top) */
+void xrl_srv_conn_notify(void *cls, struct MHD_Connection *conn, void **ctx,
+			 enum MHD_ConnectionNotificationCode code);
+void *xrl_srv_conn_uri(void *cls, const char *uri, struct MHD_Connection *conn);
+void xrl_srv_conn_done(struct MHD_Connection *conn);
+int xrl_srv_conn_tick(struct xrl_srv_loop *lp);
+int xrl_srv_door(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+		 struct MHD_Connection *conn, const char *method, const char *version,
+		 enum MHD_Result *ret);
+/* How many times header name came (*v: its last value, NULL: none). */
+int xrl_srv_header_count(struct MHD_Connection *conn, const char *name, const char **v);
 
 void xrl_srv_client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn, char *out,
 		       size_t len);

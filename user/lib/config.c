@@ -1445,6 +1445,49 @@ static int parse_http_trust(struct cx *x, yaml_node_t *tp, yaml_node_t *ff)
 }
 
 /*
+ * http.callers and http.caller_secret_file: who may ask the identity tier
+ * besides loopback and the trusted proxies, and the secret they all send.
+ * The secret is read here, so a reload reads it again; an error names the
+ * file, never what it holds.
+ */
+static int parse_http_callers(struct cx *x, yaml_node_t *cl, yaml_node_t *sf)
+{
+	struct xrl_http_cfg *h = &x->c->http;
+	yaml_node_item_t *items;
+	char msg[XRL_ERRLEN];
+	const char *s;
+	size_t count;
+	int rc;
+
+	if (cl) {
+		if ((rc = sequence(x, cl, "http.callers", "address prefixes", &items, &count)))
+			return rc;
+		for (size_t i = 0; i < count; i++) {
+			char p2[PATHLEN];
+
+			if (i >= XRL_HTTP_MAX_CALLERS)
+				return at(x, item(x, items, i), "http.callers: at most %d entries",
+					  XRL_HTTP_MAX_CALLERS);
+			snprintf(p2, sizeof(p2), "http.callers[%zu]", i);
+			if ((rc = prefix_val(x, item(x, items, i), p2, &h->callers[i])))
+				return rc;
+			h->n_callers = (__u32)i + 1;
+		}
+	}
+	if (sf) {
+		if ((rc = scalar(x, sf, "http.caller_secret_file", "a file's path", &s)))
+			return rc;
+		if (!*s || strlen(s) >= sizeof(h->caller_secret_file))
+			return at(x, sf, "http.caller_secret_file: expected a path of 1 to %zu bytes",
+				  sizeof(h->caller_secret_file) - 1);
+		snprintf(h->caller_secret_file, sizeof(h->caller_secret_file), "%s", s);
+		if (xrl_http_secret_load(h, s, msg, sizeof(msg)))
+			return at(x, sf, "%s", msg);
+	}
+	return 0;
+}
+
+/*
  * http.idle_timeout: libmicrohttpd counts whole seconds and takes 0 as "no
  * timeout", so under 1 s is an error (it would have truncated to 0) and a
  * fraction is rounded up; a day at most (an unsigned count of seconds).
@@ -1469,7 +1512,8 @@ static int parse_http_idle(struct cx *x, yaml_node_t *n)
 
 /* The server's bounds (a NULL node: not given). */
 static int parse_http_bounds(struct cx *x, yaml_node_t *max_conn, yaml_node_t *idle,
-			     yaml_node_t *max_hdr, yaml_node_t *max_keys, yaml_node_t *threads)
+			     yaml_node_t *max_hdr, yaml_node_t *max_keys, yaml_node_t *threads,
+			     yaml_node_t *head_to, yaml_node_t *per_peer)
 {
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
@@ -1488,6 +1532,22 @@ static int parse_http_bounds(struct cx *x, yaml_node_t *max_conn, yaml_node_t *i
 				   "a number from 1024 to 1048576", 1024, 1 << 20, &v)))
 			return rc;
 		h->max_header_bytes = (__u32)v;
+	}
+	if (head_to) {
+		char d[64];
+
+		if ((rc = dur_val(x, head_to, "http.head_timeout", &v)))
+			return rc;
+		if (v < XRL_NSEC_PER_SEC / 10 || v > 3600 * XRL_NSEC_PER_SEC)
+			return at(x, head_to, "http.head_timeout: expected 100ms to 1h, got %s",
+				  desc(head_to, d, sizeof(d)));
+		h->head_timeout_ns = v;
+	}
+	if (per_peer) {
+		if ((rc = uint_val(x, per_peer, "http.max_connections_per_peer",
+				   "a number from 0 (no bound) to 65536", 0, 65536, &v)))
+			return rc;
+		h->max_conn_per_peer = (__u32)v;
 	}
 	if (max_keys) {
 		if ((rc = uint_val(x, max_keys, "http.max_keys", "a number from 1024 to 268435456",
@@ -1833,9 +1893,17 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 		F_IGNORE_PATH_CASE,
 		F_EXEMPT,
 		F_FLEET,
+		F_CALLERS,
+		F_CALLER_SECRET_FILE,
+		F_HEAD_TIMEOUT,
+		F_MAX_CONN_PER_PEER,
 		F_COUNT
 	};
 	struct field f[F_COUNT] = {
+		[F_CALLERS] = { .key = "callers" },
+		[F_CALLER_SECRET_FILE] = { .key = "caller_secret_file" },
+		[F_HEAD_TIMEOUT] = { .key = "head_timeout" },
+		[F_MAX_CONN_PER_PEER] = { .key = "max_connections_per_peer" },
 		[F_LISTEN] = { .key = "listen" },
 		[F_BACKEND] = { .key = "backend" },
 		[F_REDIS_TIMEOUT] = { .key = "redis_timeout" },
@@ -1881,7 +1949,10 @@ static int parse_http(struct cx *x, yaml_node_t *n)
 	if (f[F_HEADERS].v && (rc = parse_http_headers(x, f[F_HEADERS].v)))
 		return rc;
 	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v,
-				    f[F_MAX_HEADER_BYTES].v, f[F_MAX_KEYS].v, f[F_THREADS].v)))
+				    f[F_MAX_HEADER_BYTES].v, f[F_MAX_KEYS].v, f[F_THREADS].v,
+				    f[F_HEAD_TIMEOUT].v, f[F_MAX_CONN_PER_PEER].v)))
+		return rc;
+	if ((rc = parse_http_callers(x, f[F_CALLERS].v, f[F_CALLER_SECRET_FILE].v)))
 		return rc;
 	if ((rc = parse_http_shed_penalty(x, f[F_SHED].v, f[F_PENALTY].v)))
 		return rc;

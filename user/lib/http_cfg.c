@@ -27,8 +27,94 @@ void xrl_http_cfg_init(struct xrl_http_cfg *c)
 	c->max_connections = 1024;
 	c->idle_timeout_ns = 30 * XRL_NSEC_PER_SEC;
 	c->max_header_bytes = 8192;
+	c->head_timeout_ns = 10 * XRL_NSEC_PER_SEC;
 	c->memory_max_keys = 1000000;
 	c->threads = 2;
+}
+
+static bool in_prefix(const struct xrl_prefix *t, const struct xrl_prefix *a)
+{
+	__u32 m[4];
+	bool ok = t->family == a->family;
+
+	xrl_prefix_mask(t->family, t->plen, m);
+	for (int w = 0; ok && w < 4; w++)
+		ok = (a->addr[w] & m[w]) == t->addr[w];
+	return ok;
+}
+
+bool xrl_http_loopback(const struct xrl_prefix *a)
+{
+	if (a->family == XRL_AF_INET)
+		return (ntohl(a->addr[0]) >> 24) == 127;
+	if (a->family != XRL_AF_INET6 || a->addr[0] || a->addr[1])
+		return false;
+	if (!a->addr[2] && a->addr[3] == htonl(1))
+		return true; /* ::1 */
+	return a->addr[2] == htonl(0xffff) && (ntohl(a->addr[3]) >> 24) == 127;
+}
+
+bool xrl_http_caller_ok(const struct xrl_http_cfg *c, const struct xrl_prefix *a)
+{
+	if (xrl_http_loopback(a))
+		return true;
+	for (__u32 i = 0; i < c->n_trusted; i++)
+		if (in_prefix(&c->trusted[i], a))
+			return true;
+	for (__u32 i = 0; i < c->n_callers; i++)
+		if (in_prefix(&c->callers[i], a))
+			return true;
+	return false;
+}
+
+int xrl_http_secret_load(struct xrl_http_cfg *c, const char *path, char *err, size_t errlen)
+{
+	char buf[XRL_HTTP_SECRET_MAX + 3];
+	FILE *f = fopen(path, "re");
+	size_t n;
+	int rc = 0;
+
+	c->caller_secret_len = 0;
+	if (!f) {
+		rc = -errno;
+		snprintf(err, errlen, "couldn't read http.caller_secret_file %s: %s", path,
+			 strerror(-rc));
+		return rc;
+	}
+	n = fread(buf, 1, sizeof(buf), f);
+	if (ferror(f)) {
+		rc = -EIO;
+		snprintf(err, errlen, "couldn't read http.caller_secret_file %s: %s", path,
+			 strerror(EIO));
+	}
+	fclose(f);
+	if (rc)
+		return rc;
+	if (n && buf[n - 1] == '\n')
+		n--;
+	if (n && buf[n - 1] == '\r')
+		n--;
+	if (n < XRL_HTTP_SECRET_MIN || n > XRL_HTTP_SECRET_MAX) {
+		snprintf(err, errlen,
+			 "http.caller_secret_file %s: expected one line of %d to %d bytes, got %s",
+			 path, XRL_HTTP_SECRET_MIN, XRL_HTTP_SECRET_MAX,
+			 !n ? "an empty file" : n < XRL_HTTP_SECRET_MIN ? "fewer" : "more");
+		rc = -EINVAL;
+	}
+	for (size_t i = 0; !rc && i < n; i++)
+		if ((unsigned char)buf[i] <= ' ' || buf[i] == 0x7f) {
+			snprintf(err, errlen,
+				 "http.caller_secret_file %s: a blank or control byte at offset %zu "
+				 "(a header value cannot carry it)",
+				 path, i);
+			rc = -EINVAL;
+		}
+	if (!rc) {
+		memcpy(c->caller_secret, buf, n);
+		c->caller_secret_len = (__u32)n;
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return rc;
 }
 
 /* A URL's user or password, %XX decoded, into out (NUL-terminated). */
@@ -323,6 +409,7 @@ int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_h
 		{ "idle_timeout", run->idle_timeout_ns != next->idle_timeout_ns },
 		{ "max_connections", run->max_connections != next->max_connections },
 		{ "max_header_bytes", run->max_header_bytes != next->max_header_bytes },
+		{ "max_connections_per_peer", run->max_conn_per_peer != next->max_conn_per_peer },
 		{ "max_keys", run->memory_max_keys != next->memory_max_keys },
 		{ "threads", run->threads != next->threads },
 		{ "fleet", strcmp(run->fleet, next->fleet) != 0 },

@@ -15,6 +15,10 @@
 
 #define XRL_HTTP_MAX_RULES   64
 #define XRL_HTTP_MAX_TRUSTED 64
+#define XRL_HTTP_MAX_CALLERS 64
+#define XRL_HTTP_SECRET_MIN  16  /* bytes of http.caller_secret_file, at least */
+#define XRL_HTTP_SECRET_MAX  256 /* and at most (one line; a final newline is cut) */
+#define XRL_HTTP_SECRET_HDR  "X-Xrl-Caller-Secret"
 #define XRL_HTTP_MAX_MATCH   8 /* rules one request is checked against */
 #define XRL_HTTP_KEY_MAX \
 	256 /* a derived key (address, bearer digest); header keys are used whole */
@@ -118,7 +122,18 @@ struct xrl_http_cfg {
 	bool ietf_headers;	  /* RateLimit-Policy / RateLimit; default on */
 	__u32 max_connections;	  /* default 1024 */
 	__u64 idle_timeout_ns;	  /* default 30 s; whole seconds, 1 s to 1 day */
-	__u32 max_header_bytes;	  /* default 8192; beyond: 431 */
+	__u32 max_header_bytes;	  /* default 8192; beyond: 431 (the head, see docs/policy.md) */
+	__u64 head_timeout_ns;	  /* a request's head read whole within; default 10 s */
+	__u32 max_conn_per_peer;  /* connections of one peer address; 0: no bound */
+	/* who may ask (http.callers): loopback and the trusted proxies always;
+	 * these prefixes too. The direct peer's address, never a forwarded one */
+	__u32 n_callers;
+	struct xrl_prefix callers[XRL_HTTP_MAX_CALLERS];
+	/* http.caller_secret_file: its content, which every caller must send in
+	 * X-Xrl-Caller-Secret (len 0: none asked). Never logged or shown */
+	char caller_secret_file[256];
+	char caller_secret[XRL_HTTP_SECRET_MAX];
+	__u32 caller_secret_len;
 	__u32 memory_max_keys;	  /* in-process buckets; default 1,000,000 */
 	__u32 threads;		  /* server threads; default 2 */
 	bool shed_enabled;	  /* shed: global capacity bucket -> 503 */
@@ -139,6 +154,18 @@ struct xrl_http_cfg {
 	struct xrl_http_shed shed[XRL_HTTP_MAX_SHED];
 	char fleet[64]; /* http.fleet: the fleet this instance counts in; "": none */
 };
+
+/*
+ * The secret in file path (http.caller_secret_file) into c: its bytes, one
+ * final newline (LF or CRLF) cut, XRL_HTTP_SECRET_MIN to _MAX of them, no
+ * control byte or blank. Returns 0, or -errno with err saying why (never
+ * what the file holds).
+ */
+int xrl_http_secret_load(struct xrl_http_cfg *c, const char *path, char *err, size_t errlen);
+/* a is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104). */
+bool xrl_http_loopback(const struct xrl_prefix *a);
+/* a may ask the identity tier: loopback, a trusted proxy, or in http.callers. */
+bool xrl_http_caller_ok(const struct xrl_http_cfg *c, const struct xrl_prefix *a);
 
 /* Fill defaults for a new http: section. */
 void xrl_http_cfg_init(struct xrl_http_cfg *c);
