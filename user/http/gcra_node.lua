@@ -64,8 +64,9 @@ for d = 1, nd do
   for i = 1, n do
     local key = A[k0 + i]
     local tau, inc = tonumber(A[a0 + 2*i - 1]), tonumber(A[a0 + 2*i])
-    local shadow = tau < 0
+    local shadow, post = tau < 0, inc < 0
     if shadow then tau = -tau end
+    if post then inc = -inc end
     if bad[key] then err = true end
     local r = ahead(val[key])
     fix[i] = r > tau + 0.0005
@@ -73,6 +74,7 @@ for d = 1, nd do
     rel[i] = r
     if r < 0 then r = 0 end
     new[i] = r + inc
+    if post and new[i] > tau then new[i] = tau end
     ok[i] = new[i] <= tau + 0.0005
     if not ok[i] and not shadow then refused = 1 end
   end

@@ -134,7 +134,7 @@ int xrl_lease_id_parse(const char *id, char *rule, size_t rulelen, __u64 *nonce,
 		       size_t *knl);
 int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __u32 cost,
 			struct xrl_release *res);
-/* Charge cost tokens to rule r's bucket of key (post-paid; capped as above). */
+/* Charge cost tokens to rule r's bucket of key in process memory (post-paid; capped as above). */
 int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
 		       __u32 cost);
 
@@ -242,6 +242,17 @@ struct xrl_limiter_wait {
 	void (*decided)(void *arg);
 	void *arg;
 };
+/*
+ * Charge cost tokens to rule r's bucket of key where its decisions are
+ * made (post-paid; capped as above): in memory at once (0), or in Redis
+ * (1: queued on p, d filled and w->decided called once it answered).
+ * d->allowed: charged; d->backend_error: Redis did not take it (rule's
+ * on_backend_error local: charged in this instance's memory instead).
+ * -EINVAL: r has no rate.
+ */
+int xrl_limiter_charge_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *r, const char *key, __u32 cost,
+			     struct xrl_decision *d, const struct xrl_limiter_wait *w);
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_http_rule *const *rules, const char *const *keys,
 			     const __u32 *costs, int n, struct xrl_decision *d,

@@ -259,6 +259,10 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 	__u32 live = 1;
 	int k = 0;
 
+	if (m == 1 && it[0].post) {
+		xrl_lim_post_finish(l, it, st, now, d);
+		return;
+	}
 	if (st == J_OK) {
 		conclude_count(l, it, m, now, d);
 		return;
@@ -559,6 +563,10 @@ void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 	struct xrl_conc_item loc[XRL_HTTP_MAX_MATCH];
 	int k = 0;
 
+	if (m == 1 && !nc && it[0].post) {
+		xrl_lim_post_finish(l, it, st, now, d);
+		return;
+	}
 	for (int i = 0; st == J_OK && i < nc; i++)
 		if (!ci[i].ok && !ci[i].r->shadow) {
 			conc_refuse(l, ci, nc, now, d);
@@ -645,6 +653,69 @@ static const struct xrl_http_rule *rule_named(const struct xrl_limiter *l, const
 		if (!strcmp(l->cfg.rules[i].name, name))
 			return &l->cfg.rules[i];
 	return NULL;
+}
+
+/*
+ * A post-paid charge Redis did or did not take (cfg_mu held): d->allowed
+ * says it was charged. Not answered: on_backend_error local charges this
+ * instance's bucket; open and closed charge nothing (a charge is never
+ * refused, so closed has nothing to close). No decision is counted.
+ */
+void xrl_lim_post_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int st, __u64 now,
+			 struct xrl_decision *d)
+{
+	d->allowed = st == J_OK && it->ok;
+	d->rule = it->r;
+	d->limit = it->g.burst;
+	if (st == J_OK)
+		return;
+	STAT_ADD(l, backend_errors, 1);
+	d->backend_error = true;
+	if (it->r->on_backend_error == XRL_BE_LOCAL) {
+		mem_charge(l, it->r, it->k, it->inc, now);
+		d->allowed = true;
+	}
+}
+
+int xrl_limiter_charge_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
+			     const struct xrl_http_rule *r, const char *key, __u32 cost,
+			     struct xrl_decision *d, const struct xrl_limiter_wait *w)
+{
+	struct xrl_lim_item it;
+	bool redis;
+
+	memset(d, 0, sizeof(*d));
+	if (!r->has_rate)
+		return -EINVAL;
+	d->rule = r;
+	d->allowed = true;
+	if (!cost)
+		return 0;
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	redis = l->cfg.redis;
+	it = (struct xrl_lim_item){ .r = r,
+				    .k = key_digest(l, r, key),
+				    .g = r->g,
+				    .rate = r->rate,
+				    .key = key,
+				    .post = true,
+				    .ok = true };
+	/* the bucket as decisions see it: a key's override's rate and burst */
+	xrl_lim_ovr_lookup(l, it.k, &it.g, &it.rate);
+	it.inc = it.g.emit_ns && cost > it.g.tau_ns / it.g.emit_ns ? it.g.tau_ns
+								     : (__u64)cost * it.g.emit_ns;
+	if (!redis)
+		mem_charge(l, r, it.k, it.inc, lim_now(l));
+	pthread_rwlock_unlock(&l->cfg_mu);
+	if (!redis)
+		return 0;
+	if (!p) { /* no pipe: as if Redis had failed */
+		pthread_rwlock_rdlock(&l->cfg_mu);
+		xrl_lim_post_finish(l, &it, J_FAIL, lim_now(l), d);
+		pthread_rwlock_unlock(&l->cfg_mu);
+		return 0;
+	}
+	return xrl_redis_pipe_queue(p, &it, 1, NULL, 0, d, w);
 }
 
 int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,

@@ -112,6 +112,7 @@ struct xrl_lim_item {
 	struct xrl_gcra_params g; /* the rule's, or the key's override */
 	struct xrl_rate rate;	  /* likewise, for the answer's sentence */
 	__u64 inc;	 /* cost * emit, ns */
+	bool post;	 /* a post-paid charge: never refused, capped at a drained bucket */
 	__u64 tat;	 /* before */
 	__u64 new_tat;	 /* after an admit */
 	bool ok;
@@ -328,6 +329,9 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w);
 
+/* A post-paid charge's end (limiter.c): d->allowed is "charged". */
+void xrl_lim_post_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int st, __u64 now,
+			 struct xrl_decision *d);
 int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
 				 const char *const *rules, struct xrl_release *res,
 				 const struct xrl_limiter_wait *w);

@@ -31,7 +31,8 @@
  * ARGV[1] = now, ARGV[2] = D decisions, ARGV[2+d] = the number of keys of
  * decision d (its keys follow the previous decision's in KEYS); then per
  * key, in KEYS order, two: tau (negative: a shadow rule, whose refusal does
- * not refuse the request) and inc (cost x emit). Comparisons allow half a
+ * not refuse the request) and inc (cost x emit; negative: a post-paid
+ * charge, never refused, the TAT capped at now + tau). Comparisons allow half a
  * ns of rounding. A stored TAT without decimals is one an older xrl wrote,
  * in whole us since 1970: it is moved to the 2024 epoch. A stored TAT
  * beyond now + tau (written by an instance whose clock is ahead) counts as
@@ -203,7 +204,7 @@ void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys)
 	p = j->ab;
 	for (int i = 0; i < j->m; i++) {
 		p = put_us_bulk(p, j->it[i].g.tau_ns, j->it[i].r->shadow);
-		p = put_us_bulk(p, j->it[i].inc, false);
+		p = put_us_bulk(p, j->it[i].inc, j->it[i].post);
 	}
 	for (int i = 0; i < j->nc; i++) {
 		const struct xrl_http_rule *r = j->ci[i].r;

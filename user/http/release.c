@@ -100,14 +100,36 @@ static int parse_json(json_t *j, char *buf, size_t buflen, long *cost)
 	return 0;
 }
 
-/* {"rule","key","cost"} without a lease: cost charged to that rule's bucket. */
-static enum MHD_Result charge_answer(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-				     struct MHD_Connection *conn, const char *rule,
-				     const char *key, long cost)
+/* A charge's answer once made (rq->d.allowed: charged): 200 with what was
+ * charged, and where when not where decisions are made; 503 when nothing
+ * took it. */
+enum MHD_Result xrl_srv_charge_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
+				      struct xrl_srv_req *rq)
 {
-	const struct xrl_http_rule *r = NULL;
 	struct xrl_buf b = {};
 	enum MHD_Result ret;
+
+	if (!rq->d.allowed) {
+		atomic_fetch_add(&s->status[ST_503], 1);
+		return xrl_srv_problem(conn, 503, "Service Unavailable",
+				       "the rate-limit store did not take the charge: nothing charged");
+	}
+	atomic_fetch_add(&s->status[ST_200], 1);
+	xrl_buf_printf(&b, "{\"released\":0,\"unknown\":0,\"charged\":%ld%s}\n",
+		       rq->rel_cost > 0 ? rq->rel_cost : 0,
+		       rq->d.backend_error ? ",\"store\":\"local\"" : "");
+	ret = xrl_srv_send_buf(conn, 200, "application/json", &b, NULL, NULL);
+	xrl_buf_free(&b);
+	return ret;
+}
+
+/* {"rule","key","cost"} without a lease: cost charged to that rule's bucket,
+ * where its decisions are made (memory, Redis): answered now, or once Redis has. */
+static enum MHD_Result charge_answer(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+				     struct MHD_Connection *conn, struct xrl_srv_req *rq,
+				     const char *rule, const char *key, long cost)
+{
+	const struct xrl_http_rule *r = NULL;
 
 	for (__u32 i = 0; i < c->n_rules; i++)
 		if (!strcmp(c->rules[i].name, rule))
@@ -118,16 +140,11 @@ static enum MHD_Result charge_answer(struct xrl_http_server *s, const struct xrl
 				       r ? "a charge needs a rule with a rate, a non-empty key and a cost"
 					 : "no http rule of that name");
 	}
-	if (xrl_limiter_charge(s->lim, r, key, (__u32)cost)) {
-		atomic_fetch_add(&s->status[ST_503], 1);
-		return xrl_srv_problem(conn, 503, "Service Unavailable",
-				       "the rate-limit store did not take the charge");
-	}
-	atomic_fetch_add(&s->status[ST_200], 1);
-	xrl_buf_printf(&b, "{\"released\":0,\"unknown\":0,\"charged\":%ld}\n", cost);
-	ret = xrl_srv_send_buf(conn, 200, "application/json", &b, NULL, NULL);
-	xrl_buf_free(&b);
-	return ret;
+	rq->kind = K_CHARGE;
+	rq->rel_cost = cost;
+	if (xrl_srv_charge_start(s, rq, r, key, (__u32)cost) == 1)
+		return MHD_YES; /* answered once Redis has charged it */
+	return xrl_srv_charge_answer(s, conn, rq);
 }
 
 /* The answer to a release, once given back: 200 with what was held (DELETE:
@@ -200,7 +217,7 @@ enum MHD_Result xrl_srv_release(struct xrl_http_server *s, const struct xrl_http
 
 		rc = j ? parse_json(j, buf, sizeof(buf), &cost) : -EINVAL;
 		if (!rc && !buf[0] && rule && key) {
-			ret = charge_answer(s, c, conn, rule, key, cost);
+			ret = charge_answer(s, c, conn, rq, rule, key, cost);
 			json_decref(j);
 			return ret;
 		}

@@ -168,6 +168,26 @@ static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_
 	return rc;
 }
 
+int xrl_srv_charge_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
+			 const struct xrl_http_rule *r, const char *key, __u32 cost)
+{
+	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
+	int rc;
+
+	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s) {
+		/* off the loops (never a request's handler): in memory */
+		rq->d = (struct xrl_decision){ .allowed = !xrl_limiter_charge(s->lim, r, key, cost) };
+		return 0;
+	}
+	rq->cfg = s->cfg; /* s->mu held: r is of it */
+	rq->n = 1;
+	rq->rules[0] = r;
+	rc = xrl_limiter_charge_async(s->lim, xrl_srv_tl_loop->pipe, r, key, cost, &rq->d, &w);
+	if (rc != 1)
+		rq->cfg = NULL;
+	return rc < 0 ? 0 : rc;
+}
+
 int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq, const char *const *ids,
 			  int n, __u32 cost)
 {
@@ -375,6 +395,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		xrl_srv_note_refused(s, rq->cfg, &rq->d, rq->rules, rq->tk, rq->n);
 		if (rq->kind == K_CHECK)
 			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
+		else if (rq->kind == K_CHARGE)
+			ret = xrl_srv_charge_answer(s, conn, rq);
 		else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
 			ret = xrl_srv_release_answer(s, conn, rq);
 		else

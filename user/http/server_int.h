@@ -213,6 +213,11 @@ enum MHD_Result xrl_srv_lease_delete(struct xrl_http_server *s, struct MHD_Conne
 				     struct xrl_srv_req *rq, const char *id);
 enum MHD_Result xrl_srv_release_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
 				       struct xrl_srv_req *rq);
+enum MHD_Result xrl_srv_charge_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
+				      struct xrl_srv_req *rq);
+/* server.c: a post-paid charge into rq->d: 0 done, 1 waiting for Redis */
+int xrl_srv_charge_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
+			 const struct xrl_http_rule *r, const char *key, __u32 cost);
 /* server.c: give leases back into rq->rel: 0 done, 1 waiting for Redis */
 int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
 			  const char *const *ids, int n, __u32 cost);
