@@ -87,7 +87,11 @@ void xrl_srv_conn_notify(void *cls, struct MHD_Connection *conn, void **ctx,
 		lp->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	lp->n_conns--;
+	/* a daemon at its limit has left the listening socket out of its epoll
+	 * set; it takes it back on its next run, which must come now, not at
+	 * the next timeout */
+	if (lp->n_conns-- >= lp->conn_max)
+		lp->run_soon = true;
 	*ctx = NULL;
 	free(c);
 }
@@ -131,17 +135,19 @@ void xrl_srv_conn_done(struct MHD_Connection *conn)
 	c->served++;
 }
 
-/* The listening socket's accept queue holds a connection (TCP_INFO of a
+/* The connections in the listening socket's accept queue (TCP_INFO of a
  * listener: tcpi_unacked is its backlog). */
-static bool backlog_waits(int lfd)
+static unsigned backlog_of(int lfd)
 {
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 
 	if (lfd < 0 || getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &len))
-		return false;
-	return ti.tcpi_unacked > 0;
+		return 0;
+	return ti.tcpi_unacked;
 }
+
+#define EVICT_MAX 64 /* connections one walk shuts down to make room */
 
 /* This loop's share of http.max_connections, as start_daemon gives it. */
 static unsigned loop_limit(const struct xrl_srv_loop *lp, const struct xrl_http_cfg *c)
@@ -203,9 +209,20 @@ int xrl_srv_conn_tick(struct xrl_srv_loop *lp)
 			old = c;
 	}
 	if (lp->n_conns >= limit && old) {
-		if (backlog_waits(lp->lfd))
+		/* room for what waits to be accepted: this loop's share of the
+		 * queue (the loops share the listening socket), oldest first */
+		unsigned want = (backlog_of(lp->lfd) + s->n_loops - 1) / s->n_loops;
+
+		if (want > EVICT_MAX)
+			want = EVICT_MAX;
+		for (; want && old; want--) {
 			conn_shut(s, old, XRL_CONN_EVICTED);
-		ms = 50; /* full: look at the backlog again soon */
+			old = NULL;
+			for (struct xrl_srv_conn *c = lp->conns; c; c = c->next)
+				if (!c->head && !c->shut && (!old || c->since_ns < old->since_ns))
+					old = c;
+		}
+		ms = 50; /* full: look at the queue again soon */
 	}
 	lp->tick_next = next;
 	if (next != UINT64_MAX) {
@@ -293,11 +310,12 @@ static bool secret_ok(const struct xrl_http_cfg *c, const char *v)
  * (libmicrohttpd closes the connection after it: no body is read, nothing
  * is decided or charged). In turn: the head's size (431), a Content-Length
  * with a Transfer-Encoding (400: a proxy and xrld could frame it apart),
- * the caller's address (403), the caller secret (403).
+ * the caller's address (403), the caller secret (403). /healthz is answered
+ * to anyone (a load balancer's probe; it decides and tells nothing of keys).
  */
 int xrl_srv_door(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-		 struct MHD_Connection *conn, const char *method, const char *version,
-		 enum MHD_Result *ret)
+		 struct MHD_Connection *conn, const char *method, const char *url,
+		 const char *version, enum MHD_Result *ret)
 {
 	struct xrl_srv_conn *sc = conn_of(conn);
 	struct hdr_count h = { .name = NULL };
@@ -329,6 +347,8 @@ int xrl_srv_door(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 				       "Content-Length with Transfer-Encoding (RFC 9112 6.1)");
 		return 1;
 	}
+	if (!strcmp(url, "/healthz"))
+		return 0;
 	if (!peer_prefix(conn, &p, peer, sizeof(peer)) || !xrl_http_caller_ok(c, &p)) {
 		atomic_fetch_add(&s->callers_refused[XRL_CALLER_ADDRESS], 1);
 		atomic_fetch_add(&s->status[ST_403], 1);

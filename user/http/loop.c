@@ -122,6 +122,10 @@ void *xrl_srv_loop_main(void *arg)
 		cto = xrl_srv_conn_tick(lp);
 		if (cto >= 0 && (ms < 0 || cto < ms))
 			ms = cto;
+		if (lp->run_soon) {
+			lp->run_soon = false;
+			ms = 0;
+		}
 		/* "now" is (also) the handlers waiting for Redis: within 1 ms */
 		if (ms == 0 && lp->waiting > 0)
 			ms = 1;

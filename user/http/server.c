@@ -372,7 +372,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* the head is whole: who asks, and whether its framing is one
 		 * xrld and the proxy agree on (conn.c) */
 		pthread_rwlock_rdlock(&s->mu);
-		if (xrl_srv_door(s, &s->cfg->c, conn, method, version, &ret)) {
+		if (xrl_srv_door(s, &s->cfg->c, conn, method, url, version, &ret)) {
 			pthread_rwlock_unlock(&s->mu);
 			return ret;
 		}

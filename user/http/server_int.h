@@ -91,6 +91,7 @@ struct xrl_srv_loop {
 	__u64 tick_next;   /* the next walk of conns is due (monotonic ns) */
 	__u64 head_to;	   /* http.head_timeout as the last walk read it */
 	unsigned conn_max; /* this loop's share of max_connections, likewise */
+	bool run_soon;	   /* a slot came free at the limit: run the daemon again now */
 };
 
 /*
@@ -175,8 +176,8 @@ void *xrl_srv_conn_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 void xrl_srv_conn_done(struct MHD_Connection *conn);
 int xrl_srv_conn_tick(struct xrl_srv_loop *lp);
 int xrl_srv_door(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-		 struct MHD_Connection *conn, const char *method, const char *version,
-		 enum MHD_Result *ret);
+		 struct MHD_Connection *conn, const char *method, const char *url,
+		 const char *version, enum MHD_Result *ret);
 /* How many times header name came (*v: its last value, NULL: none). */
 int xrl_srv_header_count(struct MHD_Connection *conn, const char *name, const char **v);
 
