@@ -10,7 +10,9 @@
 #      is taken or given back; 127.0.0.2 (loopback) is answered
 #   2. http.callers + http.caller_secret_file: the listed peer without the
 #      secret or with a wrong one gets 403 (reason "secret"), with it 200;
-#      loopback without it 403; the secret is not in xrld's log
+#      loopback without it 403; the secret is not in xrld's log; --check
+#      names a secret file that is too short, a tier on 0.0.0.0 that only
+#      loopback may ask, and callers 0.0.0.0/0 without a secret
 #   3. max_header_bytes 8192: a head of 8192 bytes is answered, 8193 is 431
 #   4. the header a rule keys on, twice -> 400; Content-Length with
 #      Transfer-Encoding -> 400
@@ -139,6 +141,13 @@ printf 'short\n' >"$HT_TMP/short"
 out=$(printf 'http:\n  caller_secret_file: %s\n' "$HT_TMP/short" >"$HT_TMP/bad.yaml" &&
 	"$XRLD" --check "$HT_TMP/bad.yaml" 2>&1)
 check_match "  --check: a secret too short is an error naming the file" "$out" "caller_secret_file.*short.*16 to 256"
+
+printf 'http:\n  listen: 0.0.0.0:%s\n' "$(free_port)" >"$HT_TMP/open.yaml"
+check_match "  --check: a tier on 0.0.0.0 only loopback may ask" \
+	"$("$XRLD" --check "$HT_TMP/open.yaml" 2>&1)" "warning: http listens on 0.0.0.0:.* only loopback may ask"
+printf 'http:\n  listen: 0.0.0.0:%s\n  callers: [0.0.0.0/0]\n' "$(free_port)" >"$HT_TMP/any.yaml"
+check_match "  --check: callers 0.0.0.0/0 without a secret" \
+	"$("$XRLD" --check "$HT_TMP/any.yaml" 2>&1)" "warning: http.callers 0.0.0.0/0 lets every peer ask"
 
 log "3. max_header_bytes 8192: the head as counted (request line, fields, empty line)"
 # rawhead N: a GET of exactly N head bytes on a new connection; its status

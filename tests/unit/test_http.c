@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -386,6 +387,15 @@ static const struct cfg_case cfg_cases[] = {
 	{ "http:\n" RULE("/api/holds;x"), -EINVAL, "write '/api/holds'" },
 	{ "http:\n" RULE("\"/api/holds?x\""), -EINVAL, "write '/api/holds'" },
 	{ "http:\n" RULE("/api/%zz"), -EINVAL, "no bad %XX escape" },
+	{ "http:\n  callers: [10.0.0.0/8, \"2001:db8::/32\"]\n", 0, NULL },
+	{ "http:\n  callers: [10.0.0.300/8]\n", -EINVAL, "http.callers[0]" },
+	{ "http:\n  callers: 10.0.0.0/8\n", -EINVAL, "http.callers" },
+	{ "http:\n  head_timeout: 50ms\n", -EINVAL, "http.head_timeout: expected 100ms to 1h" },
+	{ "http:\n  head_timeout: 2s\n", 0, NULL },
+	{ "http:\n  max_connections_per_peer: 0\n", 0, NULL },
+	{ "http:\n  max_connections_per_peer: 70000\n", -EINVAL, "max_connections_per_peer" },
+	{ "http:\n  caller_secret_file: /nonexistent/xrl-secret\n", -EINVAL,
+	  "couldn't read http.caller_secret_file /nonexistent/xrl-secret" },
 };
 
 static void test_config_table(void **state)
@@ -500,6 +510,102 @@ static void test_topk(void **state)
 	xrl_topk_free(t);
 }
 
+/* ---- who may ask ---------------------------------------------------------------- */
+
+struct caller_case {
+	const char *addr;
+	bool ok;
+};
+
+/* callers 10.1.0.0/16 and 2001:db8::/32, trusted proxy 192.0.2.7 */
+static const struct caller_case caller_cases[] = {
+	{ "127.0.0.1", true },	 { "127.0.0.2", true },	   { "127.255.255.254", true },
+	{ "::1", true },	 { "::ffff:127.0.0.9", true }, { "192.0.2.7", true },
+	{ "192.0.2.8", false },	 { "10.1.2.3", true },	   { "10.2.0.1", false },
+	{ "2001:db8::5", true }, { "2001:db9::5", false }, { "::2", false },
+	{ "128.0.0.1", false },	 { "0.0.0.0", false },
+};
+
+static void test_callers_table(void **state)
+{
+	struct xrl_http_cfg c;
+
+	(void)state;
+	xrl_http_cfg_init(&c);
+	assert_int_equal(xrl_http_addr_parse("10.1.0.0", 8, &c.callers[0]), 0);
+	c.callers[0].plen = 16;
+	assert_int_equal(xrl_http_addr_parse("2001:db8::", 10, &c.callers[1]), 0);
+	c.callers[1].plen = 32;
+	c.n_callers = 2;
+	assert_int_equal(xrl_http_addr_parse("192.0.2.7", 9, &c.trusted[0]), 0);
+	c.n_trusted = 1;
+	for (size_t i = 0; i < sizeof(caller_cases) / sizeof(caller_cases[0]); i++) {
+		const struct caller_case *t = &caller_cases[i];
+		struct xrl_prefix a;
+
+		CTX("caller %s", t->addr);
+		EQ(xrl_http_addr_parse(t->addr, strlen(t->addr), &a), 0);
+		EQ(xrl_http_caller_ok(&c, &a), t->ok);
+	}
+}
+
+/* http.caller_secret_file: what a file may hold, and errors that never
+ * show it */
+static void test_secret_file(void **state)
+{
+	static const struct {
+		const char *body;
+		int rc;
+		const char *want; /* the secret, or a part of the error */
+	} cases[] = {
+		{ "0123456789abcdef\n", 0, "0123456789abcdef" },
+		{ "0123456789abcdef\r\n", 0, "0123456789abcdef" },
+		{ "0123456789abcdefXY", 0, "0123456789abcdefXY" },
+		{ "", -EINVAL, "an empty file" },
+		{ "\n", -EINVAL, "an empty file" },
+		{ "short-secret\n", -EINVAL, "got fewer" },
+		{ "0123456789abc def\n", -EINVAL, "a blank or control byte at offset 13" },
+		{ "0123456789abcdef\n\n", -EINVAL, "a blank or control byte at offset 16" },
+	};
+	char path[] = "/tmp/xrl-test-secret.XXXXXX", err[256], big[400];
+	struct xrl_http_cfg c;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		FILE *f = fopen(path, "w");
+
+		CTX("secret file %zu", i);
+		fputs(cases[i].body, f);
+		fclose(f);
+		xrl_http_cfg_init(&c);
+		err[0] = '\0';
+		EQ(xrl_http_secret_load(&c, path, err, sizeof(err)), cases[i].rc);
+		if (!cases[i].rc) {
+			EQ(c.caller_secret_len, strlen(cases[i].want));
+			EQ(memcmp(c.caller_secret, cases[i].want, c.caller_secret_len), 0);
+		} else {
+			EQ(strstr(err, cases[i].want) != NULL, true);
+			EQ(c.caller_secret_len, 0);
+		}
+	}
+	CTX("257 bytes: too long, and the error does not hold them");
+	memset(big, 'k', 257);
+	big[257] = '\0';
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs(big, f);
+		fclose(f);
+	}
+	EQ(xrl_http_secret_load(&c, path, err, sizeof(err)), -EINVAL);
+	EQ(strstr(err, "got more") != NULL, true);
+	EQ(strstr(err, "kkkk") == NULL, true);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +618,8 @@ int main(void)
 		cmocka_unit_test(test_config_table),
 		cmocka_unit_test(test_restart_diff),
 		cmocka_unit_test(test_topk),
+		cmocka_unit_test(test_callers_table),
+		cmocka_unit_test(test_secret_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
  * built in a heap copy and copied to the caller's struct only when the whole
  * file is good, so a bad reload never leaves a half-written config behind.
  */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -2466,6 +2467,69 @@ static const char *penalty_str(const struct xrld_config *c, const struct xrl_rul
 						: ", penalty on verified sources";
 }
 
+/* The listening address of h as a prefix; false when it is not one
+ * (a host name) or is the unspecified address (every local address). */
+static bool http_listen_addr(const struct xrl_http_cfg *h, struct xrl_prefix *a, bool *any)
+{
+	char host[80];
+	int port;
+
+	*any = false;
+	memset(a, 0, sizeof(*a));
+	if (xrl_hostport_parse(h->listen, strlen(h->listen), host, sizeof(host), &port))
+		return false;
+	if (inet_pton(AF_INET, host, &a->addr[0]) == 1)
+		a->family = XRL_AF_INET, a->plen = 32;
+	else if (inet_pton(AF_INET6, host, a->addr) == 1)
+		a->family = XRL_AF_INET6, a->plen = 128;
+	else
+		return false;
+	*any = !a->addr[0] && !a->addr[1] && !a->addr[2] && !a->addr[3];
+	return true;
+}
+
+/*
+ * --check's word on an identity tier whose callers make a setting do
+ * nothing, or let anyone in: a tier reachable from elsewhere that only
+ * loopback may ask; callers listed that cannot reach a loopback listener;
+ * a caller prefix of everyone without a secret.
+ */
+static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
+{
+	struct xrl_prefix a;
+	char t[64];
+	bool any, lo;
+
+	if (!http_listen_addr(h, &a, &any))
+		return;
+	lo = !any && xrl_http_loopback(&a);
+	if (!lo && !h->n_callers && !h->n_trusted)
+		put(b,
+		    "warning: http listens on %s but only loopback may ask (no http.callers, no "
+		    "trusted_proxies): every other peer gets 403\n",
+		    h->listen);
+	for (__u32 i = 0; lo && i < h->n_callers; i++)
+		if (!xrl_http_loopback(&h->callers[i])) {
+			put(b,
+			    "warning: http.callers lists %s, but http listens on %s: no such peer "
+			    "can connect\n",
+			    xrl_prefix_str(&h->callers[i], t, sizeof(t)), h->listen);
+			break;
+		}
+	for (__u32 i = 0; i < h->n_callers + h->n_trusted; i++) {
+		const struct xrl_prefix *p =
+			i < h->n_callers ? &h->callers[i] : &h->trusted[i - h->n_callers];
+
+		if (p->plen || h->caller_secret_len)
+			continue;
+		put(b,
+		    "warning: http.%s %s lets every peer ask, without caller_secret_file: "
+		    "whoever reaches %s can spend any key's tokens\n",
+		    i < h->n_callers ? "callers" : "trusted_proxies",
+		    xrl_prefix_str(p, t, sizeof(t)), h->listen);
+	}
+}
+
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
@@ -2545,7 +2609,10 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 	if (c->log_level >= 0 && c->log_level <= XRL_LOG_DEBUG)
 		put(&b, "log level: %s\n", levels[c->log_level]);
 	if (c->has_http)
+{
 		put(&b, "http: present (read by the identity tier)\n");
+		http_warnings(&b, &c->http);
+	}
 	return b.full ? -ENOSPC : 0;
 }
 
