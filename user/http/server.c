@@ -795,6 +795,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 		n->c.idle_timeout_ns = s->cfg->c.idle_timeout_ns;
 		n->c.max_connections = s->cfg->c.max_connections;
 		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
+		n->c.max_conn_per_peer = s->cfg->c.max_conn_per_peer;
 		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
 		n->c.threads = s->cfg->c.threads;
 		if (n->c.redis_cluster != s->cfg->c.redis_cluster) {
