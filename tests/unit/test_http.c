@@ -564,8 +564,9 @@ static void test_secret_file(void **state)
 		{ "", -EINVAL, "an empty file" },
 		{ "\n", -EINVAL, "an empty file" },
 		{ "short-secret\n", -EINVAL, "got fewer" },
-		{ "0123456789abc def\n", -EINVAL, "a blank or control byte at offset 13" },
-		{ "0123456789abcdef\n\n", -EINVAL, "a blank or control byte at offset 16" },
+		{ "0123456789abc def\n", -EINVAL, "other than visible ASCII at offset 13" },
+		{ "0123456789abcdef\n\n", -EINVAL, "other than visible ASCII at offset 16" },
+		{ "0123456789abcdef\xc3\xa9", -EINVAL, "other than visible ASCII at offset 16" },
 	};
 	char path[] = "/tmp/xrl-test-secret.XXXXXX", err[256], big[400];
 	struct xrl_http_cfg c;

@@ -1445,6 +1445,15 @@ static int parse_http_trust(struct cx *x, yaml_node_t *tp, yaml_node_t *ff)
 	return 0;
 }
 
+/* false in the identity process: xrld reads the secret file and hands the
+ * secret over with the policy (xrl_config_secret_files) */
+static bool read_secret_files = true;
+
+void xrl_config_secret_files(bool read)
+{
+	read_secret_files = read;
+}
+
 /*
  * http.callers and http.caller_secret_file: who may ask the identity tier
  * besides loopback and the trusted proxies, and the secret they all send.
@@ -1482,7 +1491,7 @@ static int parse_http_callers(struct cx *x, yaml_node_t *cl, yaml_node_t *sf)
 			return at(x, sf, "http.caller_secret_file: expected a path of 1 to %zu bytes",
 				  sizeof(h->caller_secret_file) - 1);
 		snprintf(h->caller_secret_file, sizeof(h->caller_secret_file), "%s", s);
-		if (xrl_http_secret_load(h, s, msg, sizeof(msg)))
+		if (read_secret_files && xrl_http_secret_load(h, s, msg, sizeof(msg)))
 			return at(x, sf, "%s", msg);
 	}
 	return 0;

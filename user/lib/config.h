@@ -76,6 +76,10 @@ struct xrld_config {
 /* Parse a YAML policy from a buffer; `name` is used in error messages. */
 int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_config *out,
 		     char *err, size_t errlen);
+/* Whether a parse reads http.caller_secret_file (default true). The
+ * identity process runs as another user and takes the secret from xrld:
+ * its parse only notes the path. */
+void xrl_config_secret_files(bool read);
 /* Read and parse a file. */
 int xrl_config_load(const char *path, struct xrld_config *out, char *err, size_t errlen);
 /* As xrl_config_load, and the bytes parsed in *text (malloc'd, *textlen

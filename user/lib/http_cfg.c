@@ -102,10 +102,10 @@ int xrl_http_secret_load(struct xrl_http_cfg *c, const char *path, char *err, si
 		rc = -EINVAL;
 	}
 	for (size_t i = 0; !rc && i < n; i++)
-		if ((unsigned char)buf[i] <= ' ' || buf[i] == 0x7f) {
+		if ((unsigned char)buf[i] <= ' ' || (unsigned char)buf[i] >= 0x7f) {
 			snprintf(err, errlen,
-				 "http.caller_secret_file %s: a blank or control byte at offset %zu "
-				 "(a header value cannot carry it)",
+				 "http.caller_secret_file %s: a byte other than visible ASCII at "
+				 "offset %zu (a header value carries it as it is)",
 				 path, i);
 			rc = -EINVAL;
 		}

@@ -157,8 +157,8 @@ struct xrl_http_cfg {
 
 /*
  * The secret in file path (http.caller_secret_file) into c: its bytes, one
- * final newline (LF or CRLF) cut, XRL_HTTP_SECRET_MIN to _MAX of them, no
- * control byte or blank. Returns 0, or -errno with err saying why (never
+ * final newline (LF or CRLF) cut, XRL_HTTP_SECRET_MIN to _MAX of them, each
+ * visible ASCII (0x21-0x7e). Returns 0, or -errno with err saying why (never
  * what the file holds).
  */
 int xrl_http_secret_load(struct xrl_http_cfg *c, const char *path, char *err, size_t errlen);

@@ -167,14 +167,43 @@ static json_t *fleet_stats(struct child *c)
 			 "refused", (json_int_t)st.refused);
 }
 
-static int start(struct child *c, const char *text, size_t len, char *err, size_t errlen)
+/*
+ * The caller secret xrld read for this policy's http.caller_secret_file,
+ * from the call q (this process's user may not read the file; its parse
+ * only noted the path). Checked as the file was.
+ */
+static int take_secret(struct xrld_config *cfg, json_t *q, char *err, size_t errlen)
+{
+	struct xrl_http_cfg *h = &cfg->http;
+	const char *v = json_string_value(json_object_get(q, "caller_secret"));
+	size_t n = v ? strlen(v) : 0;
+
+	h->caller_secret_len = 0;
+	if (!cfg->has_http || !h->caller_secret_file[0])
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] >= 0x7f)
+			n = 0;
+	if (n < XRL_HTTP_SECRET_MIN || n > XRL_HTTP_SECRET_MAX) {
+		snprintf(err, errlen, "xrld sent no usable secret of http.caller_secret_file %.160s",
+			 h->caller_secret_file);
+		return -EINVAL;
+	}
+	memcpy(h->caller_secret, v, n);
+	h->caller_secret_len = (__u32)n;
+	return 0;
+}
+
+static int start(struct child *c, json_t *q, const char *text, size_t len, char *err,
+		 size_t errlen)
 {
 	int rc;
 
 	c->cfg = calloc(1, sizeof(*c->cfg));
 	if (!c->cfg)
 		return -ENOMEM;
-	if ((rc = xrl_config_parse(text, len, "policy", c->cfg, err, errlen)))
+	if ((rc = xrl_config_parse(text, len, "policy", c->cfg, err, errlen)) ||
+	    (rc = take_secret(c->cfg, q, err, errlen)))
 		return rc;
 	if (c->cfg->log_level >= 0)
 		log_set_level(c->cfg->log_level);
@@ -207,7 +236,8 @@ static const char *sget(json_t *q, const char *k)
 	return s ? s : "";
 }
 
-static json_t *reload(struct child *c, const char *op, const char *payload, size_t plen)
+static json_t *reload(struct child *c, json_t *q, const char *op, const char *payload,
+		      size_t plen)
 {
 	struct xrld_config *n = calloc(1, sizeof(*n));
 	char err[XRL_ERRLEN] = "";
@@ -216,6 +246,8 @@ static json_t *reload(struct child *c, const char *op, const char *payload, size
 	if (!n)
 		return fail(-ENOMEM, NULL);
 	rc = xrl_config_parse(payload, plen, "policy", n, err, sizeof(err));
+	if (!rc)
+		rc = take_secret(n, q, err, sizeof(err));
 	if (!rc && !n->has_http)
 		rc = -EINVAL, snprintf(err, sizeof(err), "no http: section");
 	if (!rc && !strcmp(op, "reload_check"))
@@ -225,6 +257,7 @@ static json_t *reload(struct child *c, const char *op, const char *payload, size
 		if (n->log_level >= 0)
 			log_set_level(n->log_level);
 	}
+	explicit_bzero(n->http.caller_secret, sizeof(n->http.caller_secret));
 	free(n);
 	return rc ? fail(rc, err) : ok(NULL);
 }
@@ -318,7 +351,7 @@ static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t 
 		return rc ? fail(rc, NULL) : ok(json_integer(lifted));
 	}
 	if (!strcmp(op, "reload_check") || !strcmp(op, "reload"))
-		return reload(c, op, payload, plen);
+		return reload(c, q, op, payload, plen);
 	return fail(-EOPNOTSUPP, "no such call");
 }
 
@@ -353,11 +386,20 @@ int xrld_identity_main(int verbose, int use_syslog)
 		log_err("identity process: couldn't confine itself: %s", strerror(-rc));
 		return 1;
 	}
+	/* xrld reads http.caller_secret_file and sends the secret with the
+	 * policy: this process's user may not read it */
+	xrl_config_secret_files(false);
 	/* the first call is start, with the policy */
 	rc = xrl_idp_recv(XRL_IDP_FD_CALL, &json, &jlen, &payload, &plen);
 	if (rc)
 		return 1;
-	rc = start(&c, payload, plen, err, sizeof(err));
+	{
+		json_t *q0 = json_loadb(json, jlen, 0, NULL);
+
+		rc = start(&c, q0, payload, plen, err, sizeof(err));
+		json_decref(q0);
+		explicit_bzero(json, jlen);
+	}
 	a = rc ? fail(rc, err) : ok(NULL);
 	free(json);
 	free(payload);

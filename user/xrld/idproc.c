@@ -158,6 +158,49 @@ static json_t *call_locked(struct xrld_idp *p, const char *json, const char *pay
 	return r ? r : json_null();
 }
 
+/*
+ * A start or reload call's JSON for policy c: the op, and the caller secret
+ * xrld read from http.caller_secret_file (the child runs as another user
+ * and does not read it). Malloc'd; wipe it once sent.
+ */
+static char *op_json(const char *op, const struct xrld_config *c)
+{
+	json_t *q = c->has_http && c->http.caller_secret_len
+			    ? json_pack("{s:s,s:s%}", "op", op, "caller_secret",
+					c->http.caller_secret, (size_t)c->http.caller_secret_len)
+			    : json_pack("{s:s}", "op", op);
+	char *j = q ? json_dumps(q, JSON_COMPACT) : NULL;
+
+	json_decref(q);
+	return j;
+}
+
+/* A reload call (op_json's): like xrld_idp_call, the JSON wiped once sent. */
+static json_t *reload_call(struct xrld *d, const char *op, const struct xrld_config *c,
+			   const char *text, size_t len, int *rc, char *err, size_t errlen)
+{
+	struct xrld_idp *p = d->idp;
+	char *j;
+	json_t *r;
+
+	if (!p) {
+		*rc = -ENOENT;
+		snprintf(err, errlen, "the identity tier is not configured (no http: section)");
+		return NULL;
+	}
+	if (!(j = op_json(op, c))) {
+		*rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	pthread_mutex_lock(&p->mu);
+	r = call_locked(p, j, text, len, CALL_TIMEOUT_MS, rc, err, errlen);
+	pthread_mutex_unlock(&p->mu);
+	explicit_bzero(j, strlen(j));
+	free(j);
+	return r;
+}
+
 json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t plen, int *rc,
 		      char *err, size_t errlen)
 {
@@ -388,8 +431,17 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 	}
 	/* start: the policy, and the child's answer once it listens */
 	pthread_mutex_lock(&p->mu);
-	a = call_locked(p, "{\"op\":\"start\"}", p->text, p->len, START_TIMEOUT_MS, &rc, err,
-			errlen);
+	{
+		/* the caller secret as xrld read it: the child's user may not
+		 * read the file (http.caller_secret_file) */
+		char *q = op_json("start", d->cfg);
+
+		a = q ? call_locked(p, q, p->text, p->len, START_TIMEOUT_MS, &rc, err, errlen)
+		      : (rc = -ENOMEM, NULL);
+		if (q)
+			explicit_bzero(q, strlen(q));
+		free(q);
+	}
 	pthread_mutex_unlock(&p->mu);
 	json_decref(a);
 	if (rc) {
@@ -515,7 +567,7 @@ int xrld_idp_reload_check(struct xrld *d, const struct xrld_config *next, const 
 
 	if (!d->http || !next->has_http)
 		return 0;
-	r = xrld_idp_call(d, json_pack("{s:s}", "op", "reload_check"), text, len, &rc, err, errlen);
+	r = reload_call(d, "reload_check", next, text, len, &rc, err, errlen);
 	json_decref(r);
 	/* a child restarting takes the new text when it starts: check it then */
 	return rc == -ESRCH ? 0 : rc;
@@ -557,8 +609,8 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 	p->len = len;
 	if (c->has_http == old->has_http && !memcmp(&c->fleet, &old->fleet, sizeof(c->fleet)) &&
 	    (!c->has_http || !strcmp(c->http.fleet, old->http.fleet))) {
-		json_t *r = c->has_http ? xrld_idp_call(d, json_pack("{s:s}", "op", "reload"), text,
-							len, &rc, err, sizeof(err))
+		json_t *r = c->has_http ? reload_call(d, "reload", c, text, len, &rc, err,
+						      sizeof(err))
 					: NULL;
 
 		json_decref(r);
