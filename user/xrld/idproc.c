@@ -363,6 +363,24 @@ static __attribute__((noreturn)) void exec_child(const struct xrld_idp *p, int c
 	_exit(127);
 }
 
+/* The start call (p->mu held): the policy, with the caller secret as xrld
+ * read it (the child's user may not read http.caller_secret_file). */
+static json_t *start_call(struct xrld *d, struct xrld_idp *p, int *rc, char *err, size_t errlen)
+{
+	char *q = op_json("start", d->cfg);
+	json_t *a;
+
+	if (!q) {
+		*rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	a = call_locked(p, q, p->text, p->len, START_TIMEOUT_MS, rc, err, errlen);
+	explicit_bzero(q, strlen(q));
+	free(q);
+	return a;
+}
+
 static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 {
 	int call[2] = { -1, -1 }, ev[2] = { -1, -1 }, lfd = -1, pidfd, rc = 0, sb = 4 << 20;
@@ -431,17 +449,7 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 	}
 	/* start: the policy, and the child's answer once it listens */
 	pthread_mutex_lock(&p->mu);
-	{
-		/* the caller secret as xrld read it: the child's user may not
-		 * read the file (http.caller_secret_file) */
-		char *q = op_json("start", d->cfg);
-
-		a = q ? call_locked(p, q, p->text, p->len, START_TIMEOUT_MS, &rc, err, errlen)
-		      : (rc = -ENOMEM, NULL);
-		if (q)
-			explicit_bzero(q, strlen(q));
-		free(q);
-	}
+	a = start_call(d, p, &rc, err, errlen);
 	pthread_mutex_unlock(&p->mu);
 	json_decref(a);
 	if (rc) {
