@@ -764,6 +764,18 @@ static const struct bad bads[] = {
 	  "fleet.redis: expected a redis:// URL, got memory" },
 	{ "fleet name with a space", "fleet: { name: 'a b' }\n",
 	  "fleet.name: expected a fleet name" },
+	{ "fleet.protect not a prefix",
+	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379', protect: [10.0.0.0/8, nope] }\n",
+	  "fleet.protect[1]: expected an address prefix such as 10.0.0.0/8 or 2001:db8::/48, got 'nope'" },
+	{ "fleet.protect not a list",
+	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379', protect: 10.0.0.0/8 }\n",
+	  "fleet.protect: expected a list of address prefixes" },
+	{ "fleet.protect twice",
+	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379', protect: [10.0.0.0/8, 10.0.0.0/8] }\n",
+	  "fleet.protect[1]: 10.0.0.0/8 is listed twice" },
+	{ "fleet.max_members 0",
+	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379', max_members: 0 }\n",
+	  "fleet.max_members: expected a member count from 1 to 65536" },
 	{ "http.fleet another fleet",
 	  "fleet: { name: f1, redis: 'redis://127.0.0.1:6379' }\nhttp:\n  fleet: f2\n",
 	  "http.fleet: 'f2' is not the fleet 'f1'" },
@@ -1278,10 +1290,34 @@ static void test_fleet_cluster(void **state)
 	EQ(cfg->fleet.redis_port, 6379);
 }
 
+/* fleet.protect and fleet.max_members; --check names a protect entry that
+ * disarms the fleet for a whole family. */
+static void test_fleet_bounds(void **state)
+{
+	char sum[XRL_SUMMARY_MAX];
+
+	CTX("fleet.protect and max_members");
+	PARSE_OK("fleet: { name: f1, redis: 'redis://10.0.0.9:6379', max_members: 12,\n"
+		 "         protect: [192.0.2.0/24, '2001:db8::/32', 0.0.0.0/0] }\n");
+	EQ(cfg->fleet.n_protect, 3);
+	EQ(cfg->fleet.protect[0].plen, 24);
+	EQ(cfg->fleet.protect[1].family, XRL_AF_INET6);
+	EQ(cfg->fleet.max_members, 12);
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "fleet: f1, packet-tier denials shared, NODE_SHARE counts at most 12 members; "
+		 "a fleet denial lasts at most 1h (penalties off: the default)");
+	HAS(sum, "warning: fleet.protect[2] 0.0.0.0/0 covers every IPv4 address");
+	CTX("fleet.max_members by default");
+	PARSE_OK("fleet: { name: f1, redis: 'redis://10.0.0.9:6379' }\n");
+	EQ(cfg->fleet.max_members, XRL_FLEET_MEMBERS_DEFAULT);
+	EQ(cfg->fleet.n_protect, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fleet_cluster, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_defaults, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),

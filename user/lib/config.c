@@ -1770,14 +1770,50 @@ static int fleet_name(struct cx *x, yaml_node_t *n, const char *path, char out[6
 
 /* fleet: { name: NAME, redis: redis://... } (redis: optional when the
  * identity tier's backend is a redis:// URL; fleet_resolve checks). */
+/* fleet.protect: [PREFIX, ...], none listed twice. */
+static int parse_fleet_protect(struct cx *x, yaml_node_t *n, struct xrl_fleet_cfg *fc)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	rc = sequence(x, n, "fleet.protect", "address prefixes", &items, &count);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		yaml_node_t *it = item(x, items, i);
+		struct xrl_prefix *p = &fc->protect[i];
+		char path[PATHLEN], a[64];
+
+		snprintf(path, sizeof(path), "fleet.protect[%zu]", i);
+		if (i >= XRL_FLEET_MAX_PROTECT)
+			return at(x, it, "%s: at most %d protected prefixes", path,
+				  XRL_FLEET_MAX_PROTECT);
+		rc = prefix_val(x, it, path, p);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (!memcmp(&fc->protect[j], p, sizeof(*p)))
+				return at(x, it,
+					  "%s: %s is listed twice (first as fleet.protect[%zu])",
+					  path, xrl_prefix_str(p, a, sizeof(a)), j);
+		fc->n_protect = (__u32)i + 1;
+	}
+	return 0;
+}
+
 static int parse_fleet(struct cx *x, yaml_node_t *n)
 {
-	enum { F_NAME, F_REDIS, F_COUNT };
-	struct field f[F_COUNT] = { [F_NAME] = { .key = "name" }, [F_REDIS] = { .key = "redis" } };
+	enum { F_NAME, F_REDIS, F_PROTECT, F_MEMBERS, F_COUNT };
+	struct field f[F_COUNT] = { [F_NAME] = { .key = "name" },
+				    [F_REDIS] = { .key = "redis" },
+				    [F_PROTECT] = { .key = "protect" },
+				    [F_MEMBERS] = { .key = "max_members" } };
 	struct xrl_fleet_cfg *fc = &x->c->fleet;
 	struct xrl_http_cfg *tmp;
 	char msg[XRL_ERRLEN];
 	const char *s;
+	__u64 v;
 	int rc;
 
 	if ((rc = mapping(x, n, "fleet", "fleet", f, F_COUNT)))
@@ -1788,6 +1824,15 @@ static int parse_fleet(struct cx *x, yaml_node_t *n)
 	if ((rc = fleet_name(x, f[F_NAME].v, "fleet.name", fc->name)))
 		return rc;
 	fc->enabled = fc->packet = true;
+	if (f[F_PROTECT].v && (rc = parse_fleet_protect(x, f[F_PROTECT].v, fc)))
+		return rc;
+	if (f[F_MEMBERS].v) {
+		rc = uint_val(x, f[F_MEMBERS].v, "fleet.max_members",
+			      "a member count from 1 to 65536", 1, XRL_FLEET_MEMBERS_MAX, &v);
+		if (rc)
+			return rc;
+		fc->max_members = (__u32)v;
+	}
 	if (!f[F_REDIS].v)
 		return 0;
 	if ((rc = scalar(x, f[F_REDIS].v, "fleet.redis", "redis://[[USER]:PASSWORD@]HOST:PORT[/DB]",
@@ -1837,6 +1882,8 @@ static int fleet_resolve(struct cx *x, yaml_node_t *root)
 		fc->enabled = true;
 		snprintf(fc->name, sizeof(fc->name), "%s", h->fleet);
 	}
+	if (fc->enabled && !fc->max_members)
+		fc->max_members = XRL_FLEET_MEMBERS_DEFAULT;
 	if (!fc->enabled || fc->own_redis)
 		return 0;
 	if (!x->c->has_http || !h->redis)
@@ -2539,6 +2586,34 @@ static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
 	}
 }
 
+/* The fleet's line of the summary, and a protect entry that disarms it. */
+static void fleet_summary(struct sb *b, const struct xrld_config *c)
+{
+	const struct xrl_fleet_cfg *f = &c->fleet;
+	char a[64], d[32];
+
+	if (!f->enabled)
+		return;
+	put(b, "fleet: %s, %s, NODE_SHARE counts at most %u members", f->name,
+	    f->packet ? "packet-tier denials shared" : "identity tier only", f->max_members);
+	if (f->packet)
+		put(b,
+		    "; a fleet denial lasts at most %s (%s), never covers the allowlist, "
+		    "the fleet's Redis, this host's addresses or %u protected prefix%s",
+		    dur_str(c->penalty.enabled ? c->penalty.max_ns : XRL_FLEET_DENY_MAX_NS, d,
+			    sizeof(d)),
+		    c->penalty.enabled ? "penalty.max" : "penalties off: the default",
+		    f->n_protect, f->n_protect == 1 ? "" : "es");
+	put(b, "\n");
+	for (__u32 i = 0; i < f->n_protect; i++)
+		if (!f->protect[i].plen)
+			put(b,
+			    "warning: fleet.protect[%u] %s covers every %s address: no fleet "
+			    "denial of that family is ever applied here\n",
+			    i, xrl_prefix_str(&f->protect[i], a, sizeof(a)),
+			    f->protect[i].family == XRL_AF_INET ? "IPv4" : "IPv6");
+}
+
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
@@ -2622,6 +2697,7 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 		put(&b, "http: present (read by the identity tier)\n");
 		http_warnings(&b, &c->http);
 	}
+	fleet_summary(&b, c);
 	return b.full ? -ENOSPC : 0;
 }
 

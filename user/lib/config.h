@@ -17,6 +17,12 @@
 #include "xrl.h"
 
 #define XRL_CFG_MAX_IFACES 16
+#define XRL_FLEET_MAX_PROTECT 64	 /* fleet.protect entries */
+#define XRL_FLEET_MEMBERS_DEFAULT 64	 /* fleet.max_members when not given */
+#define XRL_FLEET_MEMBERS_MAX	  65536
+/* The longest a fleet entry denies a prefix on a host whose penalties are
+ * off (with them: penalty.max); an entry with no expiry gets this too. */
+#define XRL_FLEET_DENY_MAX_NS (3600ULL * 1000000000ULL)
 
 struct xrl_iface_cfg {
 	char name[IF_NAMESIZE];
@@ -53,6 +59,14 @@ struct xrl_fleet_cfg {
 	char redis_pass[256]; /* never logged */
 	bool redis_cluster;   /* a redis-cluster:// URL: the fleet's slot's master */
 	char redis_seeds[512]; /* then its seeds, "HOST:PORT,..." */
+	/* fleet.protect: prefixes no fleet entry may cover (admin networks,
+	 * monitoring), besides the allowlist, the fleet's Redis and this
+	 * host's own addresses, which are always protected */
+	__u32 n_protect;
+	struct xrl_prefix protect[XRL_FLEET_MAX_PROTECT];
+	/* fleet.max_members: the live count NODE_SHARE may divide by; a
+	 * larger count read from Redis is forged or a misconfiguration */
+	__u32 max_members;
 };
 
 struct xrld_config {
