@@ -15,6 +15,13 @@
  * another instance follows within that time. Redis down: the table stays
  * as last read (and entries still expire), and a change through xrlctl
  * fails with the reason, changing nothing.
+ *
+ * Whoever can write Redis writes the hash too: an entry read that ends
+ * more than XRL_OVR_TTL_MAX_MS ahead is held to that (counted), and a hash
+ * of more than OVR_FIELDS_MAX fields is still read, by HSCAN steps, up to
+ * OVR_SCAN_MAX fields a refresh: what fits (XRL_OVR_MAX in force) is
+ * applied, and the hash's size is said and counted, while later changes
+ * still come through.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +48,8 @@
  * allocated whole every XRL_OVR_REFRESH_MS.
  */
 #define OVR_FIELDS_MAX (16 * XRL_OVR_MAX)
+#define OVR_SCAN_MAX   (4 * OVR_FIELDS_MAX) /* fields visited per refresh, at most */
+#define OVR_SCAN_COUNT 1000		    /* HSCAN COUNT */
 
 /* HSET the entry, and the hash's expiry no earlier than the entry's. The
  * fields that ran out by ARGV[4] (ms) go: the hash's expiry moves on with
@@ -66,6 +75,9 @@ struct xrl_ovr_sync {
 	pthread_cond_t cv;
 	bool stop;
 	bool warned; /* a failure was logged; the next success says so */
+	bool over;   /* the hash was over OVR_FIELDS_MAX at the last read */
+	_Atomic __u64 n_over;	/* refreshes that found the hash over */
+	_Atomic __u64 n_capped; /* entries read whose end was held to the max */
 };
 
 /* What a Redis connection needs, copied out of the configuration in force. */
@@ -238,42 +250,94 @@ static bool ovr_parse(const redisReply *f, const redisReply *v, struct xrl_ovr *
 	return true;
 }
 
-/* The whole hash into the limiter's table; -errno with err. */
+/* The whole hash into the limiter's table; -errno with err. Bounded: HSCAN
+ * steps of OVR_SCAN_COUNT, OVR_SCAN_MAX fields visited at most. */
 static int ovr_refresh(struct xrl_http_server *s, redisContext *c, char *err, size_t errlen)
 {
+	struct xrl_ovr_sync *y = s->ovr_sync;
 	struct xrl_ovr *e;
 	redisReply *rep = command(c, err, errlen, "HLEN %s", OVR_KEY);
-	__u64 now = xrl_ovr_now_ms();
-	int n = 0;
+	__u64 now = xrl_ovr_now_ms(), capped = 0;
+	long long len = 0;
+	char cursor[32] = "0";
+	size_t seen = 0;
+	int n = 0, rc = 0;
 
-	if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer > OVR_FIELDS_MAX) {
-		snprintf(err, errlen, "%s holds %lld fields, more than %d: not read", OVR_KEY,
-			 rep->integer, OVR_FIELDS_MAX);
-		freeReplyObject(rep);
-		return -E2BIG;
-	}
-	if (rep)
-		freeReplyObject(rep);
-	rep = command(c, err, errlen, "HGETALL %s", OVR_KEY);
 	if (!rep)
 		return -EIO;
-	if (rep->type != REDIS_REPLY_ARRAY) {
-		snprintf(err, errlen, "HGETALL %s: not a hash", OVR_KEY);
-		freeReplyObject(rep);
-		return -EBADMSG;
-	}
-	e = calloc(XRL_OVR_MAX, sizeof(*e));
-	if (!e) {
-		freeReplyObject(rep);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i + 1 < rep->elements && n < XRL_OVR_MAX; i += 2)
-		if (ovr_parse(rep->element[i], rep->element[i + 1], &e[n]) && e[n].until_ms > now)
-			n++; /* the ones in force: expired ones took the room before */
-	xrl_limiter_override_replace(s->lim, e, n);
-	free(e);
+	if (rep->type == REDIS_REPLY_INTEGER)
+		len = rep->integer;
 	freeReplyObject(rep);
-	return 0;
+	e = calloc(XRL_OVR_MAX, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	do {
+		redisReply *a;
+
+		rep = command(c, err, errlen, "HSCAN %s %s COUNT %d", OVR_KEY, cursor,
+			      OVR_SCAN_COUNT);
+		if (!rep) {
+			rc = -EIO;
+			break;
+		}
+		if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+		    rep->element[0]->type != REDIS_REPLY_STRING ||
+		    rep->element[1]->type != REDIS_REPLY_ARRAY) {
+			snprintf(err, errlen, "HSCAN %s: not a hash", OVR_KEY);
+			freeReplyObject(rep);
+			rc = -EBADMSG;
+			break;
+		}
+		snprintf(cursor, sizeof(cursor), "%.*s", (int)rep->element[0]->len,
+			 rep->element[0]->str);
+		a = rep->element[1];
+		for (size_t i = 0; i + 1 < a->elements && n < XRL_OVR_MAX; i += 2) {
+			if (!ovr_parse(a->element[i], a->element[i + 1], &e[n]) ||
+			    e[n].until_ms <= now)
+				continue; /* the ones in force: expired ones took the room before */
+			if (e[n].until_ms > now + XRL_OVR_TTL_MAX_MS) {
+				e[n].until_ms = now + XRL_OVR_TTL_MAX_MS;
+				capped++;
+			}
+			n++;
+		}
+		seen += a->elements / 2;
+		freeReplyObject(rep);
+	} while (strcmp(cursor, "0") && seen < OVR_SCAN_MAX);
+	if (!rc)
+		xrl_limiter_override_replace(s->lim, e, n);
+	free(e);
+	if (capped && y)
+		atomic_fetch_add(&y->n_capped, capped);
+	if (y && len > OVR_FIELDS_MAX) {
+		atomic_fetch_add(&y->n_over, 1);
+		if (!y->over)
+			log_warnx("http: %s holds %lld fields, more than %d: %d overrides in force "
+				  "applied from the first %zu read (xrl_http_overrides_over_total)",
+				  OVR_KEY, len, OVR_FIELDS_MAX, n, seen);
+	} else if (y && y->over) {
+		log_info("http: %s holds %lld fields again", OVR_KEY, len);
+	}
+	if (y)
+		y->over = len > OVR_FIELDS_MAX;
+	return rc;
+}
+
+void xrl_srv_ovr_metrics(struct xrl_http_server *s, struct xrl_buf *b)
+{
+	struct xrl_ovr_sync *y = s->ovr_sync;
+
+	if (!y)
+		return;
+	xrl_prom_family(b, "xrl_http_overrides_over_total", "counter",
+			"Reads of the overrides hash that found more than 8192 fields (what fits "
+			"is applied)");
+	xrl_buf_printf(b, "xrl_http_overrides_over_total %llu\n",
+		       (unsigned long long)atomic_load(&y->n_over));
+	xrl_prom_family(b, "xrl_http_overrides_capped_total", "counter",
+			"Overrides read from Redis ending more than 30 days ahead, held to that");
+	xrl_buf_printf(b, "xrl_http_overrides_capped_total %llu\n",
+		       (unsigned long long)atomic_load(&y->n_capped));
 }
 
 /* Sleep XRL_OVR_REFRESH_MS, or until stopped: false once stopped. */
@@ -612,6 +676,10 @@ int xrl_http_override_set(struct xrl_http_server *s, const char *rule, const cha
 		       -ERANGE;
 	snprintf(e.rule, sizeof(e.rule), "%s", rule);
 	snprintf(e.key, sizeof(e.key), "%s", key);
+	if (ttl_ns / 1000000 > XRL_OVR_TTL_MAX_MS)
+		return snprintf(err, errlen, "--ttl: at most 30 days (%llu s)",
+				(unsigned long long)(XRL_OVR_TTL_MAX_MS / 1000)),
+		       -ERANGE;
 	e.until_ms = xrl_ovr_now_ms() + (ttl_ns + 999999) / 1000000;
 	{
 		struct xrl_ovr *all = calloc(XRL_OVR_MAX, sizeof(*all));

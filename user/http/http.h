@@ -168,6 +168,9 @@ int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const 
  * until until_ms (CLOCK_REALTIME ms). At most XRL_OVR_MAX in force.
  */
 #define XRL_OVR_MAX 512
+/* An override ends at most this far ahead (ms): --ttl longer is refused, an
+ * entry read from Redis ending later is held to it. */
+#define XRL_OVR_TTL_MAX_MS (30ULL * 24 * 3600 * 1000)
 struct xrl_ovr {
 	char rule[XRL_RULE_NAME_LEN];
 	char key[XRL_HTTP_KEY_MAX + 1];

@@ -185,4 +185,5 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	latency_histogram(s, b);
 	limiter_series(s, b);
 	xrl_cluster_metrics(s->lim, b);
+	xrl_srv_ovr_metrics(s, b);
 }

@@ -240,5 +240,7 @@ void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *s
 void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
 int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
 void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);
+/* The override sync's counters (a full hash, ends held to the max). */
+void xrl_srv_ovr_metrics(struct xrl_http_server *s, struct xrl_buf *b);
 
 #endif /* XRL_SERVER_INT_H */
