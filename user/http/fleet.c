@@ -12,12 +12,24 @@
  * the last id read (XREAD BLOCK 100 ms, so a change reaches the others
  * within about 100 ms plus a round trip). On every (re)connect the hashes
  * are read again (HSCAN, expired entries deleted as they are met), so an
- * instance that starts late, or was cut off, catches up on what is active.
- * A delete made while an instance was cut off is not seen by it: the entry
- * lapses there at its own expiry.
+ * instance that starts late, or was cut off, catches up on what is active;
+ * a whole read of the deny hash is bracketed (SYNC_BEGIN, SYNC_END) so the
+ * packet tier lifts the fleet's entries the hash no longer names: a delete
+ * made while an instance was cut off reaches it at the reconnect.
+ *
+ * The stream is read from the last id seen. Should the stream's ids go
+ * back (the key deleted and made again, a Redis restarted empty, or an
+ * entry XADDed with an id far ahead and then removed), an XREAD from that
+ * id would block for ever with new entries in the stream: once a second,
+ * with nothing new, the newest id is compared (XREVRANGE COUNT 1, O(1)),
+ * and a stream behind last_id is read again from its start, every entry it
+ * holds now being newer than what was read (counted,
+ * xrl_fleet_log_resets_total).
  *
  * The live count is kept while Redis is away: the last known one is what
- * NODE_SHARE divides by (an instance that never reached Redis counts 1).
+ * NODE_SHARE divides by (an instance that never reached Redis counts 1),
+ * and never more than fleet.max_members (a count above is forged, or the
+ * policy is out of date: capped, counted and said).
  *
  * On a Redis Cluster every key is in the slot of {fleet:NAME}: the thread
  * connects to its master (fleet_cluster.c asks the seeds), a MOVED sends
@@ -40,6 +52,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <hiredis/hiredis.h>
 
 #include "fleet.h"
@@ -56,6 +72,7 @@
 #define FLEET_READ_MAX 100   /* stream entries per XREAD */
 #define FLEET_SCAN     200   /* HSCAN COUNT */
 #define FLEET_PRUNE_MS 1000  /* one HSCAN step of a hash, per hash, this often */
+#define FLEET_LOGCHK_MS 1000 /* the stream's newest id compared, this often */
 /* an entry ending further ahead than this is refused (not a TTL anyone
  * set: a corrupt or hostile value); 0, "until removed", stays valid */
 #define FLEET_UNTIL_MAX_MS (30ULL * 24 * 3600 * 1000)
@@ -76,7 +93,7 @@ struct xrl_fleet {
 	char prune_cur[XRL_FLEET_KINDS][32]; /* the periodic HSCAN's cursors */
 	__u64 next_prune_ms;
 	char last_id[48]; /* the stream's last entry read */
-	__u64 next_hb_ms;
+	__u64 next_hb_ms, next_logchk_ms;
 	struct {
 		xrl_fleet_apply_fn fn;
 		void *arg;
@@ -87,6 +104,7 @@ struct xrl_fleet {
 	_Atomic __u32 live;
 	_Atomic __u64 connected, published, applied, errors, dropped, heartbeats;
 	_Atomic __u64 redirects, pruned, refused;
+	_Atomic __u64 live_read, live_over, log_reset;
 };
 
 static __u64 real_ms(void)
@@ -118,6 +136,8 @@ int xrl_fleet_new(const struct xrl_fleet_cfg *c, struct xrl_fleet **out)
 		snprintf(f->k_h[k], sizeof(f->k_h[k]), "xrl:{fleet:%s}:%s", c->name, kind_word[k]);
 	snprintf(f->last_id, sizeof(f->last_id), "0-0");
 	pthread_mutex_init(&f->mu, NULL);
+	if (!f->c.max_members)
+		f->c.max_members = XRL_FLEET_MEMBERS_DEFAULT;
 	atomic_store(&f->live, 1);
 	*out = f;
 	return 0;
@@ -158,6 +178,32 @@ void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s)
 	s->redirects = atomic_load(&f->redirects);
 	s->pruned = atomic_load(&f->pruned);
 	s->refused = atomic_load(&f->refused);
+	s->live_read = atomic_load(&f->live_read);
+	s->live_over = atomic_load(&f->live_over);
+	s->log_reset = atomic_load(&f->log_reset);
+}
+
+/* The address of the node just connected to, to the deny kind's taker (a
+ * PEER entry): an entry must never deny the fleet's own Redis, a
+ * cluster's masters as they are learnt included. */
+static void peer_note(struct xrl_fleet *f)
+{
+	struct xrl_fleet_entry e = { .op = XRL_FLEET_PEER, .kind = XRL_FLEET_DENY };
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char a[INET6_ADDRSTRLEN];
+
+	if (!f->on[XRL_FLEET_DENY].fn || getpeername(f->rc->fd, (struct sockaddr *)&ss, &sl))
+		return;
+	if (ss.ss_family == AF_INET &&
+	    inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, a, sizeof(a)))
+		snprintf(e.field, sizeof(e.field), "%s/32", a);
+	else if (ss.ss_family == AF_INET6 &&
+		 inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, a, sizeof(a)))
+		snprintf(e.field, sizeof(e.field), "%s/128", a);
+	else
+		return; /* a unix socket: no address to keep */
+	f->on[XRL_FLEET_DENY].fn(f->on[XRL_FLEET_DENY].arg, &e);
 }
 
 int xrl_fleet_publish(struct xrl_fleet *f, const struct xrl_fleet_entry *e)
@@ -290,6 +336,7 @@ static int fleet_connect(struct xrl_fleet *f)
 		return -EIO;
 	}
 	redisSetTimeout(f->rc, to);
+	peer_note(f);
 	f->guard = xrl_reader_guard_new(f->rc->reader);
 	if (!f->guard) {
 		drop(f, "out of memory");
@@ -423,15 +470,26 @@ static int scan_step(struct xrl_fleet *f, int kind, char cursor[32], __u64 now, 
 }
 
 /* One hash read again (at a connect): every active entry applied, the
- * expired ones deleted, step by step (never one huge reply). */
-static void resync_hash(struct xrl_fleet *f, int kind, __u64 now)
+ * expired ones deleted, step by step (never one huge reply). True when
+ * the scan went round: every field the hash held throughout was met. */
+static bool resync_hash(struct xrl_fleet *f, int kind, __u64 now)
 {
 	char cursor[32] = "0";
 
 	do {
 		if (scan_step(f, kind, cursor, now, true))
-			return;
+			return false;
 	} while (strcmp(cursor, "0") && f->rc && !atomic_load(&f->stop));
+	return f->rc && !strcmp(cursor, "0");
+}
+
+/* A marker (SYNC_BEGIN, SYNC_END) to the deny kind's taker. */
+static void mark(struct xrl_fleet *f, enum xrl_fleet_op op)
+{
+	struct xrl_fleet_entry e = { .op = (__u8)op, .kind = XRL_FLEET_DENY };
+
+	if (f->on[XRL_FLEET_DENY].fn)
+		f->on[XRL_FLEET_DENY].fn(f->on[XRL_FLEET_DENY].arg, &e);
 }
 
 /*
@@ -469,8 +527,69 @@ static void resync(struct xrl_fleet *f)
 	else
 		snprintf(f->last_id, sizeof(f->last_id), "0-0");
 	freeReplyObject(r);
-	for (int k = 0; k < XRL_FLEET_KINDS && f->rc; k++)
-		resync_hash(f, k, now);
+	f->next_logchk_ms = now + FLEET_LOGCHK_MS;
+	for (int k = 0; k < XRL_FLEET_KINDS && f->rc; k++) {
+		bool whole;
+
+		if (k == XRL_FLEET_DENY)
+			mark(f, XRL_FLEET_SYNC_BEGIN);
+		whole = resync_hash(f, k, now);
+		/* only a whole read may lift what it did not name */
+		if (k == XRL_FLEET_DENY && whole)
+			mark(f, XRL_FLEET_SYNC_END);
+	}
+}
+
+/* "MS-SEQ" into its two numbers; false: not a stream id. */
+static bool id_parse(const char *s, unsigned long long *ms, unsigned long long *seq)
+{
+	char *end;
+
+	*ms = strtoull(s, &end, 10);
+	if (end == s || *end != '-')
+		return false;
+	s = end + 1;
+	*seq = strtoull(s, &end, 10);
+	return end != s && !*end;
+}
+
+/* Is stream id a before b? */
+static bool id_before(const char *a, const char *b)
+{
+	unsigned long long am, as, bm, bs;
+
+	if (!id_parse(a, &am, &as) || !id_parse(b, &bm, &bs))
+		return false;
+	return am < bm || (am == bm && as < bs);
+}
+
+/* With nothing new read: has the stream gone back behind last_id? Then it
+ * is read again from its start: it was made again since last_id, so all
+ * it holds is news (at most FLEET_LOG_MAX entries, FLEET_READ_MAX a read). */
+static void log_check(struct xrl_fleet *f, __u64 now)
+{
+	redisReply *r;
+	char newest[48] = "0-0";
+
+	if (now < f->next_logchk_ms)
+		return;
+	f->next_logchk_ms = now + FLEET_LOGCHK_MS;
+	r = cmd(f, "XREVRANGE %s + - COUNT 1", f->k_log);
+	if (!r)
+		return;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+	    r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 1 &&
+	    r->element[0]->element[0]->type == REDIS_REPLY_STRING)
+		snprintf(newest, sizeof(newest), "%.*s", (int)r->element[0]->element[0]->len,
+			 r->element[0]->element[0]->str);
+	freeReplyObject(r);
+	if (!id_before(newest, f->last_id))
+		return;
+	atomic_fetch_add(&f->log_reset, 1);
+	log_warnx("fleet %s: the stream %s went back (newest %s, last read %s): read again "
+		  "from its start",
+		  f->c.name, f->k_log, newest, f->last_id);
+	snprintf(f->last_id, sizeof(f->last_id), "0-0");
 }
 
 /*
@@ -499,7 +618,23 @@ static void heartbeat(struct xrl_fleet *f, __u64 now)
 	(void)now;
 	if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
 		__u32 n = r->integer > UINT32_MAX ? UINT32_MAX : (__u32)r->integer;
-		__u32 was = atomic_exchange(&f->live, n);
+		__u64 had = atomic_exchange(&f->live_read, n);
+		__u32 was;
+
+		/* more members than the policy says the fleet has: forged
+		 * heartbeats, or a policy out of date; NODE_SHARE must not
+		 * divide a rule by whatever a writer to Redis chose */
+		if (n > f->c.max_members) {
+			atomic_fetch_add(&f->live_over, 1);
+			if (had <= f->c.max_members)
+				log_warnx("fleet %s: %u live members in %s, more than fleet.max_members "
+					  "(%u): counted as %u (forged heartbeats, or raise "
+					  "fleet.max_members)",
+					  f->c.name, n, f->k_live, f->c.max_members,
+					  f->c.max_members);
+			n = f->c.max_members;
+		}
+		was = atomic_exchange(&f->live, n);
 
 		if (n != was)
 			log_info("fleet %s: %u live instance%s", f->c.name, n, n == 1 ? "" : "s");
@@ -600,6 +735,7 @@ static void read_log(struct xrl_fleet *f)
 	    r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements != 2 ||
 	    r->element[0]->element[1]->type != REDIS_REPLY_ARRAY) {
 		freeReplyObject(r); /* nil: nothing new */
+		log_check(f, real_ms());
 		return;
 	}
 	es = r->element[0]->element[1];
@@ -607,12 +743,17 @@ static void read_log(struct xrl_fleet *f)
 		const redisReply *en = es->element[i];
 		struct xrl_fleet_entry e;
 
-		if (en->type != REDIS_REPLY_ARRAY || en->elements != 2 ||
-		    en->element[0]->type != REDIS_REPLY_STRING ||
-		    en->element[1]->type != REDIS_REPLY_ARRAY)
+		if (en->type != REDIS_REPLY_ARRAY || en->elements < 1 ||
+		    en->element[0]->type != REDIS_REPLY_STRING)
 			continue;
+		/* past it whatever it holds: an entry not read as one must
+		 * not be asked for again and again */
 		snprintf(f->last_id, sizeof(f->last_id), "%.*s", (int)en->element[0]->len,
 			 en->element[0]->str);
+		if (en->elements != 2 || en->element[1]->type != REDIS_REPLY_ARRAY) {
+			atomic_fetch_add(&f->refused, 1);
+			continue;
+		}
 		if (stream_entry(f, en->element[1], &e) && !until_absurd(f, &e, real_ms()))
 			apply(f, &e);
 	}

@@ -20,7 +20,18 @@
 #include "config.h"
 
 enum xrl_fleet_kind { XRL_FLEET_DENY = 0, XRL_FLEET_PEN, XRL_FLEET_KINDS };
-enum xrl_fleet_op { XRL_FLEET_ADD = 0, XRL_FLEET_DEL };
+/* To the deny kind's taker only: SYNC_BEGIN and SYNC_END (no field) bracket
+ * a whole read of the deny hash at a (re)connect (a deny entry of the fleet
+ * applied there that the read did not name was deleted while that instance
+ * was cut off); PEER (field: "ADDR/32" or "ADDR/128") names a Redis node
+ * the fleet connected to, which no entry may deny. */
+enum xrl_fleet_op {
+	XRL_FLEET_ADD = 0,
+	XRL_FLEET_DEL,
+	XRL_FLEET_SYNC_BEGIN,
+	XRL_FLEET_SYNC_END,
+	XRL_FLEET_PEER
+};
 
 /* One entry: a deny ("198.51.100.0/24") or a key penalty ("RULE HASH", the
  * hash 32 hex digits of SHA-256 of the key: never the key itself). */
@@ -46,6 +57,9 @@ struct xrl_fleet_stats {
 	__u64 redirects;  /* cluster: MOVED followed */
 	__u64 pruned;	  /* expired hash entries deleted */
 	__u64 refused;	  /* entries read and refused (malformed, absurd expiry) */
+	__u64 live_read;  /* the live count Redis answered last (before the cap) */
+	__u64 live_over;  /* heartbeats that counted more than max_members */
+	__u64 log_reset;  /* the stream's ids went back (recreated): read again */
 };
 
 struct xrl_fleet;

@@ -224,14 +224,15 @@ static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	rnow = (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
-	if (!e->until_ms || e->until_ms <= rnow)
-		return;
+	if (e->until_ms && e->until_ms <= rnow)
+		return; /* over already; 0 ("until removed") is held to the max below */
 	pthread_rwlock_rdlock(&l->cfg_mu);
 	/* this host's penalty.max is the longest block it enforces: an entry
 	 * anyone wrote into Redis for 10 years (or 2^64 ms, whose ns wrapped)
 	 * blocks a key no longer than a penalty made here */
 	max = l->cfg.penalty.enabled ? l->cfg.penalty.max_ns : PEN_FLEET_MAX_NS;
-	left = e->until_ms - rnow < max / 1000000 ? (e->until_ms - rnow) * 1000000ULL : max;
+	left = e->until_ms && e->until_ms - rnow < max / 1000000 ? (e->until_ms - rnow) * 1000000ULL
+								  : max;
 	xrl_pen_block(l, pk, now + left, now);
 	if (l->cfg.penalty.enabled && l->cfg.penalty.window_ns)
 		xrl_lim_penalty_level(l, pk, e->level, now);

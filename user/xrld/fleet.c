@@ -8,18 +8,33 @@
  * denies (an operator's deny add/del, a penalty of a `penalty: verified`
  * rule) is handed to the identity process for the fleet.
  *
- * What a host keeps for itself: its allowlist wins in the program (checked
- * before the denylist), and an entry that would deny a prefix holding a
- * source this host vouches for (a cookie-verified one) is not applied here
- * (counted, xrl_fleet_entries_skipped_total).
- *
- * Nor is a denial wider than this host's penalty floor (/24 and /48 unless
- * penalty.floor_v4/v6 say otherwise): whoever can write the fleet's Redis,
- * or a corrupted entry, must not deny 0.0.0.0/0 on every host. An
- * operator's wider deny add stays on the host it was made on.
+ * Whoever can write the fleet's Redis writes these entries: each is held
+ * to this host's own limits, and one refused is counted by reason
+ * (xrl_fleet_entries_skipped_total{reason}):
+ *  - never wider than this host's penalty floor (/24 and /48 unless
+ *    penalty.floor_v4/v6 say otherwise; "wide"): no 0.0.0.0/0 on every
+ *    host. An operator's wider deny add stays on the host it was made on;
+ *  - never longer than this host's penalty.max (penalties off: 1 h,
+ *    XRL_FLEET_DENY_MAX_NS), "until removed" included: an entry lasts at
+ *    most that (xrl_fleet_entries_capped_total);
+ *  - never covering (containing or inside) the allowlist ("allowlist"), a
+ *    source this host vouches for ("vouched"), the fleet's Redis (the
+ *    configured host and seeds, resolved at start, and every node the
+ *    fleet connected to; "fleet_redis"), this host's own addresses
+ *    (getifaddrs, read again every OWN_REFRESH_NS; "own_address") or a
+ *    prefix of fleet.protect ("protect"): a denial that cut the host off
+ *    its Redis could never be lifted through it;
+ *  - at most three quarters of a denylist with the penalties ("full"):
+ *    the operator's deny add always finds the last quarter;
+ *  - never replacing or lifting this host's own entry ("local").
+ * A whole read of the deny hash at a (re)connect (SYNC_BEGIN .. SYNC_END)
+ * lifts the fleet's entries here that the hash no longer names: the
+ * deletes this host missed while cut off (xrl_fleet_entries_lifted_total).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <ifaddrs.h>
+#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,16 +44,58 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "http/fleet.h"
 #include "http/http.h"
 #include "log.h"
 #include "xrld.h"
 
+#define REDIS_ADDRS	32			  /* the fleet's Redis addresses kept */
+#define OWN_MAX		256			  /* this host's addresses kept */
+#define OWN_REFRESH_NS	(5ULL * XRL_NSEC_PER_SEC) /* getifaddrs again after this */
+#define SEEN_MAX	(1u << 20)		  /* prefixes one hash read may name */
+
+/* Why a fleet entry was not applied: xrl_fleet_entries_skipped_total{reason}. */
+enum fleet_skip {
+	SKIP_VOUCHED,
+	SKIP_FAILED,
+	SKIP_WIDE,
+	SKIP_LOCAL,
+	SKIP_FULL,
+	SKIP_ALLOWLIST,
+	SKIP_PROTECT,
+	SKIP_REDIS,
+	SKIP_OWN,
+	SKIP_N
+};
+static const char *const skip_name[SKIP_N] = {
+	[SKIP_VOUCHED] = "vouched",	[SKIP_FAILED] = "failed",
+	[SKIP_WIDE] = "wide",		[SKIP_LOCAL] = "local",
+	[SKIP_FULL] = "full",		[SKIP_ALLOWLIST] = "allowlist",
+	[SKIP_PROTECT] = "protect",	[SKIP_REDIS] = "fleet_redis",
+	[SKIP_OWN] = "own_address",
+};
+
 struct xrld_fleet {
-	__u64 applied, skipped, failed; /* deny entries, on this loop */
-	__u64 wide;			/* wider than the floor: not applied */
-	__u64 local;			/* this host has its own entry: kept */
-	__u64 refused;			/* deny entries that are no prefix */
+	__u64 applied;	     /* deny entries, on this loop */
+	__u64 skip[SKIP_N];  /* not applied, by reason */
+	__u64 refused;	     /* deny entries that are no prefix */
+	__u64 capped;	     /* held to the longest this host denies */
+	__u64 lifted;	     /* gone from the hash while cut off: lifted */
+	/* the configured Redis (host and seeds), resolved at start, then
+	 * the nodes the fleet connected to (PEER entries), oldest first out */
+	struct xrl_prefix redis[REDIS_ADDRS];
+	int n_redis, n_conf;
+	/* this host's addresses, and when they were read (CLOCK_MONOTONIC) */
+	struct xrl_prefix own[OWN_MAX];
+	int n_own;
+	__u64 own_ns;
+	/* a read of the deny hash under way (loop only): the prefixes it
+	 * named, and whether they outgrew SEEN_MAX (then nothing is lifted) */
+	bool syncing, seen_over;
+	struct xrl_prefix *seen;
+	size_t n_seen, cap_seen;
 };
 
 /* The shortest prefix the fleet denies: the penalty floor, also when
@@ -59,61 +116,354 @@ static __u64 real_ms(void)
 	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
 }
 
-/* One entry to every interface's denylist. */
+/* Do a and b overlap, one containing the other (same family)? */
+static bool overlap(const struct xrl_prefix *a, const struct xrl_prefix *b)
+{
+	__u32 m[4];
+
+	if (a->family != b->family)
+		return false;
+	xrl_prefix_mask(a->family, a->plen < b->plen ? a->plen : b->plen, m);
+	for (int i = 0; i < (a->family == XRL_AF_INET ? 1 : 4); i++)
+		if ((a->addr[i] & m[i]) != (b->addr[i] & m[i]))
+			return false;
+	return true;
+}
+
+static bool overlaps_any(const struct xrl_prefix *p, const struct xrl_prefix *l, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (overlap(p, &l[i]))
+			return true;
+	return false;
+}
+
+/* sa as a host prefix (/32, /128) into p; false: not an IP address. */
+static bool sa_prefix(const struct sockaddr *sa, struct xrl_prefix *p)
+{
+	*p = (struct xrl_prefix){ 0 };
+	if (sa && sa->sa_family == AF_INET) {
+		p->family = XRL_AF_INET;
+		p->plen = 32;
+		p->addr[0] = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+		return true;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		p->family = XRL_AF_INET6;
+		p->plen = 128;
+		memcpy(p->addr, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+/* host's addresses (a name resolved: this blocks, at start only) into
+ * x->redis. */
+static void redis_resolve(struct xrld_fleet *x, const char *host)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai, *a;
+
+	if (!host[0] || getaddrinfo(host, NULL, &hints, &ai))
+		return;
+	for (a = ai; a && x->n_redis < REDIS_ADDRS; a = a->ai_next) {
+		struct xrl_prefix p;
+
+		if (sa_prefix(a->ai_addr, &p) && !overlaps_any(&p, x->redis, x->n_redis))
+			x->redis[x->n_redis++] = p;
+	}
+	freeaddrinfo(ai);
+}
+
+/* The configured Redis: its host, or each seed of "HOST:PORT,..." (an
+ * IPv6 address in brackets). The nodes a cluster names later are the
+ * fleet's peers (xrl_fleet_peers). */
+static void redis_addrs(struct xrld_fleet *x, const struct xrl_fleet_cfg *c)
+{
+	char seeds[sizeof(c->redis_seeds)], *save = NULL;
+
+	redis_resolve(x, c->redis_host);
+	snprintf(seeds, sizeof(seeds), "%s", c->redis_seeds);
+	for (char *t = strtok_r(seeds, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *colon = strrchr(t, ':');
+
+		if (colon)
+			*colon = '\0';
+		if (t[0] == '[') {
+			t++;
+			t[strcspn(t, "]")] = '\0';
+		}
+		redis_resolve(x, t);
+	}
+}
+
+/* This host's addresses, read again when older than OWN_REFRESH_NS (an
+ * address added since must not be denied by the fleet for long). */
+static void own_refresh(struct xrld_fleet *x)
+{
+	struct ifaddrs *ifa, *i;
+	__u64 now = xrl_now_ns();
+
+	if (x->own_ns && now - x->own_ns < OWN_REFRESH_NS)
+		return;
+	if (getifaddrs(&ifa))
+		return; /* the last known ones stay */
+	x->own_ns = now;
+	x->n_own = 0;
+	for (i = ifa; i && x->n_own < OWN_MAX; i = i->ifa_next) {
+		struct xrl_prefix p;
+
+		if (sa_prefix(i->ifa_addr, &p))
+			x->own[x->n_own++] = p;
+	}
+	freeifaddrs(ifa);
+}
+
+/* Does p cover something this host keeps from the fleet whatever the
+ * interface (fleet.protect, the fleet's Redis, its own addresses)? The
+ * reason, or SKIP_N. */
+static enum fleet_skip protected(struct xrld *d, struct xrld_fleet *x, const struct xrl_prefix *p)
+{
+	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
+
+	if (overlaps_any(p, c->protect, (int)c->n_protect))
+		return SKIP_PROTECT;
+	if (overlaps_any(p, x->redis, x->n_redis))
+		return SKIP_REDIS;
+	own_refresh(x);
+	if (overlaps_any(p, x->own, x->n_own))
+		return SKIP_OWN;
+	return SKIP_N;
+}
+
+/* A node the fleet connected to: kept from denials (the configured
+ * addresses stay; of the learnt ones the oldest goes when full). */
+static void peer_keep(struct xrld_fleet *x, const struct xrl_prefix *p)
+{
+	if (overlaps_any(p, x->redis, x->n_redis))
+		return;
+	if (x->n_redis == REDIS_ADDRS) {
+		if (x->n_conf >= REDIS_ADDRS)
+			return;
+		memmove(&x->redis[x->n_conf], &x->redis[x->n_conf + 1],
+			(size_t)(REDIS_ADDRS - x->n_conf - 1) * sizeof(*p));
+		x->n_redis--;
+	}
+	x->redis[x->n_redis++] = *p;
+}
+
+static void skip(struct xrld_fleet *x, enum fleet_skip why, const char *field)
+{
+	COUNT(x->skip[why]);
+	if (why == SKIP_PROTECT || why == SKIP_REDIS || why == SKIP_OWN || why == SKIP_FULL)
+		log_agg(XRL_LOG_WARN, skip_name[why], "fleet entries not applied",
+			"fleet: not denying %s: %s", field,
+			why == SKIP_PROTECT ? "it covers a prefix of fleet.protect"
+			: why == SKIP_REDIS ? "it covers the fleet's own Redis"
+			: why == SKIP_OWN   ? "it covers an address of this host"
+					    : "the fleet and penalties hold 3/4 of the denylist");
+}
+
+static int prefix_cmp(const void *a, const void *b)
+{
+	const struct xrl_prefix *p = a, *q = b;
+
+	if (p->family != q->family)
+		return p->family - q->family;
+	if (p->plen != q->plen)
+		return p->plen - q->plen;
+	return memcmp(p->addr, q->addr, sizeof(p->addr));
+}
+
+/* A prefix named by the hash read under way. */
+static void seen_add(struct xrld_fleet *x, const struct xrl_prefix *p)
+{
+	if (x->seen_over)
+		return;
+	if (x->n_seen == x->cap_seen) {
+		size_t cap = x->cap_seen ? x->cap_seen * 2 : 4096;
+		void *n = cap <= SEEN_MAX ? realloc(x->seen, cap * sizeof(*p)) : NULL;
+
+		if (!n) {
+			x->seen_over = true;
+			return;
+		}
+		x->seen = n;
+		x->cap_seen = cap;
+	}
+	x->seen[x->n_seen] = *p;
+	x->seen[x->n_seen].pad[0] = x->seen[x->n_seen].pad[1] = 0;
+	x->n_seen++;
+}
+
+/*
+ * The hash was read whole: every entry of the fleet on h's denylists that
+ * it did not name was deleted while this host was cut off, and is lifted.
+ * The host's own entries (policy, operator, penalty) are never touched.
+ * Cost: a walk of both lists and a binary search per fleet entry, at each
+ * (re)connect only. Returns how many were lifted.
+ */
+static unsigned lift_missing(struct xrl_handle *h, struct xrld_fleet *x)
+{
+	static const char *const maps[2] = { XRL_MAP_DENY_V4, XRL_MAP_DENY_V6 };
+	struct xrl_prefix *gone = NULL;
+	size_t n_gone = 0, cap = 0;
+	unsigned lifted = 0;
+
+	for (int f = 0; f < 2; f++) {
+		int fd = xrl_map_fd(h, maps[f]);
+		struct xrl_lpm_v6 k = { 0 }, nk = { 0 };
+		bool first = true;
+
+		if (fd < 0)
+			continue;
+		while (!bpf_map_get_next_key(fd, first ? NULL : &k, &nk)) {
+			struct xrl_deny_val v;
+			struct xrl_prefix p = { .family = f ? XRL_AF_INET6 : XRL_AF_INET };
+
+			first = false;
+			k = nk;
+			if (bpf_map_lookup_elem(fd, &k, &v) || v.origin != XRL_ORIGIN_FLEET)
+				continue;
+			p.plen = (__u8)k.prefixlen;
+			memcpy(p.addr, k.addr, f ? 16 : 4);
+			if (bsearch(&p, x->seen, x->n_seen, sizeof(p), prefix_cmp))
+				continue;
+			if (n_gone == cap) {
+				void *n = realloc(gone, (cap ? cap * 2 : 256) * sizeof(p));
+
+				if (!n)
+					break;
+				gone = n;
+				cap = cap ? cap * 2 : 256;
+			}
+			gone[n_gone++] = p;
+		}
+	}
+	for (size_t i = 0; i < n_gone; i++)
+		if (!xrl_deny_del(h, &gone[i]))
+			lifted++;
+	free(gone);
+	return lifted;
+}
+
+static void sync_end(struct xrld *d, struct xrld_fleet *x)
+{
+	unsigned n = 0;
+
+	if (!x->syncing)
+		return;
+	x->syncing = false;
+	if (x->seen_over) {
+		log_warnx("fleet %s: the deny hash names more than %u prefixes: entries deleted "
+			  "while this host was cut off are not looked for (they lapse)",
+			  d->cfg->fleet.name, SEEN_MAX);
+		return;
+	}
+	qsort(x->seen, x->n_seen, sizeof(*x->seen), prefix_cmp);
+	for (int i = 0; i < d->n_ifs; i++)
+		n += lift_missing(d->ifs[i].h, x);
+	__atomic_fetch_add(&x->lifted, n, __ATOMIC_RELAXED);
+	if (n)
+		log_info("fleet %s: lifted %u denial%s the fleet deleted while this host was cut "
+			 "off",
+			 d->cfg->fleet.name, n, n == 1 ? "" : "s");
+}
+
+/* One entry to every interface's denylist, within this host's bounds. */
 static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fleet_entry *e)
 {
+	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
+	__u64 max_ns = pc->enabled && pc->max_ns ? pc->max_ns : XRL_FLEET_DENY_MAX_NS;
 	char err[XRL_ERRLEN];
 	struct xrl_prefix p;
-	__u64 ttl = 0, now = real_ms();
+	__u64 ttl = max_ns, now = real_ms();
+	enum fleet_skip why;
+	bool held = false, done = false;
 
+	if (e->op == XRL_FLEET_SYNC_BEGIN) {
+		x->syncing = true;
+		x->seen_over = false;
+		x->n_seen = 0;
+		return;
+	}
+	if (e->op == XRL_FLEET_SYNC_END) {
+		sync_end(d, x);
+		return;
+	}
 	if (xrl_prefix_parse(e->field, &p, err, sizeof(err))) {
 		COUNT(x->refused);
 		return;
 	}
-	if (e->op == XRL_FLEET_ADD && e->until_ms) {
-		if (e->until_ms <= now)
+	if (e->op == XRL_FLEET_PEER) {
+		peer_keep(x, &p);
+		return;
+	}
+	if (e->op == XRL_FLEET_ADD && x->syncing)
+		seen_add(x, &p);
+	if (e->op == XRL_FLEET_ADD) {
+		if (e->until_ms && e->until_ms <= now)
 			return; /* over already */
-		ttl = (e->until_ms - now) * 1000000ULL;
+		/* "until removed" (0) too: a removal may never reach a host */
+		if (e->until_ms && e->until_ms - now < max_ns / 1000000)
+			ttl = (e->until_ms - now) * 1000000ULL;
+		else
+			held = true;
 	}
 	if (e->op == XRL_FLEET_ADD && too_wide(d, &p)) {
-		COUNT(x->wide);
+		COUNT(x->skip[SKIP_WIDE]);
 		log_agg(XRL_LOG_WARN, "fleet: wide", "fleet entries wider than the floor",
 			"fleet: not denying %s: wider than the penalty floor", e->field);
 		return;
 	}
+	if (e->op == XRL_FLEET_ADD && (why = protected(d, x, &p)) != SKIP_N) {
+		skip(x, why, e->field);
+		return;
+	}
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_handle *h = d->ifs[i].h;
-		__u32 origin;
-		int rc;
+		__u32 origin, used, cap;
+		int rc, absent = xrl_deny_origin(h, &p, &origin);
 
 		/* This host's own entry for the prefix (its policy's, its
 		 * operator's, its penalty's) is never replaced or lifted by
 		 * the fleet: another host's TTL must not shorten it, and
 		 * whoever can write the fleet's Redis must not lift it. */
-		if (!xrl_deny_origin(h, &p, &origin) && origin != XRL_ORIGIN_FLEET) {
-			COUNT(x->local);
+		if (!absent && origin != XRL_ORIGIN_FLEET) {
+			COUNT(x->skip[SKIP_LOCAL]);
 			continue;
 		}
 		if (e->op == XRL_FLEET_DEL) {
 			rc = xrl_deny_del(h, &p);
 			if (rc && rc != -ENOENT)
-				COUNT(x->failed);
+				COUNT(x->skip[SKIP_FAILED]);
 			continue;
 		}
 		if (xrl_vouched(h, &p)) {
-			COUNT(x->skipped);
+			COUNT(x->skip[SKIP_VOUCHED]);
+			continue;
+		}
+		if (xrld_allow_overlaps(&d->ifs[i], &p)) {
+			COUNT(x->skip[SKIP_ALLOWLIST]);
+			continue;
+		}
+		/* a new entry: the fleet shares the penalties' 3/4 */
+		if (absent && !xrl_deny_room(h, p.family, &used, &cap) && used >= cap / 4 * 3) {
+			skip(x, SKIP_FULL, e->field);
 			continue;
 		}
 		rc = xrl_deny_add(h, &p, ttl, XRL_ORIGIN_FLEET);
 		if (rc) {
-			COUNT(x->failed);
+			COUNT(x->skip[SKIP_FAILED]);
 			log_agg(XRL_LOG_WARN, "fleet: deny", "fleet entries not applied",
 				"%s: couldn't deny %s from the fleet: %s", d->ifs[i].name, e->field,
 				strerror(-rc));
 			continue;
 		}
 		COUNT(x->applied);
+		done = true;
 	}
+	if (held && done)
+		COUNT(x->capped);
 }
 
 void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e)
@@ -131,6 +481,8 @@ int xrld_fleet_start(struct xrld *d)
 	d->fleet = calloc(1, sizeof(*d->fleet));
 	if (!d->fleet)
 		return -ENOMEM;
+	redis_addrs(d->fleet, c);
+	d->fleet->n_conf = d->fleet->n_redis;
 	log_info("fleet %s: %s%s", c->name, c->packet ? "packet-tier denials shared" : "",
 		 d->http && d->cfg->http.fleet[0]
 			 ? (c->packet ? ", identity tier in (NODE_SHARE, penalties)"
@@ -141,6 +493,8 @@ int xrld_fleet_start(struct xrld *d)
 
 void xrld_fleet_stop(struct xrld *d)
 {
+	if (d->fleet)
+		free(d->fleet->seen);
 	free(d->fleet);
 	d->fleet = NULL;
 }
@@ -171,6 +525,9 @@ static bool fleet_stats(struct xrld *d, struct xrl_fleet_stats *st, char *id, si
 	F(redirects);
 	F(pruned);
 	F(refused);
+	F(live_read);
+	F(live_over);
+	F(log_reset);
 #undef F
 	s = json_string_value(json_object_get(r, "id"));
 	if (id)
@@ -266,11 +623,26 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "all", st.applied);
 	xrl_prom_family(b, "xrl_fleet_entries_skipped_total", "counter",
 			"Fleet entries not applied or not sent, by reason");
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "vouched", READ(x->skipped));
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "failed", READ(x->failed));
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "wide", READ(x->wide));
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "local", READ(x->local));
+	for (int i = 0; i < SKIP_N; i++)
+		xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", skip_name[i],
+			     READ(x->skip[i]));
 	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full", st.dropped);
+	one(b, "xrl_fleet_entries_capped_total", "counter",
+	    "Fleet denials held to this host's penalty.max (penalties off: 1h), those with "
+	    "no expiry included",
+	    "", READ(x->capped));
+	one(b, "xrl_fleet_entries_lifted_total", "counter",
+	    "Fleet denials lifted at a reconnect: the fleet's hash no longer named them", "",
+	    READ(x->lifted));
+	one(b, "xrl_fleet_live_read", "gauge",
+	    "The live count Redis answered last, before fleet.max_members caps it", "",
+	    st.live_read);
+	one(b, "xrl_fleet_live_over_max_total", "counter",
+	    "Heartbeats that counted more live members than fleet.max_members", "",
+	    st.live_over);
+	one(b, "xrl_fleet_log_resets_total", "counter",
+	    "Times the fleet's stream was found behind the last id read, and read again", "",
+	    st.log_reset);
 	one(b, "xrl_fleet_redis_errors_total", "counter",
 	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
 	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);

@@ -126,7 +126,7 @@ static int strike_ok(struct xrld *d, const struct xrl_event *e)
  * entry (one LPM lookup) or covering one (a walk over the allowlist, only
  * when a penalty is due, which the strike rules make rare)?
  */
-static bool allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
+bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p)
 {
 	bool v4 = p->family == XRL_AF_INET;
 	int fd = xrl_map_fd(f->h, v4 ? XRL_MAP_ALLOW_V4 : XRL_MAP_ALLOW_V6);
@@ -170,7 +170,7 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
 	char buf[64];
 	int err;
 
-	if (allow_overlaps(f, p)) {
+	if (xrld_allow_overlaps(f, p)) {
 		COUNT(d->pen_skipped[PEN_SKIP_ALLOWLIST]);
 		return -EPERM;
 	}

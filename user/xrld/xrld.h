@@ -162,6 +162,8 @@ struct xrld {
 /* The ring buffer callback; ctx is the struct xrld_iface. */
 int xrld_on_event(void *ctx, void *data, size_t size);
 const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len);
+/* Does p overlap f's allowlist, either way round (covered or covering)? */
+bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p);
 
 /* ---- iface.c: interfaces and policy ------------------------------------- */
 struct xrld_iface *xrld_iface(struct xrld *d, const char *name);
