@@ -128,17 +128,30 @@ static void on_vouch(void *arg, const struct xrl_prefix *client, __u64 ttl_ns)
 
 /* The fleet's thread: an entry for xrld's denylists. A host that comes
  * back reads the whole hash at once, so a full socket is waited on (the
- * socket's send timeout, a second), not dropped. */
+ * socket's send timeout, a second), not dropped. A read of the hash with
+ * an entry not handed over ends without its SYNC_END: xrld would lift
+ * the denial it did not hear of. */
 static void on_fleet_deny(void *arg, const struct xrl_fleet_entry *e)
 {
+	static __u64 lost; /* since the last SYNC_BEGIN; the fleet's thread only */
 	struct xrl_idev ev = { .type = XRL_IDEV_FLEET };
 
 	(void)arg;
+	if (e->op == XRL_FLEET_SYNC_BEGIN)
+		lost = 0;
+	if (e->op == XRL_FLEET_SYNC_END && lost) {
+		log_warnx("identity process: %llu entries of the fleet's deny hash were not handed "
+			  "to xrld: the ones deleted while it was cut off are not looked for",
+			  (unsigned long long)lost);
+		return;
+	}
 	ev.fleet = *e;
-	if (send(XRL_IDP_FD_EVENT, &ev, sizeof(ev), MSG_NOSIGNAL) < 0)
+	if (send(XRL_IDP_FD_EVENT, &ev, sizeof(ev), MSG_NOSIGNAL) < 0) {
+		lost++;
 		log_agg(XRL_LOG_WARN, "idp: fleet", "fleet entries not handed to xrld",
 			"identity process: a fleet entry for %s was not handed to xrld: %s",
 			e->field, strerror(errno));
+	}
 }
 
 static json_t *fail(int rc, const char *why)
@@ -158,13 +171,15 @@ static json_t *fleet_stats(struct child *c)
 	if (!c->fleet)
 		return json_null();
 	xrl_fleet_get_stats(c->fleet, &st);
-	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "id",
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "id",
 			 xrl_fleet_id(c->fleet), "live", (json_int_t)st.live, "connected",
 			 (json_int_t)st.connected, "published", (json_int_t)st.published, "applied",
 			 (json_int_t)st.applied, "errors", (json_int_t)st.errors, "dropped",
 			 (json_int_t)st.dropped, "heartbeats", (json_int_t)st.heartbeats,
 			 "redirects", (json_int_t)st.redirects, "pruned", (json_int_t)st.pruned,
-			 "refused", (json_int_t)st.refused);
+			 "refused", (json_int_t)st.refused, "live_read", (json_int_t)st.live_read,
+			 "live_over", (json_int_t)st.live_over, "log_reset",
+			 (json_int_t)st.log_reset);
 }
 
 /*

@@ -270,7 +270,7 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 		if (e.type == XRL_IDEV_VOUCH && vouch_ok(&e)) {
 			xrld_vouch_in(d, &e.vouch.p, e.vouch.ttl_ns);
 		} else if (e.type == XRL_IDEV_FLEET && e.fleet.kind == XRL_FLEET_DENY &&
-			   e.fleet.op <= XRL_FLEET_DEL) {
+			   e.fleet.op <= XRL_FLEET_PEER) {
 			e.fleet.field[sizeof(e.fleet.field) - 1] = 0;
 			xrld_fleet_in(d, &e.fleet);
 		} else {
