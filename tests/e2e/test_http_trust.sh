@@ -10,9 +10,11 @@
 #      is taken or given back; 127.0.0.2 (loopback) is answered
 #   2. http.callers + http.caller_secret_file: the listed peer without the
 #      secret or with a wrong one gets 403 (reason "secret"), with it 200;
-#      loopback without it 403; the secret is not in xrld's log; --check
-#      names a secret file that is too short, a tier on 0.0.0.0 that only
-#      loopback may ask, and callers 0.0.0.0/0 without a secret
+#      loopback without it 403; the secret is not in xrld's log;
+#      max_connections_per_peer 2 (threads 1) closes a third connection of
+#      one peer at accept; --check names a secret file that is too short, a
+#      tier on 0.0.0.0 that only loopback may ask, and callers 0.0.0.0/0
+#      without a secret
 #   3. max_header_bytes 8192: a head of 8192 bytes is answered, 8193 is 431
 #   4. the header a rule keys on, twice -> 400; Content-Length with
 #      Transfer-Encoding -> 400
@@ -22,8 +24,9 @@
 #      while the server is full and cut at head_timeout (3 s)
 #   6. redis:// backend: /v1/release {rule,key,cost} with no lease is
 #      charged in Redis (the key is there; the next decision sees it)
+#   7. redis-cluster:// (6 nodes): the same
 #
-# Takes about 30 s. Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+# Takes about 25 s (the cluster's start included). Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
 XRL_TEST_NAME=test_http_trust
 # shellcheck source=tests/e2e/lib_http.sh
@@ -37,6 +40,7 @@ VR=xtr$$r
 SUB=10.213.$(($$ % 250))
 HOST_IP=$SUB.1 PEER_IP=$SUB.2
 
+# shellcheck disable=SC2317 # called by the EXIT trap
 trust_cleanup() {
 	local rc=$?
 	ip link del "$VR" 2>/dev/null
@@ -120,6 +124,8 @@ http:
   listen: 0.0.0.0:$P2
   callers: [$PEER_IP/32]
   caller_secret_file: $HT_TMP/secret
+  threads: 1
+  max_connections_per_peer: 2
   rules:
     - name: k
       key: header:X-Key
@@ -137,6 +143,21 @@ check_eq "  loopback, the secret" "$(code -H 'X-Key: a' -H "X-Xrl-Caller-Secret:
 check_eq "  xrl_http_callers_refused_total{reason=secret}" \
 	"$(metric "$MP2" 'xrl_http_callers_refused_total{reason="secret"}')" 3
 check_eq "  the secret in xrld's log" "$(grep -c -F "$SECRET" "${HT_LOG[xrld2]}")" 0
+perpeer=$("$XRL_PY" - "$P2" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port), 2) for _ in range(2)]
+s = socket.create_connection(("127.0.0.1", port), 2)
+s.settimeout(2)
+try:
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    d = s.recv(4096)
+    print(d.split(b" ")[1].decode() if d else "closed")
+except OSError:
+    print("closed")
+PY
+)
+check_eq "  max_connections_per_peer 2: a third connection of 127.0.0.1" "$perpeer" closed
 printf 'short\n' >"$HT_TMP/short"
 out=$(printf 'http:\n  caller_secret_file: %s\n' "$HT_TMP/short" >"$HT_TMP/bad.yaml" &&
 	"$XRLD" --check "$HT_TMP/bad.yaml" 2>&1)
@@ -242,5 +263,24 @@ check_eq "  /v1/release {rule,key,cost 3}" \
 check_eq "  the bucket's key in Redis" "$(redis-cli -p "${HT_PORT[redis]}" exists 'xrl:{k:carol}')" 1
 check_eq "  the next decision (cost 1) sees it: remaining" \
 	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"carol","cost":1}' "http://127.0.0.1:$RP3/v1/check" | jq_py 'd["remaining"]')" 1
+
+log "7. redis-cluster://: the same charge, in the cluster"
+redis_cluster_start 6
+CP=$(free_port)
+xrld_http_run xrld4 "$CP" <<EOF
+http:
+  listen: 127.0.0.1:$CP
+  backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
+  rules:
+    - name: k
+      key: header:X-Key
+      rate: 1/min
+      burst: 5
+EOF
+check_eq "  /v1/release {rule,key,cost 3}" \
+	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"dave","cost":3}' "http://127.0.0.1:$CP/v1/release" | jq_py 'd["charged"]')" 3
+check_eq "  the bucket's key in the cluster" "$(redis-cli -c -p "${RC_PORTS[0]}" exists 'xrl:{k:dave}')" 1
+check_eq "  the next decision (cost 1) sees it: remaining" \
+	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"dave","cost":1}' "http://127.0.0.1:$CP/v1/check" | jq_py 'd["remaining"]')" 1
 
 finish
