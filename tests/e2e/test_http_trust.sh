@@ -52,9 +52,10 @@ trust_cleanup() {
 ip netns add "$NS" || fatal "couldn't create namespace $NS"
 ip -n "$NS" link set lo up
 ip link add "$VR" type veth peer name xtrc0 netns "$NS" || fatal "couldn't create the veth"
-ip addr add "$HOST_IP/30" dev "$VR" && ip link set "$VR" up &&
-	ip -n "$NS" addr add "$PEER_IP/30" dev xtrc0 && ip -n "$NS" link set xtrc0 up ||
+if ! { ip addr add "$HOST_IP/30" dev "$VR" && ip link set "$VR" up &&
+	ip -n "$NS" addr add "$PEER_IP/30" dev xtrc0 && ip -n "$NS" link set xtrc0 up; }; then
 	fatal "couldn't address the veth"
+fi
 
 # in_peer CMD...: CMD from the namespace (the peer $PEER_IP)
 in_peer() { nsenter --net="/run/netns/$NS" -- "$@"; }
