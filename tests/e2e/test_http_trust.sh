@@ -63,11 +63,11 @@ in_peer() { nsenter --net="/run/netns/$NS" -- "$@"; }
 # code [CURL ARGS...]: the status of one request
 code() { curl -s -m 3 -o /dev/null -w '%{http_code}' "$@"; }
 
-P=$(free_port) MP=$(free_port)
-xrld_http_run xrld "$P" <<EOF
+HP=$(free_port) MP=$(free_port)
+xrld_http_run xrld "$HP" <<EOF
 metrics: 127.0.0.1:$MP
 http:
-  listen: 0.0.0.0:$P
+  listen: 0.0.0.0:$HP
   max_connections: 64
   max_header_bytes: 8192
   head_timeout: 3s
@@ -81,8 +81,8 @@ http:
       key: global
       concurrency: 2
 EOF
-L=http://127.0.0.1:$P
-R=http://$HOST_IP:$P
+L=http://127.0.0.1:$HP
+R=http://$HOST_IP:$HP
 wait_for 5 in_peer curl -s -m 1 -o /dev/null "$R/healthz" || fatal "the namespace cannot reach $R"
 
 refused() { metric "$MP" "xrl_http_callers_refused_total{reason=\"$1\"}"; }
@@ -110,7 +110,7 @@ check_eq "  DELETE /v1/lease/ID from $PEER_IP" \
 check_eq "  the lease is still held: loopback gives it back" \
 	"$(curl -s -m 3 -X POST -d "{\"lease\":\"$lease\"}" "$L/v1/release" | jq_py 'd["released"]')" 1
 check_eq "  127.0.0.2 (loopback) is a caller" \
-	"$(code -H 'X-Key: bob' "http://127.0.0.2:$P/v1/auth")" 200
+	"$(code -H 'X-Key: bob' "http://127.0.0.2:$HP/v1/auth")" 200
 check_eq "  stats JSON counts them" \
 	"$("$XRL_ROOT/build/xrlctl" --socket "$HT_TMP/xrld.sock" stats --json 2>/dev/null |
 		jq_py 'd["http"]["callers_refused"]["address"]')" "$(refused address)"
@@ -174,7 +174,7 @@ check_match "  --check: callers 0.0.0.0/0 without a secret" \
 log "3. max_header_bytes 8192: the head as counted (request line, fields, empty line)"
 # rawhead N: a GET of exactly N head bytes on a new connection; its status
 rawhead() {
-	"$XRL_PY" - "$P" "$1" <<'PY'
+	"$XRL_PY" - "$HP" "$1" <<'PY'
 import socket, sys
 n = int(sys.argv[2])
 base = b"GET /v1/auth HTTP/1.1\r\nHost: x\r\nX-Key: head\r\nX-Pad: "
@@ -192,7 +192,7 @@ check_eq "  a head of 8193 bytes" "$(rawhead 8193)" 431
 
 log "4. framing: the identity header twice, Content-Length with Transfer-Encoding"
 check_eq "  X-Key twice" "$(code -H 'X-Key: a' -H 'X-Key: b' "$L/v1/auth")" 400
-clte=$("$XRL_PY" - "$P" <<'PY'
+clte=$("$XRL_PY" - "$HP" <<'PY'
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 2)
 s.settimeout(3)
@@ -205,7 +205,7 @@ PY
 check_eq "  Content-Length and Transfer-Encoding" "$clte" 400
 
 log "5. slowloris from 127.0.0.1: 70 connections, a header line every 2 s, for 8 s"
-"$XRL_PY" - "$P" >"$HT_TMP/slow.out" 2>&1 <<'PY' &
+"$XRL_PY" - "$HP" >"$HT_TMP/slow.out" 2>&1 <<'PY' &
 import socket, sys, time
 port, conns, t_end = int(sys.argv[1]), [], time.time() + 8
 def opened():
