@@ -1118,7 +1118,8 @@ static void job_plain(struct xrl_redis_job *j, int m, const struct xrl_conc_item
 		      struct xrl_decision *d, struct xrl_release *res)
 {
 	j->m = m;
-	memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	if (nc) /* a charge has no slots, and no array of them (ci NULL) */
+		memcpy(j->ci, ci, sizeof(ci[0]) * (size_t)nc);
 	j->nc = nc;
 	j->d = d;
 	j->res = res;
