@@ -57,11 +57,11 @@ xrld_start
 
 # cap_mask PID-OR-TASK FIELD: the hex mask of a capability line of /proc/.../status
 cap_field() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"; }
-want=$(printf "%016x" $(( (1 << 39) | (1 << 38) | (1 << 12) | (1 << 7) | (1 << 6) )))   # CAP_BPF | CAP_PERFMON | CAP_NET_ADMIN | CAP_SETUID | CAP_SETGID
+want=$(printf "%016x" $(( (1 << 39) | (1 << 38) | (1 << 12) | (1 << 7) | (1 << 6) | (1 << 5) )))   # CAP_BPF | CAP_PERFMON | CAP_NET_ADMIN | CAP_SETUID | CAP_SETGID | CAP_KILL
 
 log "1. the main thread"
 for f in CapEff CapPrm CapBnd; do
-	check_eq "$f: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_SETUID, CAP_SETGID only" "$(cap_field "$XRLD_PID" "$f")" "$want"
+	check_eq "$f: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN, CAP_SETUID, CAP_SETGID, CAP_KILL only" "$(cap_field "$XRLD_PID" "$f")" "$want"
 done
 check_eq "CapInh" "$(cap_field "$XRLD_PID" CapInh)" 0000000000000000
 check_eq "CapAmb" "$(cap_field "$XRLD_PID" CapAmb)" 0000000000000000
@@ -80,6 +80,11 @@ check_eq "its CapEff" "$(cap_field "$CHILD" CapEff)" 0000000000000000
 check_eq "its CapPrm" "$(cap_field "$CHILD" CapPrm)" 0000000000000000
 check_eq "its Seccomp (2 = filter)" "$(cap_field "$CHILD" Seccomp)" 2
 check_eq "its NoNewPrivs" "$(cap_field "$CHILD" NoNewPrivs)" 1
+# not dumpable: its /proc files are root's, so another process of its uid
+# (nobody may be shared) can neither read its memory nor ptrace it
+check_eq "its /proc/PID/mem is root's (not dumpable)" "$(stat -c %u "/proc/$CHILD/mem")" 0
+check_eq "its session is its own (no terminal of xrld's)" \
+	"$(sed 's/.*) //' "/proc/$CHILD/stat" | awk '{ print $4 }')" "$CHILD"
 bpf_fds=0
 for f in /proc/"$CHILD"/fd/*; do
 	case $(readlink "$f") in *bpf*) bpf_fds=$((bpf_fds + 1)) ;; esac
@@ -172,6 +177,27 @@ check_eq "xrl_identity_process_restarts_total" \
 check_match "xrld log: the death said" "$(cat "$XRLD_LOG")" "the identity process died \(signal 9\)"
 check_eq "the attacker still dropped" \
 	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+
+log "4b. a stopped identity process (SIGSTOP, as another process of its uid could send)"
+kill -STOP "$new"
+t0=$(date +%s%N)
+code=000
+while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 8000 ]; do
+	now=$(child_of "$XRLD_PID")
+	if [ -n "$now" ] && [ "$now" != "$new" ]; then
+		code=$(in_prot curl -s -o /dev/null -m 1 -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+			--data-binary '{"rule":"api","key":"u3","cost":1}' "http://127.0.0.1:$HP/v1/check")
+		[ "$code" = 200 ] && break
+	fi
+	sleep 0.1
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+info "a new identity process answered $ms ms after SIGSTOP"
+check_eq "/v1/check from a new child after SIGSTOP of the old" "$code" 200
+check_range "ms until then (no sign of life for 3 s, then killed)" "$ms" 2500 6000
+check_match "xrld log: the stopped child killed" "$(cat "$XRLD_LOG")" "sent no sign of life for 3000 ms"
+kill -0 "$new" 2>/dev/null && check_eq "the stopped child is gone" "alive" "gone"
+new=$now
 
 log "5. xrld stops: its identity process goes too"
 xrld_kill TERM

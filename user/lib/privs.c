@@ -25,6 +25,8 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/sched.h>
+#include <sys/ioctl.h>
 #include <linux/seccomp.h>
 
 #include "privs.h"
@@ -129,12 +131,17 @@ int xrl_thread_confine(void)
 /*
  * The identity process (xrld's child, before its first thread): what
  * xrl_thread_confine denies, and the calls that reach other processes or
- * change what this one is: kill (a uid such as nobody may be shared),
- * process_vm_readv, perf_event_open, the keyring, mounts, namespaces and
- * uid changes. Every thread created after inherits it.
+ * change what this one is: signals but to its own threads (a uid such as
+ * nobody may be shared), process_vm_readv, perf_event_open, the keyring,
+ * mounts, namespaces (unshare, setns, clone flags; clone3 answers
+ * ENOSYS), uid changes, io_uring, prctl's dumpable and parent-death
+ * settings, and TIOCSTI. Every thread created after inherits it.
  */
 int xrl_process_confine(void)
 {
+	const __u32 ns = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC |
+			 CLONE_NEWUTS | CLONE_NEWCGROUP;
+	const __u32 self = (__u32)getpid();
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0),
@@ -150,7 +157,13 @@ int xrl_process_confine(void)
 		DENY_NR(__NR_execveat),
 		DENY_NR(__NR_init_module),
 		DENY_NR(__NR_finit_module),
+		/* signals: to this process's own threads only */
 		DENY_NR(__NR_kill),
+		DENY_NR(__NR_tkill),
+		DENY_NR(__NR_rt_sigqueueinfo),
+		DENY_NR(__NR_rt_tgsigqueueinfo),
+		DENY_NR(__NR_pidfd_open),
+		DENY_NR(__NR_pidfd_send_signal),
 		DENY_NR(__NR_perf_event_open),
 		DENY_NR(__NR_add_key),
 		DENY_NR(__NR_request_key),
@@ -164,8 +177,38 @@ int xrl_process_confine(void)
 		DENY_NR(__NR_setgid),
 		DENY_NR(__NR_setresgid),
 		DENY_NR(__NR_setregid),
-		DENY_NR(__NR_pidfd_open),
-		DENY_NR(__NR_pidfd_send_signal),
+		DENY_NR(__NR_io_uring_setup),
+		DENY_NR(__NR_io_uring_enter),
+		DENY_NR(__NR_io_uring_register),
+		/* clone3's flags are in memory a filter cannot read: ENOSYS,
+		 * and glibc creates threads with clone */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		/* clone: threads, never a namespace */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, ns, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* tgkill: this process's threads (abort, pthread_kill) */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_tgkill, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, self, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* prctl: not dumpable again, and the parent-death signal stays */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_DUMPABLE, 2, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_PDEATHSIG, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		/* ioctl: no typing into a terminal it inherited */
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };

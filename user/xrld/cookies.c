@@ -98,8 +98,8 @@ static void transition(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a
 }
 
 /* One rule's decision at now: its counter syns, its current mode. */
-static void decide(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a, __u64 syns,
-		   __u8 mode, const struct xrl_listenq *q, size_t nq, __u64 now)
+static void decide(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a, __u64 syns, __u8 mode,
+		   const struct xrl_listenq *q, size_t nq, __u64 now)
 {
 	struct xrl_rule_spec sp;
 	bool over, under;
@@ -269,7 +269,8 @@ void xrld_cookies_tick(struct xrld *d)
 				int err = xrl_listen_queues(q, LISTENQ_MAX, &nq);
 
 				if (err)
-					log_debug("couldn't read the listeners: %s", strerror(-err));
+					log_debug("couldn't read the listeners: %s",
+						  strerror(-err));
 				dumped = true;
 			}
 			listeners_tick(d, f, &st, q, nq);
@@ -313,7 +314,8 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 			"syn_cookies auto watches.");
 	for (int i = 0; i < d->n_ifs; i++)
 		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++)
-			xrl_buf_printf(b, "xrl_rule_syns_total{interface=\"%s\",rule=\"%s\"} %llu\n",
+			xrl_buf_printf(b,
+				       "xrl_rule_syns_total{interface=\"%s\",rule=\"%s\"} %llu\n",
 				       d->ifs[i].name, meta[i].names[r],
 				       (unsigned long long)st[i].rules[r].syns);
 	xrl_prom_family(b, "xrl_syn_cookies_active", "gauge",
@@ -333,7 +335,8 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 			"tcp_syncookies=2 and primers).");
 	for (int i = 0; i < d->n_ifs; i++)
 		xrl_buf_printf(b, "xrl_syn_cookie_path{interface=\"%s\",path=\"%s\"} 1\n",
-			       d->ifs[i].name, xrl_info(d->ifs[i].h)->own_cookies ? "xrl" : "kernel");
+			       d->ifs[i].name,
+			       xrl_info(d->ifs[i].h)->own_cookies ? "xrl" : "kernel");
 	xrl_prom_family(b, "xrl_veth_synacks_dropped_total", "counter",
 			"Cookie SYN-ACKs a veth dropped (its TX drops while they were sent): its peer "
 			"runs no XDP program.");
@@ -353,11 +356,13 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 			xrl_buf_printf(b,
 				       "xrl_syn_cookies_auto_transitions_total{interface=\"%s\","
 				       "rule=\"%s\",to=\"on\"} %llu\n",
-				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->engaged));
+				       d->ifs[i].name, a->rule,
+				       (unsigned long long)READ(a->engaged));
 			xrl_buf_printf(b,
 				       "xrl_syn_cookies_auto_transitions_total{interface=\"%s\","
 				       "rule=\"%s\",to=\"off\"} %llu\n",
-				       d->ifs[i].name, a->rule, (unsigned long long)READ(a->released));
+				       d->ifs[i].name, a->rule,
+				       (unsigned long long)READ(a->released));
 		}
 }
 
@@ -377,8 +382,9 @@ static void cookie_path_status(struct xrld_iface *f, struct xrl_buf *b)
 	const struct xrl_attach_info *in = xrl_info(f->h);
 
 	xrl_buf_printf(b, "  %s SYN-cookie path: %s", f->name,
-		       in->own_cookies ? "xrl's own (TC request sockets, no sysctl)"
-				       : "the kernel's (tcp_syncookies=2, tcp_timestamps=2, primers)");
+		       in->own_cookies
+			       ? "xrl's own (TC request sockets, no sysctl)"
+			       : "the kernel's (tcp_syncookies=2, tcp_timestamps=2, primers)");
 	if (in->own_cookies && !in->tc_attached)
 		xrl_buf_printf(b, ", TC program MISSING");
 	if (f->veth)

@@ -51,10 +51,10 @@
 #include "log.h"
 #include "xrld.h"
 
-#define REDIS_ADDRS	32			  /* the fleet's Redis addresses kept */
-#define OWN_MAX		256			  /* this host's addresses kept */
-#define OWN_REFRESH_NS	(5ULL * XRL_NSEC_PER_SEC) /* getifaddrs again after this */
-#define SEEN_MAX	(1u << 20)		  /* prefixes one hash read may name */
+#define REDIS_ADDRS    32			 /* the fleet's Redis addresses kept */
+#define OWN_MAX	       256			 /* this host's addresses kept */
+#define OWN_REFRESH_NS (5ULL * XRL_NSEC_PER_SEC) /* getifaddrs again after this */
+#define SEEN_MAX       (1u << 20)		 /* prefixes one hash read may name */
 
 /* Why a fleet entry was not applied: xrl_fleet_entries_skipped_total{reason}. */
 enum fleet_skip {
@@ -70,19 +70,17 @@ enum fleet_skip {
 	SKIP_N
 };
 static const char *const skip_name[SKIP_N] = {
-	[SKIP_VOUCHED] = "vouched",	[SKIP_FAILED] = "failed",
-	[SKIP_WIDE] = "wide",		[SKIP_LOCAL] = "local",
-	[SKIP_FULL] = "full",		[SKIP_ALLOWLIST] = "allowlist",
-	[SKIP_PROTECT] = "protect",	[SKIP_REDIS] = "fleet_redis",
-	[SKIP_OWN] = "own_address",
+	[SKIP_VOUCHED] = "vouched", [SKIP_FAILED] = "failed",	  [SKIP_WIDE] = "wide",
+	[SKIP_LOCAL] = "local",	    [SKIP_FULL] = "full",	  [SKIP_ALLOWLIST] = "allowlist",
+	[SKIP_PROTECT] = "protect", [SKIP_REDIS] = "fleet_redis", [SKIP_OWN] = "own_address",
 };
 
 struct xrld_fleet {
-	__u64 applied;	     /* deny entries, on this loop */
-	__u64 skip[SKIP_N];  /* not applied, by reason */
-	__u64 refused;	     /* deny entries that are no prefix */
-	__u64 capped;	     /* held to the longest this host denies */
-	__u64 lifted;	     /* gone from the hash while cut off: lifted */
+	__u64 applied;	    /* deny entries, on this loop */
+	__u64 skip[SKIP_N]; /* not applied, by reason */
+	__u64 refused;	    /* deny entries that are no prefix */
+	__u64 capped;	    /* held to the longest this host denies */
+	__u64 lifted;	    /* gone from the hash while cut off: lifted */
 	/* the configured Redis (host and seeds), resolved at start, then
 	 * the nodes the fleet connected to (PEER entries), oldest first out */
 	struct xrl_prefix redis[REDIS_ADDRS];
@@ -221,17 +219,13 @@ static void own_refresh(struct xrld_fleet *x)
 /* Does p cover something this host keeps from the fleet whatever the
  * interface (fleet.protect, the fleet's Redis, its own addresses)? The
  * reason, or SKIP_N. */
-static enum fleet_skip protected(struct xrld *d, struct xrld_fleet *x, const struct xrl_prefix *p)
-{
+static enum fleet_skip protected(struct xrld *d, struct xrld_fleet *x, const struct xrl_prefix *p) {
 	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
 
-	if (overlaps_any(p, c->protect, (int)c->n_protect))
-		return SKIP_PROTECT;
-	if (overlaps_any(p, x->redis, x->n_redis))
-		return SKIP_REDIS;
+	if (overlaps_any(p, c->protect, (int)c->n_protect)) return SKIP_PROTECT;
+	if (overlaps_any(p, x->redis, x->n_redis)) return SKIP_REDIS;
 	own_refresh(x);
-	if (overlaps_any(p, x->own, x->n_own))
-		return SKIP_OWN;
+	if (overlaps_any(p, x->own, x->n_own)) return SKIP_OWN;
 	return SKIP_N;
 }
 
@@ -548,20 +542,11 @@ int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns
 	xrl_prefix_str(p, e.field, sizeof(e.field));
 	if (add && ttl_ns)
 		e.until_ms = real_ms() + (ttl_ns + 999999) / 1000000;
-	{
-		char err[XRL_ERRLEN];
-		json_t *r = xrld_idp_call(d,
-					  json_pack("{s:s,s:i,s:i,s:s,s:I,s:i}", "op",
-						    "fleet_publish", "fop", e.op, "kind", e.kind,
-						    "field", e.field, "until_ms",
-						    (json_int_t)e.until_ms, "level", (int)e.level),
-					  NULL, 0, NULL, err, sizeof(err));
-
-		if (!r)
-			log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
-				"fleet %s: %s stays local: %s", d->cfg->fleet.name, e.field, err);
-		json_decref(r);
-	}
+	/* never waited for: the main loop does not stop for Redis */
+	if (xrld_idp_publish(d, &e))
+		log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
+			"fleet %s: %s stays local: the identity process did not take it",
+			d->cfg->fleet.name, e.field);
 	return 0;
 }
 
@@ -602,14 +587,20 @@ static void one(struct xrl_buf *b, const char *name, const char *type, const cha
 	xrl_buf_printf(b, "%s%s %llu\n", name, labels, (unsigned long long)v);
 }
 
-void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
+bool xrld_fleet_stats_get(struct xrld *d, struct xrl_fleet_stats *st)
 {
-	struct xrl_fleet_stats st;
+	return d->fleet && fleet_stats(d, st, NULL, 0);
+}
+
+void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b, const struct xrl_fleet_stats *st0)
+{
+	static const struct xrl_fleet_stats none;
+	const struct xrl_fleet_stats *stp = st0 ? st0 : &none;
 	struct xrld_fleet *x = d->fleet;
+#define st (*stp)
 
 	if (!x)
 		return;
-	fleet_stats(d, &st, NULL, 0);
 	one(b, "xrl_fleet_live_instances", "gauge",
 	    "Instances of the fleet with a live heartbeat (the last known while Redis is "
 	    "down); NODE_SHARE divides rate and burst by it",
@@ -638,8 +629,7 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	    "The live count Redis answered last, before fleet.max_members caps it", "",
 	    st.live_read);
 	one(b, "xrl_fleet_live_over_max_total", "counter",
-	    "Heartbeats that counted more live members than fleet.max_members", "",
-	    st.live_over);
+	    "Heartbeats that counted more live members than fleet.max_members", "", st.live_over);
 	one(b, "xrl_fleet_log_resets_total", "counter",
 	    "Times the fleet's stream was found behind the last id read, and read again", "",
 	    st.log_reset);
@@ -655,4 +645,5 @@ void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b)
 	    "Entries read from the fleet and refused (malformed, absurd expiry, a deny "
 	    "shorter than the penalty floor)",
 	    "", st.refused + READ(x->refused));
+#undef st
 }

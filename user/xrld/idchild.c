@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -28,14 +29,42 @@
 
 /* ---- frames (both sides) --------------------------------------------------- */
 
-static int full_write(int fd, const void *p, size_t n)
+/* Until fd is ready for ev, or deadline (CLOCK_MONOTONIC ns; 0: none):
+ * 0 or -ETIMEDOUT. */
+static int wait_fd(int fd, short ev, __u64 deadline)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = ev };
+		__u64 now;
+		int r;
+
+		if (!deadline)
+			return 0;
+		now = xrl_now_ns();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)((deadline - now + 999999) / 1000000));
+		if (r > 0)
+			return 0;
+		if (!r)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int full_write(int fd, const void *p, size_t n, __u64 deadline)
 {
 	const char *c = p;
 
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		ssize_t w;
+		int rc = wait_fd(fd, POLLOUT, deadline);
 
-		if (w < 0 && errno == EINTR)
+		if (rc)
+			return rc;
+		w = send(fd, c, n, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (w <= 0)
 			return w < 0 ? -errno : -EPIPE;
@@ -45,14 +74,20 @@ static int full_write(int fd, const void *p, size_t n)
 	return 0;
 }
 
-static int full_read(int fd, void *p, size_t n)
+/* The whole of n bytes by deadline: a peer trickling a frame a byte at a
+ * time does not hold the reader past it. */
+static int full_read(int fd, void *p, size_t n, __u64 deadline)
 {
 	char *c = p;
 
 	while (n) {
-		ssize_t r = read(fd, c, n);
+		ssize_t r;
+		int rc = wait_fd(fd, POLLIN, deadline);
 
-		if (r < 0 && errno == EINTR)
+		if (rc)
+			return rc;
+		r = recv(fd, c, n, deadline ? MSG_DONTWAIT : 0);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)
 			return r < 0 ? -errno : -EPIPE;
@@ -62,28 +97,31 @@ static int full_read(int fd, void *p, size_t n)
 	return 0;
 }
 
-int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen)
+int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen,
+		 __u64 deadline)
 {
 	__u32 h[2] = { (__u32)jlen, (__u32)plen };
 	int rc;
 
 	if (jlen > XRL_IDP_FRAME_MAX || plen > XRL_IDP_FRAME_MAX)
 		return -E2BIG;
-	if ((rc = full_write(fd, h, sizeof(h))) || (rc = full_write(fd, json, jlen)))
+	if ((rc = full_write(fd, h, sizeof(h), deadline)) ||
+	    (rc = full_write(fd, json, jlen, deadline)))
 		return rc;
-	return plen ? full_write(fd, payload, plen) : 0;
+	return plen ? full_write(fd, payload, plen, deadline) : 0;
 }
 
-int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen)
+int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen, size_t max,
+		 __u64 deadline)
 {
 	__u32 h[2];
 	char *j = NULL, *p = NULL;
 	int rc;
 
 	*json = *payload = NULL;
-	if ((rc = full_read(fd, h, sizeof(h))))
+	if ((rc = full_read(fd, h, sizeof(h), deadline)))
 		return rc;
-	if (h[0] > XRL_IDP_FRAME_MAX || h[1] > XRL_IDP_FRAME_MAX)
+	if (h[0] > max || h[1] > max || (size_t)h[0] + h[1] > max)
 		return -EBADMSG;
 	j = malloc(h[0] + 1);
 	p = malloc(h[1] + 1);
@@ -92,7 +130,8 @@ int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen
 		free(p);
 		return -ENOMEM;
 	}
-	if ((rc = full_read(fd, j, h[0])) || (h[1] && (rc = full_read(fd, p, h[1])))) {
+	if ((rc = full_read(fd, j, h[0], deadline)) ||
+	    (h[1] && (rc = full_read(fd, p, h[1], deadline)))) {
 		free(j);
 		free(p);
 		return rc;
@@ -200,7 +239,8 @@ static int take_secret(struct xrld_config *cfg, json_t *q, char *err, size_t err
 		if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] >= 0x7f)
 			n = 0;
 	if (n < XRL_HTTP_SECRET_MIN || n > XRL_HTTP_SECRET_MAX) {
-		snprintf(err, errlen, "xrld sent no usable secret of http.caller_secret_file %.160s",
+		snprintf(err, errlen,
+			 "xrld sent no usable secret of http.caller_secret_file %.160s",
 			 h->caller_secret_file);
 		return -EINVAL;
 	}
@@ -209,8 +249,7 @@ static int take_secret(struct xrld_config *cfg, json_t *q, char *err, size_t err
 	return 0;
 }
 
-static int start(struct child *c, json_t *q, const char *text, size_t len, char *err,
-		 size_t errlen)
+static int start(struct child *c, json_t *q, const char *text, size_t len, char *err, size_t errlen)
 {
 	int rc;
 
@@ -251,8 +290,7 @@ static const char *sget(json_t *q, const char *k)
 	return s ? s : "";
 }
 
-static json_t *reload(struct child *c, json_t *q, const char *op, const char *payload,
-		      size_t plen)
+static json_t *reload(struct child *c, json_t *q, const char *op, const char *payload, size_t plen)
 {
 	struct xrld_config *n = calloc(1, sizeof(*n));
 	char err[XRL_ERRLEN] = "";
@@ -370,6 +408,26 @@ static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t 
 	return fail(-EOPNOTSUPP, "no such call");
 }
 
+/* What xrld sent for the fleet (an operator's deny, a verified penalty):
+ * queued for Redis; xrld never waits for it. */
+static void take_publishes(struct child *c)
+{
+	for (int i = 0; i < 256; i++) {
+		struct xrl_idev ev;
+		ssize_t n = recv(XRL_IDP_FD_EVENT, &ev, sizeof(ev), MSG_DONTWAIT);
+
+		if (n != sizeof(ev))
+			return;
+		if (ev.type != XRL_IDEV_PUBLISH || !c->fleet)
+			continue;
+		ev.fleet.field[sizeof(ev.fleet.field) - 1] = 0;
+		if (xrl_fleet_publish(c->fleet, &ev.fleet))
+			log_agg(XRL_LOG_WARN, "fleet: queue", "fleet entries dropped",
+				"fleet %s: the queue to Redis is full: %s stays local",
+				c->cfg->fleet.name, ev.fleet.field);
+	}
+}
+
 static void stop(struct child *c)
 {
 	if (c->fleet)
@@ -389,6 +447,9 @@ int xrld_identity_main(int verbose, int use_syslog)
 	char *out;
 	int rc;
 
+	/* first: no other process of this uid (nobody may be shared) reads
+	 * or writes this one's memory through /proc or ptrace */
+	prctl(PR_SET_DUMPABLE, 0);
 	log_init("xrld", verbose > 1 ? XRL_LOG_DEBUG : XRL_LOG_INFO, use_syslog);
 	log_hook_libs();
 	signal(SIGPIPE, SIG_IGN);
@@ -405,7 +466,7 @@ int xrld_identity_main(int verbose, int use_syslog)
 	 * policy: this process's user may not read it */
 	xrl_config_secret_files(false);
 	/* the first call is start, with the policy */
-	rc = xrl_idp_recv(XRL_IDP_FD_CALL, &json, &jlen, &payload, &plen);
+	rc = xrl_idp_recv(XRL_IDP_FD_CALL, &json, &jlen, &payload, &plen, XRL_IDP_FRAME_MAX, 0);
 	if (rc)
 		return 1;
 	{
@@ -420,16 +481,37 @@ int xrld_identity_main(int verbose, int use_syslog)
 	free(payload);
 	out = json_dumps(a, JSON_COMPACT);
 	json_decref(a);
-	if (!out || xrl_idp_send(XRL_IDP_FD_CALL, out, strlen(out), NULL, 0) || rc) {
+	if (!out || xrl_idp_send(XRL_IDP_FD_CALL, out, strlen(out), NULL, 0, 0) || rc) {
 		free(out);
 		stop(&c);
 		return 1;
 	}
 	free(out);
-	for (;;) {
+	for (__u64 alive_at = 0;;) {
+		struct pollfd pfd[2] = { { .fd = XRL_IDP_FD_CALL, .events = POLLIN },
+					 { .fd = XRL_IDP_FD_EVENT, .events = POLLIN } };
 		json_error_t je;
 
-		rc = xrl_idp_recv(XRL_IDP_FD_CALL, &json, &jlen, &payload, &plen);
+		__u64 now = xrl_now_ns();
+		int r;
+
+		if (now >= alive_at) {
+			struct xrl_idev ev = { .type = XRL_IDEV_ALIVE };
+
+			send(XRL_IDP_FD_EVENT, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL);
+			alive_at = now + XRL_IDP_ALIVE_MS * 1000000ULL;
+		}
+		r = poll(pfd, 2, (int)((alive_at - now) / 1000000) + 1);
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r <= 0)
+			continue;
+		if (pfd[1].revents & POLLIN)
+			take_publishes(&c);
+		if (!(pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		rc = xrl_idp_recv(XRL_IDP_FD_CALL, &json, &jlen, &payload, &plen, XRL_IDP_FRAME_MAX,
+				  0);
 		if (rc)
 			break; /* xrld closed its end: stop */
 		q = json_loadb(json, jlen, 0, &je);
@@ -447,7 +529,7 @@ int xrld_identity_main(int verbose, int use_syslog)
 		json_decref(a);
 		if (!out)
 			out = strdup("{\"errno\":12,\"err\":\"out of memory\"}");
-		rc = out ? xrl_idp_send(XRL_IDP_FD_CALL, out, strlen(out), NULL, 0) : -ENOMEM;
+		rc = out ? xrl_idp_send(XRL_IDP_FD_CALL, out, strlen(out), NULL, 0, 0) : -ENOMEM;
 		free(out);
 		if (rc)
 			break;

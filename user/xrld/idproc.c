@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <netdb.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,15 +40,24 @@
 #include "xrld.h"
 
 #define CALL_TIMEOUT_MS	 2000
-#define START_TIMEOUT_MS 10000
+#define START_TIMEOUT_MS 5000
 #define EVENTS_PER_WAKE	 1024
+#define METRICS_MAX	 (1u << 20) /* the child's metrics text, at most */
 
+/*
+ * Lives from the first start to xrld's exit (a reload that drops the
+ * sections stops the child and keeps this), so the metrics thread may use
+ * it without d->lock. mu orders the calls and guards call_fd and the
+ * pidfd: a signal goes through the pidfd of the child it was meant for,
+ * never to a pid that may have been reused.
+ */
 struct xrld_idp {
 	pthread_mutex_t mu; /* one call at a time (main loop, metrics thread) */
 	pid_t pid;	    /* 0: not running */
 	int call_fd;
 	struct xrld_io ev;     /* the events socket */
 	struct xrld_io pid_io; /* pidfd: readable when the child exits */
+	bool off;	       /* the policy runs no child (sections gone) */
 	int listen_fd;	       /* -1: no http: section */
 	uid_t uid;
 	gid_t gid;
@@ -56,17 +66,19 @@ struct xrld_idp {
 	char *text; /* the policy in force, as the child parses it */
 	size_t len;
 	__u64 started_ns;      /* of the running child */
+	__u64 alive_ns;	       /* its last ALIVE (or its start) */
 	__u64 respawn_ns;      /* down: start again at (0: at once) */
 	unsigned quick_deaths; /* in a row, each within 2 s of its start */
-	__u64 restarts, events, events_bad, calls_failed;
+	__u64 restarts, events, events_bad, calls_failed, metrics_dropped;
 };
 
-static void set_timeout(int fd, unsigned ms)
+/* SIGKILL through the child's pidfd (mu held); xrld keeps CAP_KILL for it,
+ * as the child runs as another uid. */
+static void kill_child(struct xrld_idp *p)
 {
-	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (p->pid_io.fd >= 0 && syscall(SYS_pidfd_send_signal, p->pid_io.fd, SIGKILL, NULL, 0) &&
+	    errno != ESRCH)
+		log_warn("couldn't stop the identity process %d", (int)p->pid);
 }
 
 /* The uid the child runs as: xrl's own user, else nobody. */
@@ -82,6 +94,7 @@ static void pick_user(struct xrld_idp *p)
 	snprintf(p->user, sizeof(p->user), "%s", pw ? pw->pw_name : "65534");
 }
 
+/* The child's sockets and pidfd closed (it is reaped, or is to be). */
 static void child_gone(struct xrld *d, struct xrld_idp *p)
 {
 	if (p->ev.fd >= 0) {
@@ -89,16 +102,47 @@ static void child_gone(struct xrld *d, struct xrld_idp *p)
 		close(p->ev.fd);
 		p->ev.fd = -1;
 	}
+	pthread_mutex_lock(&p->mu);
 	if (p->pid_io.fd >= 0) {
 		xrld_io_del(d, &p->pid_io);
 		close(p->pid_io.fd);
 		p->pid_io.fd = -1;
 	}
-	pthread_mutex_lock(&p->mu);
 	if (p->call_fd >= 0)
 		close(p->call_fd);
 	p->call_fd = -1;
+	p->pid = 0;
 	pthread_mutex_unlock(&p->mu);
+}
+
+/* Has the child behind the pidfd exited? Reaped if so; *st its status. */
+static bool reaped(struct xrld_idp *p, int *st)
+{
+	siginfo_t si = { 0 };
+
+	if (p->pid_io.fd < 0)
+		return true;
+	if (waitid(P_PIDFD, (id_t)p->pid_io.fd, &si, WEXITED | WNOHANG) || !si.si_pid)
+		return errno == ECHILD;
+	if (st)
+		*st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
+	return true;
+}
+
+/* Wait up to ms for the child to exit (it was told to, or killed). */
+static bool reaped_within(struct xrld_idp *p, int ms, int *st)
+{
+	struct pollfd pfd = { .fd = p->pid_io.fd, .events = POLLIN };
+	__u64 until = xrl_now_ns() + (__u64)ms * 1000000;
+
+	while (!reaped(p, st)) {
+		__u64 now = xrl_now_ns();
+
+		if (now >= until)
+			return false;
+		poll(&pfd, 1, (int)((until - now) / 1000000) + 1);
+	}
+	return true;
 }
 
 /* A call on the child's socket (p->mu held): its result, or NULL with err. */
@@ -115,18 +159,23 @@ static json_t *call_locked(struct xrld_idp *p, const char *json, const char *pay
 		snprintf(err, errlen, "the identity process is restarting");
 		return NULL;
 	}
-	set_timeout(p->call_fd, timeout_ms);
-	*rc = xrl_idp_send(p->call_fd, json, strlen(json), payload, plen);
-	if (!*rc)
-		*rc = xrl_idp_recv(p->call_fd, &aj, &al, &ap, &apl);
+	{
+		/* the whole call by one deadline: a child that trickles its
+		 * answer a byte at a time is as wedged as a silent one */
+		__u64 until = xrl_now_ns() + (__u64)timeout_ms * 1000000;
+
+		*rc = xrl_idp_send(p->call_fd, json, strlen(json), payload, plen, until);
+		if (!*rc)
+			*rc = xrl_idp_recv(p->call_fd, &aj, &al, &ap, &apl, XRL_IDP_FRAME_MAX,
+					   until);
+	}
 	if (*rc) {
 		/* a child that does not answer within the timeout is wedged:
 		 * it goes, and the loop starts another */
 		snprintf(err, errlen, "the identity process did not answer (%s): it is restarted",
 			 strerror(-*rc));
 		COUNT(p->calls_failed);
-		if (p->pid > 0)
-			kill(p->pid, SIGKILL);
+		kill_child(p);
 		close(p->call_fd);
 		p->call_fd = -1;
 		free(aj);
@@ -238,10 +287,13 @@ static bool vouch_ok(const struct xrl_idev *e)
 {
 	const struct xrl_prefix *a = &e->vouch.p;
 
+	/* a ttl of 0 would be a vouch for ever */
+	if (e->vouch.ttl_ns < XRL_NSEC_PER_SEC || e->vouch.ttl_ns > 86400 * XRL_NSEC_PER_SEC)
+		return false;
 	if (a->family == XRL_AF_INET)
-		return a->plen <= 32 && e->vouch.ttl_ns <= 86400 * XRL_NSEC_PER_SEC;
+		return a->plen <= 32;
 	if (a->family == XRL_AF_INET6)
-		return a->plen <= 128 && e->vouch.ttl_ns <= 86400 * XRL_NSEC_PER_SEC;
+		return a->plen <= 128;
 	return false;
 }
 
@@ -255,6 +307,10 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
+		if (!n && !(events & (EPOLLHUP | EPOLLRDHUP))) {
+			COUNT(p->events_bad); /* an empty message, not the end */
+			continue;
+		}
 		if (n <= 0) {
 			/* the child is gone; its pidfd says so too */
 			xrld_io_del(d, io);
@@ -267,7 +323,9 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 			COUNT(p->events_bad);
 			continue;
 		}
-		if (e.type == XRL_IDEV_VOUCH && vouch_ok(&e)) {
+		if (e.type == XRL_IDEV_ALIVE) {
+			p->alive_ns = xrl_now_ns();
+		} else if (e.type == XRL_IDEV_VOUCH && vouch_ok(&e)) {
 			xrld_vouch_in(d, &e.vouch.p, e.vouch.ttl_ns);
 		} else if (e.type == XRL_IDEV_FLEET && e.fleet.kind == XRL_FLEET_DENY &&
 			   e.fleet.op <= XRL_FLEET_PEER) {
@@ -285,6 +343,7 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 /* ---- the child's life ---------------------------------------------------------- */
 
 static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen);
+static void replay_shadows(struct xrld *d);
 
 static void on_exit_child(struct xrld *d, struct xrld_io *io, unsigned events)
 {
@@ -293,10 +352,11 @@ static void on_exit_child(struct xrld *d, struct xrld_io *io, unsigned events)
 	char err[XRL_ERRLEN];
 	int st = 0;
 
-	if (waitpid(p->pid, &st, WNOHANG) <= 0 && kill(p->pid, 0) == 0)
+	/* the pidfd of the child this io watches: an event left over from
+	 * one reaped before finds the new child running, and returns */
+	if (io->fd != p->pid_io.fd || !reaped(p, &st))
 		return;
 	child_gone(d, p);
-	p->pid = 0;
 	if (p->stopping)
 		return;
 	COUNT(p->restarts);
@@ -326,7 +386,23 @@ void xrld_idp_tick(struct xrld *d)
 	struct xrld_idp *p = d->idp;
 	char err[XRL_ERRLEN];
 
-	if (!p || p->pid || p->stopping || xrl_now_ns() < p->respawn_ns)
+	if (!p || p->off || p->stopping)
+		return;
+	if (p->pid) {
+		/* stopped (SIGSTOP from another process of its uid) or
+		 * wedged: no ALIVE for XRL_IDP_DEAD_MS, and it goes */
+		if (xrl_now_ns() - p->alive_ns > XRL_IDP_DEAD_MS * 1000000ULL) {
+			log_warnx("the identity process %d sent no sign of life for %d ms: "
+				  "killing it",
+				  (int)p->pid, XRL_IDP_DEAD_MS);
+			p->alive_ns = xrl_now_ns();
+			pthread_mutex_lock(&p->mu);
+			kill_child(p);
+			pthread_mutex_unlock(&p->mu);
+		}
+		return;
+	}
+	if (xrl_now_ns() < p->respawn_ns)
 		return;
 	if (spawn(d, p, err, sizeof(err))) {
 		log_err("couldn't restart the identity process: %s (trying again in 1 s)", err);
@@ -349,13 +425,20 @@ static __attribute__((noreturn)) void exec_child(const struct xrld_idp *p, int c
 						 int lfd, char *const *argv, bool root)
 {
 	sigset_t none;
+	int null;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (dup2(call, XRL_IDP_FD_CALL) < 0 || dup2(ev, XRL_IDP_FD_EVENT) < 0 ||
+	/* a session of its own: no terminal of xrld's to type into */
+	setsid();
+	null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(call, XRL_IDP_FD_CALL) < 0 ||
+	    dup2(ev, XRL_IDP_FD_EVENT) < 0 ||
 	    (lfd >= 0 ? dup2(lfd, XRL_IDP_FD_LISTEN) < 0 : close(XRL_IDP_FD_LISTEN) < -1))
 		_exit(126);
-	syscall(SYS_close_range, XRL_IDP_FD_LISTEN + 1, ~0U, 0);
+	if (syscall(SYS_close_range, XRL_IDP_FD_LISTEN + 1, ~0U, 0))
+		for (int fd = XRL_IDP_FD_LISTEN + 1; fd < 65536; fd++)
+			close(fd);
 	if (root && (setgroups(0, NULL) || setresgid(p->gid, p->gid, p->gid) ||
 		     setresuid(p->uid, p->uid, p->uid)))
 		_exit(125);
@@ -381,9 +464,41 @@ static json_t *start_call(struct xrld *d, struct xrld_idp *p, int *rc, char *err
 	return a;
 }
 
+/* The child's ends (>= 10, see high) and xrld's: call and events sockets,
+ * a copy of the listening socket. 0, or -errno with err (what was made is
+ * left in the arrays for the caller to close). */
+static int child_fds(struct xrld_idp *p, int call[2], int ev[2], int *lfdp, char *err,
+		     size_t errlen)
+{
+	int sb = 4 << 20, rc = 0, lfd = -1;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, call) ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ev)) {
+		rc = -errno;
+		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+		return rc;
+	}
+	/* room for a burst of vouches and a fleet's whole hash in flight */
+	setsockopt(ev[1], SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
+	setsockopt(ev[0], SOL_SOCKET, SO_RCVBUF, &sb, sizeof(sb));
+	call[1] = high(call[1]);
+	ev[1] = high(ev[1]);
+	if (p->listen_fd >= 0 && (lfd = *lfdp = fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "dup: %s", strerror(errno));
+		return rc;
+	}
+	if (call[1] < 0 || ev[1] < 0) {
+		rc = -EMFILE;
+		snprintf(err, errlen, "out of descriptors");
+		return rc;
+	}
+	return 0;
+}
+
 static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 {
-	int call[2] = { -1, -1 }, ev[2] = { -1, -1 }, lfd = -1, pidfd, rc = 0, sb = 4 << 20;
+	int call[2] = { -1, -1 }, ev[2] = { -1, -1 }, lfd = -1, pidfd, rc = 0;
 	char *const argv_fg[] = { "xrld", "--identity-process", "--foreground",
 				  log_get_level() >= XRL_LOG_DEBUG ? "-vv" : NULL, NULL };
 	char *const argv_bg[] = { "xrld", "--identity-process",
@@ -393,27 +508,8 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 	json_t *a;
 	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, call) ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ev)) {
-		rc = -errno;
-		snprintf(err, errlen, "socketpair: %s", strerror(errno));
+	if ((rc = child_fds(p, call, ev, &lfd, err, errlen)))
 		goto fail;
-	}
-	/* room for a burst of vouches and a fleet's whole hash in flight */
-	setsockopt(ev[1], SOL_SOCKET, SO_SNDBUF, &sb, sizeof(sb));
-	setsockopt(ev[0], SOL_SOCKET, SO_RCVBUF, &sb, sizeof(sb));
-	call[1] = high(call[1]);
-	ev[1] = high(ev[1]);
-	if (p->listen_fd >= 0 && (lfd = fcntl(p->listen_fd, F_DUPFD_CLOEXEC, 10)) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "dup: %s", strerror(errno));
-		goto fail;
-	}
-	if (call[1] < 0 || ev[1] < 0) {
-		rc = -EMFILE;
-		snprintf(err, errlen, "out of descriptors");
-		goto fail;
-	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
@@ -427,40 +523,58 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 	if (lfd >= 0)
 		close(lfd);
 	call[1] = ev[1] = lfd = -1;
-	p->pid = pid;
-	p->started_ns = xrl_now_ns();
-	p->respawn_ns = 0;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		/* no pidfd, no way to watch it: it goes now (the plain kill
+		 * needs xrld's CAP_KILL) */
+		rc = -errno;
+		snprintf(err, errlen, "couldn't watch the identity process: %s", strerror(errno));
+		close(call[0]);
+		close(ev[0]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return rc;
+	}
 	pthread_mutex_lock(&p->mu);
+	p->pid = pid;
 	p->call_fd = call[0];
+	p->pid_io = (struct xrld_io){ .fd = pidfd, .fn = on_exit_child, .arg = p };
 	pthread_mutex_unlock(&p->mu);
+	p->started_ns = p->alive_ns = xrl_now_ns();
+	p->respawn_ns = 0;
 	call[0] = -1;
 	p->ev = (struct xrld_io){ .fd = ev[0], .fn = on_events, .arg = p };
 	ev[0] = -1;
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	p->pid_io = (struct xrld_io){ .fd = pidfd, .fn = on_exit_child, .arg = p };
-	if (pidfd < 0 || xrld_io_add(d, &p->ev, EPOLLIN) || xrld_io_add(d, &p->pid_io, EPOLLIN)) {
+	if (xrld_io_add(d, &p->ev, EPOLLIN | EPOLLRDHUP) || xrld_io_add(d, &p->pid_io, EPOLLIN)) {
 		rc = -errno;
 		snprintf(err, errlen, "couldn't watch the identity process: %s", strerror(errno));
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		p->pid = 0;
-		child_gone(d, p);
-		return rc;
+		goto kill;
 	}
 	/* start: the policy, and the child's answer once it listens */
 	pthread_mutex_lock(&p->mu);
 	a = start_call(d, p, &rc, err, errlen);
 	pthread_mutex_unlock(&p->mu);
 	json_decref(a);
-	if (rc) {
-		if (p->pid > 0)
-			kill(p->pid, SIGKILL);
-		/* its exit is reaped by on_exit_child, or below at the start */
-		return rc;
-	}
+	if (rc)
+		goto kill;
+	replay_shadows(d);
 	log_info("identity process %d running as %s: no capability, seccomp, no BPF descriptor",
 		 (int)pid, root ? p->user : "this user");
 	return 0;
+kill:
+	/* sockets first, so a child blocked on them runs on to its end */
+	pthread_mutex_lock(&p->mu);
+	kill_child(p);
+	pthread_mutex_unlock(&p->mu);
+	if (p->ev.fd >= 0) {
+		xrld_io_del(d, &p->ev);
+		close(p->ev.fd);
+		p->ev.fd = -1;
+	}
+	if (!reaped_within(p, 1000, NULL))
+		log_warnx("the identity process %d did not go within 1 s of SIGKILL", (int)pid);
+	child_gone(d, p);
+	return rc;
 fail:
 	for (int i = 0; i < 2; i++) {
 		if (call[i] >= 0)
@@ -475,80 +589,94 @@ fail:
 
 /* ---- start, reload, stop ------------------------------------------------------ */
 
+/* p's copy of the policy text: text. */
+static int keep_text(struct xrld_idp *p, const char *text, size_t len)
+{
+	char *t = malloc(len + 1);
+
+	if (!t)
+		return -ENOMEM;
+	memcpy(t, text, len);
+	t[len] = 0;
+	free(p->text);
+	p->text = t;
+	p->len = len;
+	return 0;
+}
+
 int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen)
 {
 	const struct xrld_config *c = d->cfg;
-	struct xrld_idp *p;
+	struct xrld_idp *p = d->idp;
+	bool fresh = !p;
 	int rc;
 
 	if (!c->has_http && !c->fleet.enabled)
 		return 0;
-	p = calloc(1, sizeof(*p));
-	if (!p || !(p->text = malloc(len + 1))) {
-		free(p);
-		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	if (fresh) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return snprintf(err, errlen, "out of memory"), -ENOMEM;
+		pthread_mutex_init(&p->mu, NULL);
+		p->call_fd = p->ev.fd = p->pid_io.fd = p->listen_fd = -1;
+		pick_user(p);
 	}
-	memcpy(p->text, text, len);
-	p->text[len] = 0;
-	p->len = len;
-	pthread_mutex_init(&p->mu, NULL);
-	p->call_fd = p->ev.fd = p->pid_io.fd = p->listen_fd = -1;
-	pick_user(p);
-	if (c->has_http &&
+	p->off = false;
+	p->stopping = false;
+	if (keep_text(p, text, len)) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	if (c->has_http && p->listen_fd < 0 &&
 	    (p->listen_fd = xrl_http_listen_socket(c->http.listen, err, errlen)) < 0) {
 		rc = p->listen_fd;
+		p->listen_fd = -1;
 		goto fail;
 	}
-	d->idp = p;
-	if ((rc = spawn(d, p, err, errlen))) {
-		/* reap it: a start that fails stops xrld */
-		p->stopping = true;
-		if (p->pid > 0)
-			waitpid(p->pid, NULL, 0);
-		child_gone(d, p);
-		d->idp = NULL;
-		goto fail;
-	}
+	if ((rc = spawn(d, p, err, errlen)))
+		goto fail; /* spawn reaped it */
+	/* published once it runs: the metrics thread reads d->idp unlocked */
 	pthread_mutex_lock(&d->lock);
+	d->idp = p;
 	d->http = c->has_http ? p : NULL;
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 fail:
 	if (p->listen_fd >= 0)
 		close(p->listen_fd);
-	free(p->text);
-	free(p);
+	p->listen_fd = -1;
+	p->off = true;
+	if (fresh) {
+		free(p->text);
+		free(p);
+	}
 	return rc;
 }
 
+/* The child told to stop (its fleet heartbeat goes out), 3 s, then -9. */
 static void reap(struct xrld *d, struct xrld_idp *p)
 {
+	const char *q = "{\"op\":\"stop\"}";
+
 	if (!p->pid)
 		return;
 	pthread_mutex_lock(&p->mu);
-	if (p->call_fd >= 0) {
-		/* stop: the fleet's heartbeat goes out; a second, then -9 */
-		const char *q = "{\"op\":\"stop\"}";
-
-		set_timeout(p->call_fd, 1000);
-		xrl_idp_send(p->call_fd, q, strlen(q), NULL, 0);
-	}
+	if (p->call_fd >= 0)
+		xrl_idp_send(p->call_fd, q, strlen(q), NULL, 0, xrl_now_ns() + 500000000ULL);
 	pthread_mutex_unlock(&p->mu);
-	for (int i = 0; i < 300; i++) {
-		if (waitpid(p->pid, NULL, WNOHANG) == p->pid) {
-			p->pid = 0;
-			break;
-		}
-		usleep(10000);
-	}
-	if (p->pid) {
-		kill(p->pid, SIGKILL);
-		waitpid(p->pid, NULL, 0);
-		p->pid = 0;
+	if (!reaped_within(p, 3000, NULL)) {
+		pthread_mutex_lock(&p->mu);
+		kill_child(p);
+		pthread_mutex_unlock(&p->mu);
+		if (!reaped_within(p, 1000, NULL))
+			log_warnx("the identity process %d did not go within 1 s of SIGKILL",
+				  (int)p->pid);
 	}
 	child_gone(d, p);
 }
 
+/* At xrld's exit. */
 void xrld_idp_stop(struct xrld *d)
 {
 	struct xrld_idp *p = d->idp;
@@ -565,6 +693,22 @@ void xrld_idp_stop(struct xrld *d)
 		close(p->listen_fd);
 	free(p->text);
 	free(p);
+}
+
+/* A reload without http: or fleet: the child stops; p stays for the
+ * metrics thread, which may hold it. */
+static void idp_off(struct xrld *d, struct xrld_idp *p)
+{
+	p->stopping = true;
+	pthread_mutex_lock(&d->lock);
+	d->http = NULL;
+	pthread_mutex_unlock(&d->lock);
+	reap(d, p);
+	if (p->listen_fd >= 0)
+		close(p->listen_fd);
+	p->listen_fd = -1;
+	p->off = true;
+	p->stopping = false;
 }
 
 int xrld_idp_reload_check(struct xrld *d, const struct xrld_config *next, const char *text,
@@ -591,10 +735,9 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 	const struct xrld_config *c = d->cfg;
 	struct xrld_idp *p = d->idp;
 	char err[XRL_ERRLEN];
-	char *t;
 	int rc;
 
-	if (!p) {
+	if (!p || p->off) {
 		if ((c->has_http || c->fleet.enabled) &&
 		    xrld_idp_start(d, text, len, err, sizeof(err)))
 			log_err("%s", err);
@@ -602,24 +745,18 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 	}
 	if (!c->has_http && !c->fleet.enabled) {
 		log_warnx("the http: and fleet: sections are gone: the identity process stops");
-		xrld_idp_stop(d);
+		idp_off(d, p);
 		return;
 	}
-	t = malloc(len + 1);
-	if (!t) {
+	if (keep_text(p, text, len)) {
 		log_err("reload: out of memory for the identity process's policy");
 		return;
 	}
-	memcpy(t, text, len);
-	t[len] = 0;
-	free(p->text);
-	p->text = t;
-	p->len = len;
 	if (c->has_http == old->has_http && !memcmp(&c->fleet, &old->fleet, sizeof(c->fleet)) &&
 	    (!c->has_http || !strcmp(c->http.fleet, old->http.fleet))) {
-		json_t *r = c->has_http ? reload_call(d, "reload", c, text, len, &rc, err,
-						      sizeof(err))
-					: NULL;
+		json_t *r = c->has_http
+				    ? reload_call(d, "reload", c, text, len, &rc, err, sizeof(err))
+				    : NULL;
 
 		json_decref(r);
 		if (c->has_http && rc && rc != -ESRCH)
@@ -655,20 +792,52 @@ json_t *xrld_idp_status_json(struct xrld *d)
 {
 	struct xrld_idp *p = d->idp;
 
-	if (!p)
+	if (!p || p->off)
 		return json_null();
 	return json_pack("{s:i,s:s,s:b,s:I,s:f}", "pid", (int)p->pid, "user", p->user, "up",
 			 p->pid && p->call_fd >= 0, "restarts", (json_int_t)READ(p->restarts),
 			 "uptime_s", p->pid ? (double)(xrl_now_ns() - p->started_ns) / 1e9 : 0.0);
 }
 
+/*
+ * The child's metrics text, as xrld passes it on: lines of the tier's own
+ * families (xrl_http_*, and their HELP and TYPE), printable, 1 MiB in all.
+ * Anything else is dropped and counted: a child taken over must not spoof
+ * xrld's families or break the page for the scraper.
+ */
+static void child_metrics(struct xrld_idp *p, struct xrl_buf *b, const char *t, size_t n)
+{
+	static const char fam[] = "xrl_http_", help[] = "# HELP xrl_http_",
+			  type[] = "# TYPE xrl_http_";
+	const char *end = t + (n > METRICS_MAX ? METRICS_MAX : n);
+
+	while (t < end) {
+		const char *nl = memchr(t, '\n', (size_t)(end - t));
+		size_t len = nl ? (size_t)(nl - t) : (size_t)(end - t);
+		bool ok = len && (!strncmp(t, fam, sizeof(fam) - 1) ||
+				  !strncmp(t, help, sizeof(help) - 1) ||
+				  !strncmp(t, type, sizeof(type) - 1));
+
+		for (size_t i = 0; ok && i < len; i++)
+			ok = t[i] >= ' ' && t[i] < 0x7f;
+		if (ok && nl) {
+			xrl_buf_add(b, t, len + 1);
+		} else if (len) {
+			COUNT(p->metrics_dropped);
+		}
+		if (!nl)
+			break;
+		t = nl + 1;
+	}
+}
+
 void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 {
-	struct xrld_idp *p = d->idp;
+	struct xrld_idp *p = __atomic_load_n(&d->idp, __ATOMIC_ACQUIRE);
 	char err[XRL_ERRLEN];
 	json_t *r;
 
-	if (!p)
+	if (!p || p->off)
 		return;
 	xrl_prom_family(b, "xrl_identity_process_up", "gauge",
 			"1 while the identity process (identity tier, overrides sync, fleet) "
@@ -682,10 +851,45 @@ void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 			"Events from the identity process that xrld refused (malformed)");
 	xrl_buf_printf(b, "xrl_identity_process_events_refused_total %llu\n",
 		       (unsigned long long)READ(p->events_bad));
+	xrl_prom_family(b, "xrl_identity_process_metrics_dropped_total", "counter",
+			"Lines of the identity process's metrics that xrld did not pass on (not "
+			"of an xrl_http_ family, or not printable)");
+	xrl_buf_printf(b, "xrl_identity_process_metrics_dropped_total %llu\n",
+		       (unsigned long long)READ(p->metrics_dropped));
 	if (!d->http)
 		return;
 	r = xrld_idp_call(d, json_pack("{s:s}", "op", "metrics"), NULL, 0, NULL, err, sizeof(err));
 	if (json_is_string(r))
-		xrl_buf_add(b, json_string_value(r), json_string_length(r));
+		child_metrics(p, b, json_string_value(r), json_string_length(r));
 	json_decref(r);
+}
+
+/* A deny entry of this host's for the fleet: on the events socket, never
+ * waited for (a full socket drops it, counted by the caller). */
+int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e)
+{
+	struct xrld_idp *p = d->idp;
+	struct xrl_idev ev = { .type = XRL_IDEV_PUBLISH };
+
+	if (!p || p->ev.fd < 0)
+		return -ESRCH;
+	ev.fleet = *e;
+	return send(p->ev.fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof(ev) ? 0
+											  : -errno;
+}
+
+/* After a start: the shadow switches xrlctl made (xrld holds them) to the
+ * new child, which began with the policy's own. */
+static void replay_shadows(struct xrld *d)
+{
+	for (int k = 0; k < d->n_override; k++) {
+		char err[XRL_ERRLEN];
+		json_t *r =
+			xrld_idp_call(d,
+				      json_pack("{s:s,s:s,s:b}", "op", "shadow", "rule",
+						d->shadow_override[k], "on", d->shadow_val[k] != 0),
+				      NULL, 0, NULL, err, sizeof(err));
+
+		json_decref(r); /* a packet rule's name: not the tier's, refused */
+	}
 }

@@ -28,10 +28,22 @@
 #define XRL_IDP_FD_EVENT  4
 #define XRL_IDP_FD_LISTEN 5
 
-/* The largest frame either side takes (a top, a penalties list, metrics). */
-#define XRL_IDP_FRAME_MAX (16u << 20)
+/* The largest frame either side takes (a policy is 1 MiB at most; a top,
+ * a penalties list or the metrics text far less). */
+#define XRL_IDP_FRAME_MAX (4u << 20)
 
-enum xrl_idev_type { XRL_IDEV_VOUCH = 1, XRL_IDEV_FLEET = 2 };
+/* child -> xrld: VOUCH, FLEET (an entry for the denylists), ALIVE (every
+ * XRL_IDP_ALIVE_MS from its main loop); xrld -> child: PUBLISH (an entry
+ * this host sends to the fleet; never waited for). */
+enum xrl_idev_type {
+	XRL_IDEV_VOUCH = 1,
+	XRL_IDEV_FLEET = 2,
+	XRL_IDEV_PUBLISH = 3,
+	XRL_IDEV_ALIVE = 4,
+};
+#define XRL_IDP_ALIVE_MS 500
+/* No ALIVE for this long: the child is stopped or wedged, and is killed. */
+#define XRL_IDP_DEAD_MS 3000
 
 struct xrl_idev {
 	__u32 type;
@@ -45,10 +57,14 @@ struct xrl_idev {
 	};
 };
 
-/* Frames on fd (blocking, whole). 0 or -errno (-EPIPE: the other side is gone). */
-int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen);
-/* One frame; *json and *payload malloc'd and NUL-terminated (free both). */
-int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen);
+/* Frames on fd, whole, by deadline (CLOCK_MONOTONIC ns; 0: blocking). 0 or
+ * -errno (-EPIPE: the other side is gone, -ETIMEDOUT). */
+int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen,
+		 __u64 deadline);
+/* One frame of at most max bytes; *json and *payload malloc'd and
+ * NUL-terminated (free both). */
+int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen, size_t max,
+		 __u64 deadline);
 
 /* The child's main: argv after "--identity-process". */
 int xrld_identity_main(int verbose, int use_syslog);

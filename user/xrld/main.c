@@ -163,9 +163,10 @@ static int drop_privileges(struct xrld *d)
 {
 	__u64 keep = XRL_CAP(CAP_BPF) | XRL_CAP(CAP_NET_ADMIN) | XRL_CAP(CAP_PERFMON);
 
-	/* the identity process is started (and restarted) as another uid */
+	/* the identity process is started (and restarted, and killed when
+	 * it hangs) as another uid */
 	if (d->cfg->has_http || d->cfg->fleet.enabled)
-		keep |= XRL_CAP(CAP_SETUID) | XRL_CAP(CAP_SETGID);
+		keep |= XRL_CAP(CAP_SETUID) | XRL_CAP(CAP_SETGID) | XRL_CAP(CAP_KILL);
 	__u64 eff, prm;
 	int err;
 

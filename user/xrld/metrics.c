@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <microhttpd.h>
 
+#include "http/fleet.h"
 #include "http/http.h"
 #include "log.h"
 #include "privs.h"
@@ -216,6 +217,14 @@ static void daemon_series(struct xrld *d, struct xrl_buf *b)
 
 static void metrics_text(struct xrld *d, struct xrl_buf *b)
 {
+	struct xrl_buf idb = {};
+	struct xrl_fleet_stats fst;
+	bool fok;
+
+	/* what the identity process tells, asked before d->lock is taken: a
+	 * slow child must not hold up the main loop through it */
+	xrld_idp_metrics(d, &idb);
+	fok = xrld_fleet_stats_get(d, &fst);
 	pthread_mutex_lock(&d->lock);
 	daemon_series(d, b);
 	rule_series(d, b, false);
@@ -223,9 +232,11 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	global_series(d, b);
 	xrld_cookies_metrics(d, b);
 	xrld_vouch_metrics(d, b);
-	xrld_idp_metrics(d, b);
-	xrld_fleet_metrics(d, b);
+	if (idb.p)
+		xrl_buf_add(b, idb.p, idb.len);
+	xrld_fleet_metrics(d, b, fok ? &fst : NULL);
 	pthread_mutex_unlock(&d->lock);
+	xrl_buf_free(&idb);
 }
 
 /*

@@ -62,8 +62,8 @@ int xrld_notify(const char *fmt, ...)
  * policy was taken or refused: either way a policy is in force, and STATUS
  * says which.
  */
-int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const char *name,
-			 char *err, size_t errlen)
+int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const char *name, char *err,
+			 size_t errlen)
 {
 	int rc;
 

@@ -22,7 +22,7 @@ const char *const pen_skip_name[PEN_SKIP_MAX] = {
 	[PEN_SKIP_UNVERIFIED] = "unverified", /* source not proven (e.g. a SYN) */
 	[PEN_SKIP_FLOOR] = "below_floor",     /* rule keyed shorter than the floor */
 	[PEN_SKIP_ALLOWLIST] = "allowlisted", /* prefix overlaps the allowlist */
-	[PEN_SKIP_VOUCHED] = "vouched",         /* prefix holds a vouched source */
+	[PEN_SKIP_VOUCHED] = "vouched",	      /* prefix holds a vouched source */
 	[PEN_SKIP_FULL] = "denylist_full",    /* penalties' share of the list used */
 	[PEN_SKIP_FAILED] = "deny_failed",    /* the deny write itself failed */
 };
@@ -196,8 +196,8 @@ static int penalty_deny(struct xrld *d, struct xrld_iface *f, const char *key,
 
 /* The strike slot of a sample's prefix (one per interface and prefix), or
  * NULL when its neighbourhood is full of live ones. */
-static struct xrld_pen_ent *pen_find(struct xrld *d, int ifidx, const struct xrl_event *e,
-				     __u64 ts, __u64 now)
+static struct xrld_pen_ent *pen_find(struct xrld *d, int ifidx, const struct xrl_event *e, __u64 ts,
+				     __u64 now)
 {
 	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
 	struct {

@@ -43,8 +43,14 @@ json_t *xrld_http_status_json(struct xrld *d)
 {
 	json_t *j = doc(d, "status");
 
-	if (json_is_object(j))
-		json_object_set_new(j, "process", xrld_idp_status_json(d));
+	if (!d->http)
+		return j;
+	if (!json_is_object(j)) {
+		/* restarting: what xrld knows of it, pid and restarts */
+		json_decref(j);
+		j = json_pack("{s:b}", "restarting", 1);
+	}
+	json_object_set_new(j, "process", xrld_idp_status_json(d));
 	return j;
 }
 
@@ -58,16 +64,16 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 		return;
 	}
 	j = xrld_http_status_json(d);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		xrl_buf_printf(b, "identity tier: the identity process is restarting\n");
-		return;
-	}
 	{
 		json_t *p = json_object_get(j, "process");
 
 		xrl_buf_printf(b, "identity process: pid %lld, user %s, %lld restart(s)\n",
 			       num(p, "pid"), str(p, "user"), num(p, "restarts"));
+	}
+	if (json_is_true(json_object_get(j, "restarting"))) {
+		json_decref(j);
+		xrl_buf_printf(b, "identity tier: the identity process is restarting\n");
+		return;
 	}
 	xrl_buf_printf(b, "identity tier: listening on %s, backend %s", str(j, "listen"),
 		       str(j, "backend"));

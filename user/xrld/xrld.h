@@ -61,7 +61,7 @@ struct xrld_iface {
 	 * socket inodes) at the last tick */
 	__u32 listen_ino[64];
 	__u32 n_listen;
-	bool listen_read;	   /* listen_ino holds a reading */
+	bool listen_read; /* listen_ino holds a reading */
 	__u64 warned_ns;
 };
 
@@ -102,9 +102,9 @@ struct xrld_pen_ent {
 	__u32 offenses;	      /* deny entries earned so far */
 	__u64 last_offense_ns;
 	/* penalty: verified: the window being watched, decided when it ends */
-	__u64 win_start_ns;   /* 0 = none open */
-	bool win_proven;      /* a sample in it proved its source */
-	bool win_unproven;    /* a sample in it did not: the window is void */
+	__u64 win_start_ns; /* 0 = none open */
+	bool win_proven;    /* a sample in it proved its source */
+	bool win_unproven;  /* a sample in it did not: the window is void */
 };
 
 /* syn_cookies: auto, per interface and rule (cookies.c) */
@@ -150,11 +150,11 @@ struct xrld {
 	 * runs one; http is the same when the identity tier is configured */
 	struct xrld_idp *idp;
 	struct xrld_idp *http;
-	struct xrld_fleet *fleet;     /* the fleet, when configured (fleet.c) */
+	struct xrld_fleet *fleet; /* the fleet, when configured (fleet.c) */
 	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
 	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
 	__u64 vouched_identity, vouch_skipped, vouch_dropped;
-	pthread_mutex_t lock;	      /* ifs[] and counters vs the metrics thread */
+	pthread_mutex_t lock; /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
 
@@ -180,8 +180,8 @@ int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, 
 /* One sd_notify(3) message ("READY=1", ...) to $NOTIFY_SOCKET, if set. */
 int xrld_notify(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* xrld_reload between RELOADING=1 and READY=1. */
-int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const char *name,
-			 char *err, size_t errlen);
+int xrld_reload_notified(struct xrld *d, const char *text, size_t len, const char *name, char *err,
+			 size_t errlen);
 
 /* ---- verbs.c: the control verbs ------------------------------------------ */
 /* Handle one decoded request into b; returns the exit code for xrlctl.
@@ -217,7 +217,12 @@ void xrld_fleet_stop(struct xrld *d);
 int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
 /* `status` lines or fields ({} when there is no fleet). */
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
-void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b);
+/* The fleet's counters from the identity process (false: none, or it
+ * does not answer); called without d->lock. */
+struct xrl_fleet_stats;
+bool xrld_fleet_stats_get(struct xrld *d, struct xrl_fleet_stats *st);
+/* Its families, st as read (NULL: zeros). */
+void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b, const struct xrl_fleet_stats *st);
 /* An entry of another instance, from the identity process (main loop). */
 struct xrl_fleet_entry;
 void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e);
@@ -250,6 +255,8 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t plen, int *rc,
 		      char *err, size_t errlen);
 void xrld_idp_tick(struct xrld *d);
+/* This host's deny entry for the fleet, never waited for: 0 or -errno. */
+int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e);
 json_t *xrld_idp_status_json(struct xrld *d);
 void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b);
 
