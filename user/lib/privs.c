@@ -87,6 +87,34 @@ int xrl_caps_limit(__u64 keep)
 }
 
 #define LOAD_NR BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+/* Both filters begin so: another architecture is killed, x32 numbers (bit
+ * 30, which reach the same calls; none is ours) refused, then what reaches
+ * BPF maps, other processes or new programs. */
+#define FILTER_HEAD \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS), LOAD_NR, \
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM), DENY_NR(__NR_bpf), \
+		DENY_NR(__NR_ptrace), DENY_NR(__NR_process_vm_writev), DENY_NR(__NR_execve), \
+		DENY_NR(__NR_execveat), DENY_NR(__NR_init_module), DENY_NR(__NR_finit_module)
+
+/* no_new_privs, no capability, then the filter (n instructions at f) for
+ * the calling thread (no SECCOMP_FILTER_FLAG_TSYNC), which the threads it
+ * creates inherit. */
+static int load_filter(struct sock_filter *f, size_t n)
+{
+	struct sock_fprog prog = { .len = (unsigned short)n, .filter = f };
+	int err;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return -errno;
+	if ((err = capset_mask(0, 0)))
+		return err;
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
+		return -errno;
+	return 0;
+}
 #define DENY_NR(n) \
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
@@ -99,33 +127,11 @@ int xrl_caps_limit(__u64 keep)
 int xrl_thread_confine(void)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		LOAD_NR,
-		/* x32 numbers (bit 30) reach the same calls: none is ours */
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		DENY_NR(__NR_bpf),
-		DENY_NR(__NR_ptrace),
-		DENY_NR(__NR_process_vm_writev),
-		DENY_NR(__NR_execve),
-		DENY_NR(__NR_execveat),
-		DENY_NR(__NR_init_module),
-		DENY_NR(__NR_finit_module),
+		FILTER_HEAD,
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-	int err;
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if ((err = capset_mask(0, 0)))
-		return err;
-	/* no SECCOMP_FILTER_FLAG_TSYNC: this thread only */
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
-		return -errno;
-	return 0;
+	return load_filter(f, sizeof(f) / sizeof(f[0]));
 }
 
 /*
@@ -143,20 +149,8 @@ int xrl_process_confine(void)
 			 CLONE_NEWUTS | CLONE_NEWCGROUP;
 	const __u32 self = (__u32)getpid();
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, XRL_AUDIT_ARCH, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		LOAD_NR,
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		DENY_NR(__NR_bpf),
-		DENY_NR(__NR_ptrace),
-		DENY_NR(__NR_process_vm_writev),
+		FILTER_HEAD,
 		DENY_NR(__NR_process_vm_readv),
-		DENY_NR(__NR_execve),
-		DENY_NR(__NR_execveat),
-		DENY_NR(__NR_init_module),
-		DENY_NR(__NR_finit_module),
 		/* signals: to this process's own threads only */
 		DENY_NR(__NR_kill),
 		DENY_NR(__NR_tkill),
@@ -211,16 +205,8 @@ int xrl_process_confine(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-	int err;
 
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -errno;
-	if ((err = capset_mask(0, 0)))
-		return err;
-	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog))
-		return -errno;
-	return 0;
+	return load_filter(f, sizeof(f) / sizeof(f[0]));
 }
 
 /*
