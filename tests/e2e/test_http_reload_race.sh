@@ -49,10 +49,20 @@ scrape & HT_PIDS+=("$!")
 scrape & HT_PIDS+=("$!")
 
 log "1. 20 reloads, alternating without and with http:, under two scrapers"
+# each reload is waited for (its log line) before the next signal: one
+# that adds the http: section starts an identity process, which takes
+# longer than 0.15 s under ThreadSanitizer, and signals sent meanwhile
+# would merge into one
+n=0
 for i in $(seq 10); do
 	for w in without with; do
 		write_policy "$w"
 		kill -HUP "${HT_PID[x]}"
+		n=$((n + 1))
+		for _ in $(seq 100); do
+			[ "$(grep -c '^xrld: info: reloaded ' "${HT_LOG[x]}")" -ge "$n" ] && break
+			sleep 0.05
+		done
 		sleep 0.15
 	done
 done

@@ -253,7 +253,8 @@ static json_t *reload_call(struct xrld *d, const char *op, const struct xrld_con
 json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t plen, int *rc,
 		      char *err, size_t errlen)
 {
-	struct xrld_idp *p = d->idp;
+	/* the main loop or the metrics thread */
+	struct xrld_idp *p = __atomic_load_n(&d->idp, __ATOMIC_ACQUIRE);
 	char *j;
 	json_t *r;
 	int rc0;
@@ -621,7 +622,7 @@ int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size
 		p->call_fd = p->ev.fd = p->pid_io.fd = p->listen_fd = -1;
 		pick_user(p);
 	}
-	p->off = false;
+	__atomic_store_n(&p->off, false, __ATOMIC_RELEASE);
 	p->stopping = false;
 	if (keep_text(p, text, len)) {
 		rc = -ENOMEM;
@@ -638,15 +639,15 @@ int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size
 		goto fail; /* spawn reaped it */
 	/* published once it runs: the metrics thread reads d->idp unlocked */
 	pthread_mutex_lock(&d->lock);
-	d->idp = p;
-	d->http = c->has_http ? p : NULL;
+	__atomic_store_n(&d->idp, p, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->http, c->has_http ? p : NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
 fail:
 	if (p->listen_fd >= 0)
 		close(p->listen_fd);
 	p->listen_fd = -1;
-	p->off = true;
+	__atomic_store_n(&p->off, true, __ATOMIC_RELEASE);
 	if (fresh) {
 		free(p->text);
 		free(p);
@@ -685,8 +686,8 @@ void xrld_idp_stop(struct xrld *d)
 		return;
 	p->stopping = true;
 	pthread_mutex_lock(&d->lock);
-	d->http = NULL;
-	d->idp = NULL;
+	__atomic_store_n(&d->http, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->idp, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->lock);
 	reap(d, p);
 	if (p->listen_fd >= 0)
@@ -701,13 +702,13 @@ static void idp_off(struct xrld *d, struct xrld_idp *p)
 {
 	p->stopping = true;
 	pthread_mutex_lock(&d->lock);
-	d->http = NULL;
+	__atomic_store_n(&d->http, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->lock);
 	reap(d, p);
 	if (p->listen_fd >= 0)
 		close(p->listen_fd);
 	p->listen_fd = -1;
-	p->off = true;
+	__atomic_store_n(&p->off, true, __ATOMIC_RELEASE);
 	p->stopping = false;
 }
 
@@ -778,7 +779,7 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 	reap(d, p);
 	p->stopping = false;
 	pthread_mutex_lock(&d->lock);
-	d->http = c->has_http && p->listen_fd >= 0 ? p : NULL;
+	__atomic_store_n(&d->http, c->has_http && p->listen_fd >= 0 ? p : NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&d->lock);
 	if (spawn(d, p, err, sizeof(err))) {
 		log_err("couldn't start the identity process: %s (trying again in 1 s)", err);
@@ -836,13 +837,17 @@ void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 	struct xrld_idp *p = __atomic_load_n(&d->idp, __ATOMIC_ACQUIRE);
 	char err[XRL_ERRLEN];
 	json_t *r;
+	bool up;
 
-	if (!p || p->off)
+	if (!p || __atomic_load_n(&p->off, __ATOMIC_ACQUIRE))
 		return;
+	pthread_mutex_lock(&p->mu);
+	up = p->pid && p->call_fd >= 0;
+	pthread_mutex_unlock(&p->mu);
 	xrl_prom_family(b, "xrl_identity_process_up", "gauge",
 			"1 while the identity process (identity tier, overrides sync, fleet) "
 			"answers xrld");
-	xrl_buf_printf(b, "xrl_identity_process_up %d\n", p->pid && p->call_fd >= 0);
+	xrl_buf_printf(b, "xrl_identity_process_up %d\n", up);
 	xrl_prom_family(b, "xrl_identity_process_restarts_total", "counter",
 			"Times xrld started the identity process again after it died");
 	xrl_buf_printf(b, "xrl_identity_process_restarts_total %llu\n",
@@ -856,7 +861,7 @@ void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 			"of an xrl_http_ family, or not printable)");
 	xrl_buf_printf(b, "xrl_identity_process_metrics_dropped_total %llu\n",
 		       (unsigned long long)READ(p->metrics_dropped));
-	if (!d->http)
+	if (!__atomic_load_n(&d->http, __ATOMIC_ACQUIRE))
 		return;
 	r = xrld_idp_call(d, json_pack("{s:s}", "op", "metrics"), NULL, 0, NULL, err, sizeof(err));
 	if (json_is_string(r))
