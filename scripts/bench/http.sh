@@ -378,7 +378,8 @@ declare -A RPS P50 P99 NON2XX REQS CPU
 # and of their children (xrld's identity process does an xrld's HTTP work).
 cpu_ticks() {
 	local p sum=0
-	for p in "$@" $(for p in "$@"; do pgrep -P "$p"; done); do
+	# each once: nginx's workers are both listed and its master's children
+	for p in $(printf '%s\n' "$@" $(for p in "$@"; do pgrep -P "$p"; done) | sort -u); do
 		[ -r "/proc/$p/stat" ] || continue
 		sum=$((sum + $(sed 's/.*) //' "/proc/$p/stat" | awk '{ print $12 + $13 }')))
 	done
