@@ -122,8 +122,10 @@ static bool reaped(struct xrld_idp *p, int *st)
 
 	if (p->pid_io.fd < 0)
 		return true;
-	if (waitid(P_PIDFD, (id_t)p->pid_io.fd, &si, WEXITED | WNOHANG) || !si.si_pid)
-		return errno == ECHILD;
+	if (waitid(P_PIDFD, (id_t)p->pid_io.fd, &si, WEXITED | WNOHANG))
+		return errno == ECHILD; /* reaped already */
+	if (!si.si_pid)
+		return false; /* running: errno is not this call's */
 	if (st)
 		*st = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8 : si.si_status & 0x7f;
 	return true;
