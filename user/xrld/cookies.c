@@ -43,7 +43,7 @@ static void spec_of(struct xrld *d, const char *name, struct xrl_rule_spec *out)
 	xrl_rule_spec_init(out, name);
 }
 
-static struct xrld_auto *auto_slot(struct xrld *d, int i, const char *name, bool make)
+static struct xrld_auto *auto_slot(struct xrld *d, int i, const char *name)
 {
 	struct xrld_auto *free_slot = NULL;
 
@@ -55,18 +55,13 @@ static struct xrld_auto *auto_slot(struct xrld *d, int i, const char *name, bool
 		if (!a->rule[0] && !free_slot)
 			free_slot = a;
 	}
-	if (!make || !free_slot)
+	if (!free_slot)
 		return NULL;
 	pthread_mutex_lock(&d->lock); /* the metrics thread reads the names */
 	memset(free_slot, 0, sizeof(*free_slot));
 	snprintf(free_slot->rule, sizeof(free_slot->rule), "%s", name);
 	pthread_mutex_unlock(&d->lock);
 	return free_slot;
-}
-
-const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name)
-{
-	return i >= 0 && i < MAX_IFACES ? auto_slot(d, i, name, false) : NULL;
 }
 
 /* Flip rule name on interface f to mode; logs why. */
@@ -280,7 +275,7 @@ void xrld_cookies_tick(struct xrld *d)
 
 			if (st.cookies[r] < XRL_COOKIES_AUTO)
 				continue;
-			a = auto_slot(d, i, meta.names[r], true);
+			a = auto_slot(d, i, meta.names[r]);
 			if (!a)
 				continue;
 			if (!dumped) {

@@ -25,6 +25,23 @@ struct xrld_iface *xrld_iface(struct xrld *d, const char *name)
 	return NULL;
 }
 
+/* One refusal sample, from the ring buffer (ctx is the struct xrld_iface):
+ * to the `top` table and to penalty escalation. */
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct xrld_iface *f = ctx;
+	struct xrld *d = f->d;
+	int ifidx = (int)(f - d->ifs);
+	const struct xrl_event *e = data;
+
+	if (size < sizeof(*e) || ifidx < 0 || ifidx >= d->n_ifs)
+		return 0;
+	COUNT(d->events_seen);
+	xrld_top_note(d, ifidx, e);
+	xrld_penalty_note(d, ifidx, f, e);
+	return 0;
+}
+
 /* The loop's handler: consume what the program sampled. A slot that a
  * removal emptied in the same round of events is skipped. */
 static void samples_ready(struct xrld *d, struct xrld_io *io, unsigned events)
@@ -39,7 +56,7 @@ static void samples_ready(struct xrld *d, struct xrld_io *io, unsigned events)
 static int samples_open(struct xrld *d, struct xrld_iface *f)
 {
 	f->d = d;
-	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), xrld_on_event, f, NULL);
+	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), on_sample, f, NULL);
 	if (!f->rb)
 		return -errno;
 	f->io = (struct xrld_io){ .fd = ring_buffer__epoll_fd(f->rb),

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * xrld.h - the daemon's state and its parts. main.c owns one struct xrld
- * and hands it to each part: interfaces (iface.c), refusal samples and
- * penalties (samples.c), control verbs (verbs.c) and their socket
- * (ctlsock.c), metrics (metrics.c). No part keeps a global of its own
- * except the control clients' slots.
+ * and hands it to each part: interfaces (iface.c), the `top` table
+ * (top.c), penalties (penalties.c), control verbs (verbs.c) and their
+ * socket (control_sock.c), metrics (metrics.c). No part keeps a global of
+ * its own except the control clients' slots.
  */
 #ifndef XRLD_H
 #define XRLD_H
@@ -158,10 +158,14 @@ struct xrld {
 	volatile int stop;
 };
 
-/* ---- samples.c: refusal samples, `top` and penalty escalation ---------- */
-/* The ring buffer callback; ctx is the struct xrld_iface. */
-int xrld_on_event(void *ctx, void *data, size_t size);
+/* ---- top.c: the `top` table of refused source prefixes ------------------ */
+/* Count refusal sample e of interface ifidx in d->top. */
+void xrld_top_note(struct xrld *d, int ifidx, const struct xrl_event *e);
 const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len);
+
+/* ---- penalties.c: penalty escalation onto the denylist -------------------- */
+/* Refusal sample e of interface f (index ifidx): a strike, perhaps a deny. */
+void xrld_penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e);
 /* Does p overlap f's allowlist, either way round (covered or covering)? */
 bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p);
 
@@ -201,7 +205,7 @@ int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *
 /* override RULE KEY ... and override del RULE KEY; -errno with err. */
 int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen);
 
-/* ---- ctlsock.c: the control socket --------------------------------------- */
+/* ---- control_sock.c: the control socket, xrlctl's way in ---------------- */
 int xrld_ctl_listen(struct xrld *d);
 /* Drop clients past their deadline; the epoll timeout (ms) until the next. */
 int xrld_ctl_expire(void);
@@ -229,8 +233,6 @@ void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e);
 /* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
 /* Once a second: measure each auto rule, engage or let go of its cookies. */
 void xrld_cookies_tick(struct xrld *d);
-/* The auto state of rule name on interface i (NULL: none yet). */
-const struct xrld_auto *xrld_auto_of(struct xrld *d, int i, const char *name);
 const char *xrld_cookies_word(__u8 mode);
 /* `xrlctl status`: interface i's rules and their SYN-cookie modes, as a
  * text line into b, or as {rule: mode} into o (one of them NULL). */

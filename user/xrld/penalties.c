@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * samples.c - refusal samples from the XDP program: the `top` table of refused
- * source prefixes and penalty escalation onto the denylist.
+ * penalties.c - penalty escalation: strikes counted from the XDP program's
+ * refusal samples, and a source that earns enough of them put on the denylist.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,61 +26,6 @@ const char *const pen_skip_name[PEN_SKIP_MAX] = {
 	[PEN_SKIP_FULL] = "denylist_full",    /* penalties' share of the list used */
 	[PEN_SKIP_FAILED] = "deny_failed",    /* the deny write itself failed */
 };
-
-/* The policy is the same on every interface; names come from the config. */
-const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len)
-{
-	for (__u32 i = 0; d->cfg && i < d->cfg->policy.n_rules; i++) {
-		struct xrl_rule r;
-
-		if (!xrl_rule_compile(&d->cfg->policy.rules[i], &r, NULL, 0) && r.id == id)
-			return d->cfg->policy.rules[i].name;
-	}
-	snprintf(buf, len, "id:%u", id);
-	return buf;
-}
-
-/* ---- refusal samples: top and penalty escalation ------------------------ */
-
-static void top_note(struct xrld *d, int ifidx, const struct xrl_event *e)
-{
-	struct {
-		__u8 i, f, p, pad;
-		__u32 r;
-		__u32 a[4];
-	} k = { .i = (__u8)ifidx, .f = e->family, .p = e->plen, .r = e->rule_id };
-	__u64 now = xrl_now_ns();
-	__u32 slot;
-
-	memcpy(k.a, e->addr, 16);
-	slot = (__u32)xrl_fnv1a64(&k, sizeof(k)) & (TOP_SLOTS - 1);
-	/* linear probing, at most 16 steps; a full neighbourhood drops the sample */
-	for (int i = 0; i < 16; i++, slot = (slot + 1) & (TOP_SLOTS - 1)) {
-		struct xrld_top_ent *t = &d->top[slot];
-
-		if (t->used && (t->iface != k.i || t->family != k.f || t->plen != k.p ||
-				t->rule_id != k.r || memcmp(t->addr, k.a, 16))) {
-			/* reuse a slot idle for 5 minutes */
-			if (now - t->last_ns < 300 * XRL_NSEC_PER_SEC)
-				continue;
-			t->used = false;
-		}
-		if (!t->used) {
-			memset(t, 0, sizeof(*t));
-			t->used = true;
-			t->iface = k.i;
-			t->family = k.f;
-			t->plen = k.p;
-			t->rule_id = k.r;
-			memcpy(t->addr, k.a, 16);
-			t->first_ns = now;
-		}
-		t->count += e->count;
-		t->last_ns = now;
-		return;
-	}
-	COUNT(d->top_dropped);
-}
 
 /* The policy rule a sample came from, or NULL (removed since). */
 static const struct xrl_rule_spec *event_rule(struct xrld *d, const struct xrl_event *e)
@@ -327,7 +272,7 @@ static void strike(struct xrld *d, struct xrld_iface *f, struct xrld_pen_ent *pe
 		(unsigned long long)(ttl / XRL_NSEC_PER_SEC), pe->offenses);
 }
 
-static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e)
+void xrld_penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e)
 {
 	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
 	__u64 now = xrl_now_ns(), ts, at = 0;
@@ -356,17 +301,3 @@ static void penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const 
 	strike(d, f, pe, e, ts, now);
 }
 
-int xrld_on_event(void *ctx, void *data, size_t size)
-{
-	struct xrld_iface *f = ctx;
-	struct xrld *d = f->d;
-	int ifidx = (int)(f - d->ifs);
-	const struct xrl_event *e = data;
-
-	if (size < sizeof(*e) || ifidx < 0 || ifidx >= d->n_ifs)
-		return 0;
-	COUNT(d->events_seen);
-	top_note(d, ifidx, e);
-	penalty_note(d, ifidx, f, e);
-	return 0;
-}

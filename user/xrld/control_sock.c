@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * ctlsock.c - the control socket: clients served from the event loop.
+ * control_sock.c - the control socket, xrlctl's way in: clients served
+ * from the event loop.
  */
 #define _GNU_SOURCE
 #include <errno.h>
