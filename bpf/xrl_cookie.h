@@ -385,6 +385,119 @@ static __always_inline __u64 xrl_ck_hash_pkt(const struct xrl_cookie_key *k,
 }
 
 /*
+ * xrl's own cookie for the SYN whose TCP header and options b holds: the
+ * ISN, with the timestamp to send in *tsval and in *ecn whether the client
+ * set up ECN. The options the kernel would not let the connection have are
+ * dropped from b first, so that the cookie encodes what the SYN-ACK offers.
+ */
+static __always_inline __u32 xrl_cookie_own_isn(const struct xrl_pkt *p, struct xrl_cookie_buf *b,
+						const struct xrl_cookie_cfg *cc, __u64 now_slot,
+						__u32 *tsval, __u8 *ecn)
+{
+	const struct xrl_cookie_key *k = &cc->key[cc->key_id & 1];
+	__u32 isn = bpf_ntohl(((struct tcphdr *)b->tcp)->seq);
+	__u8 f = b->tcp[13];
+	int v6 = p->family == XRL_AF_INET6;
+	__u64 h;
+
+	/* offer only what the kernel lets the connection have */
+	if (!(cc->opts & XRL_CKO_SACK))
+		b->sack = 0;
+	if (!(cc->opts & XRL_CKO_WSCALE))
+		b->wscale = XRL_TS_WSCALE_MASK;
+	if (!(cc->opts & XRL_CKO_TS))
+		b->ts = 0;
+	/* ECN setup: ECE and CWR both, RFC 3168 6.1.1 */
+	*ecn = (cc->opts & XRL_CKO_ECN) &&
+	       (f & (XRL_TCP_FLAG_ECE | XRL_TCP_FLAG_CWR)) == (XRL_TCP_FLAG_ECE | XRL_TCP_FLAG_CWR);
+	h = xrl_ck_hash_pkt(k, p, isn, now_slot);
+	*tsval = xrl_ck_tsval(h);
+	return xrl_ck_isn(h, cc->key_id & 1, now_slot,
+			  xrl_ck_mss_index(b->mss ? b->mss : (v6 ? 1220 : 536), v6), *ecn, b->sack,
+			  b->wscale);
+}
+
+/*
+ * The kernel's cookie for the SYN whose IP header is at l3 and whose TCP
+ * header (tlen bytes) b holds: 0 with *cookie and *tsval set, or -1 when
+ * the helper cannot. The kernel's cookie keeps scaling and SACK in the
+ * timestamp, so a SYN without one is offered neither.
+ */
+static __always_inline int xrl_cookie_kernel_isn(void *data, void *end, __u32 l3, int v6,
+						 struct xrl_cookie_buf *b, __u32 tlen,
+						 __u32 *cookie, __u32 *tsval)
+{
+	__s64 v;
+
+	/* the helpers read the addresses and the TCP header only */
+	if (!v6) {
+		struct iphdr *iph = data + l3;
+
+		if ((void *)(iph + 1) > end)
+			return -1;
+		v = bpf_tcp_raw_gen_syncookie_ipv4(iph, (struct tcphdr *)b->tcp, tlen);
+	} else {
+		struct ipv6hdr *ip6 = data + l3;
+
+		if ((void *)(ip6 + 1) > end)
+			return -1;
+		v = bpf_tcp_raw_gen_syncookie_ipv6(ip6, (struct tcphdr *)b->tcp, tlen);
+	}
+	if (v < 0)
+		return -1;
+	*cookie = (__u32)v;
+	if (!b->ts) {
+		b->sack = 0;
+		b->wscale = XRL_TS_WSCALE_MASK;
+	}
+	*tsval = b->ts ? xrl_kernel_tsval(b) : 0;
+	return 0;
+}
+
+/*
+ * The frame made into the SYN-ACK, in place: exactly Ethernet + tags + IP
+ * (iplen bytes at l3) + the new TCP header (b->out, hlen bytes), the MACs
+ * swapped. 0, or -1 when the driver cannot resize it.
+ */
+static __always_inline int xrl_synack_frame(struct xdp_md *ctx, const struct xrl_pkt *p,
+					    struct xrl_cookie_buf *b, __u32 l3, __u32 iplen,
+					    __u32 hlen)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct tcphdr *th;
+	/* volatile: else clang narrows the pointer difference to 32 bits,
+	 * which the verifier rejects */
+	volatile __u64 flen;
+	__u64 sum;
+	__u8 mac[6];
+
+	flen = end - data;
+	if (bpf_xdp_adjust_tail(ctx, (int)(l3 + iplen + hlen) - (int)flen))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + 12 > end)
+		return -1;
+	__builtin_memcpy(mac, data, 6);
+	__builtin_memcpy(data, data + 6, 6);
+	__builtin_memcpy(data + 6, mac, 6);
+	if (!xrl_synack_ip(data, end, p, hlen, &sum))
+		return -1;
+	((struct tcphdr *)b->out)->check = xrl_csum_fold(sum + xrl_sum_out(b));
+	th = data + l3 + iplen;
+#pragma unroll
+	for (int i = 0; i < 10; i++) {
+		if (i * 4 >= hlen)
+			break;
+		if ((void *)th + i * 4 + 4 > end)
+			return -1;
+		*(__u32 *)((void *)th + i * 4) = b->out[i];
+	}
+	return 0;
+}
+
+/*
  * Answer the SYN that p describes with a cookie SYN-ACK, in place. Returns
  * XDP_TX, or XRL_CK_FALLBACK when it cannot. now_slot is the cookie's time
  * slot now (include/xrl_syncookie.h). It cannot on a helper failure, or a 4-tuple
@@ -401,11 +514,9 @@ __noinline int xrl_cookie_syn(struct xdp_md *ctx, struct xrl_pkt *p, struct xrl_
 {
 	void *data, *end;
 	struct tcphdr *th;
-	__u32 l3, l4, tlen, hlen, iplen, cookie, tsval;
-	volatile __u64 flen;
-	__u64 sum;
+	__u32 l3, l4, tlen, hlen, cookie, tsval;
 	__u16 mss;
-	__u8 mac[6], wscale, ecn = 0;
+	__u8 wscale, ecn = 0;
 	int v6;
 
 	if (!p || !b || !cc)
@@ -428,85 +539,14 @@ __noinline int xrl_cookie_syn(struct xdp_md *ctx, struct xrl_pkt *p, struct xrl_
 	xrl_syn_options(b, tlen);
 	mss = v6 ? (cc->mss6 ? cc->mss6 : xrl_syn_mss6) : (cc->mss4 ? cc->mss4 : xrl_syn_mss4);
 	wscale = cc->wscale ? cc->wscale : xrl_syn_wscale;
-	if (cc->own) {
-		const struct xrl_cookie_key *k = &cc->key[cc->key_id & 1];
-		__u64 slot = now_slot, h;
-		__u32 isn = bpf_ntohl(((struct tcphdr *)b->tcp)->seq);
-		__u8 f = b->tcp[13];
-
-		/* offer only what the kernel lets the connection have */
-		if (!(cc->opts & XRL_CKO_SACK))
-			b->sack = 0;
-		if (!(cc->opts & XRL_CKO_WSCALE))
-			b->wscale = XRL_TS_WSCALE_MASK;
-		if (!(cc->opts & XRL_CKO_TS))
-			b->ts = 0;
-		/* ECN setup: ECE and CWR both, RFC 3168 6.1.1 */
-		ecn = (cc->opts & XRL_CKO_ECN) &&
-		      (f & (XRL_TCP_FLAG_ECE | XRL_TCP_FLAG_CWR)) ==
-			      (XRL_TCP_FLAG_ECE | XRL_TCP_FLAG_CWR);
-		h = xrl_ck_hash_pkt(k, p, isn, slot);
-		cookie = xrl_ck_isn(h, cc->key_id & 1, slot,
-				    xrl_ck_mss_index(b->mss ? b->mss : (v6 ? 1220 : 536), v6), ecn,
-				    b->sack, b->wscale);
-		tsval = xrl_ck_tsval(h);
-	} else {
-		__s64 v;
-
-		if ((void *)(th + 1) > end)
-			return XRL_CK_FALLBACK;
-		/* the helpers read the addresses and the TCP header only */
-		if (!v6) {
-			struct iphdr *iph = data + l3;
-
-			if ((void *)(iph + 1) > end)
-				return XRL_CK_FALLBACK;
-			v = bpf_tcp_raw_gen_syncookie_ipv4(iph, (struct tcphdr *)b->tcp, tlen);
-		} else {
-			struct ipv6hdr *ip6 = data + l3;
-
-			if ((void *)(ip6 + 1) > end)
-				return XRL_CK_FALLBACK;
-			v = bpf_tcp_raw_gen_syncookie_ipv6(ip6, (struct tcphdr *)b->tcp, tlen);
-		}
-		if (v < 0)
-			return XRL_CK_FALLBACK;
-		cookie = (__u32)v;
-		/* the kernel's cookie keeps scaling and SACK in the timestamp */
-		if (!b->ts) {
-			b->sack = 0;
-			b->wscale = XRL_TS_WSCALE_MASK;
-		}
-		tsval = b->ts ? xrl_kernel_tsval(b) : 0;
-	}
+	if (cc->own)
+		cookie = xrl_cookie_own_isn(p, b, cc, now_slot, &tsval, &ecn);
+	else if ((void *)(th + 1) > end ||
+		 xrl_cookie_kernel_isn(data, end, l3, v6, b, tlen, &cookie, &tsval))
+		return XRL_CK_FALLBACK;
 	hlen = xrl_synack_tcp(b, cookie, mss, tsval, wscale, ecn);
-	iplen = v6 ? 40 : 20;
-
-	/* the frame becomes exactly Ethernet + tags + IP + the new TCP header;
-	 * volatile: else clang narrows the pointer difference to 32 bits,
-	 * which the verifier rejects */
-	flen = end - data;
-	if (bpf_xdp_adjust_tail(ctx, (int)(l3 + iplen + hlen) - (int)flen))
+	if (xrl_synack_frame(ctx, p, b, l3, v6 ? 40 : 20, hlen))
 		return XRL_CK_FALLBACK;
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	if (data + 12 > end)
-		return XRL_CK_FALLBACK;
-	__builtin_memcpy(mac, data, 6);
-	__builtin_memcpy(data, data + 6, 6);
-	__builtin_memcpy(data + 6, mac, 6);
-	if (!xrl_synack_ip(data, end, p, hlen, &sum))
-		return XRL_CK_FALLBACK;
-	((struct tcphdr *)b->out)->check = xrl_csum_fold(sum + xrl_sum_out(b));
-	th = data + l3 + iplen;
-#pragma unroll
-	for (int i = 0; i < 10; i++) {
-		if (i * 4 >= hlen)
-			break;
-		if ((void *)th + i * 4 + 4 > end)
-			return XRL_CK_FALLBACK;
-		*(__u32 *)((void *)th + i * 4) = b->out[i];
-	}
 	return XDP_TX;
 }
 
