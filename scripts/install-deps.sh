@@ -26,7 +26,7 @@ LAB=(
 	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
 	redis-server nginx wrk
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin ethtool
-	nftables iptables gnuplot-nox dpkg-dev caddy prometheus xxd debootstrap
+	nftables iptables gnuplot-nox dpkg-dev caddy prometheus xxd debootstrap universal-ctags
 )
 
 usage() {
