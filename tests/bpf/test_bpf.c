@@ -304,6 +304,7 @@ static int apply_policy(struct run *r)
 	const struct tcase *tc = r->tc;
 	char err[XRL_ERRLEN] = "";
 	struct xrl_policy *pol;
+	unsigned long compiles;
 	int rc;
 
 	if (!tc->rules[0].name && !tc->empty_policy)
@@ -340,9 +341,13 @@ static int apply_policy(struct run *r)
 		if (rc)
 			goto out;
 	}
+	compiles = xrl_rule_compile_count();
 	rc = xrl_apply_policy(r->h, pol, err, sizeof(err));
 	check(r, rc == 0, "xrl_apply_policy (%u rules, %u allow): %d %s", pol->n_rules,
 	      pol->n_allow, rc, err);
+	/* an apply compiles each rule once: its checks and its ruleset share it */
+	compiles = xrl_rule_compile_count() - compiles;
+	check(r, compiles == pol->n_rules, "rules compiled: %lu, want %u", compiles, pol->n_rules);
 out:
 	free(pol);
 	return rc;

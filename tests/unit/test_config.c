@@ -808,7 +808,7 @@ static void test_errors(void **state)
 	free(before);
 }
 
-/* An error found only by xrl_policy_validate: two names with one FNV-1a id. */
+/* An error found only by xrl_policy_compile: two names with one FNV-1a id. */
 static void test_validate(void **state)
 {
 	CTX("rule id collision");
@@ -820,6 +820,40 @@ static void test_validate(void **state)
 	   -EINVAL);
 	HAS(err, "t.yaml: rules 'r66999' and 'r916676' have the same id");
 	EQ(cfg->n_ifaces, 0xa5a5a5a5u);
+}
+
+/*
+ * A reload compiles each rule once: the parse (which compiles a rule to
+ * place its error), then the checks xrld makes before and while it applies
+ * (install_config, xrld_push_policy, xrl_apply_policy: each a
+ * xrl_policy_compile) and the id lookups read p->compiled, never compiling
+ * again. xrl_apply_policy's ruleset copies p->compiled (tests/bpf counts it
+ * over a real apply).
+ */
+static void test_compile_once(void **state)
+{
+	static struct xrl_policy pol;
+	char yaml[8192], e[XRL_ERRLEN];
+	size_t off;
+	unsigned long before;
+	const unsigned n = 40;
+
+	CTX("compiled once per rule");
+	off = (size_t)snprintf(yaml, sizeof(yaml), "xdp:\n  rules:\n");
+	for (unsigned i = 0; i < n; i++)
+		off += (size_t)snprintf(yaml + off, sizeof(yaml) - off,
+					"    - {name: r%u, rate: %u/s, burst: 5}\n", i, i + 1);
+	before = xrl_rule_compile_count();
+	PARSE_OK(yaml);
+	EQ(cfg->policy.n_compiled, n);
+	pol = cfg->policy;
+	for (int k = 0; k < 3; k++)
+		EQ(xrl_policy_compile(&pol, e, sizeof(e)), 0);
+	xrl_policy_set_action(&pol, 3, XRL_ACT_SHADOW);
+	EQ(xrl_policy_compile(&pol, e, sizeof(e)), 0);
+	EQ(pol.compiled[3].action, XRL_ACT_SHADOW);
+	EQ(xrl_rule_compile_count() - before, n);
+	EQ(pol.compiled[7].id, xrl_rule_id("r7"));
 }
 
 /* A failed parse leaves a good config as it was; a good one replaces all. */
@@ -1331,6 +1365,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_untouched, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_yaml, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_compile_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_examples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_penalty_trust, setup, teardown),

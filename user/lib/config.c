@@ -837,10 +837,8 @@ static int parse_cookies_auto(struct cx *x, yaml_node_t *n, const char *rpath,
 			      100, &v);
 		r->auto_queue_pct = (__u8)v;
 	}
-	if (!rc && r->auto_off_rate >= r->auto_on_rate)
-		return at(x, n, "%s: off_rate (%llu/s) must be below on_rate (%llu/s)", path,
-			  (unsigned long long)r->auto_off_rate,
-			  (unsigned long long)r->auto_on_rate);
+	if (!rc && xrl_rule_auto_check(r, p2, sizeof(p2)) == XRL_CK_RATES)
+		return at(x, n, "%s: %s", path, p2);
 	return rc;
 }
 
@@ -854,6 +852,7 @@ static int parse_rule_modes(struct cx *x, struct field *fa, struct field *fp, st
 	static const int pvals[] = { XRL_PEN_VERIFIED, XRL_PEN_UNVERIFIED, XRL_PEN_OFF };
 	static const char *const cks[] = { "off", "on", "auto" };
 	static const int ckvals[] = { XRL_COOKIES_OFF, XRL_COOKIES_ON, XRL_COOKIES_AUTO };
+	char msg[96];
 	int rc, a;
 
 	a = (int)r->action;
@@ -868,8 +867,8 @@ static int parse_rule_modes(struct cx *x, struct field *fa, struct field *fp, st
 	if ((rc = OPT_ENUM(x, fc->v, path, ".syn_cookies", cks, ckvals, &a)))
 		return rc;
 	r->syn_cookies = (__u8)a;
-	if (a && r->proto != XRL_PROTO_TCP)
-		return at(x, fc->v, "%s.syn_cookies: SYN cookies need match.proto: tcp", path);
+	if (xrl_rule_cookies_check(r, msg, sizeof(msg)) == XRL_CK_PROTO)
+		return at(x, fc->v, "%s.syn_cookies: %s", path, msg);
 	return 0;
 }
 
@@ -916,7 +915,6 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
 	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], d[64];
-	struct xrl_rule compiled;
 	const char *s;
 	int rc;
 
@@ -977,10 +975,12 @@ static int parse_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	if (rc)
 		return rc;
 
-	/* rate and burst within what the arithmetic can hold, here with a line */
-	if (xrl_rule_compile(r, &compiled, msg, sizeof(msg)))
+	/* rate and burst within what the arithmetic can hold, here with a line;
+	 * the one compile of this rule for the reload */
+	if (xrl_rule_compile(r, &pol->compiled[idx], msg, sizeof(msg)))
 		return at(x, f[F_RATE].v, "%s: %s", path, msg);
 	pol->n_rules = (__u32)idx + 1;
+	pol->n_compiled = pol->n_rules;
 	return 0;
 }
 
@@ -1249,13 +1249,12 @@ static int parse_http_rule_limits(struct cx *x, yaml_node_t *rate, yaml_node_t *
 				   XRL_GCRA_BURST_MAX, &v)))
 			return rc;
 		r->burst = (__u32)v;
-		r->has_rate = true;
 	}
 	if (cost) {
 		subpath(p2, path, ".cost");
 		if ((rc = uint_val(x, cost, p2,
 				   "a whole number of tokens, 0 or more, at most the burst", 0,
-				   r->has_rate ? r->burst : 1, &v)))
+				   rate ? r->burst : 1, &v)))
 			return rc;
 		r->cost = (__u32)v;
 		r->cost_zero = !v;
@@ -1278,9 +1277,7 @@ static int parse_http_rule_limits(struct cx *x, yaml_node_t *rate, yaml_node_t *
 				  desc(ttl, d, sizeof(d)));
 		r->lease_ttl_ns = v;
 	}
-	if (r->concurrency && !r->lease_ttl_ns)
-		r->lease_ttl_ns = XRL_HTTP_LEASE_TTL;
-	return 0;
+	return 0; /* the defaults: xrl_http_cfg_finish, for every caller */
 }
 
 /*
@@ -1378,7 +1375,6 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 			return at(x, f[F_NAME].v, "%s: rule name '%s' is used twice", p2, s);
 	snprintf(r->name, sizeof(r->name), "%s", s);
 	r->key_kind = XRL_KEY_CLIENT_IP;
-	r->cost = 1;
 
 	if (f[F_MATCH].v && (rc = parse_http_match(x, f[F_MATCH].v, path, r)))
 		return rc;
@@ -1402,7 +1398,7 @@ static int parse_http_rule(struct cx *x, yaml_node_t *n, size_t idx)
 	}
 	if ((rc = parse_http_vouch(x, f[F_VOUCH].v, f[F_VOUCH_TTL].v, path, r)))
 		return rc;
-	if (r->has_rate && xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
+	if (f[F_RATE].v && xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
 		return at(x, f[F_RATE].v,
 			  "%s: rate and burst out of range (1 per 52 days to 1e9/s)", path);
 	x->c->http.n_rules = (__u32)idx + 1;
@@ -2301,7 +2297,7 @@ int xrl_config_parse(const char *buf, size_t len, const char *name, struct xrld_
 	if (rc)
 		goto out_doc;
 
-	rc = xrl_policy_validate(&x.c->policy, msg, sizeof(msg));
+	rc = xrl_policy_compile(&x.c->policy, msg, sizeof(msg));
 	if (rc) {
 		snprintf(x.err, x.errlen, "%s: %s", x.name, msg);
 		goto out_doc;

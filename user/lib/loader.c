@@ -1411,9 +1411,9 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out)
 			  sizeof(out->global) / 8);
 }
 
-/* The ABI form of p's rules, with the clock and lease each needs on h. */
-static void compile_rules(struct xrl_handle *h, const struct xrl_policy *p, struct xrl_ruleset *rs,
-			  struct xrl_ruleset_meta *meta)
+/* p's compiled rules, with the clock and lease each needs on h. */
+static void ruleset_fill(struct xrl_handle *h, const struct xrl_policy *p, struct xrl_ruleset *rs,
+			 struct xrl_ruleset_meta *meta)
 {
 	rs->n_rules = p->n_rules;
 	for (__u32 i = 0; i < p->n_rules; i++) {
@@ -1421,7 +1421,7 @@ static void compile_rules(struct xrl_handle *h, const struct xrl_policy *p, stru
 		__u64 per_tick;
 		__u32 lm;
 
-		xrl_rule_compile(&p->rules[i], r, NULL, 0);
+		*r = p->compiled[i];
 		/* a bucket that cannot hold two ticks of tokens needs a finer
 		 * clock than jiffies, or the tick would cap it below its rate */
 		r->clock_fine = h->fine_clock || r->tau_ns < 2 * h->tick_ns;
@@ -1584,7 +1584,7 @@ static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 ac
 		rc = -errno;
 		goto out;
 	}
-	compile_rules(h, p, rs, meta);
+	ruleset_fill(h, p, rs, meta);
 	*live = carry_auto(rs, meta, old, old_meta);
 	rs->generation = old->generation + 1;
 	rc = carry_counters(h, active, next, rs, meta, old, old_meta);
@@ -1627,7 +1627,7 @@ static void veth_warn(struct xrl_handle *h)
  * force, their counters are carried over by rule name, the allowlist is made
  * equal to the policy's, then one update of xrl_config flips the slot.
  */
-int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen)
+int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size_t errlen)
 {
 	struct xrl_config cfg;
 	bool cookies = false;
@@ -1635,7 +1635,7 @@ int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err
 
 	if (err && errlen)
 		err[0] = '\0';
-	rc = xrl_policy_validate(p, err, errlen);
+	rc = xrl_policy_compile(p, err, errlen); /* compiles only what is not yet */
 	if (!rc)
 		rc = read_config(h, &cfg);
 	if (!rc)

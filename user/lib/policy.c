@@ -298,12 +298,44 @@ static int agg_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, con
 	return 0;
 }
 
+int xrl_rule_auto_check(const struct xrl_rule_spec *r, char *text, size_t len)
+{
+	if (r->auto_off_rate >= r->auto_on_rate) {
+		snprintf(text, len, "off_rate (%llu/s) must be below on_rate (%llu/s)",
+			 (unsigned long long)r->auto_off_rate, (unsigned long long)r->auto_on_rate);
+		return XRL_CK_RATES;
+	}
+	if (!r->auto_hold_ns || r->auto_queue_pct > 100) {
+		snprintf(text, len, "syn_cookies_auto needs a hold above zero and queue_pct 0 to 100");
+		return XRL_CK_AUTO;
+	}
+	return 0;
+}
+
+int xrl_rule_cookies_check(const struct xrl_rule_spec *r, char *text, size_t len)
+{
+	if (r->syn_cookies && r->proto != XRL_PROTO_TCP) {
+		snprintf(text, len, "SYN cookies need match.proto: tcp");
+		return XRL_CK_PROTO;
+	}
+	return 0;
+}
+
+static unsigned long rule_compiles;
+
+unsigned long xrl_rule_compile_count(void)
+{
+	return __atomic_load_n(&rule_compiles, __ATOMIC_RELAXED);
+}
+
 int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err, size_t errlen)
 {
 	struct xrl_gcra_params g;
 	const char *nm = in->name[0] ? in->name : "(unnamed)";
+	char text[96];
 	int rc;
 
+	__atomic_fetch_add(&rule_compiles, 1, __ATOMIC_RELAXED);
 	memset(out, 0, sizeof(*out));
 	if (!in->name[0])
 		return fail(err, errlen, -EINVAL, "a rule needs a name");
@@ -322,15 +354,9 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char 
 	if (in->syn_cookies > XRL_COOKIES_AUTO_ON)
 		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on, auto or off",
 			    nm);
-	if (in->syn_cookies >= XRL_COOKIES_AUTO &&
-	    (in->auto_off_rate >= in->auto_on_rate || !in->auto_hold_ns ||
-	     in->auto_queue_pct > 100))
-		return fail(err, errlen, -EINVAL,
-			    "rule %s: syn_cookies_auto needs off_rate below on_rate, a hold above "
-			    "zero and queue_pct 0 to 100",
-			    nm);
-	if (in->syn_cookies && in->proto != XRL_PROTO_TCP)
-		return fail(err, errlen, -EINVAL, "rule %s: SYN cookies need proto tcp", nm);
+	if ((in->syn_cookies >= XRL_COOKIES_AUTO && xrl_rule_auto_check(in, text, sizeof(text))) ||
+	    xrl_rule_cookies_check(in, text, sizeof(text)))
+		return fail(err, errlen, -EINVAL, "rule %s: %s", nm, text);
 	if (in->n_ports > XRL_MAX_PORT_RANGES)
 		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm,
 			    XRL_MAX_PORT_RANGES);
@@ -380,9 +406,63 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char 
 	return agg_compile(in, out, nm, err, errlen);
 }
 
-int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
+/*
+ * First index of a rule by id and by name among the rules entered so far:
+ * open addressing over twice XRL_MAX_RULES slots, each slot a rule index + 1
+ * (0: empty). A policy's checks are O(n), not a compare of every pair.
+ */
+#define IDX_SLOTS (2 * XRL_MAX_RULES)
+struct rule_index {
+	__u8 by_id[IDX_SLOTS];
+	__u8 by_name[IDX_SLOTS];
+};
+
+/* Where key k is, or the empty slot it would take; same(j) tells a match. */
+static unsigned idx_find(const __u8 *slots, __u32 k, const struct xrl_policy *p, const void *want,
+			 bool (*same)(const struct xrl_policy *, __u32, const void *))
 {
-	struct xrl_rule r;
+	unsigned s = (k * 2654435761u) % IDX_SLOTS;
+
+	while (slots[s] && !same(p, slots[s] - 1u, want))
+		s = (s + 1) % IDX_SLOTS;
+	return s;
+}
+
+static bool same_id(const struct xrl_policy *p, __u32 j, const void *want)
+{
+	return p->compiled[j].id == *(const __u32 *)want;
+}
+
+static bool same_name(const struct xrl_policy *p, __u32 j, const void *want)
+{
+	return !strcmp(p->rules[j].name, want);
+}
+
+/*
+ * Rule i against the rules before it. Of the earlier rules, the first with
+ * i's name or i's id is named, as a walk over each pair in order would.
+ */
+static int check_unique(struct xrl_policy *p, struct rule_index *ix, __u32 i, char *err,
+			size_t errlen)
+{
+	const char *nm = p->rules[i].name;
+	__u32 id = p->compiled[i].id;
+	unsigned sn = idx_find(ix->by_name, xrl_rule_id(nm), p, nm, same_name);
+	unsigned si = idx_find(ix->by_id, id, p, &id, same_id);
+
+	if (ix->by_name[sn] && (!ix->by_id[si] || ix->by_name[sn] <= ix->by_id[si]))
+		return fail(err, errlen, -EINVAL, "rule name '%s' is used twice", nm);
+	if (ix->by_id[si])
+		return fail(err, errlen, -EINVAL, "rules '%s' and '%s' have the same id %u",
+			    p->rules[ix->by_id[si] - 1].name, nm, id);
+	ix->by_name[sn] = (__u8)(i + 1);
+	ix->by_id[si] = (__u8)(i + 1);
+	return 0;
+}
+
+int xrl_policy_compile(struct xrl_policy *p, char *err, size_t errlen)
+{
+	struct rule_index ix = { 0 };
 	int rc;
 
 	if (p->n_rules > XRL_MAX_RULES)
@@ -390,22 +470,18 @@ int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
 	if (p->n_allow > XRL_POLICY_MAX_ALLOW)
 		return fail(err, errlen, -E2BIG, "%u allowlist entries; at most %d", p->n_allow,
 			    XRL_POLICY_MAX_ALLOW);
+	if (p->n_compiled > p->n_rules)
+		p->n_compiled = p->n_rules;
 	for (__u32 i = 0; i < p->n_rules; i++) {
-		rc = xrl_rule_compile(&p->rules[i], &r, err, errlen);
+		if (i >= p->n_compiled) {
+			rc = xrl_rule_compile(&p->rules[i], &p->compiled[i], err, errlen);
+			if (rc)
+				return rc;
+			p->n_compiled = i + 1;
+		}
+		rc = check_unique(p, &ix, i, err, errlen);
 		if (rc)
 			return rc;
-		for (__u32 j = 0; j < i; j++) {
-			if (!strcmp(p->rules[i].name, p->rules[j].name))
-				return fail(err, errlen, -EINVAL, "rule name '%s' is used twice",
-					    p->rules[i].name);
-			struct xrl_rule o;
-
-			xrl_rule_compile(&p->rules[j], &o, NULL, 0);
-			if (o.id == r.id)
-				return fail(err, errlen, -EINVAL,
-					    "rules '%s' and '%s' have the same id %u",
-					    p->rules[j].name, p->rules[i].name, r.id);
-		}
 	}
 	for (__u32 i = 0; i < p->n_allow; i++) {
 		if (p->allow[i].family != XRL_AF_INET && p->allow[i].family != XRL_AF_INET6)
@@ -413,6 +489,13 @@ int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen)
 				    "allowlist entry %u has no address family", i);
 	}
 	return 0;
+}
+
+void xrl_policy_set_action(struct xrl_policy *p, __u32 i, __u8 action)
+{
+	p->rules[i].action = action;
+	if (i < p->n_compiled)
+		p->compiled[i].action = action;
 }
 
 const char *xrl_global_name(int idx)

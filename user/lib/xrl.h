@@ -104,6 +104,12 @@ struct xrl_policy {
 	struct xrl_rule_spec rules[XRL_MAX_RULES];
 	__u32 n_allow;
 	struct xrl_prefix allow[XRL_POLICY_MAX_ALLOW];
+	/* The ABI form of rules[0 .. n_compiled), each rule compiled once a
+	 * reload (by the config parser or xrl_policy_compile) and read from
+	 * here by whoever needs an id or the ruleset. Whoever edits a rule
+	 * that is compiled sets n_compiled below it (or uses the setter). */
+	__u32 n_compiled;
+	struct xrl_rule compiled[XRL_MAX_RULES];
 };
 
 /* ---- parsing and compiling (pure, no root) ---------------------------- */
@@ -128,8 +134,32 @@ __u32 xrl_rule_id(const char *name);
 /* The ABI form of one rule. */
 int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char *err,
 		     size_t errlen);
-/* Whole-policy checks: counts, unique names and ids, every rule compiles. */
-int xrl_policy_validate(const struct xrl_policy *p, char *err, size_t errlen);
+/*
+ * The one check of a rule's SYN-cookie settings (xrl_rule_compile makes it,
+ * and the config parser too, to place it at its line): 0, or what is wrong,
+ * with text saying it without the rule's name. xrl_rule_auto_check: the
+ * syn_cookies_auto numbers (the compile checks them in auto mode, the parser
+ * wherever they are written); xrl_rule_cookies_check: cookies on a rule of
+ * another proto than tcp.
+ */
+enum xrl_cookies_problem {
+	XRL_CK_PROTO = 1, /* cookies on a rule that is not proto tcp */
+	XRL_CK_RATES,	  /* auto's off_rate not below its on_rate */
+	XRL_CK_AUTO,	  /* auto's hold zero or queue_pct above 100 */
+};
+int xrl_rule_auto_check(const struct xrl_rule_spec *r, char *text, size_t len);
+int xrl_rule_cookies_check(const struct xrl_rule_spec *r, char *text, size_t len);
+/* Calls of xrl_rule_compile so far (for tests: once per rule a reload). */
+unsigned long xrl_rule_compile_count(void);
+/*
+ * Whole-policy checks: counts, every rule compiles, unique names and ids.
+ * The rules not compiled yet are compiled into p->compiled (and counted in
+ * p->n_compiled), each once; names and ids are checked against an index of
+ * the earlier rules, O(n).
+ */
+int xrl_policy_compile(struct xrl_policy *p, char *err, size_t errlen);
+/* Set rule i's action (enum xrl_action) in its spec and compiled form. */
+void xrl_policy_set_action(struct xrl_policy *p, __u32 i, __u8 action);
 
 /* ---- the loaded program --------------------------------------------- */
 
@@ -197,7 +227,7 @@ int xrl_map_fd(const struct xrl_handle *h, const char *name);
  * entries added with xrl_allow_add (runtime origin) are kept; entries of an
  * earlier policy that this one no longer lists are removed.
  */
-int xrl_apply_policy(struct xrl_handle *h, const struct xrl_policy *p, char *err, size_t errlen);
+int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size_t errlen);
 
 /* Runtime allowlist entry (origin XRL_ORIGIN_RUNTIME). */
 int xrl_allow_add(struct xrl_handle *h, const struct xrl_prefix *p);

@@ -277,7 +277,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		fprintf(stderr, "xrl-load: %s needs a CIDR\n", a->cmd);
 		return 2;
 	}
-	if (a->have_policy && xrl_policy_validate(&a->pol, err, sizeof(err))) {
+	if (a->have_policy && xrl_policy_compile(&a->pol, err, sizeof(err))) {
 		fprintf(stderr, "xrl-load: invalid policy: %s\n", err);
 		return 2;
 	}

@@ -81,8 +81,8 @@ static void effective_policy(struct xrld *d, const struct xrld_config *c, struct
 	for (__u32 i = 0; i < p->n_rules; i++)
 		for (int j = 0; j < d->n_override; j++)
 			if (!strcmp(p->rules[i].name, d->shadow_override[j]))
-				p->rules[i].action = d->shadow_val[j] ? XRL_ACT_SHADOW
-								      : XRL_ACT_DROP;
+				xrl_policy_set_action(p, i,
+						      d->shadow_val[j] ? XRL_ACT_SHADOW : XRL_ACT_DROP);
 }
 
 int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
@@ -166,7 +166,7 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
 	int rc;
 
 	effective_policy(d, d->cfg, &pol);
-	rc = xrl_policy_validate(&pol, err, errlen);
+	rc = xrl_policy_compile(&pol, err, errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -192,7 +192,7 @@ static int install_config(struct xrld *d, struct xrld_config *next, const char *
 	int rc;
 
 	effective_policy(d, next, &pol);
-	rc = xrl_policy_validate(&pol, err, errlen);
+	rc = xrl_policy_compile(&pol, err, errlen);
 	if (!rc)
 		rc = xrld_idp_reload_check(d, next, text, len, err, errlen);
 	if (rc)

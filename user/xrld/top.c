@@ -11,12 +11,9 @@
 /* The policy is the same on every interface; names come from the config. */
 const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len)
 {
-	for (__u32 i = 0; d->cfg && i < d->cfg->policy.n_rules; i++) {
-		struct xrl_rule r;
-
-		if (!xrl_rule_compile(&d->cfg->policy.rules[i], &r, NULL, 0) && r.id == id)
+	for (__u32 i = 0; d->cfg && i < d->cfg->policy.n_compiled; i++)
+		if (d->cfg->policy.compiled[i].id == id)
 			return d->cfg->policy.rules[i].name;
-	}
 	snprintf(buf, len, "id:%u", id);
 	return buf;
 }

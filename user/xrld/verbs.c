@@ -198,12 +198,9 @@ static int top_cmp(const void *a, const void *b)
 /* The id of the rule named name; false: no such rule. */
 static bool rule_id(struct xrld *d, const char *name, __u32 *id)
 {
-	for (__u32 i = 0; i < d->cfg->policy.n_rules; i++)
+	for (__u32 i = 0; i < d->cfg->policy.n_compiled; i++)
 		if (!strcmp(d->cfg->policy.rules[i].name, name)) {
-			struct xrl_rule cr;
-
-			xrl_rule_compile(&d->cfg->policy.rules[i], &cr, NULL, 0);
-			*id = cr.id;
+			*id = d->cfg->policy.compiled[i].id;
 			return true;
 		}
 	return false;
