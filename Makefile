@@ -33,7 +33,8 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 # user/http: the identity tier (libmicrohttpd, hiredis, jansson)
-HTTP_SRCS  := $(wildcard user/http/*.c)
+HTTP_DIRS  := user/http/server user/http/limiter user/http/redis user/http/fleet
+HTTP_SRCS  := $(foreach d,$(HTTP_DIRS),$(wildcard $(d)/*.c))
 XRLD_SRCS  := $(wildcard user/xrld/*.c)
 CTL_SRCS   := $(wildcard user/ctl/*.c)
 HTTP_OBJS  := $(HTTP_SRCS:%.c=$(BUILD)/%.o)
@@ -89,15 +90,15 @@ FORCE:
 # The limiter's Redis scripts (gcra.lua, and gcra_node.lua for a cluster
 # node's call), embedded as bytes (xxd -i) with a NUL after them: the C
 # sees exactly the file, whose SHA1 is what EVALSHA names.
-$(BUILD)/%.lua.h: user/http/%.lua | $(BUILD)
+$(BUILD)/%.lua.h: user/http/redis/%.lua | $(BUILD)
 	$(call msg,GEN,$@)
 	$(Q){ echo '/* generated from $< by the Makefile */'; \
 	      echo 'const char xrl_lua_$*[] = {'; xxd -i < $<; echo ', 0x00 };'; \
 	      echo "const size_t xrl_lua_$*_len = sizeof(xrl_lua_$*) - 1;"; } > $@
 
-$(BUILD)/user/http/redis_script.o $(BUILD)/fuzz/obj/user/http/redis_script.o \
+$(BUILD)/user/http/redis/script.o $(BUILD)/fuzz/obj/user/http/redis/script.o \
 $(BUILD)/tsan/test_limiter: $(BUILD)/gcra.lua.h
-$(BUILD)/user/http/redis_cluster.o $(BUILD)/fuzz/obj/user/http/redis_cluster.o \
+$(BUILD)/user/http/redis/cluster.o $(BUILD)/fuzz/obj/user/http/redis/cluster.o \
 $(BUILD)/tsan/test_limiter: $(BUILD)/gcra_node.lua.h
 
 $(BUILD)/xrl.skel.h: $(BUILD)/xrl.bpf.o
@@ -154,7 +155,7 @@ $(BUILD)/tests/test_http: $(BUILD)/tests/unit/test_http.o $(BUILD)/libxrlhttp.a 
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)
 
-$(BUILD)/tests/test_redis_slots: $(BUILD)/tests/unit/test_redis_slots.o $(BUILD)/user/http/redis_slots.o
+$(BUILD)/tests/test_redis_slots: $(BUILD)/tests/unit/test_redis_slots.o $(BUILD)/user/http/redis/slots.o
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka -lhiredis
 
@@ -356,7 +357,7 @@ TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -std=gnu11 -Wall
                -Wno-unused-parameter -Iinclude -I$(BUILD) -Iuser/lib -Iuser
 TSAN_SRCS   := $(LIMITER_TEST_SRCS) $(HTTP_SRCS) $(LIB_SRCS)
 .PHONY: test-tsan
-$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
+$(TSAN_DIR)/test_limiter: $(TSAN_SRCS) $(wildcard user/*/*.h user/http/*/*.h include/*.h tests/unit/*.h) $(BUILD)/xrl.skel.h
 	$(call msg,TSAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(TSAN_CFLAGS) $(TSAN_SRCS) -o $@ -lcmocka $(LDLIBS) $(HTTP_LIBS)

@@ -29,7 +29,7 @@
 #      decision), memory and redis: wrk pays the same per answer, and the
 #      server sees the same request rate, as in l and m
 #   f  redis-benchmark -P 16: EVALSHA of the same Lua script (extracted from
-#      user/http/gcra.lua at run time, checked byte for byte against the one
+#      user/http/redis/gcra.lua at run time, checked byte for byte against the one
 #      xrld loads), one decision a call, keys and arguments shaped like
 #      xrld's
 #   g  xrld, redis-cluster backend, allowed: as c, on a Redis Cluster of 3
@@ -112,7 +112,7 @@
 # SERVER_CPU (0), CLIENT_CPU (1), REDIS_CPU (SERVER_CPU), RB_SECONDS (DUR,
 # the target length of f), ROUNDS (5), KEEP=1 keeps the temporary directory (logs),
 # XRLD=PATH measures that binary instead of building build/xrld (to compare
-# a patched copy; its Lua script must still be user/http/gcra.lua),
+# a patched copy; its Lua script must still be user/http/redis/gcra.lua),
 # CASES="h g c g1 g0 k" runs only those cases (to measure a pair again).
 # Exit: 0 all requirements met, 1 one missed, 2 the run itself failed.
 set -euo pipefail
@@ -363,11 +363,11 @@ PID_NGINX=$!
 wait_http "http://127.0.0.1:$P_NGX/healthz" || die "nginx did not start ($T/nginx/error.log)"
 mapfile -t PIDS_NGINX < <(echo "$PID_NGINX"; pgrep -P "$PID_NGINX")
 
-# ---- the Lua script, user/http/gcra.lua -------------------------------------
+# ---- the Lua script, user/http/redis/gcra.lua --------------------------------
 
 # The exact bytes xrld embeds and loads (the Makefile's gcra.lua.h).
-cp "$ROOT/user/http/gcra.lua" "$T/gcra.lua"
-[ -s "$T/gcra.lua" ] || die "user/http/gcra.lua is missing or empty"
+cp "$ROOT/user/http/redis/gcra.lua" "$T/gcra.lua"
+[ -s "$T/gcra.lua" ] || die "user/http/redis/gcra.lua is missing or empty"
 SHA=$(sha1sum "$T/gcra.lua" | cut -c1-40)
 
 # ---- measuring ---------------------------------------------------------------
@@ -517,7 +517,7 @@ evalsha_calls() {
 # ours must be byte-identical, i.e. have the same SHA1
 curl -s -o /dev/null -H 'X-Forwarded-Method: GET' -H 'X-Forwarded-Uri: /open/x' -H 'X-User-Id: u0' "http://127.0.0.1:$P_RED/v1/auth"
 [ "$("${RCLI[@]}" SCRIPT EXISTS "$SHA" | tr -d '\r')" = 1 ] ||
-	die "user/http/gcra.lua differs from the one xrld loaded"
+	die "user/http/redis/gcra.lua differs from the one xrld loaded"
 [ "$("${RCLI[@]}" -x SCRIPT LOAD <"$T/gcra.lua" | tr -d '\r')" = "$SHA" ] ||
 	die "redis-cli SCRIPT LOAD did not give SHA1 $SHA"
 

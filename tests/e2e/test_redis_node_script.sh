@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 #
 # tests/e2e/test_redis_node_script.sh - the cluster node script
-# (user/http/gcra_node.lua) decides as gcra.lua does: a standalone
+# (user/http/redis/gcra_node.lua) decides as gcra.lua does: a standalone
 # redis-server runs gcra.lua and a cluster-enabled one (every slot but
 # 16000-16383, full coverage not required) runs gcra_node.lua, and
 # node_script_diff.py sends both the same 3,000 random calls, as xrld
@@ -41,7 +41,7 @@ wait_for 10 sh -c "redis-cli -p $p CLUSTER INFO | grep -q '^cluster_state:ok'" |
 
 log "3,000 random calls to gcra.lua (standalone) and gcra_node.lua (cluster node)"
 out=$("$XRL_PY" "$XRL_ROOT/tests/e2e/node_script_diff.py" "${HT_PORT[one]}" "$p" \
-	"$XRL_ROOT/user/http/gcra.lua" "$XRL_ROOT/user/http/gcra_node.lua" 3000 "${SEED:-$RANDOM}" 2>&1)
+	"$XRL_ROOT/user/http/redis/gcra.lua" "$XRL_ROOT/user/http/redis/gcra_node.lua" 3000 "${SEED:-$RANDOM}" 2>&1)
 rc=$?
 printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
 check_eq "node_script_diff.py exit status (0: every answer and value agrees)" "$rc" 0

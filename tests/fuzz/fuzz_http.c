@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * fuzz_http.c - libFuzzer harness for the identity tier's request-to-decision
- * pieces that take plain strings (user/http/http_req.c): which forwarded headers
+ * pieces that take plain strings (user/http/server/request.c): which forwarded headers
  * count, path normalisation, rule matching against a small fixed policy,
  * and the X-Forwarded-For walk.
  *
@@ -26,7 +26,7 @@
  *
  * Build by hand (the Makefile rule is the fuzz helper's):
  *   clang -fsanitize=fuzzer,address,undefined -g -O1 -Iinclude -Ibuild -Iuser/lib -Iuser \
- *     tests/fuzz/fuzz_http.c user/http/http_req.c user/lib/http_cfg.c user/lib/http_path.c user/lib/policy.c \
+ *     tests/fuzz/fuzz_http.c user/http/server/request.c user/lib/http_cfg.c user/lib/http_path.c user/lib/policy.c \
  *     -o build/fuzz_http
  *   build/fuzz_http -max_total_time=60 tests/fuzz/corpus/http
  */
@@ -269,7 +269,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = (int)strlen(path);
 		check_normal(path, len, h.url, size);
 		/* Envoy's /v1/auth/PATH form from a trusted proxy that sent no
-		 * forwarded header is the request's own (http_req.c) */
+		 * forwarded header is the request's own (request.c) */
 		CHECK(om == (mh && trusted && (fm || fu) ? fm : h.method),
 		      "method from the wrong place");
 		CHECK(xrl_http_path_norm(path, (size_t)len, tmp, size + 1) == len && !strcmp(tmp, path),

@@ -2,7 +2,7 @@
 /*
  * fuzz_lease.c - libFuzzer harness for what a caller of POST /v1/release
  * and DELETE /v1/lease/ID chooses: lease ids (xrl_lease_id_parse) and the
- * post-paid cost, against a memory limiter (user/http/limiter.c, lease.c).
+ * post-paid cost, against a memory limiter (user/http/limiter/limiter.c, lease.c).
  *
  * Input: byte 0 says whether the one lease held (taken at the start of each
  * run, rule "c", concurrency 2) joins the ids, once (bit 0) or twice (bit

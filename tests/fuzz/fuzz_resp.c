@@ -3,7 +3,7 @@
  * fuzz_resp.c - libFuzzer harness for the RESP replies the identity tier
  * reads from Redis: hiredis's redisReader fed the input in pieces (as
  * reads arrive), and every reply it yields walked by xrl_script_reply
- * (user/http/limiter.c), the code of ours that reads a script call's answer;
+ * (user/http/limiter/limiter.c), the code of ours that reads a script call's answer;
  * the reader guarded as the pipe guards it (xrl_reader_guard_new).
  *
  * Input: byte 0 sets the shape the walk expects: n = 1 + (b0 & 3)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_http.c - unit tests of what the identity tier believes about a
- * request (user/http/http_req.c), as tables: path normalisation (every variant
+ * request (user/http/server/request.c), as tables: path normalisation (every variant
  * of /api/holds that a backend routes to the same handler, and what is
  * refused), rule matching (methods case-sensitive), which forwarded headers
  * count for each http.forwarded_from and peer, the X-Forwarded-For walk
@@ -16,7 +16,7 @@
 
 #include "config.h"
 #include "http/http.h"
-#include "http/topk.h"
+#include "http/server/topk.h"
 #include "xrl.h"
 
 /* ---- path normalisation ---------------------------------------------------------- */

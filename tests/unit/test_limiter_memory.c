@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * test_limiter_memory.c - the identity tier's buckets in process memory
- * (user/http/store.c, limiter.c, penalty.c): exact bursts, Retry-After,
+ * (user/http/limiter/store.c, limiter.c, penalty.c): exact bursts, Retry-After,
  * keys and rules apart, check-all-then-take, shadow rules, costs, missing
  * keys, hostile key cardinality, penalties, threads, the SipHash vectors,
  * the reply guard, and the model against a plain GCRA.
@@ -26,7 +26,7 @@
 #include <unistd.h>
 #include <hiredis/hiredis.h>
 
-#include "http/limiter_int.h" /* xrl_lim_share_at */
+#include "http/limiter/limiter_int.h" /* xrl_lim_share_at */
 #include "limiter_test.h"
 #include "log.h"
 #include "xrl.h"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_limiter_redis.c - the identity tier against Redis (user/http/
- * redis_pipe.c, redis_script.c): first a Redis that is not there
+ * test_limiter_redis.c - the identity tier against Redis (user/http/redis/
+ * pipe.c, script.c): first a Redis that is not there
  * (127.0.0.1 port 1, and a local socket that accepts and never answers)
  * for the breaker and the on_backend_error fallbacks; then a real
  * redis-server, started once by the group's setup and wiped between tests

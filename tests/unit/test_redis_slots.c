@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_redis_slots.c - Redis Cluster routing (user/http/redis_slots.c):
+ * test_redis_slots.c - Redis Cluster routing (user/http/redis/slots.c):
  * CRC16 against Redis's own vectors, the hash-tag rules of the cluster
  * spec, the slot map from a canned CLUSTER SLOTS reply (read by hiredis's
  * own reader, as the pipe reads it), MOVED and ASK answers, good and bad.
@@ -11,7 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include "check.h"
-#include "http/redis_slots.h"
+#include "http/redis/slots.h"
 
 static unsigned slot_of(const char *k)
 {

@@ -21,7 +21,7 @@
 #include "http_cfg.h"
 #include "xrl.h"
 
-/* ---- requests as plain strings (http_req.c; no libmicrohttpd types) -------- */
+/* ---- requests as plain strings (server/request.c; no libmicrohttpd types) --- */
 
 /*
  * One X-Forwarded-For entry, the n bytes at s: an address, with optional
@@ -185,7 +185,7 @@ int xrl_limiter_override_set(struct xrl_limiter *l, const struct xrl_ovr *e);
 int xrl_limiter_override_del(struct xrl_limiter *l, const char *rule, const char *key);
 /* The entries in force (max at most), unordered; returns how many. */
 int xrl_limiter_override_list(struct xrl_limiter *l, struct xrl_ovr *out, int max);
-/* The whole set, as Redis holds it (ctl.c's refresh). */
+/* The whole set, as Redis holds it (server/admin.c's refresh). */
 void xrl_limiter_override_replace(struct xrl_limiter *l, const struct xrl_ovr *e, int n);
 
 /*
@@ -326,7 +326,7 @@ int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *
 			  size_t errlen);
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
-/* The fleet this tier counts in and shares its penalties with (pen_list.c):
+/* The fleet this tier counts in and shares its penalties with (limiter/penalty_ledger.c):
  * set once, before the fleet's thread runs. */
 struct xrl_fleet;
 void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f);

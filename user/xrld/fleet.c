@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fleet.c - xrld in a fleet (http/fleet.c keeps the Redis side, in the
+ * fleet.c - xrld in a fleet (http/fleet/fleet.c keeps the Redis side, in the
  * identity process: idproc.h). The denials of other instances arrive as
  * checked events on the main loop (xrld_fleet_in) and are written to the
  * XDP denylists here, with the time they have left, so no bpf() call
@@ -46,7 +46,7 @@
 
 #include <bpf/bpf.h>
 
-#include "http/fleet.h"
+#include "http/fleet/fleet.h"
 #include "http/http.h"
 #include "log.h"
 #include "xrld.h"

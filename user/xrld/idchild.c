@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http/fleet.h"
+#include "http/fleet/fleet.h"
 #include "http/http.h"
-#include "http/http_ctl.h"
+#include "http/server/admin.h"
 #include "idproc.h"
 #include "log.h"
 #include "privs.h"

@@ -20,7 +20,7 @@
 
 #include <linux/types.h>
 
-#include "http/fleet.h"
+#include "http/fleet/fleet.h"
 #include "xrl.h"
 
 /* The child's descriptors, as exec leaves them. */

@@ -15,7 +15,7 @@
 #include <pthread.h>
 #include <microhttpd.h>
 
-#include "http/fleet.h"
+#include "http/fleet/fleet.h"
 #include "http/http.h"
 #include "log.h"
 #include "privs.h"

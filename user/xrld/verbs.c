@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
-#include "http/http_ctl.h"
+#include "http/server/admin.h"
 #include "log.h"
 #include "xrld.h"
 

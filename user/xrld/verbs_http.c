@@ -2,8 +2,8 @@
 /*
  * verbs_http.c - the control verbs' identity-tier parts (verbs.c calls
  * them): status and stats sections, `top --http`, `override`. Each reads
- * the tier through http_ctl.h, a JSON document, and writes it as a table
- * or as it is. Their errors are -errno with err set; verbs.c answers them.
+ * the tier through http/server/admin.h, a JSON document, and writes it as
+ * a table or as it is. Their errors are -errno with err set; verbs.c answers them.
  */
 #define _GNU_SOURCE
 #include <errno.h>

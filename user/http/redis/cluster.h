@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * redis_cluster.h - what redis_cluster.c offers beyond the limiter's parts
+ * cluster.h - what cluster.c offers beyond the limiter's parts
  * (limiter_int.h): a refresh on demand, and its Prometheus families.
  */
 #ifndef XRL_REDIS_CLUSTER_H

@@ -2,8 +2,8 @@
 /*
  * limiter_int.h - the limiter's parts, shared between its files and nothing
  * else: limiter.c (deciding, the public calls), store.c (the memory store),
- * penalty.c (key escalation), redis_script.c (the script and what is sent
- * to it and read back), redis_pipe.c (the connection, batches, breaker).
+ * penalty.c (key escalation), redis/script.c (the script and what is sent
+ * to it and read back), redis/pipe.c (the connection, batches, breaker).
  */
 #ifndef XRL_LIMITER_INT_H
 #define XRL_LIMITER_INT_H
@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define SHARDS 64
 #define PROBE  8
@@ -119,7 +119,7 @@ struct xrl_lim_item {
 	const char *key;
 	/* with penalties on: the penalty's identity, the same in every
 	 * instance (SHA-256 of the key, mixed with the rule's name; see
-	 * pen_list.c), and the first 16 bytes of SHA-256 of the key */
+	 * penalty_ledger.c), and the first 16 bytes of SHA-256 of the key */
 	struct xrl_kd pk;
 	__u8 kh[16];
 	bool pk_set; /* pk and kh computed (xrl_pen_item, only when needed) */
@@ -153,7 +153,7 @@ static inline __u64 ceil_s(__u64 ns)
 	return (ns + XRL_NSEC_PER_SEC - 1) / XRL_NSEC_PER_SEC;
 }
 
-/* ---- Redis: constants, jobs ------------------------------------------------- */
+/* ---- Redis: constants, jobs ------------------------------------------------ */
 
 #define REDIS_EPOCH_S 1704067200ULL /* 2024-01-01T00:00:00Z */
 #define KEYS_MAX      7168 /* a decision's keys, RESP (8 buckets and 8 slot sets at most) */
@@ -190,7 +190,7 @@ enum { HS_SKIP = 0, HS_AUTH, HS_SELECT, HS_LOAD, HS_LOAD_NODE };
 /*
  * Spare blocks of a pipe (jobs, cluster requests) kept for reuse, at most a
  * bound of them: each block starts with its next pointer (the first member
- * of struct xrl_redis_job and struct xrl_creq). redis_pipe.c.
+ * of struct xrl_redis_job and struct xrl_creq). redis/pipe.c.
  */
 struct xrl_freelist {
 	void *head;
@@ -274,7 +274,7 @@ void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64
 bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
 			     struct xrl_decision *d);
 
-/* ---- pen_list.c ------------------------------------------------------------ */
+/* ---- penalty_ledger.c ------------------------------------------------------ */
 struct xrl_pen_list *xrl_pen_list_new(void);
 /* The identity of rule's penalty for the key whose SHA-256 starts kh. */
 struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
@@ -311,7 +311,7 @@ void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
 			 struct xrl_decision *d);
 
-/* ---- redis_script.c -------------------------------------------------------- */
+/* ---- redis/script.c -------------------------------------------------------- */
 /* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
 extern const char xrl_lua_gcra[];
 extern const size_t xrl_lua_gcra_len;
@@ -323,7 +323,7 @@ size_t xrl_redis_key_name(const char *key, char out[XRL_REDIS_KEY_LITERAL]);
 void xrl_redis_job_format(struct xrl_redis_job *j, const char *const *keys);
 void xrl_redis_release_format(struct xrl_redis_job *j, const char *const *rules);
 
-/* ---- redis_pipe.c ---------------------------------------------------------- */
+/* ---- redis/pipe.c ---------------------------------------------------------- */
 __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c);
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
@@ -345,7 +345,7 @@ bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p);
 void xrl_redis_pipe_hold(struct xrl_redis_pipe *p, bool hold);
 __u64 xrl_redis_pipe_out(const struct xrl_redis_pipe *p);
 
-/* ---- redis_cluster.c -------------------------------------------------------- */
+/* ---- redis/cluster.c ------------------------------------------------------- */
 int xrl_cluster_new(struct xrl_limiter *l);
 void xrl_cluster_free(struct xrl_cluster *cl);
 const char *xrl_cnode_name(const struct xrl_cnode *n, int *port);

@@ -11,7 +11,7 @@
 
 #include <microhttpd.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "report.h"
 #include "server_int.h"
 

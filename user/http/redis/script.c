@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * redis_script.c - the Redis side of a decision: the script (gcra.lua,
+ * script.c - the Redis side of a decision: the script (gcra.lua,
  * embedded at build time), the keys and arguments a decision sends it in
  * RESP, and the walk of its reply.
  */
@@ -13,7 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "limiter_int.h"
+#include "http/limiter/limiter_int.h"
 
 /*
  * gcra.lua: decisions, in order, each over several buckets: all admit or none is

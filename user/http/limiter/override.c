@@ -10,7 +10,7 @@
  * without overrides pays one atomic load. Every change rebuilds the table
  * under the write lock: changes are an operator's, rare; lookups are every
  * request's. Expiry is wall-clock (CLOCK_REALTIME ms), the clock the entries
- * carry when they are shared through Redis between hosts (ctl.c).
+ * carry when they are shared through Redis between hosts (server/admin.c).
  */
 #include <errno.h>
 #include <stdatomic.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * http_ctl.h - what xrlctl asks of the identity tier (ctl.c), through
+ * admin.h - what xrlctl asks of the identity tier (admin.c), through
  * xrld's control verbs: its state, its counters, its most refused keys,
  * shadow mode and per-key overrides. Answers are JSON documents (jansson);
  * xrld turns them into tables. Errors are -errno with err saying why.
@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "http.h"
+#include "http/http.h"
 
 /* How often an instance reads the overrides Redis holds, ms. */
 #define XRL_OVR_REFRESH_MS 500

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * ctl.c - the identity tier's side of xrlctl (http_ctl.h): status, stats,
+ * admin.c - the identity tier's side of xrlctl (admin.h): status, stats,
  * `top --http`, shadow mode of HTTP rules, and per-key overrides with their
  * sharing through Redis.
  *
@@ -33,10 +33,10 @@
 #include <hiredis/hiredis.h>
 
 #include "config.h"
-#include "fleet.h"
-#include "http_ctl.h"
+#include "http/fleet/fleet.h"
+#include "admin.h"
 #include "log.h"
-#include "redis_slots.h"
+#include "http/redis/slots.h"
 #include "server_int.h"
 #include "util.h"
 

@@ -972,7 +972,7 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	    !l->ovr)
 		rc = -ENOMEM;
 	else if (c->redis_cluster)
-		rc = xrl_cluster_new(l); /* redis_cluster.c */
+		rc = xrl_cluster_new(l); /* redis/cluster.c */
 	if (rc)
 		xrl_limiter_free(l);
 	else

@@ -22,7 +22,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "report.h"
 #include "server_int.h"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * redis_cluster.c - the identity tier on Redis Cluster (backend:
+ * cluster.c - the identity tier on Redis Cluster (backend:
  * redis-cluster://): the slot map and the nodes, shared by a limiter's
- * threads; per server thread, a pipe per node (redis_pipe.c's, one
+ * threads; per server thread, a pipe per node (pipe.c's, one
  * connection each) behind one face that the event loop sees as one pipe.
  *
  * A decision's keys are grouped by slot ("parts"); one slot's keys go in
@@ -32,10 +32,10 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "limiter_int.h"
+#include "http/limiter/limiter_int.h"
 #include "log.h"
-#include "redis_cluster.h"
-#include "redis_slots.h"
+#include "cluster.h"
+#include "slots.h"
 #include "report.h"
 #include "util.h"
 

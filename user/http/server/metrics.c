@@ -8,8 +8,8 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
-#include "http.h"
-#include "redis_cluster.h"
+#include "http/http.h"
+#include "http/redis/cluster.h"
 #include "report.h"
 #include "server_int.h"
 

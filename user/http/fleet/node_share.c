@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fleet.h"
-#include "limiter_int.h"
+#include "http/limiter/limiter_int.h"
 
 /*
  * The share at live of a bucket g of rate rt: rate/live, burst/live (at

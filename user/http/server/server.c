@@ -57,7 +57,7 @@
 #include <openssl/evp.h>
 
 #include "privs.h"
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
 #include "report.h"
 #include "server_int.h"

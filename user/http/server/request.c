@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * http_req.c - what the identity tier believes about a request, from plain
+ * request.c - what the identity tier believes about a request, from plain
  * strings: the original method and path (which forwarded headers count, and
  * the path normalised as the backend would route it), the client address
  * (the X-Forwarded-For walk), and whether a rule matches. No libmicrohttpd
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "http.h"
+#include "http/http.h"
 
 /* A port after an address: 1 to 5 digits, at most 65535. */
 static bool port_ok(const char *s, const char *end)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * redis_pipe.c - the connection to Redis: a non-blocking pipe driven by one
+ * pipe.c - the connection to Redis: a non-blocking pipe driven by one
  * thread's event loop, its handshake, batches and their replies, and the
  * breaker that stops calling a Redis that fails.
  */
@@ -19,7 +19,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "limiter_int.h"
+#include "http/limiter/limiter_int.h"
 #include "log.h"
 
 /* ---- the breaker -------------------------------------------------------------- */
@@ -441,7 +441,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 	int i;
 
 	if (j->asking) {
-		/* ASK: this once, the node importing the slot (redis_cluster.c) */
+		/* ASK: this once, the node importing the slot (cluster.c) */
 		if (wb_add(p, "*1\r\n$6\r\nASKING\r\n", 16))
 			return -ENOMEM;
 		j->ask_sent = true;
@@ -958,7 +958,7 @@ bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p)
 	return !p->b && p->q;
 }
 
-#define FRONT(p) ((p)->cp && !(p)->node) /* a cluster's pipe: redis_cluster.c */
+#define FRONT(p) ((p)->cp && !(p)->node) /* a cluster's pipe: cluster.c */
 
 void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 {

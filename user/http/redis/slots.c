@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * redis_slots.c - Redis Cluster routing: CRC16 and hash tags, the slot map
+ * slots.c - Redis Cluster routing: CRC16 and hash tags, the slot map
  * from CLUSTER SLOTS, MOVED/ASK answers. Pure functions, unit tested
  * (tests/unit/test_redis_slots.c) against Redis's own vectors.
  */
@@ -10,7 +10,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "redis_slots.h"
+#include "slots.h"
 
 __u16 xrl_crc16(const char *s, size_t n)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * redis_slots.h - Redis Cluster routing, pure functions: a key's slot
+ * slots.h - Redis Cluster routing, pure functions: a key's slot
  * (CRC16 of its hash tag), the slot map from CLUSTER SLOTS, MOVED and ASK
- * answers. No connection, no lock: redis_cluster.c owns those.
+ * answers. No connection, no lock: cluster.c owns those.
  */
 #ifndef XRL_REDIS_SLOTS_H
 #define XRL_REDIS_SLOTS_H

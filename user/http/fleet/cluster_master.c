@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * fleet_cluster.c - where a fleet meets on a Redis Cluster: all its keys
+ * cluster_master.c - where a fleet meets on a Redis Cluster: all its keys
  * carry one hash tag ({fleet:NAME}), so one master serves them all, and
  * fleet.c keeps one connection to that master. This finds it: the seeds
- * are asked in turn for CLUSTER SLOTS (redis_slots.c reads the answer)
+ * are asked in turn for CLUSTER SLOTS (redis/slots.c reads the answer)
  * until one answers. Called at every (re)connect of the fleet's thread:
  * after a MOVED (the slot moved) or a lost master (a failover), so the
  * map is always read fresh, never kept. Blocking, 500 ms per seed to
@@ -17,9 +17,9 @@
 #include <hiredis/hiredis.h>
 
 #include "fleet.h"
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
-#include "redis_slots.h"
+#include "http/redis/slots.h"
 
 static struct timeval tv_us(__u64 us)
 {

@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "http.h"
+#include "http/http.h"
 
 #define XRL_TOPK_K    32 /* counters per rule */
 #define XRL_TOPK_SHOW 64 /* bytes of a key kept for display */

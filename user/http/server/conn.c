@@ -28,7 +28,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
 #include "server_int.h"
 

@@ -1,5 +1,5 @@
 -- gcra_node.lua - one call for a Redis Cluster node's rate decisions of
--- several slots (redis_cluster.c). The same decisions as gcra.lua for
+-- several slots (cluster.c). The same decisions as gcra.lua for
 -- rules with a rate; a call holding a concurrency part or a release is an
 -- error (a cluster backend refuses concurrency rules at load). Checked
 -- against gcra.lua, answer for answer and value for value, by

@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "http.h"
+#include "http/http.h"
 #include "report.h"
 #include "topk.h"
 
@@ -135,7 +135,7 @@ struct xrl_http_server {
 	char shadow_name[XRL_HTTP_MAX_RULES][XRL_RULE_NAME_LEN];
 	bool shadow_on[XRL_HTTP_MAX_RULES];
 	int n_shadow;
-	struct xrl_ovr_sync *ovr_sync; /* overrides shared through Redis (ctl.c) */
+	struct xrl_ovr_sync *ovr_sync; /* overrides shared through Redis (admin.c) */
 };
 
 /*
@@ -236,7 +236,7 @@ int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
 			  const struct xrl_topk_key *tk, int n);
-/* ctl.c: the shadow overrides onto c; the Redis sync of overrides. */
+/* admin.c: the shadow overrides onto c; the Redis sync of overrides. */
 void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
 int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
 void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);

@@ -78,7 +78,7 @@ void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s);
 const char *xrl_fleet_name(const struct xrl_fleet *f);
 const char *xrl_fleet_id(const struct xrl_fleet *f);
 
-/* fleet_cluster.c: the master that serves key's slot, asked of c's seeds
+/* cluster_master.c: the master that serves key's slot, asked of c's seeds
  * (CLUSTER SLOTS); 0, or -errno when no seed answered with one. */
 struct xrl_node_addr;
 int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * pen_list.c - the identity tier's penalties by name: which rule, which
+ * penalty_ledger.c - the identity tier's penalties by name: which rule, which
  * key (by the first bytes of its SHA-256, never the key: a bearer token
  * must not reach a terminal or a log), what level, until when. Listed and
  * lifted by `xrlctl penalty list|del`, and shared with the fleet.
@@ -25,10 +25,10 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "fleet.h"
+#include "http/fleet/fleet.h"
 #include "limiter_int.h"
 #include "log.h"
-#include "server_int.h"
+#include "http/server/server_int.h"
 
 #define PEN_MAX	  4096
 #define PEN_PROBE 16

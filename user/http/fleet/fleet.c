@@ -32,7 +32,7 @@
  * policy is out of date: capped, counted and said).
  *
  * On a Redis Cluster every key is in the slot of {fleet:NAME}: the thread
- * connects to its master (fleet_cluster.c asks the seeds), a MOVED sends
+ * connects to its master (cluster_master.c asks the seeds), a MOVED sends
  * it to the node named, a lost master back to the seeds (a failover).
  * While connected, expired hash entries are pruned a step a second
  * (prune()). What is read is checked: malformed entries and expiries more
@@ -59,10 +59,10 @@
 #include <hiredis/hiredis.h>
 
 #include "fleet.h"
-#include "http.h"
+#include "http/http.h"
 #include "log.h"
 #include "privs.h"
-#include "redis_slots.h"
+#include "http/redis/slots.h"
 
 #define FLEET_HB_MS    1000  /* heartbeat period */
 #define FLEET_TTL_MS   3000  /* a heartbeat's life: three missed ones */
