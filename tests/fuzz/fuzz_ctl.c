@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * fuzz_ctl.c - libFuzzer harness for the control protocol decoder
- * (xrl_ctl_decode in user/lib/ctl.c), which reads whatever a client of xrld's
+ * (xrl_ctl_decode in user/lib/control_wire.c), which reads whatever a client of xrld's
  * socket sends. The input is copied to a buffer of exactly its size, not
  * NUL-terminated, as xrld holds a request, so ASan sees any read past it
  * (issue 11, finding 13a).
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "control_wire.h"
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); abort(); } while (0)
 

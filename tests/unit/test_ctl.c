@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * test_ctl.c - unit tests of the control socket's wire format (user/lib/ctl.c):
- * encode/decode round trips, and that truncated or hostile frames are
- * refused without reading a byte past the frame. Each frame is decoded from
- * the very end of a page whose next page is PROT_NONE, so a read past `len`
- * is a SIGSEGV here (issue 11, finding 13a: strtol read past len).
+ * test_ctl.c - unit tests of the control socket's wire format
+ * (user/lib/control_wire.c): encode/decode round trips, and that truncated
+ * or hostile frames are refused without reading a byte past the frame. Each
+ * frame is decoded from the very end of a page whose next page is PROT_NONE,
+ * so a read past `len` is a SIGSEGV here (issue 11, finding 13a: strtol
+ * read past len).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 #include "check.h"
 
-#include "ctl.h"
+#include "control_wire.h"
 
 static char *guard; /* two pages: read-write, then PROT_NONE */
 static size_t page;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "control_wire.h"
 #include "report.h"
 #include "stats_http.h"
 

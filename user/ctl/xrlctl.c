@@ -24,7 +24,7 @@
 #include <openssl/evp.h>
 
 #include "config.h"
-#include "ctl.h"
+#include "control_wire.h"
 #include "log.h"
 #include "report.h"
 #include "stats_http.h"

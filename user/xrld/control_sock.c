@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "control_wire.h"
 #include "log.h"
 #include "xrld.h"
 

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 
 #include "config.h"
-#include "ctl.h"
+#include "control_wire.h"
 #include "report.h"
 #include "verbs.h"
 #include "xrl.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * ctl.h - the xrld control socket's wire format, shared by xrld and xrlctl.
+ * control_wire.h - the xrld control socket's wire format, shared by xrld and
+ * xrlctl.
  *
  * Request:  "XRL1 <argc>\n" then, per argument, "<len>\n<len bytes>".
  *           The client then shuts down its write side.
@@ -9,8 +10,8 @@
  *           printed to stdout on 0 and to stderr otherwise.
  * Requests are capped at XRL_CTL_MAX bytes (a policy file travels inside).
  */
-#ifndef XRL_CTL_H
-#define XRL_CTL_H
+#ifndef XRL_CONTROL_WIRE_H
+#define XRL_CONTROL_WIRE_H
 
 #include <stddef.h>
 
@@ -37,4 +38,4 @@ int xrl_ctl_decode(char *buf, size_t len, int *argc, char **argv);
 int xrl_ctl_call(const char *sock, int argc, const char *const *argv, char **payload,
 		 int timeout_ms);
 
-#endif
+#endif /* XRL_CONTROL_WIRE_H */

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * control_wire.c - the control socket's frames (control_wire.h): a request
+ * encoded and decoded, and xrlctl's call of xrld, from connect to the
+ * whole answer.
+ */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -8,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "control_wire.h"
 
 long xrl_ctl_encode(int argc, const char *const *argv, char **out)
 {
