@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * log.c - the log (log.h): levels, stderr or syslog, journald's priority
+ * prefixes, libbpf's and libxdp's output demoted to debug, and the
+ * aggregated lines that say a repeated event once an interval.
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>

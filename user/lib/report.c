@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * report.c - what xrld and xrlctl print (report.h): the counters, the
+ * allow and deny lists as tables or JSON, Prometheus lines, and the reply
+ * buffer's JSON writer.
+ */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
