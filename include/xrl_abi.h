@@ -55,8 +55,6 @@
 #define XRL_MAP_EVENTS       "xrl_events"
 #define XRL_MAP_META         "xrl_meta"
 #define XRL_MAP_ALLOW_SMALL  "xrl_allow_small"
-#define XRL_MAP_SCRATCH      "xrl_scratch"
-#define XRL_MAP_COOKIE_PRIME "xrl_cookie_prime"
 #define XRL_MAP_SYSCTL       "xrl_sysctl"
 #define XRL_MAP_VOUCH        "xrl_vouch"
 #define XRL_MAP_VOUCH_OP     "xrl_vouch_op"
