@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * config_int.h - what the policy file parser's files share (config.c,
+ * config_yaml.c and one file a section): the parse state, the YAML helpers,
+ * each section's entry.
+ */
+#ifndef XRL_CONFIG_INT_H
+#define XRL_CONFIG_INT_H
+
+#include <stdbool.h>
+#include <yaml.h>
+
+#include "config.h"
+#include "http_cfg.h"
+#include "xrl.h"
+
+#define PATHLEN 96
+#define DETAIL	160
+
+/* Parse state: the file name for messages, the tree, the result. */
+struct cfg_parse {
+	const char *name;
+	yaml_document_t *doc;
+	char *err;
+	size_t errlen;
+	struct xrld_config *c;
+	int rule_line[XRL_MAX_RULES]; /* where each rule's name was given */
+	int iface_line[XRL_CFG_MAX_IFACES];
+};
+
+/*
+ * A mapping's keys are one table, KEYS(X) with an X(ID, "key") a key, from
+ * which both the enum of indices and the struct field array are made:
+ *   #define KEYS(X) X(F_NAME, "name") X(F_RATE, "rate")
+ *   enum { KEYS(CFG_KEY_ENUM) F_COUNT };
+ *   struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+ *   #undef KEYS
+ */
+#define CFG_KEY_ENUM(id, k)  id,
+#define CFG_KEY_FIELD(id, k) [id] = { .key = k },
+
+/* A key a mapping may have; filled with the key and value nodes if present. */
+struct field {
+	const char *key;
+	yaml_node_t *k, *v;
+};
+
+/* config.c */
+int cfg_parse_penalty(struct cfg_parse *x, yaml_node_t *n, bool packet);
+
+/* config_fleet.c */
+int cfg_fleet_name(struct cfg_parse *x, yaml_node_t *n, const char *path, char out[64]);
+int cfg_parse_fleet(struct cfg_parse *x, yaml_node_t *n);
+int cfg_fleet_resolve(struct cfg_parse *x, yaml_node_t *root);
+
+/* config_http.c */
+bool cfg_hostport_ok(const char *s);
+int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n);
+
+/* config_xdp.c */
+int cfg_parse_ifaces(struct cfg_parse *x, yaml_node_t *n);
+bool cfg_rule_name_ok(const char *s);
+int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n);
+
+/* config_yaml.c */
+/* "FILE:LINE:COL: <message>" at node n; returns -EINVAL. */
+int cfg_error_at(struct cfg_parse *x, const yaml_node_t *n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+const char *cfg_sval(const yaml_node_t *n);
+bool cfg_is_null(const yaml_node_t *n);
+const char *cfg_desc(const yaml_node_t *n, char *buf, size_t len);
+const char *cfg_detail(const char *msg, const char *v, char *buf, size_t len);
+/* out = base + printf(fmt, ...): "xdp.rules[0]" + ".rate" (PATHLEN bytes). */
+void cfg_subpath(char *out, const char *base, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+int cfg_scalar(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+	       const char **out);
+int cfg_uint_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+		 __u64 min, __u64 max, __u64 *out);
+int cfg_enum_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
+		 const char *const *words, const int *vals, size_t nw, int *out);
+/* An optional field of a mapping: path + sub names it; *out stays when n is NULL. */
+int cfg_opt_enum_val(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *sub,
+		     const char *const *words, const int *vals, size_t nw, int *out);
+#define ENUM(x, n, path, words, vals, out) \
+	cfg_enum_val(x, n, path, words, vals, sizeof(words) / sizeof(words[0]), out)
+#define OPT_ENUM(x, n, path, sub, words, vals, out) \
+	cfg_opt_enum_val(x, n, path, sub, words, vals, sizeof(words) / sizeof(words[0]), out)
+int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out);
+int cfg_prefix_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
+		   struct xrl_prefix *out);
+int cfg_rate_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, struct xrl_rate *r);
+int cfg_mapping(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
+		struct field *f, size_t nf);
+int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
+		 yaml_node_item_t **items, size_t *count);
+yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i);
+int cfg_bool_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, bool *out);
+
+#endif /* XRL_CONFIG_INT_H */

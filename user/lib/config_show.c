@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * config_show.c - a parsed policy shown: the summary `xrld --check` prints
+ * and the JSON of `policy show --json`.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+#include "config.h"
+#include "log.h"
+
+#include "config_int.h"
+
+struct sb {
+	char *buf;
+	size_t len, off;
+	bool full;
+};
+
+static void put(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct sb *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->full || !b->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(b->buf + b->off, b->len - b->off, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= b->len - b->off) {
+		b->full = true;
+		b->off = b->len - 1;
+		return;
+	}
+	b->off += (size_t)n;
+}
+
+static const struct {
+	const char *name;
+	__u64 ns;
+} units[] = {
+	{ "d", 86400ULL * XRL_NSEC_PER_SEC },
+	{ "h", 3600ULL * XRL_NSEC_PER_SEC },
+	{ "min", 60ULL * XRL_NSEC_PER_SEC },
+	{ "s", XRL_NSEC_PER_SEC },
+	{ "ms", 1000000ULL },
+	{ "us", 1000ULL },
+	{ "ns", 1ULL },
+};
+
+/* ns as the largest unit that divides it: 60e9 -> "1min", 90e9 -> "90s". */
+static const char *dur_str(__u64 ns, char *buf, size_t len)
+{
+	size_t i;
+
+	if (!ns) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]) - 1; i++)
+		if (ns % units[i].ns == 0)
+			break;
+	snprintf(buf, len, "%" PRIu64 "%s", (uint64_t)(ns / units[i].ns), units[i].name);
+	return buf;
+}
+
+static __u64 gcd(__u64 a, __u64 b)
+{
+	while (b) {
+		__u64 t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/* {100, 1e9} -> "100/s", {10, 60e9} -> "10/min", {1, 6e9} -> "1/6s",
+ * {25, 10e9} -> "2.5/s". */
+static const char *rate_str(const struct xrl_rate *r, char *buf, size_t len)
+{
+	__u64 tokens = r->tokens, k, g;
+	size_t i;
+
+	for (i = 0; i < sizeof(units) / sizeof(units[0]) - 1; i++)
+		if (r->period_ns && r->period_ns % units[i].ns == 0)
+			break;
+	k = r->period_ns / units[i].ns;
+	g = gcd(tokens, k);
+	if (g > 1) {
+		tokens /= g;
+		k /= g;
+	}
+	if (k != 1 && r->period_ns) {
+		/* a decimal count as written: 2.5/s is {25, 10 s} */
+		unsigned __int128 milli = (unsigned __int128)r->tokens * units[i].ns * 1000;
+
+		if (milli % r->period_ns == 0 && milli / r->period_ns >= 1000 &&
+		    milli / r->period_ns <= UINT64_MAX) {
+			__u64 m = (__u64)(milli / r->period_ns);
+			char frac[8];
+			int n;
+
+			n = snprintf(frac, sizeof(frac), "%03u", (unsigned)(m % 1000));
+			while (n > 0 && frac[n - 1] == '0')
+				frac[--n] = '\0';
+			snprintf(buf, len, "%" PRIu64 ".%s/%s", (uint64_t)(m / 1000), frac,
+				 units[i].name);
+			return buf;
+		}
+	}
+	if (k == 1)
+		snprintf(buf, len, "%" PRIu64 "/%s", (uint64_t)tokens, units[i].name);
+	else
+		snprintf(buf, len, "%" PRIu64 "/%" PRIu64 "%s", (uint64_t)tokens, (uint64_t)k,
+			 units[i].name);
+	return buf;
+}
+
+static const char *mode_str(enum xrl_attach_mode m)
+{
+	return m == XRL_MODE_SKB ? "skb" : m == XRL_MODE_AUTO ? "auto" : "native";
+}
+
+/* What a rule's refusals may earn, for the summary ("" without penalties). */
+static const char *penalty_str(const struct xrld_config *c, const struct xrl_rule_spec *s)
+{
+	if (!c->penalty.enabled || s->action == XRL_ACT_SHADOW)
+		return "";
+	if (s->penalty == XRL_PEN_OFF)
+		return ", penalty off";
+	if (s->key_plen4 < c->penalty.floor4 || s->key_plen6 < c->penalty.floor6)
+		return s->key_plen4 < c->penalty.floor4 && s->key_plen6 < c->penalty.floor6
+			       ? ", no penalty (keyed shorter than the floor)"
+			       : ", penalty for one family only (the other is keyed shorter than the floor)";
+	return s->penalty == XRL_PEN_UNVERIFIED ? ", penalty on any refusal (sources trusted)"
+						: ", penalty on verified sources";
+}
+
+/* The listening address of h as a prefix; false when it is not one
+ * (a host name) or is the unspecified address (every local address). */
+static bool http_listen_addr(const struct xrl_http_cfg *h, struct xrl_prefix *a, bool *any)
+{
+	char host[80];
+	int port;
+
+	*any = false;
+	memset(a, 0, sizeof(*a));
+	if (xrl_hostport_parse(h->listen, strlen(h->listen), host, sizeof(host), &port))
+		return false;
+	if (inet_pton(AF_INET, host, &a->addr[0]) == 1)
+		a->family = XRL_AF_INET, a->plen = 32;
+	else if (inet_pton(AF_INET6, host, a->addr) == 1)
+		a->family = XRL_AF_INET6, a->plen = 128;
+	else
+		return false;
+	*any = !a->addr[0] && !a->addr[1] && !a->addr[2] && !a->addr[3];
+	return true;
+}
+
+/*
+ * --check's word on an identity tier whose callers make a setting do
+ * nothing, or let anyone in: a tier reachable from elsewhere that only
+ * loopback may ask; callers listed that cannot reach a loopback listener;
+ * a caller prefix of everyone without a secret.
+ */
+static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
+{
+	struct xrl_prefix a;
+	char t[64];
+	bool any, lo;
+
+	if (!http_listen_addr(h, &a, &any))
+		return;
+	lo = !any && xrl_http_loopback(&a);
+	if (!lo && !h->n_callers && !h->n_trusted)
+		put(b,
+		    "warning: http listens on %s but only loopback may ask (no http.callers, no "
+		    "trusted_proxies): every other peer gets 403\n",
+		    h->listen);
+	for (__u32 i = 0; lo && i < h->n_callers; i++)
+		if (!xrl_http_loopback(&h->callers[i])) {
+			put(b,
+			    "warning: http.callers lists %s, but http listens on %s: no such peer "
+			    "can connect\n",
+			    xrl_prefix_str(&h->callers[i], t, sizeof(t)), h->listen);
+			break;
+		}
+	for (__u32 i = 0; i < h->n_callers + h->n_trusted; i++) {
+		const struct xrl_prefix *p = i < h->n_callers ? &h->callers[i]
+							      : &h->trusted[i - h->n_callers];
+
+		if (p->plen || h->caller_secret_len)
+			continue;
+		put(b,
+		    "warning: http.%s %s lets every peer ask, without caller_secret_file: "
+		    "whoever reaches %s can spend any key's tokens\n",
+		    i < h->n_callers ? "callers" : "trusted_proxies",
+		    xrl_prefix_str(p, t, sizeof(t)), h->listen);
+	}
+}
+
+/* The fleet's line of the summary, and a protect entry that disarms it. */
+static void fleet_summary(struct sb *b, const struct xrld_config *c)
+{
+	const struct xrl_fleet_cfg *f = &c->fleet;
+	char a[64], d[32];
+
+	if (!f->enabled)
+		return;
+	put(b, "fleet: %s, %s, NODE_SHARE counts at most %u members", f->name,
+	    f->packet ? "packet-tier denials shared" : "identity tier only", f->max_members);
+	if (f->packet)
+		put(b,
+		    "; a fleet denial lasts at most %s (%s), never covers the allowlist, "
+		    "the fleet's Redis, this host's addresses or %u protected prefix%s",
+		    dur_str(c->penalty.enabled ? c->penalty.max_ns : XRL_FLEET_DENY_MAX_NS, d,
+			    sizeof(d)),
+		    c->penalty.enabled ? "penalty.max" : "penalties off: the default", f->n_protect,
+		    f->n_protect == 1 ? "" : "es");
+	put(b, "\n");
+	for (__u32 i = 0; i < f->n_protect; i++)
+		if (!f->protect[i].plen)
+			put(b,
+			    "warning: fleet.protect[%u] %s covers every %s address: no fleet "
+			    "denial of that family is ever applied here\n",
+			    i, xrl_prefix_str(&f->protect[i], a, sizeof(a)),
+			    f->protect[i].family == XRL_AF_INET ? "IPv4" : "IPv6");
+}
+
+int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug" };
+	struct sb b = { .buf = buf, .len = len };
+	const struct xrl_policy *p = &c->policy;
+	char a[64], r[48], d1[32], d2[32], d3[32];
+	__u32 v4 = 0;
+
+	if (!buf || !len)
+		return -ENOSPC;
+	buf[0] = '\0';
+
+	put(&b, "interfaces:");
+	if (!c->n_ifaces)
+		put(&b, " none");
+	for (__u32 i = 0; i < c->n_ifaces; i++)
+		put(&b, "%s %s (%s)", i ? "," : "", c->ifaces[i].name, mode_str(c->ifaces[i].mode));
+	put(&b, "\n");
+
+	if (!c->has_xdp) {
+		put(&b, "xdp: no section\n");
+	} else {
+		for (__u32 i = 0; i < p->n_allow; i++)
+			v4 += p->allow[i].family == XRL_AF_INET;
+		put(&b, "allow: %u prefix%s (%u IPv4, %u IPv6)\n", p->n_allow,
+		    p->n_allow == 1 ? "" : "es", v4, p->n_allow - v4);
+		put(&b, "rules: %u\n", p->n_rules);
+		for (__u32 i = 0; i < p->n_rules; i++) {
+			const struct xrl_rule_spec *s = &p->rules[i];
+
+			put(&b, "  %s: %s%s", s->name,
+			    s->proto == XRL_PROTO_TCP	? "tcp"
+			    : s->proto == XRL_PROTO_UDP ? "udp"
+							: "any proto",
+			    s->tcp_class == XRL_TCP_SYN ? " syn" : "");
+			if (s->has_dst)
+				put(&b, " to %s", xrl_prefix_str(&s->dst, a, sizeof(a)));
+			for (__u32 j = 0; j < s->n_ports; j++) {
+				put(&b, "%s%u",
+				    j							 ? ","
+				    : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi ? " ports "
+											 : " port ",
+				    s->ports[j].lo);
+				if (s->ports[j].hi != s->ports[j].lo)
+					put(&b, "-%u", s->ports[j].hi);
+			}
+			put(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4, s->key_plen6,
+			    rate_str(&s->rate, r, sizeof(r)), s->burst,
+			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
+			put(&b, "%s%s\n",
+			    s->syn_cookies == XRL_COOKIES_ON	 ? ", SYN cookies"
+			    : s->syn_cookies == XRL_COOKIES_AUTO ? ", SYN cookies auto"
+								 : "",
+			    penalty_str(c, s));
+		}
+		put(&b, "buckets: %u%s, event interval %s%s\n",
+		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
+		    c->buckets_max ? "" : " (default)",
+		    dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC, d1,
+			    sizeof(d1)),
+		    c->event_interval_ns ? "" : " (default)");
+	}
+
+	if (c->penalty.enabled)
+		put(&b,
+		    "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
+		    "never shorter than /%u (IPv4) /%u (IPv6)\n",
+		    c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
+		    dur_str(c->penalty.window_ns, d1, sizeof(d1)),
+		    dur_str(c->penalty.base_ns, d2, sizeof(d2)),
+		    dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4,
+		    c->penalty.floor6);
+	else
+		put(&b, "penalty: off\n");
+	put(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");
+	put(&b, "on exit: %s\n", c->on_exit_detach ? "detach" : "keep attached");
+	if (c->log_level >= 0 && c->log_level <= XRL_LOG_DEBUG)
+		put(&b, "log level: %s\n", levels[c->log_level]);
+	if (c->has_http) {
+		put(&b, "http: present (read by the identity tier)\n");
+		http_warnings(&b, &c->http);
+	}
+	fleet_summary(&b, c);
+	return b.full ? -ENOSPC : 0;
+}
+
+/* ---- the policy as JSON (`policy show --json`) -------------------------------- */
+
+static json_t *rule_spec_json(const struct xrld_config *c, const struct xrl_rule_spec *s)
+{
+	static const char *const pen[] = { "verified", "unverified", "off" };
+	json_t *ports = json_array();
+	char a[64], r[48];
+
+	for (__u32 j = 0; j < s->n_ports; j++)
+		json_array_append_new(ports, json_pack("{s:i,s:i}", "lo", s->ports[j].lo, "hi",
+						       s->ports[j].hi));
+	return json_pack("{s:s,s:s,s:b,s:o,s:o,s:{s:i,s:i},s:s,s:I,s:s,s:s}", "name", s->name,
+			 "proto",
+			 s->proto == XRL_PROTO_TCP   ? "tcp"
+			 : s->proto == XRL_PROTO_UDP ? "udp"
+						     : "any",
+			 "syn", s->tcp_class == XRL_TCP_SYN, "dst",
+			 s->has_dst ? json_string(xrl_prefix_str(&s->dst, a, sizeof(a)))
+				    : json_null(),
+			 "ports", ports, "key", "ipv4", s->key_plen4, "ipv6", s->key_plen6, "rate",
+			 rate_str(&s->rate, r, sizeof(r)), "burst", (json_int_t)s->burst, "action",
+			 s->action == XRL_ACT_SHADOW ? "shadow" : "drop", "penalty",
+			 c->penalty.enabled && s->penalty <= XRL_PEN_OFF ? pen[s->penalty] : "off");
+}
+
+static json_t *xdp_json(const struct xrld_config *c)
+{
+	const struct xrl_policy *p = &c->policy;
+	json_t *rules = json_array(), *allow = json_array();
+	char a[64], d1[32];
+
+	for (__u32 i = 0; i < p->n_rules; i++)
+		json_array_append_new(rules, rule_spec_json(c, &p->rules[i]));
+	for (__u32 i = 0; i < p->n_allow; i++)
+		json_array_append_new(allow,
+				      json_string(xrl_prefix_str(&p->allow[i], a, sizeof(a))));
+	return json_pack("{s:o,s:o,s:I,s:s}", "rules", rules, "allow", allow, "buckets",
+			 (json_int_t)(c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT),
+			 "event_interval",
+			 dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC, d1,
+				 sizeof(d1)));
+}
+
+static json_t *route_json(const struct xrl_http_route *m)
+{
+	return json_pack("{s:s?,s:s?}", "method", m->method[0] ? m->method : NULL, "path_prefix",
+			 m->path_prefix[0] ? m->path_prefix : NULL);
+}
+
+/* http.exempt and http.shed (the mapping form: one bucket; the list: per route) */
+static void http_json_shed(const struct xrl_http_cfg *h, json_t *o)
+{
+	json_t *ex = json_array(), *shed = json_null();
+	char r[48];
+
+	for (__u32 i = 0; i < h->n_exempt; i++)
+		json_array_append_new(ex, route_json(&h->exempt[i]));
+	if (h->shed_enabled) {
+		shed = json_pack("{s:s,s:I}", "rate", rate_str(&h->shed_rate, r, sizeof(r)),
+				 "burst", (json_int_t)h->shed_burst);
+	} else if (h->n_shed) {
+		shed = json_array();
+		for (__u32 i = 0; i < h->n_shed; i++)
+			json_array_append_new(shed,
+					      json_pack("{s:o,s:s,s:I}", "match",
+							route_json(&h->shed[i].match), "rate",
+							rate_str(&h->shed[i].rate, r, sizeof(r)),
+							"burst", (json_int_t)h->shed[i].burst));
+	}
+	json_object_set_new(o, "exempt", ex);
+	json_object_set_new(o, "shed", shed);
+}
+
+static json_t *http_json(const struct xrl_http_cfg *h)
+{
+	json_t *rules = json_array(), *o;
+	char r[48], d[32];
+
+	for (__u32 i = 0; i < h->n_rules; i++) {
+		const struct xrl_http_rule *x = &h->rules[i];
+
+		/* a rule of concurrency only has no rate and burst: null */
+		json_array_append_new(rules,
+				      json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:b,s:o,s:s?}", "name",
+						x->name, "method", x->method, "path_prefix",
+						x->path_prefix, "rate",
+						x->has_rate ? rate_str(&x->rate, r, sizeof(r))
+							    : NULL,
+						"burst",
+						x->has_rate ? json_integer(x->burst) : json_null(),
+						"cost", (json_int_t)x->cost, "shadow", x->shadow,
+						"concurrency",
+						x->concurrency ? json_integer(x->concurrency)
+							       : json_null(),
+						"lease_ttl",
+						x->concurrency
+							? dur_str(x->lease_ttl_ns, d, sizeof(d))
+							: NULL));
+	}
+	/* the Redis password is never shown */
+	o = json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend",
+		      h->redis ? "redis" : "memory", "rules", rules);
+	if (o)
+		http_json_shed(h, o);
+	return o;
+}
+
+json_t *xrl_config_json(const struct xrld_config *c)
+{
+	json_t *ifs = json_array(), *pen = json_null();
+	char d1[32], d2[32], d3[32];
+
+	for (__u32 i = 0; i < c->n_ifaces; i++)
+		json_array_append_new(ifs, json_pack("{s:s,s:s}", "name", c->ifaces[i].name, "mode",
+						     mode_str(c->ifaces[i].mode)));
+	if (c->penalty.enabled)
+		pen = json_pack("{s:I,s:s,s:s,s:s,s:i,s:i}", "strikes",
+				(json_int_t)c->penalty.strikes, "window",
+				dur_str(c->penalty.window_ns, d1, sizeof(d1)), "base",
+				dur_str(c->penalty.base_ns, d2, sizeof(d2)), "max",
+				dur_str(c->penalty.max_ns, d3, sizeof(d3)), "floor4",
+				c->penalty.floor4, "floor6", c->penalty.floor6);
+	return json_pack("{s:o,s:o,s:o,s:s?,s:s,s:o}", "interfaces", ifs, "xdp",
+			 c->has_xdp ? xdp_json(c) : json_null(), "penalty", pen, "metrics",
+			 c->metrics[0] ? c->metrics : NULL, "on_exit",
+			 c->on_exit_detach ? "detach" : "keep", "http",
+			 c->has_http ? http_json(&c->http) : json_null());
+}
+
+int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,
+		     size_t errlen)
+{
+	struct xrld_config *c = calloc(1, sizeof(*c));
+	char *sum = malloc(XRL_SUMMARY_MAX);
+	int rc = -ENOMEM;
+
+	if (!c || !sum)
+		snprintf(err, errlen, "couldn't check %s: %s", path, strerror(ENOMEM));
+	else if (!(rc = xrl_config_load(path, c, err, errlen)))
+		xrl_config_summary(c, sum, XRL_SUMMARY_MAX);
+	if (rc) {
+		free(c);
+		free(sum);
+		return rc;
+	}
+	*cfg = c;
+	*summary = sum;
+	return 0;
+}
+
+const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len)
+{
+	return rate_str(r, buf, len);
+}

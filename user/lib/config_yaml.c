@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * config_yaml.c - the policy file parser's YAML helpers: errors placed at a
+ * node, typed scalars, mappings checked against their keys, sequences.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <yaml.h>
+#include "config.h"
+#include "log.h"
+
+#include "config_int.h"
+
+/* "FILE:LINE:COL: <message>" at node n; returns -EINVAL. */
+int cfg_error_at(struct cfg_parse *x, const yaml_node_t *n, const char *fmt, ...)
+{
+	va_list ap;
+	int off;
+
+	if (!x->err || !x->errlen)
+		return -EINVAL;
+	off = snprintf(x->err, x->errlen, "%s:%zu:%zu: ", x->name, n->start_mark.line + 1,
+		       n->start_mark.column + 1);
+	if (off < 0 || (size_t)off >= x->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(x->err + off, x->errlen - (size_t)off, fmt, ap);
+	va_end(ap);
+	/* one line, whatever the values quoted in it held */
+	for (char *p = x->err; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return -EINVAL;
+}
+
+const char *cfg_sval(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+/* A plain scalar that YAML reads as null: `key:`, `key: ~`, `key: null`. */
+bool cfg_is_null(const yaml_node_t *n)
+{
+	const char *v;
+
+	if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	v = cfg_sval(n);
+	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
+	       !strcmp(v, "NULL");
+}
+
+/* How a node looks, for "got ...": 'text', nothing, a mapping, a list. */
+const char *cfg_desc(const yaml_node_t *n, char *buf, size_t len)
+{
+	const char *v;
+	size_t l;
+
+	switch (n->type) {
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_SCALAR_NODE:
+		if (cfg_is_null(n))
+			return "nothing";
+		v = cfg_sval(n);
+		l = strlen(v);
+		if (l > 40) {
+			/* cut at a character boundary, not inside a UTF-8 sequence */
+			l = 37;
+			while (l && ((unsigned char)v[l] & 0xc0) == 0x80)
+				l--;
+			snprintf(buf, len, "'%.*s...'", (int)l, v);
+		} else {
+			snprintf(buf, len, "'%s'", v);
+		}
+		return buf;
+	default:
+		return "an empty node";
+	}
+}
+
+/*
+ * The part of a policy.c message worth appending after "got 'V'": those
+ * messages start by quoting the value, which the caller has already shown.
+ * Returns "" when the message only repeats "'V' is not a ...".
+ */
+const char *cfg_detail(const char *msg, const char *v, char *buf, size_t len)
+{
+	size_t vl = strlen(v);
+
+	if (msg[0] == '\'' && !strncmp(msg + 1, v, vl) && msg[vl + 1] == '\'') {
+		const char *rest = msg + vl + 2;
+
+		if (!strncmp(rest, " is not a", 9))
+			return "";
+		if (*rest == ':')
+			rest++;
+		while (*rest == ' ')
+			rest++;
+		snprintf(buf, len, ": %s", rest);
+		return buf;
+	}
+	snprintf(buf, len, ": %s", msg);
+	return buf;
+}
+
+/* out = base + printf(fmt, ...): "xdp.rules[0]" + ".rate" (PATHLEN bytes). */
+void cfg_subpath(char *out, const char *base, const char *fmt, ...)
+{
+	size_t l = strnlen(base, PATHLEN - 1);
+	va_list ap;
+
+	memmove(out, base, l);
+	va_start(ap, fmt);
+	vsnprintf(out + l, PATHLEN - l, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- typed values ------------------------------------------------------ */
+
+/* A scalar that is not null and has no NUL inside; else an error. */
+int cfg_scalar(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+	       const char **out)
+{
+	char d[64];
+
+	if (n->type != YAML_SCALAR_NODE || cfg_is_null(n))
+		return cfg_error_at(x, n, "%s: expected %s, got %s", path, what,
+				    cfg_desc(n, d, sizeof(d)));
+	if (strlen(cfg_sval(n)) != n->data.scalar.length)
+		return cfg_error_at(x, n, "%s: expected %s, got a value with a NUL character in it",
+				    path, what);
+	*out = cfg_sval(n);
+	return 0;
+}
+
+/* A decimal whole number in [min, max]; digits only. */
+int cfg_uint_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+		 __u64 min, __u64 max, __u64 *out)
+{
+	const char *s;
+	__u64 v = 0;
+	char d[64];
+	int rc;
+
+	rc = cfg_scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (!*s)
+		goto bad;
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p) || v > (UINT64_MAX - 9) / 10)
+			goto bad;
+		v = v * 10 + (__u64)(*p - '0');
+	}
+	if (v < min || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	return cfg_error_at(x, n, "%s: expected %s, got %s", path, what, cfg_desc(n, d, sizeof(d)));
+}
+
+/* One of a few words. */
+int cfg_enum_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
+		 const char *const *words, const int *vals, size_t nw, int *out)
+{
+	char what[128] = "one of ", d[64];
+	const char *s = NULL;
+	size_t off = strlen(what);
+	int rc;
+
+	for (size_t i = 0; i < nw; i++)
+		off += (size_t)snprintf(what + off, sizeof(what) - off, "%s%s",
+					i ? (i + 1 == nw ? " or " : ", ") : "", words[i]);
+	rc = cfg_scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nw; i++) {
+		if (!strcmp(s, words[i])) {
+			*out = vals[i];
+			return 0;
+		}
+	}
+	return cfg_error_at(x, n, "%s: expected %s, got %s", path, what, cfg_desc(n, d, sizeof(d)));
+}
+
+/* An optional field of a mapping: path + sub names it; *out stays when n is NULL. */
+int cfg_opt_enum_val(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *sub,
+		     const char *const *words, const int *vals, size_t nw, int *out)
+{
+	char p2[PATHLEN];
+
+	if (!n)
+		return 0;
+	cfg_subpath(p2, path, "%s", sub);
+	return cfg_enum_val(x, n, p2, words, vals, nw, out);
+}
+
+/* A duration above zero: "60s", "500ms", "1h". */
+int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out)
+{
+	static const char what[] = "a duration such as 500ms, 60s, 10m or 1h";
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	__u64 ns;
+	int rc;
+
+	rc = cfg_scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (xrl_duration_parse(s, &ns, msg, sizeof(msg)))
+		return cfg_error_at(x, n, "%s: expected %s, got %s%s", path, what,
+				    cfg_desc(n, d, sizeof(d)), cfg_detail(msg, s, dt, sizeof(dt)));
+	if (!ns)
+		return cfg_error_at(x, n, "%s: expected %s, got %s: it must be above zero", path,
+				    what, cfg_desc(n, d, sizeof(d)));
+	*out = ns;
+	return 0;
+}
+
+/*
+ * A scalar turned into a value by one of the library's parsers, whose own
+ * message is appended as detail: prefixes, rates.
+ */
+typedef int (*parse_fn)(const char *s, void *out, char *err, size_t errlen);
+
+static int parsed_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+		      parse_fn parse, void *out)
+{
+	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
+	const char *s;
+	int rc;
+
+	rc = cfg_scalar(x, n, path, what, &s);
+	if (rc)
+		return rc;
+	if (parse(s, out, msg, sizeof(msg)))
+		return cfg_error_at(x, n, "%s: expected %s, got %s%s", path, what,
+				    cfg_desc(n, d, sizeof(d)), cfg_detail(msg, s, dt, sizeof(dt)));
+	return 0;
+}
+
+static int parse_prefix(const char *s, void *out, char *err, size_t errlen)
+{
+	return xrl_prefix_parse(s, out, err, errlen);
+}
+
+static int parse_rate(const char *s, void *out, char *err, size_t errlen)
+{
+	return xrl_rate_parse(s, out, err, errlen);
+}
+
+/* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
+int cfg_prefix_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
+		   struct xrl_prefix *out)
+{
+	return parsed_val(x, n, path, "an address prefix such as 10.0.0.0/8 or 2001:db8::/48",
+			  parse_prefix, out);
+}
+
+/* A rate: "100/s", "10/min", "1/6s". */
+int cfg_rate_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, struct xrl_rate *r)
+{
+	return parsed_val(x, n, path, "COUNT/PERIOD such as 100/s, 10/min or 1/6s", parse_rate, r);
+}
+
+/* ---- mappings ---------------------------------------------------------- */
+
+/* Edit distance, for "did you mean" (short words only). */
+static size_t edits(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
+
+	if (la >= 31 || lb >= 31)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, sizeof(prev));
+	}
+	return prev[lb];
+}
+
+/*
+ * Check that n is a mapping (or null, read as an empty one) whose keys are
+ * scalars among f[], each given once, and fill f[].
+ * `what` names the mapping in messages: "rule", "match", "penalty";
+ * path is NULL for the top level.
+ */
+int cfg_mapping(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
+		struct field *f, size_t nf)
+{
+	const char *sep = path ? ": " : "";
+	char d[64], list[512];
+	size_t off = 0;
+
+	if (!path)
+		path = "";
+
+	for (size_t i = 0; i < nf; i++)
+		f[i].k = f[i].v = NULL;
+	if (cfg_is_null(n))
+		return 0;
+	list[0] = '\0';
+	for (size_t i = 0; i < nf; i++)
+		off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+					f[i].key);
+	if (n->type != YAML_MAPPING_NODE) {
+		/* a long list is cut: the message must fit XRL_ERRLEN with its position */
+		if (off > 120) {
+			char *cut = list + 112;
+
+			while (cut > list && strncmp(cut, ", ", 2))
+				cut--;
+			snprintf(cut, sizeof(list) - (size_t)(cut - list), ", ...");
+		}
+		return cfg_error_at(x, n, "%s%sexpected a mapping (%s), got %s", path, sep, list,
+				    cfg_desc(n, d, sizeof(d)));
+	}
+
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(x->doc, p->key);
+		yaml_node_t *v = yaml_document_get_node(x->doc, p->value);
+		const char *best = NULL;
+		size_t i, bestd = 3;
+
+		if (k->type != YAML_SCALAR_NODE)
+			return cfg_error_at(x, k, "%s%sexpected a key (%s), got %s", path, sep,
+					    list, cfg_desc(k, d, sizeof(d)));
+		for (i = 0; i < nf; i++)
+			if (!strcmp(cfg_sval(k), f[i].key))
+				break;
+		if (i < nf) {
+			if (f[i].k)
+				return cfg_error_at(x, k,
+						    "%s%skey '%s' is given twice (first at line %zu)",
+						    path, sep, f[i].key,
+						    f[i].k->start_mark.line + 1);
+			f[i].k = k;
+			f[i].v = v;
+			continue;
+		}
+		for (size_t j = 0; j < nf; j++) {
+			size_t e = edits(cfg_sval(k), f[j].key);
+
+			if (e < bestd) {
+				bestd = e;
+				best = f[j].key;
+			}
+		}
+		if (best && strlen(cfg_sval(k)) > 2)
+			return cfg_error_at(
+				x, k,
+				"%s%sunknown key %s in %s; expected one of %s (did you mean '%s'?)",
+				path, sep, cfg_desc(k, d, sizeof(d)), what, list, best);
+		return cfg_error_at(x, k, "%s%sunknown key %s in %s; expected one of %s", path, sep,
+				    cfg_desc(k, d, sizeof(d)), what, list);
+	}
+	return 0;
+}
+
+/* A list (or null, read as empty); items through *items, count through *n. */
+int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
+		 yaml_node_item_t **items, size_t *count)
+{
+	char d[64];
+
+	*items = NULL;
+	*count = 0;
+	if (cfg_is_null(n))
+		return 0;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return cfg_error_at(x, n, "%s: expected a list of %s, got %s", path, what,
+				    cfg_desc(n, d, sizeof(d)));
+	*items = n->data.sequence.items.start;
+	*count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	return 0;
+}
+
+yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i)
+{
+	return yaml_document_get_node(x->doc, items[i]);
+}
+
+int cfg_bool_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, bool *out)
+{
+	static const char *const words[] = { "true", "false", "yes", "no", "on", "off" };
+	static const int vals[] = { 1, 0, 1, 0, 1, 0 };
+	int v, rc;
+
+	rc = ENUM(x, n, path, words, vals, &v);
+	if (!rc)
+		*out = v;
+	return rc;
+}
