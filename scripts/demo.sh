@@ -104,11 +104,7 @@ say
 # ---- 2. the policy and xrld ---------------------------------------------------------
 say "[2/5] the policy, checked, and xrld started with it (in $LAB_PROT)"
 cat >"$XRLD_CONF" <<EOF
-interfaces:
-  - name: $LAB_PROT_IF
-    mode: native
-xdp:
-  rules:
+$(xrld_yaml_head)
     - name: syn           # SYNs to :80, one bucket per source /32
       match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
       rate: $RATE/s

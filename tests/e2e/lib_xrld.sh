@@ -50,6 +50,16 @@ xrld_lab() {
 	require_native_xdp
 }
 
+# fleet_lab TAG: xrld_lab TAG for a test of the fleet, which needs
+# redis-server and redis-cli; sets FLEET (the fleet's name, TAG) and RP (a
+# free port for the fleet's Redis).
+fleet_lab() {
+	require_xrld redis-server redis-cli
+	xrld_lab "$1"
+	FLEET=$1
+	RP=$(free_port)
+}
+
 xrld_cleanup() {
 	local rc=$?
 	trap - EXIT
@@ -91,6 +101,45 @@ EOF
 	return 0
 }
 
+# xrld_yaml_head [XDP-LINE...]: the head of a policy on stdout: the lab's
+# protected interface (native XDP), then xdp: with each XDP-LINE one field
+# of it ("allow: [192.0.2.1/32]") and the start of its rules: list. For a
+# here-document: $(xrld_yaml_head), then the rules.
+xrld_yaml_head() {
+	local l
+	printf 'interfaces:\n  - name: %s\n    mode: native\nxdp:\n' "$LAB_PROT_IF"
+	for l in "$@"; do printf '  %s\n' "$l"; done
+	printf '  rules:\n'
+}
+
+# vouch_policy PORT [WEB-LINE...]: the policy of a test of vouches on
+# stdout: xrld_yaml_head, one rule web (TCP SYNs to port 80, 100/s, burst
+# 100; each WEB-LINE one more field of it), metrics on 127.0.0.1:9101 and
+# an http: section on 127.0.0.1:PORT behind a trusted proxy on 127.0.0.1,
+# whose first rule, login (/login, 1000/s), vouches for 2 minutes. More
+# http rules may follow it in the here-document.
+vouch_policy() {
+	local port=$1 l
+	shift
+	xrld_yaml_head
+	printf '    - name: web\n      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }\n'
+	printf '      rate: 100/s\n      burst: 100\n'
+	for l in "$@"; do printf '      %s\n' "$l"; done
+	cat <<EOF
+metrics: 127.0.0.1:9101
+http:
+  listen: 127.0.0.1:$port
+  trusted_proxies: [127.0.0.1/32]
+  rules:
+    - name: login
+      match: { path_prefix: /login }
+      rate: 1000/s
+      burst: 1000
+      vouch: true
+      vouch_ttl: 2m
+EOF
+}
+
 # ---- the daemon ----------------------------------------------------------------
 
 # ctl ARGS...: xrlctl in the protected namespace, on this test's socket and pins.
@@ -129,7 +178,23 @@ xrld_kill() {
 	XRLD_RC=$?
 }
 
+# id_auth PORT URI XFF [KEY]: /v1/auth on 127.0.0.1:PORT in the protected
+# namespace as nginx asks it (X-Original-Method GET, X-Original-URI URI,
+# X-Forwarded-For XFF, X-Key KEY if given); prints the status code.
+id_auth() {
+	in_prot curl -s -o /dev/null -w '%{http_code}' -H "X-Original-Method: GET" \
+		-H "X-Original-URI: $2" -H "X-Forwarded-For: $3" ${4:+-H "X-Key: $4"} \
+		"http://127.0.0.1:$1/v1/auth"
+}
+
 # ---- JSON and counters -------------------------------------------------------
+
+# xrld_metric NAME: the value of the metrics line whose name (with its
+# labels, all of them) is NAME, from 127.0.0.1:9101 in the protected
+# namespace; empty if there is none.
+xrld_metric() {
+	in_prot curl -s http://127.0.0.1:9101/metrics | awk -v k="$1" '$1 == k { print $2; exit }'
+}
 
 # rule_counts [RULE]: "passed dropped shadow_dropped" of RULE (syn) on the
 # lab interface, from `xrlctl --json stats` (read from the pins).

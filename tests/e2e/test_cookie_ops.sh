@@ -43,28 +43,8 @@ start_server
 HP=$(free_port)
 write_policy() {
 	cat >"$XRLD_CONF" <<EOF
-interfaces:
-  - name: $LAB_PROT_IF
-    mode: native
-xdp:
-  rules:
-    - name: web
-      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
-      rate: 100/s
-      burst: 100
-      syn_cookies: auto
-      syn_cookies_auto: { on_rate: 2000/s, off_rate: 500/s, hold: ${HOLD}s, min_on: ${MIN_ON}s, queue_pct: 90 }
-metrics: 127.0.0.1:9101
-http:
-  listen: 127.0.0.1:$HP
-  trusted_proxies: [127.0.0.1/32]
-  rules:
-    - name: login
-      match: { path_prefix: /login }
-      rate: 1000/s
-      burst: 1000
-      vouch: true
-      vouch_ttl: 2m
+$(vouch_policy "$HP" 'syn_cookies: auto' \
+	"syn_cookies_auto: { on_rate: 2000/s, off_rate: 500/s, hold: ${HOLD}s, min_on: ${MIN_ON}s, queue_pct: 90 }")
     - name: api
       match: { path_prefix: /api }
       key: header:X-Key
@@ -81,7 +61,6 @@ xrld_start
 web() { ctl --json stats | jq_py "[r for r in d['interfaces'][0]['rules'] if r['name'] == 'web'][0]['$1']"; }
 live_is() { [ "$(web syn_cookies_live)" = "$1" ]; }
 ksent() { snmp prot TcpExt SyncookiesSent; }
-metric() { in_prot curl -s http://127.0.0.1:9101/metrics | grep -F "$1" | awk '{ print $2 }'; }
 
 log "0. a veth whose peer runs no XDP program drops the cookie SYN-ACKs: said"
 check_match "xrld warned at the apply, with the fix" "$(cat "$XRLD_LOG")" \
@@ -95,7 +74,7 @@ check_ge "xrlctl status --json: SYN-ACKs the veth dropped" "$(lost)" 1
 check_match "xrlctl status says so, with the fix" "$(ctl status)" \
 	"veth: [1-9][0-9]* SYN-ACKs dropped by its peer \\(run an XDP program on the peer\\)"
 check_ge "metric xrl_veth_synacks_dropped_total" \
-	"$(metric 'xrl_veth_synacks_dropped_total{interface="'"$LAB_PROT_IF"'"}')" 1
+	"$(xrld_metric 'xrl_veth_synacks_dropped_total{interface="'"$LAB_PROT_IF"'"}')" 1
 # the fix: a program that passes everything on the peer; then connections work
 atk_pass_xdp
 check_rc "with XDP on the peer a client connects through the cookie path" \
@@ -135,7 +114,7 @@ sck() { ctl --json status | jq_py "d['interfaces'][0]['syn_cookies']['web']"; }
 check_match "xrlctl status: idle" "$(ctl status)" "$LAB_PROT_IF SYN cookies: web auto \\(off\\)"
 check_eq "xrlctl status --json: idle" "$(sck)" "auto (off)"
 check_eq "metric xrl_syn_cookies_active, idle" \
-	"$(metric 'xrl_syn_cookies_active{interface="'"$LAB_PROT_IF"'",rule="web",mode="auto"}')" 0
+	"$(xrld_metric 'xrl_syn_cookies_active{interface="'"$LAB_PROT_IF"'",rule="web",mode="auto"}')" 0
 syns0=$(web syns)
 flood_bg "$LAB_TMP/flood.out" --dst "$LAB_PROT_IP" --dport 80 --sources 10.128.0.0/9 \
 	--duration $((HOLD + 9)) --threads 1
@@ -164,11 +143,11 @@ check_eq "after min_on web's cookies are off" "$(web syn_cookies_live)" "false"
 check_match "xrld logged it" "$(cat "$XRLD_LOG")" "rule web: SYN cookies off \\(auto\\): [0-9]+ SYN/s \\(off_rate 500/s\\)"
 info "off $(awk -v a="$ends" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the flood's last SYN"
 check_eq "metric: one transition to on" \
-	"$(metric 'xrl_syn_cookies_auto_transitions_total{interface="'"$LAB_PROT_IF"'",rule="web",to="on"}')" 1
+	"$(xrld_metric 'xrl_syn_cookies_auto_transitions_total{interface="'"$LAB_PROT_IF"'",rule="web",to="on"}')" 1
 check_eq "metric: one transition to off" \
-	"$(metric 'xrl_syn_cookies_auto_transitions_total{interface="'"$LAB_PROT_IF"'",rule="web",to="off"}')" 1
+	"$(xrld_metric 'xrl_syn_cookies_auto_transitions_total{interface="'"$LAB_PROT_IF"'",rule="web",to="off"}')" 1
 check_ge "metric xrl_rule_syns_total" \
-	"$(metric 'xrl_rule_syns_total{interface="'"$LAB_PROT_IF"'",rule="web"}')" 3000
+	"$(xrld_metric 'xrl_rule_syns_total{interface="'"$LAB_PROT_IF"'",rule="web"}')" 3000
 
 log "3. xrlctl cookies RULE on|auto|off"
 out=$("$XRLCTL" --socket /nonexistent cookies --help); rc=$?
@@ -188,7 +167,7 @@ check_match "xrlctl status names the cookie path" "$(ctl status)" \
 check_eq "xrlctl status --json: the path" \
 	"$(ctl --json status | jq_py "d['interfaces'][0]['syn_cookie_path']['path']")" "xrl"
 check_eq "metric xrl_syn_cookie_path" \
-	"$(metric 'xrl_syn_cookie_path{interface="'"$LAB_PROT_IF"'",path="xrl"}')" 1
+	"$(xrld_metric 'xrl_syn_cookie_path{interface="'"$LAB_PROT_IF"'",path="xrl"}')" 1
 out=$(ctl cookies nope on 2>&1); rc=$?
 check_rc "cookies nope on" "$rc" 1
 check_match "... says so" "$out" "no rule named 'nope'"
@@ -209,11 +188,7 @@ check_eq "the next policy apply puts auto back" "$(web syn_cookies)" "auto"
 
 log "4. the identity tier vouches (http rules with vouch: true)"
 # auth URI XFF [KEY]: /v1/auth as nginx asks it; prints the status code.
-auth() {
-	in_prot curl -s -o /dev/null -w '%{http_code}' -H "X-Original-Method: GET" \
-		-H "X-Original-URI: $1" -H "X-Forwarded-For: $2" ${3:+-H "X-Key: $3"} \
-		"http://127.0.0.1:$HP/v1/auth"
-}
+auth() { id_auth "$HP" "$@"; }
 # vouch_of PREFIX: "ORIGIN SECONDS-LEFT" of PREFIX in vouch list, or absent.
 vouch_of() { ctl --json vouch list | jq_py "([e['origin'] + ' ' + str(int(e['expires_in_s'] or 0)) for e in d if e['prefix'] == '$1'] + ['absent'])[0]"; }
 vouched() { [ "$(vouch_of "$1")" != absent ]; }
@@ -227,14 +202,14 @@ ctl vouch del 192.0.2.0/24 >/dev/null
 check_eq "api refuses key k1 again, from 192.0.2.51" "$(auth /api 192.0.2.51 k1)" 429
 sleep 1
 check_eq "a refused request vouches for nobody" "$(vouch_of 192.0.2.0/24)" "absent"
-w0=$(metric 'xrl_identity_vouches_total{outcome="written"}')
-s0=$(metric 'xrl_identity_vouches_total{outcome="skipped"}')
+w0=$(xrld_metric 'xrl_identity_vouches_total{outcome="written"}')
+s0=$(xrld_metric 'xrl_identity_vouches_total{outcome="skipped"}')
 for i in $(seq 1 200); do auth /login "203.0.113.$((i % 250 + 1))" >/dev/null; done
 sleep 1
 check_eq "200 admits from 203.0.113.0/24: one map write" \
-	$(( $(metric 'xrl_identity_vouches_total{outcome="written"}') - w0 )) 1
+	$(( $(xrld_metric 'xrl_identity_vouches_total{outcome="written"}') - w0 )) 1
 check_eq "... the other 199 skipped before the queue" \
-	$(( $(metric 'xrl_identity_vouches_total{outcome="skipped"}') - s0 )) 199
+	$(( $(xrld_metric 'xrl_identity_vouches_total{outcome="skipped"}') - s0 )) 199
 check_match "203.0.113.0/24 is vouched" "$(vouch_of 203.0.113.0/24)" "^identity "
 cat >"$LAB_TMP/http-only.yaml" <<EOF
 http:

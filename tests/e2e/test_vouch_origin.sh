@@ -39,41 +39,16 @@ require_xrld curl
 xrld_lab vo$$
 
 HP=$(free_port)
-cat >"$XRLD_CONF" <<EOF
-interfaces:
-  - name: $LAB_PROT_IF
-    mode: native
-xdp:
-  rules:
-    - name: web
-      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
-      rate: 100/s
-      burst: 100
-metrics: 127.0.0.1:9101
-http:
-  listen: 127.0.0.1:$HP
-  trusted_proxies: [127.0.0.1/32]
-  rules:
-    - name: login
-      match: { path_prefix: /login }
-      rate: 1000/s
-      burst: 1000
-      vouch: true
-      vouch_ttl: 2m
-EOF
+vouch_policy "$HP" >"$XRLD_CONF"
 xrld_start
 
-metric() { in_prot curl -s http://127.0.0.1:9101/metrics | grep -F "$1" | awk '{ print $2 }'; }
-auth() {
-	in_prot curl -s -o /dev/null -w '%{http_code}' -H "X-Original-Method: GET" \
-		-H "X-Original-URI: $1" -H "X-Forwarded-For: $2" "http://127.0.0.1:$HP/v1/auth"
-}
+auth() { id_auth "$HP" "$@"; }
 # vouch_of PREFIX ORIGIN: "never", the seconds left, or absent, of PREFIX's
 # vouch of that origin in `vouch list --json`.
 vouch_of() {
 	ctl --json vouch list | jq_py "([('never' if e['expires_in_s'] is None else str(int(e['expires_in_s']))) for e in d if e['prefix'] == '$1' and e['origin'] == '$2'] + ['absent'])[0]"
 }
-written() { metric 'xrl_identity_vouches_total{outcome="written"}'; }
+written() { xrld_metric 'xrl_identity_vouches_total{outcome="written"}'; }
 written_ge() { [ "$(written)" -ge "$1" ]; }
 
 log "1. an operator's permanent vouch, then one identity vouch of the same /24"
@@ -92,7 +67,7 @@ log "2. an operator's /24, then $N_FLOOD identity vouches of distinct /48s"
 ctl vouch add 203.0.113.0/24 >/dev/null
 check_eq "203.0.113.0/24 vouched by the operator" "$(vouch_of 203.0.113.0/24 runtime)" never
 w0=$(written)
-d0=$(metric 'xrl_identity_vouches_total{outcome="dropped"}')
+d0=$(xrld_metric 'xrl_identity_vouches_total{outcome="dropped"}')
 t0=$(date +%s)
 out=$(in_prot python3 "$(dirname "$0")/vouch_client.py" "$HP" /login 0 "$N_FLOOD" 4)
 info "client: $out"
@@ -100,7 +75,7 @@ check_eq "every request admitted" "$(sed -n 's/.*ok=\([0-9]*\).*/\1/p' <<<"$out"
 settled() { local a b; a=$(written); sleep 0.3; b=$(written); [ "$a" = "$b" ]; }
 wait_for 5 settled
 wr=$(( $(written) - w0 ))
-dr=$(( $(metric 'xrl_identity_vouches_total{outcome="dropped"}') - d0 ))
+dr=$(( $(xrld_metric 'xrl_identity_vouches_total{outcome="dropped"}') - d0 ))
 info "identity vouches written $wr, dropped $dr (queue of 4096) in $(( $(date +%s) - t0 )) s"
 check_ge "more identity vouches written than the automatic map holds (65536)" "$wr" 66000
 check_eq "203.0.113.0/24: the operator's vouch is still there, never expires" \
@@ -110,7 +85,7 @@ check_eq "xrlctl status --json: 2 operator vouches of 4096" \
 	"$(ctl --json status | jq_py "[d['interfaces'][0].get('vouches', {}).get(k) for k in ('operator', 'operator_max', 'mirrored')]")" \
 	"2 4096 False"
 check_match "xrlctl status: the operator's space" "$(ctl status)" "$LAB_PROT_IF vouches: operator 2 of 4096 \\(never evicted\\)"
-check_eq "metric xrl_operator_vouches" "$(metric "xrl_operator_vouches{interface=\"$LAB_PROT_IF\"}")" 2
+check_eq "metric xrl_operator_vouches" "$(xrld_metric "xrl_operator_vouches{interface=\"$LAB_PROT_IF\"}")" 2
 check_match "vouch list (table): runtime, never" "$(ctl vouch list)" "203.0.113.0/24 +runtime +never"
 check_eq "vouch del 203.0.113.0/24" "$(ctl vouch del 203.0.113.0/24 >/dev/null; echo $?)" 0
 check_eq "... gone" "$(vouch_of 203.0.113.0/24 runtime)" absent
@@ -144,11 +119,11 @@ check_eq "listed once, the operator's, never expires" \
 check_eq "the old program's map still holds it (it keeps serving)" \
 	"$(in_prot bpftool map lookup pinned "$P/xrl_vouch" key 4 0 0 0 192 0 2 0 0 0 0 0 0 0 0 0 0 0 0 0 >/dev/null 2>&1 && echo yes || echo no)" yes
 check_match "status says mirrored" "$(ctl status)" "MIRRORED into the automatic space"
-s0=$(metric 'xrl_identity_vouches_total{outcome="skipped"}')
+s0=$(xrld_metric 'xrl_identity_vouches_total{outcome="skipped"}')
 check_eq "login admits 192.0.2.9" "$(auth /login 192.0.2.9)" 200
 sleep 1
 check_eq "the identity write left the mirrored operator vouch alone (skipped +1)" \
-	$(( $(metric 'xrl_identity_vouches_total{outcome="skipped"}') - s0 )) 1
+	$(( $(xrld_metric 'xrl_identity_vouches_total{outcome="skipped"}') - s0 )) 1
 check_eq "192.0.2.0/24 still the operator's, never expires" "$(vouch_of 192.0.2.0/24 runtime)" never
 xrld_kill TERM
 xrld_start

@@ -48,12 +48,7 @@ require_xrld ss curl ping bpftool
 xrld_lab pt$$
 start_server
 cat >"$XRLD_CONF" <<EOF
-interfaces:
-  - name: $LAB_PROT_IF
-    mode: native
-xdp:
-  allow: [198.51.100.9/32]    # a load balancer's address
-  rules:
+$(xrld_yaml_head "allow: [198.51.100.9/32]    # a load balancer's address")
     - name: agg               # the aggregate cap the runbook recommends
       match: { proto: tcp, tcp_flags: syn, dst_ports: [81] }
       key: { ipv4_prefix: 0, ipv6_prefix: 0 }
