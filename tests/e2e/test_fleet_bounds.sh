@@ -41,10 +41,7 @@ XRL_TEST_NAME=test_fleet_bounds
 # shellcheck source=tests/e2e/lib_xrld.sh
 . "$(dirname "$0")/lib_xrld.sh"
 
-require_xrld redis-server redis-cli
-xrld_lab fb$$
-FLEET=fb$$
-RP=$(free_port)
+fleet_lab fb$$
 HP=$(free_port)
 RH=$LAB_ATK_IP # the fleet's Redis, behind the XDP program
 LOG="xrl:{fleet:$FLEET}:log"
@@ -82,10 +79,7 @@ check_match "--check: a bad protect entry" "$out" "fleet.protect\[1\]: expected 
 xrld_start
 hctl_up() { ctl status 2>/dev/null | grep -q "fleet $FLEET: .*redis up"; }
 wait_for 10 hctl_up || fatal "the fleet's Redis is not up: $(ctl status)"
-metric() {
-	in_prot curl -s http://127.0.0.1:9101/metrics | awk -v k="$1" '$1 == k { print $2 }'
-}
-skipped() { metric "xrl_fleet_entries_skipped_total{reason=\"$1\"}"; }
+skipped() { xrld_metric "xrl_fleet_entries_skipped_total{reason=\"$1\"}"; }
 in_deny() { ctl --json deny list | jq_py "'yes' if any(e['prefix'] == '$1' for e in d) else 'no'"; }
 now_ms() { date +%s%3N; }
 xadd() { rcli XADD "$LOG" "${3:-*}" op "${4:-add}" kind deny f "$1" v "$2 0" src forged >/dev/null; }
@@ -121,7 +115,7 @@ xadd 203.0.113.0/24 $(( $(now_ms) + 29 * 86400 * 1000 ))
 wait_for 3 eval '[ "$(in_deny 203.0.113.0/24)" = yes ]'
 check_range "29 days ahead: expires in (s)" "$(deny_field 203.0.113.0/24 expires_in_s | cut -d. -f1)" 590 600
 check_range "until removed: expires in (s)" "$(deny_field 198.51.100.0/24 expires_in_s | cut -d. -f1)" 590 600
-check_eq "xrl_fleet_entries_capped_total" "$(metric xrl_fleet_entries_capped_total)" 2
+check_eq "xrl_fleet_entries_capped_total" "$(xrld_metric xrl_fleet_entries_capped_total)" 2
 
 log "3. a delete made while the host was cut off reaches it"
 until=$(( $(now_ms) + 120000 ))
@@ -143,7 +137,7 @@ wait_for 3 eval '[ "$(in_deny 198.18.7.0/24)" = no ]'
 check_eq "deleted while cut off: lifted" "$(in_deny 198.18.7.0/24)" no
 check_eq "still in the hash: kept" "$(in_deny 198.18.8.0/24)" yes
 check_eq "the operator's own entry: kept" "$(deny_field 198.18.9.0/24 origin)" runtime
-check_ge "xrl_fleet_entries_lifted_total" "$(metric xrl_fleet_entries_lifted_total)" 1
+check_ge "xrl_fleet_entries_lifted_total" "$(xrld_metric xrl_fleet_entries_lifted_total)" 1
 xadd 198.18.10.0/24 $(( $(now_ms) + 60000 ))
 wait_for 3 eval '[ "$(in_deny 198.18.10.0/24)" = yes ]'
 check_eq "XADDed after the episode: applied" "$(in_deny 198.18.10.0/24)" yes
@@ -159,9 +153,9 @@ check_eq "XADDed after the stream went back: applied" "$(in_deny 198.18.12.0/24)
 log "5. a forged live count is capped"
 forge='for i = 1, 1000 do redis.call("ZADD", KEYS[1], tonumber(ARGV[1]), "forged" .. i) end'
 rcli EVAL "$forge" 1 "xrl:{fleet:$FLEET}:live" $(( $(now_ms) + 5000 )) >/dev/null
-wait_for 3 eval '[ "$(metric xrl_fleet_live_instances)" != 1 ]'
-check_eq "xrl_fleet_live_instances" "$(metric xrl_fleet_live_instances)" 8
-check_ge "xrl_fleet_live_over_max_total" "$(metric xrl_fleet_live_over_max_total)" 1
+wait_for 3 eval '[ "$(xrld_metric xrl_fleet_live_instances)" != 1 ]'
+check_eq "xrl_fleet_live_instances" "$(xrld_metric xrl_fleet_live_instances)" 8
+check_ge "xrl_fleet_live_over_max_total" "$(xrld_metric xrl_fleet_live_over_max_total)" 1
 
 log "6. overrides are bounded"
 out=$(ctl override holds k0 --rate 1/min --burst 2 --ttl 400d 2>&1)
@@ -176,14 +170,14 @@ sleep 1
 rcli HSET xrl:overrides holds:k2 "1 60000000000 5 $(( $(now_ms) + 60000 ))" >/dev/null
 wait_for 3 eval '[ "$(ovr_s k2)" -gt 0 ]'
 check_range "set after the hash passed 8192 fields: applied" "$(ovr_s k2)" 50 60
-check_ge "xrl_http_overrides_over_total" "$(metric xrl_http_overrides_over_total)" 1
+check_ge "xrl_http_overrides_over_total" "$(xrld_metric xrl_http_overrides_over_total)" 1
 
 log "7. the operator's quarter of the denylist"
 until=$(( $(now_ms) + 120000 ))
 many='for i = 0, 69999 do redis.call("HSET", KEYS[1], "100." .. (64 + math.floor(i / 65536)) .. "." .. (math.floor(i / 256) % 256) .. "." .. (i % 256) .. "/32", ARGV[1]) end'
 rcli EVAL "$many" 1 "$HASH" "$until 0" >/dev/null
 rcli CLIENT KILL TYPE normal >/dev/null # the fleet reconnects and reads the hash
-n_deny() { metric "xrl_denylist_entries{interface=\"$LAB_PROT_IF\"}"; }
+n_deny() { xrld_metric "xrl_denylist_entries{interface=\"$LAB_PROT_IF\"}"; }
 settled() { local a; a=$(n_deny); sleep 1; [ "$a" = "$(n_deny)" ] && [ "$a" -gt 40000 ]; }
 wait_for 20 settled
 check_range "entries on the denylist" "$(n_deny)" 49000 49152

@@ -33,10 +33,7 @@ XRL_TEST_NAME=test_xrld_fleet_deny
 # shellcheck source=tests/e2e/lib_xrld.sh
 . "$(dirname "$0")/lib_xrld.sh"
 
-require_xrld redis-server redis-cli
-xrld_lab fa$$
-FLEET=fl$$
-RP=$(free_port)
+fleet_lab fa$$
 declare -A H_PROT H_ATK H_MAC H_SOCK H_PIN H_PID
 H_PROT[a]=$LAB_PROT H_ATK[a]=$LAB_ATK H_MAC[a]=$LAB_PROT_MAC H_SOCK[a]=$XRLD_SOCK H_PIN[a]=$PIN_DIR
 EXTRA_PIDS=()
