@@ -72,10 +72,7 @@ http:
   max_header_bytes: 8192
   head_timeout: 3s
   rules:
-    - name: k
-      key: header:X-Key
-      rate: 1/min
-      burst: 5
+$(yaml_rule k '' header:X-Key 1/min 5)
     - name: g
       match: { path_prefix: /g }
       key: global
@@ -128,10 +125,7 @@ http:
   threads: 1
   max_connections_per_peer: 2
   rules:
-    - name: k
-      key: header:X-Key
-      rate: 1/min
-      burst: 5
+$(yaml_rule k '' header:X-Key 1/min 5)
 EOF
 R2=http://$HOST_IP:$P2
 check_eq "  listed peer, no secret" "$(in_peer curl -s -m 3 -o /dev/null -w '%{http_code}' -H 'X-Key: a' "$R2/v1/auth")" 403
@@ -246,42 +240,35 @@ check_range "  the slowest real request (ms)" "$worst" 0 1000
 check_ge "  connections evicted while full" "$(metric "$MP" 'xrl_http_connections_closed_total{reason="evicted"}')" 1
 check_ge "  connections cut at head_timeout" "$(metric "$MP" 'xrl_http_connections_closed_total{reason="head_timeout"}')" 1
 
+# charged NAME BACKEND KEY WHERE EXISTS...: xrld NAME on BACKEND, one
+# rule k (1/min, burst 5): a post-paid cost of 3 released for KEY without a
+# lease is charged; the bucket's key is in WHERE (EXISTS: the redis-cli
+# command that asks); the next decision (cost 1) sees it.
+charged() {
+	local name=$1 backend=$2 key=$3 where=$4 port
+	shift 4
+	port=$(free_port)
+	xrld_http_run "$name" "$port" <<EOF
+http:
+  listen: 127.0.0.1:$port
+  backend: $backend
+  rules:
+$(yaml_rule k '' header:X-Key 1/min 5)
+EOF
+	check_eq "  /v1/release {rule,key,cost 3}" \
+		"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"'"$key"'","cost":3}' "http://127.0.0.1:$port/v1/release" | jq_py 'd["charged"]')" 3
+	check_eq "  the bucket's key in $where" "$("$@" exists "xrl:{k:$key}")" 1
+	check_eq "  the next decision (cost 1) sees it: remaining" \
+		"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"'"$key"'","cost":1}' "http://127.0.0.1:$port/v1/check" | jq_py 'd["remaining"]')" 1
+}
+
 log "6. redis://: a post-paid cost without a lease is charged in Redis"
 redis_start redis
-RP3=$(free_port)
-xrld_http_run xrld3 "$RP3" <<EOF
-http:
-  listen: 127.0.0.1:$RP3
-  backend: redis://127.0.0.1:${HT_PORT[redis]}
-  rules:
-    - name: k
-      key: header:X-Key
-      rate: 1/min
-      burst: 5
-EOF
-check_eq "  /v1/release {rule,key,cost 3}" \
-	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"carol","cost":3}' "http://127.0.0.1:$RP3/v1/release" | jq_py 'd["charged"]')" 3
-check_eq "  the bucket's key in Redis" "$(redis-cli -p "${HT_PORT[redis]}" exists 'xrl:{k:carol}')" 1
-check_eq "  the next decision (cost 1) sees it: remaining" \
-	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"carol","cost":1}' "http://127.0.0.1:$RP3/v1/check" | jq_py 'd["remaining"]')" 1
+charged xrld3 "redis://127.0.0.1:${HT_PORT[redis]}" carol Redis redis-cli -p "${HT_PORT[redis]}"
 
 log "7. redis-cluster://: the same charge, in the cluster"
 redis_cluster_start 6
-CP=$(free_port)
-xrld_http_run xrld4 "$CP" <<EOF
-http:
-  listen: 127.0.0.1:$CP
-  backend: redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}
-  rules:
-    - name: k
-      key: header:X-Key
-      rate: 1/min
-      burst: 5
-EOF
-check_eq "  /v1/release {rule,key,cost 3}" \
-	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"dave","cost":3}' "http://127.0.0.1:$CP/v1/release" | jq_py 'd["charged"]')" 3
-check_eq "  the bucket's key in the cluster" "$(redis-cli -c -p "${RC_PORTS[0]}" exists 'xrl:{k:dave}')" 1
-check_eq "  the next decision (cost 1) sees it: remaining" \
-	"$(curl -s -m 3 -X POST -d '{"rule":"k","key":"dave","cost":1}' "http://127.0.0.1:$CP/v1/check" | jq_py 'd["remaining"]')" 1
+charged xrld4 "redis-cluster://127.0.0.1:${RC_PORTS[0]},127.0.0.1:${RC_PORTS[1]}" dave "the cluster" \
+	redis-cli -c -p "${RC_PORTS[0]}"
 
 finish
