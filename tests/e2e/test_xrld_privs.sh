@@ -69,6 +69,30 @@ check_eq "NoNewPrivs" "$(cap_field "$XRLD_PID" NoNewPrivs)" 1
 
 # child_of PID: the identity process of xrld PID
 child_of() { pgrep -P "$1" -f -- '--identity-process' | head -n 1; }
+# atk_get: the status code of the attacker's request to the protected web
+# server (000: no answer within 1 s).
+atk_get() { in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/"; }
+# api_check KEY [SECONDS]: the status code of one /v1/check of rule api for
+# KEY, given SECONDS (1) at most.
+api_check() {
+	in_prot curl -s -o /dev/null -w '%{http_code}' -m "${2:-1}" -X POST -H 'Content-Type: application/json' \
+		--data-binary '{"rule":"api","key":"'"$1"'","cost":1}' "http://127.0.0.1:$HP/v1/check"
+}
+# wait_answer MS KEY [OLD]: api_check KEY until it answers 200, or MS ms
+# after t0 (date +%s%N); with OLD, asked only once xrld's identity process
+# (now) is another than OLD. Sets code (000 if never asked) and ms (since t0).
+wait_answer() {
+	code=000
+	while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt "$1" ]; do
+		[ -n "${3:-}" ] && now=$(child_of "$XRLD_PID")
+		if [ -z "${3:-}" ] || { [ -n "$now" ] && [ "$now" != "$3" ]; }; then
+			code=$(api_check "$2")
+			[ "$code" = 200 ] && break
+		fi
+		sleep 0.05
+	done
+	ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+}
 
 log "2. the identity process"
 CHILD=$(child_of "$XRLD_PID")
@@ -139,9 +163,7 @@ check_match "xrld log: attach by uid 0" "$(cat "$XRLD_LOG")" \
 out=$(ctl deny add 198.51.100.99/32 --ttl 10s 2>&1); rc=$?
 check_eq "xrlctl deny add (exit status)" "$rc" 0
 check_eq "deny list shows it" "$(deny_field 198.51.100.99/32 origin)" runtime
-code=$(in_prot curl -s -o /dev/null -w '%{http_code}' -m 2 -X POST -H 'Content-Type: application/json' \
-	--data-binary '{"rule":"api","key":"u1","cost":1}' "http://127.0.0.1:$HP/v1/check")
-check_eq "/v1/check answered" "$code" 200
+check_eq "/v1/check answered" "$(api_check u1 2)" 200
 check_eq "xrld log: no failed confinement" "$(grep -c "couldn't confine" "$XRLD_LOG")" 0
 
 log "4. kill -9 of the identity process"
@@ -149,21 +171,14 @@ start_server
 ctl deny add "$LAB_ATK_IP/32" --ttl 60s >/dev/null 2>&1
 check_eq "deny add of the attacker's address (exit status)" "$?" 0
 check_eq "before: the attacker's request fails (dropped)" \
-	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+	"$(atk_get)" 000
 old=$CHILD
 kill -9 "$old"
 t0=$(date +%s%N)
 # the packet tier does not wait for the child: at once, still dropped
 check_eq "right after: the attacker's request fails (dropped)" \
-	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
-code=000
-while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 5000 ]; do
-	code=$(in_prot curl -s -o /dev/null -m 1 -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-		--data-binary '{"rule":"api","key":"u2","cost":1}' "http://127.0.0.1:$HP/v1/check")
-	[ "$code" = 200 ] && break
-	sleep 0.05
-done
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+	"$(atk_get)" 000
+wait_answer 5000 u2
 info "the identity tier answered again $ms ms after the kill"
 check_eq "/v1/check after the kill" "$code" 200
 check_range "ms until it answered" "$ms" 0 2000
@@ -173,25 +188,15 @@ check_eq "not the one killed ($old)" "$([ "${new:-0}" != "$old" ] && echo new)" 
 check_eq "its Seccomp, CapEff" "$(cap_field "$new" Seccomp) $(cap_field "$new" CapEff)" "2 0000000000000000"
 check_match "status: the restart" "$(ctl status)" "identity process: pid $new, user [^ ]+, 1 restart"
 check_eq "xrl_identity_process_restarts_total" \
-	"$(in_prot curl -s -m 2 http://127.0.0.1:9101/metrics | awk '$1 == "xrl_identity_process_restarts_total" { print $2 }')" 1
+	"$(xrld_metric xrl_identity_process_restarts_total)" 1
 check_match "xrld log: the death said" "$(cat "$XRLD_LOG")" "the identity process died \(signal 9\)"
 check_eq "the attacker still dropped" \
-	"$(in_atk curl -s -o /dev/null -m 1 -w '%{http_code}' "http://$LAB_PROT_IP/")" 000
+	"$(atk_get)" 000
 
 log "4b. a stopped identity process (SIGSTOP, as another process of its uid could send)"
 kill -STOP "$new"
 t0=$(date +%s%N)
-code=000
-while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 8000 ]; do
-	now=$(child_of "$XRLD_PID")
-	if [ -n "$now" ] && [ "$now" != "$new" ]; then
-		code=$(in_prot curl -s -o /dev/null -m 1 -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
-			--data-binary '{"rule":"api","key":"u3","cost":1}' "http://127.0.0.1:$HP/v1/check")
-		[ "$code" = 200 ] && break
-	fi
-	sleep 0.1
-done
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+wait_answer 8000 u3 "$new"
 info "a new identity process answered $ms ms after SIGSTOP"
 check_eq "/v1/check from a new child after SIGSTOP of the old" "$code" 200
 check_range "ms until then (no sign of life for 3 s, then killed)" "$ms" 2500 6000
