@@ -402,11 +402,25 @@ static void check_synack(const struct ctx *c, const struct seg *s, const uint8_t
 
 /* ---- cases ------------------------------------------------------------ */
 
+/* The next rule of pol: name, TCP SYNs to port, tokens a period_ns, burst. */
+static struct xrl_rule_spec *syn_rule(struct xrl_policy *pol, const char *name, uint16_t port,
+				      __u64 tokens, __u64 period_ns, __u32 burst)
+{
+	struct xrl_rule_spec *s = &pol->rules[pol->n_rules++];
+
+	xrl_rule_spec_init(s, name);
+	s->proto = XRL_PROTO_TCP;
+	s->tcp_class = XRL_TCP_SYN;
+	s->ports[s->n_ports++] = (struct xrl_port_range){ port, port };
+	s->rate = (struct xrl_rate){ .tokens = tokens, .period_ns = period_ns };
+	s->burst = burst;
+	return s;
+}
+
 static int setup(struct ctx *c, uint16_t port)
 {
 	char err[XRL_ERRLEN] = "";
 	struct xrl_policy *pol = calloc(1, sizeof(*pol));
-	struct xrl_rule_spec *s;
 	__u32 zero = 0;
 	int rc;
 
@@ -420,14 +434,7 @@ static int setup(struct ctx *c, uint16_t port)
 	check(rc == 0, "read xrl_cookie: %d", rc);
 	if (rc)
 		goto out;
-	s = &pol->rules[pol->n_rules++];
-	xrl_rule_spec_init(s, "web");
-	s->proto = XRL_PROTO_TCP;
-	s->tcp_class = XRL_TCP_SYN;
-	s->syn_cookies = XRL_COOKIES_ON;
-	s->ports[s->n_ports++] = (struct xrl_port_range){ port, port };
-	s->rate = (struct xrl_rate){ .tokens = 10, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
-	s->burst = 1;
+	syn_rule(pol, "web", port, 10, 60ULL * XRL_NSEC_PER_SEC, 1)->syn_cookies = XRL_COOKIES_ON;
 	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
 	check(rc == 0, "xrl_apply_policy: %d %s", rc, err);
 	if (!rc)
@@ -915,13 +922,7 @@ static int agg_policy(struct ctx *c, __u32 burst)
 
 	if (!pol)
 		return -ENOMEM;
-	s = &pol->rules[pol->n_rules++];
-	xrl_rule_spec_init(s, "agg");
-	s->proto = XRL_PROTO_TCP;
-	s->tcp_class = XRL_TCP_SYN;
-	s->ports[s->n_ports++] = (struct xrl_port_range){ 80, 80 };
-	s->rate = (struct xrl_rate){ .tokens = 1000, .period_ns = XRL_NSEC_PER_SEC };
-	s->burst = 1000;
+	s = syn_rule(pol, "agg", 80, 1000, XRL_NSEC_PER_SEC, 1000);
 	s->agg_rate = (struct xrl_rate){ .tokens = 1, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
 	s->agg_burst = burst;
 	s->agg_vouched_pm = 500;
@@ -1521,28 +1522,13 @@ static int bench_policy(struct ctx *c)
 {
 	struct xrl_policy *pol = calloc(1, sizeof(*pol));
 	char err[XRL_ERRLEN] = "";
-	struct xrl_rule_spec *s;
 	int rc;
 
 	if (!pol)
 		return -ENOMEM;
-	for (int i = 0; i < 2; i++) {
-		uint16_t port = i ? BENCH_WIDE : 80;
-
-		s = &pol->rules[pol->n_rules++];
-		xrl_rule_spec_init(s, i ? "wide" : "web");
-		s->proto = XRL_PROTO_TCP;
-		s->tcp_class = XRL_TCP_SYN;
-		s->syn_cookies = XRL_COOKIES_ON;
-		s->ports[s->n_ports++] = (struct xrl_port_range){ port, port };
-		if (i) {
-			s->rate = (struct xrl_rate){ .tokens = 1000000, .period_ns = XRL_NSEC_PER_SEC };
-			s->burst = 1000000;
-		} else {
-			s->rate = (struct xrl_rate){ .tokens = 10, .period_ns = 60ULL * XRL_NSEC_PER_SEC };
-			s->burst = 1;
-		}
-	}
+	syn_rule(pol, "web", 80, 10, 60ULL * XRL_NSEC_PER_SEC, 1)->syn_cookies = XRL_COOKIES_ON;
+	syn_rule(pol, "wide", BENCH_WIDE, 1000000, XRL_NSEC_PER_SEC, 1000000)->syn_cookies =
+		XRL_COOKIES_ON;
 	rc = xrl_apply_policy(c->h, pol, err, sizeof(err));
 	free(pol);
 	if (rc)
@@ -1729,6 +1715,7 @@ static int bench_vouch(void)
 	struct xrl_vouch_key k = { .family = XRL_AF_INET, .addr = { htonl(0xcb007100) } };
 	struct xrl_vouch_val v = { .origin = XRL_ORIGIN_COOKIE };
 	char err[XRL_ERRLEN] = "";
+	struct xrl_rule_spec *s;
 	struct ctx c = { 0 };
 	struct xrl_prefix pf;
 	struct pb p[N];
@@ -1738,21 +1725,11 @@ static int bench_vouch(void)
 		rc = 1;
 		goto out;
 	}
-	for (int i = 0; i < 2; i++) {
-		struct xrl_rule_spec *s = &pol->rules[pol->n_rules++];
-
-		xrl_rule_spec_init(s, i ? "plain" : "agg");
-		s->proto = XRL_PROTO_TCP;
-		s->tcp_class = XRL_TCP_SYN;
-		s->ports[s->n_ports++] = (struct xrl_port_range){ 80 + i, 80 + i };
-		s->rate = (struct xrl_rate){ .tokens = 1000000, .period_ns = XRL_NSEC_PER_SEC };
-		s->burst = 1000000;
-		if (!i) {
-			s->agg_rate = s->rate;
-			s->agg_burst = 1000000;
-			s->agg_vouched_pm = 500;
-		}
-	}
+	s = syn_rule(pol, "agg", 80, 1000000, XRL_NSEC_PER_SEC, 1000000);
+	s->agg_rate = s->rate;
+	s->agg_burst = 1000000;
+	s->agg_vouched_pm = 500;
+	syn_rule(pol, "plain", 81, 1000000, XRL_NSEC_PER_SEC, 1000000);
 	rc = xrl_apply_policy(c.h, pol, err, sizeof(err));
 	v.expires_ns = xrl_now_ns() + 3600ULL * XRL_NSEC_PER_SEC;
 	rc = rc ? rc : bpf_map_update_elem(xrl_map_fd(c.h, XRL_MAP_VOUCH), &k, &v, BPF_ANY);
