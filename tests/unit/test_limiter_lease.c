@@ -31,14 +31,19 @@ static __u32 conc_add(struct xrl_http_cfg *c, const char *name, __u32 n, __u64 t
 	return c->n_rules++;
 }
 
-/* A limiter on one concurrency rule (conc_add's), that rule in *rp. */
-static struct xrl_limiter *conc_limiter(const char *name, __u32 n, __u64 ttl,
-					enum xrl_key_kind kind, const struct xrl_http_rule **rp)
+/* A limiter and the one rule a test asks it about. */
+struct lim_rule {
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *r;
+};
+
+/* A limiter on one concurrency rule (conc_add's). */
+static struct lim_rule conc_limiter(const char *name, __u32 n, __u64 ttl, enum xrl_key_kind kind)
 {
 	struct xrl_http_cfg *c = cfg_new();
+	const struct xrl_http_rule *r = &c->rules[conc_add(c, name, n, ttl, kind)];
 
-	*rp = &c->rules[conc_add(c, name, n, ttl, kind)];
-	return lim_done(c);
+	return (struct lim_rule){ lim_done(c), r };
 }
 
 static int release1(struct xrl_limiter *l, const char *id, __u32 cost, bool *released)
@@ -52,16 +57,14 @@ static int release1(struct xrl_limiter *l, const char *id, __u32 cost, bool *rel
 
 static void test_lease_bound_and_release(void **state)
 {
-	const struct xrl_http_rule *r;
+	struct lim_rule t = conc_limiter("checkout", 3, 60 * SEC, XRL_KEY_GLOBAL);
 	struct xrl_decision d[4];
-	struct xrl_limiter *l;
 	bool rel;
 
 	(void)state;
-	l = conc_limiter("checkout", 3, 60 * SEC, XRL_KEY_GLOBAL, &r);
 	for (int i = 0; i < 3; i++) {
 		CTX("slot %d of 3", i + 1);
-		d[i] = dec1(l, r, "*");
+		d[i] = dec1(t.l, t.r, "*");
 		EQ(d[i].allowed, true);
 		EQ(d[i].n_leases, 1);
 		for (int j = 0; j < i; j++)
@@ -69,45 +72,43 @@ static void test_lease_bound_and_release(void **state)
 			       d[i].lease[0]);
 	}
 	CTX("the fourth, all three held");
-	d[3] = dec1(l, r, "*");
+	d[3] = dec1(t.l, t.r, "*");
 	EQ(d[3].allowed, false);
 	EQ(d[3].conc, true);
 	EQ(d[3].shed, true); /* the global key: the service's capacity, 503 */
 	EQ(d[3].n_leases, 0);
-	RULE_IS(d[3].rule, r);
+	RULE_IS(d[3].rule, t.r);
 	EQ(d[3].limit, 3);
 	/* the earliest lease runs out in 60 s: Retry-After is bounded to 30 */
 	EQ(d[3].retry_after_s, 30);
 	CTX("release the second");
-	assert_int_equal(release1(l, d[1].lease[0], 0, &rel), 0);
+	assert_int_equal(release1(t.l, d[1].lease[0], 0, &rel), 0);
 	EQ(rel, true);
 	CTX("released twice: not held any more");
-	assert_int_equal(release1(l, d[1].lease[0], 0, &rel), 0);
+	assert_int_equal(release1(t.l, d[1].lease[0], 0, &rel), 0);
 	EQ(rel, false);
 	CTX("a slot again after the release");
-	EQ(dec1(l, r, "*").allowed, true);
-	EQ(dec1(l, r, "*").allowed, false);
+	EQ(dec1(t.l, t.r, "*").allowed, true);
+	EQ(dec1(t.l, t.r, "*").allowed, false);
 }
 
 static void test_lease_runs_out(void **state)
 {
-	const struct xrl_http_rule *r;
-	struct xrl_limiter *l;
+	struct lim_rule t = conc_limiter("slow", 1, 300 * MS, XRL_KEY_HEADER);
 	struct xrl_decision d;
 
 	(void)state;
-	l = conc_limiter("slow", 1, 300 * MS, XRL_KEY_HEADER, &r);
 	CTX("a holder that never gives its slot back");
-	EQ(dec1(l, r, "alice").allowed, true);
-	d = dec1(l, r, "alice");
+	EQ(dec1(t.l, t.r, "alice").allowed, true);
+	d = dec1(t.l, t.r, "alice");
 	EQ(d.allowed, false);
 	EQ(d.shed, false); /* a caller's own key: 429 */
 	EQ(d.retry_after_s, 1);
 	CTX("another key has slots of its own");
-	EQ(dec1(l, r, "bob").allowed, true);
+	EQ(dec1(t.l, t.r, "bob").allowed, true);
 	sleep_ns(350 * MS);
 	CTX("after lease_ttl the slot is free");
-	EQ(dec1(l, r, "alice").allowed, true);
+	EQ(dec1(t.l, t.r, "alice").allowed, true);
 }
 
 /* A refusal by one rule leaves nothing taken by the others of the request. */
@@ -168,43 +169,41 @@ static void test_lease_refund(void **state)
 
 /* Rule report (1/h, burst 10) with concurrency 4 and leases of 60 s: a
  * post-paid cost is released against its lease. */
-static struct xrl_limiter *report_limiter(struct xrl_http_rule **rp)
+static struct lim_rule report_limiter(void)
 {
 	struct xrl_http_cfg *c = cfg_new();
+	struct xrl_http_rule *r = &c->rules[rule_add(c, "report", "1/h", 10)];
 
-	*rp = &c->rules[rule_add(c, "report", "1/h", 10)];
-	(*rp)->concurrency = 4;
-	(*rp)->lease_ttl_ns = 60 * SEC;
+	r->concurrency = 4;
+	r->lease_ttl_ns = 60 * SEC;
 	cfg_done(c);
-	return lim_new(c);
+	return (struct lim_rule){ lim_new(c), r };
 }
 
 static void test_lease_post_paid_cost(void **state)
 {
-	struct xrl_http_rule *r;
-	struct xrl_limiter *l;
+	struct lim_rule t = report_limiter();
 	struct xrl_decision d;
 	bool rel;
 
 	(void)state;
-	l = report_limiter(&r);
 	CTX("admitted: one token and a slot");
-	d = dec1(l, r, "alice");
+	d = dec1(t.l, t.r, "alice");
 	EQ(d.allowed, true);
 	EQ(d.remaining, 9);
 	EQ(d.n_leases, 1);
 	CTX("released with a measured cost of 5");
-	assert_int_equal(release1(l, d.lease[0], 5, &rel), 0);
+	assert_int_equal(release1(t.l, d.lease[0], 5, &rel), 0);
 	EQ(rel, true);
 	CTX("the next decision shows the 5 taken");
-	EQ(dec1(l, r, "alice").remaining, 3); /* 10 - 1 - 5 - 1 */
+	EQ(dec1(t.l, t.r, "alice").remaining, 3); /* 10 - 1 - 5 - 1 */
 	CTX("a charge without a lease, by rule and key");
-	assert_int_equal(xrl_limiter_charge(l, r, "alice", 2), 0);
-	EQ(dec1(l, r, "alice").remaining, 0); /* 3 - 2 - 1 */
+	assert_int_equal(xrl_limiter_charge(t.l, t.r, "alice", 2), 0);
+	EQ(dec1(t.l, t.r, "alice").remaining, 0); /* 3 - 2 - 1 */
 	CTX("a post-paid cost never makes more than a burst of debt");
-	assert_int_equal(xrl_limiter_charge(l, r, "bob", 10), 0);
-	assert_int_equal(xrl_limiter_charge(l, r, "bob", 10), 0);
-	d = dec1(l, r, "bob");
+	assert_int_equal(xrl_limiter_charge(t.l, t.r, "bob", 10), 0);
+	assert_int_equal(xrl_limiter_charge(t.l, t.r, "bob", 10), 0);
+	d = dec1(t.l, t.r, "bob");
 	EQ(d.allowed, false);
 	LE(d.retry_after_s, 3600); /* one token's wait, not eleven */
 }
@@ -216,28 +215,26 @@ static void test_lease_post_paid_cost(void **state)
  */
 static void test_lease_post_paid_cost_wraps(void **state)
 {
+	struct lim_rule t = report_limiter();
 	const __u32 wrap = 5124096; /* 5124096 * 3.6e12 - 2^64 = 1.53e12 */
-	struct xrl_http_rule *r;
-	struct xrl_limiter *l;
 	struct xrl_decision d;
 	bool rel;
 
 	(void)state;
-	l = report_limiter(&r);
-	d = dec1(l, r, "alice");
+	d = dec1(t.l, t.r, "alice");
 	EQ(d.allowed, true);
 	CTX("released with a cost whose debt in ns wraps");
-	assert_int_equal(release1(l, d.lease[0], wrap, &rel), 0);
+	assert_int_equal(release1(t.l, d.lease[0], wrap, &rel), 0);
 	EQ(rel, true);
-	d = dec1(l, r, "alice");
+	d = dec1(t.l, t.r, "alice");
 	EQ(d.allowed, false);
 	LE(d.retry_after_s, 3600);
 	CTX("charged the same without a lease");
-	assert_int_equal(xrl_limiter_charge(l, r, "bob", wrap), 0);
-	EQ(dec1(l, r, "bob").allowed, false);
+	assert_int_equal(xrl_limiter_charge(t.l, t.r, "bob", wrap), 0);
+	EQ(dec1(t.l, t.r, "bob").allowed, false);
 	CTX("the most a request may declare (10^8)");
-	assert_int_equal(xrl_limiter_charge(l, r, "carol", 100000000), 0);
-	EQ(dec1(l, r, "carol").allowed, false);
+	assert_int_equal(xrl_limiter_charge(t.l, t.r, "carol", 100000000), 0);
+	EQ(dec1(t.l, t.r, "carol").allowed, false);
 }
 
 /*
@@ -310,16 +307,14 @@ static void test_lease_ids(void **state)
 /* cost 0: counted, never refused, no slot taken. */
 static void test_lease_cost_zero(void **state)
 {
-	const struct xrl_http_rule *r;
-	struct xrl_limiter *l;
+	struct lim_rule t = conc_limiter("probe", 1, 60 * SEC, XRL_KEY_GLOBAL);
 	struct xrl_decision d;
 
 	(void)state;
-	l = conc_limiter("probe", 1, 60 * SEC, XRL_KEY_GLOBAL, &r);
-	EQ(dec1(l, r, "*").allowed, true);
+	EQ(dec1(t.l, t.r, "*").allowed, true);
 	for (int i = 0; i < 3; i++) {
 		CTX("cost 0, the only slot held: %d", i);
-		d = dec_cost(l, r, "*", 0);
+		d = dec_cost(t.l, t.r, "*", 0);
 		EQ(d.allowed, true);
 		EQ(d.n_leases, 0);
 	}
@@ -364,8 +359,7 @@ static void test_check_cost_zero_reads(void **state)
 #define T_BOUND	  5
 
 struct t_arg {
-	struct xrl_limiter *l;
-	const struct xrl_http_rule *r;
+	struct lim_rule t;
 	_Atomic int *inside, *max_inside, *admitted;
 };
 
@@ -379,7 +373,7 @@ static void *t_main(void *p)
 		const char *k = "*", *id;
 		int now;
 
-		if (xrl_limiter_decide(a->l, &a->r, &k, NULL, 1, &d) || !d.allowed)
+		if (xrl_limiter_decide(a->t.l, &a->t.r, &k, NULL, 1, &d) || !d.allowed)
 			continue;
 		now = atomic_fetch_add(a->inside, 1) + 1;
 		for (int m = atomic_load(a->max_inside); now > m;)
@@ -388,7 +382,7 @@ static void *t_main(void *p)
 		atomic_fetch_add(a->admitted, 1);
 		atomic_fetch_sub(a->inside, 1); /* before the release: never counted late */
 		id = d.lease[0];
-		xrl_limiter_release(a->l, &id, 1, 0, &res);
+		xrl_limiter_release(a->t.l, &id, 1, 0, &res);
 	}
 	return NULL;
 }
@@ -400,7 +394,7 @@ static void test_lease_concurrent_bound(void **state)
 	pthread_t t[T_THREADS];
 
 	(void)state;
-	a.l = conc_limiter("pool", T_BOUND, 60 * SEC, XRL_KEY_GLOBAL, &a.r);
+	a.t = conc_limiter("pool", T_BOUND, 60 * SEC, XRL_KEY_GLOBAL);
 	a.inside = &inside;
 	a.max_inside = &max_inside;
 	a.admitted = &admitted;
@@ -414,9 +408,9 @@ static void test_lease_concurrent_bound(void **state)
 	/* every slot came back: the bound is whole again */
 	for (int i = 0; i < T_BOUND; i++) {
 		CTX("slot %d after the threads", i);
-		EQ(dec1(a.l, a.r, "*").allowed, true);
+		EQ(dec1(a.t.l, a.t.r, "*").allowed, true);
 	}
-	EQ(dec1(a.l, a.r, "*").allowed, false);
+	EQ(dec1(a.t.l, a.t.r, "*").allowed, false);
 }
 
 const struct CMUnitTest xrl_lim_lease_tests[] = {
