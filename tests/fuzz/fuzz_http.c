@@ -38,21 +38,15 @@
 
 #include "http/http.h"
 
+#define FUZZ_NAME "fuzz_http"
+#include "fuzz_check.h"
+
 #define HDR_MAX 32
 
 static struct xrl_http_cfg cfg;
 static const char *const prefixes[] = { "/api/holds", "/login", "/api/", "/A%3Bb", "/" };
 static const char *const methods[] = { "POST", "POST", "", "GET", "" };
 #define N_RULES (sizeof(prefixes) / sizeof(prefixes[0]))
-
-#define CHECK(cond, ...) do {						\
-	if (!(cond)) {							\
-		fprintf(stderr, "fuzz_http: %s: ", #cond);		\
-		fprintf(stderr, __VA_ARGS__);				\
-		fputc('\n', stderr);					\
-		abort();						\
-	}								\
-} while (0)
 
 static void setup_once(void)
 {

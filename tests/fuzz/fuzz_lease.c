@@ -26,15 +26,8 @@
 
 #include "http/http.h"
 
-#define CHECK(cond, ...)                                                                           \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "fuzz_lease: %s: ", #cond);                                \
-			fprintf(stderr, __VA_ARGS__);                                              \
-			fputc('\n', stderr);                                                       \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
+#define FUZZ_NAME "fuzz_lease"
+#include "fuzz_check.h"
 
 static struct xrl_http_cfg cfg;
 static struct xrl_limiter *lim;
