@@ -111,70 +111,70 @@ static void tcp_syn_hdr(unsigned char *t, unsigned dport)
 	put16(t + 14, 64240);     /* window */
 }
 
-/* Ethernet + IPv4 + TCP SYN, padded to the 60-byte Ethernet minimum. */
-static int frame_v4_syn(struct frame *f, const char *src, const char *dst,
-			unsigned dport)
+/*
+ * Ethernet + IP + TCP SYN, IPv6 if src has a ':': 60 bytes for IPv4 (54
+ * of headers, zero padding to the Ethernet minimum), 74 for IPv6.
+ */
+static int frame_syn(struct frame *f, const char *src, const char *dst, unsigned dport)
 {
-	unsigned char *ip = f->b + 14, *t = ip + 20;
-	unsigned char pseudo[12];
-	unsigned long sum;
+	bool v6 = strchr(src, ':') != NULL;
+	size_t alen = v6 ? 16 : 4, plen = 2 * alen;
+	unsigned char *ip = f->b + 14, *t = ip + (v6 ? 40 : 20), *addr = ip + (v6 ? 8 : 12);
+	unsigned char pseudo[40] = { 0 };
 
 	memset(f, 0, sizeof(*f));
-	eth_hdr(f->b, 0x0800);
-	ip[0] = 0x45;             /* version 4, IHL 5 */
-	put16(ip + 2, 40);        /* total length */
-	put16(ip + 4, 1);         /* id */
-	put16(ip + 6, 0x4000);    /* DF, offset 0 */
-	ip[8] = 64;               /* TTL */
-	ip[9] = 6;                /* TCP */
-	if (inet_pton(AF_INET, src, ip + 12) != 1 ||
-	    inet_pton(AF_INET, dst, ip + 16) != 1)
+	eth_hdr(f->b, v6 ? 0x86DD : 0x0800);
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, src, addr) != 1 ||
+	    inet_pton(v6 ? AF_INET6 : AF_INET, dst, addr + alen) != 1)
 		return -EINVAL;
-	put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	if (v6) {
+		ip[0] = 0x60;             /* version 6 */
+		put16(ip + 4, 20);        /* payload length */
+		ip[6] = 6;                /* next header: TCP */
+		ip[7] = 64;               /* hop limit */
+	} else {
+		ip[0] = 0x45;             /* version 4, IHL 5 */
+		put16(ip + 2, 40);        /* total length */
+		put16(ip + 4, 1);         /* id */
+		put16(ip + 6, 0x4000);    /* DF, offset 0 */
+		ip[8] = 64;               /* TTL */
+		ip[9] = 6;                /* TCP */
+		put16(ip + 10, csum_fold(csum_add(0, ip, 20)));
+	}
 
+	/* the pseudo-header: both addresses, then IPv4's zero byte, protocol
+	 * and 16-bit TCP length, or IPv6's 32-bit TCP length, three zero bytes
+	 * and next header */
+	memcpy(pseudo, addr, plen);
+	if (v6) {
+		put32(pseudo + plen, 20);
+		pseudo[plen + 7] = 6;
+		plen += 8;
+	} else {
+		pseudo[plen + 1] = 6;
+		put16(pseudo + plen + 2, 20);
+		plen += 4;
+	}
 	tcp_syn_hdr(t, dport);
-	memcpy(pseudo, ip + 12, 8);
-	pseudo[8] = 0;
-	pseudo[9] = 6;
-	put16(pseudo + 10, 20);
-	sum = csum_add(csum_add(0, pseudo, 12), t, 20);
-	put16(t + 16, csum_fold(sum));
+	put16(t + 16, csum_fold(csum_add(csum_add(0, pseudo, plen), t, 20)));
 
-	f->len = 60;              /* 54 bytes of headers, zero padding */
-	return 0;
-}
-
-/* Ethernet + IPv6 + TCP SYN (74 bytes). */
-static int frame_v6_syn(struct frame *f, const char *src, const char *dst,
-			unsigned dport)
-{
-	unsigned char *ip = f->b + 14, *t = ip + 40;
-	unsigned char pseudo[40];
-	unsigned long sum;
-
-	memset(f, 0, sizeof(*f));
-	eth_hdr(f->b, 0x86DD);
-	ip[0] = 0x60;             /* version 6 */
-	put16(ip + 4, 20);        /* payload length */
-	ip[6] = 6;                /* next header: TCP */
-	ip[7] = 64;               /* hop limit */
-	if (inet_pton(AF_INET6, src, ip + 8) != 1 ||
-	    inet_pton(AF_INET6, dst, ip + 24) != 1)
-		return -EINVAL;
-
-	tcp_syn_hdr(t, dport);
-	memset(pseudo, 0, sizeof(pseudo));
-	memcpy(pseudo, ip + 8, 32);
-	put32(pseudo + 32, 20);
-	pseudo[39] = 6;
-	sum = csum_add(csum_add(0, pseudo, 40), t, 20);
-	put16(t + 16, csum_fold(sum));
-
-	f->len = 14 + 40 + 20;
+	f->len = v6 ? 14 + 40 + 20 : 60;
 	return 0;
 }
 
 /* ---- the policy --------------------------------------------------------- */
+
+/* The next rule of p: name, TCP packets of tcp_class, dropped when refused. */
+static struct xrl_rule_spec *tcp_rule(struct xrl_policy *p, const char *name, __u8 tcp_class)
+{
+	struct xrl_rule_spec *r = &p->rules[p->n_rules++];
+
+	xrl_rule_spec_init(r, name);
+	r->proto = XRL_PROTO_TCP;
+	r->tcp_class = tcp_class;
+	r->action = XRL_ACT_DROP;
+	return r;
+}
 
 /*
  * What a web front end would run: a SYN rule on 80 and 443 and a login rule
@@ -195,11 +195,7 @@ static int make_policy(struct xrl_policy *p, bool admit, char *err, size_t errle
 
 	memset(p, 0, sizeof(*p));
 
-	r = &p->rules[p->n_rules++];
-	xrl_rule_spec_init(r, "syn");
-	r->proto = XRL_PROTO_TCP;
-	r->tcp_class = XRL_TCP_SYN;
-	r->action = XRL_ACT_DROP;
+	r = tcp_rule(p, "syn", XRL_TCP_SYN);
 	r->n_ports = 2;
 	r->ports[0] = (struct xrl_port_range){ 80, 80 };
 	r->ports[1] = (struct xrl_port_range){ 443, 443 };
@@ -211,11 +207,7 @@ static int make_policy(struct xrl_policy *p, bool admit, char *err, size_t errle
 		r->burst = 1;
 	}
 
-	r = &p->rules[p->n_rules++];
-	xrl_rule_spec_init(r, "login");
-	r->proto = XRL_PROTO_TCP;
-	r->tcp_class = XRL_TCP_ANY;
-	r->action = XRL_ACT_DROP;
+	r = tcp_rule(p, "login", XRL_TCP_ANY);
 	r->n_ports = 1;
 	r->ports[0] = (struct xrl_port_range){ 443, 443 };
 	r->has_dst = true;
@@ -545,9 +537,9 @@ int main(int argc, char **argv)
 	/* Sources: 198.51.100.7 and 2001:db8:200::7 are on no list; 10.1.2.3 is
 	 * in 10.0.0.0/8. Destinations are not 203.0.113.10, so only "syn"
 	 * matches; "login" is evaluated and misses on its destination. */
-	if (frame_v4_syn(&f_v4, "198.51.100.7", "192.0.2.80", 80) ||
-	    frame_v4_syn(&f_v4_allow, "10.1.2.3", "192.0.2.80", 80) ||
-	    frame_v6_syn(&f_v6, "2001:db8:200::7", "2001:db8:1::80", 80)) {
+	if (frame_syn(&f_v4, "198.51.100.7", "192.0.2.80", 80) ||
+	    frame_syn(&f_v4_allow, "10.1.2.3", "192.0.2.80", 80) ||
+	    frame_syn(&f_v6, "2001:db8:200::7", "2001:db8:1::80", 80)) {
 		fprintf(stderr, "xdp_cost: building frames failed\n");
 		return 1;
 	}
