@@ -66,6 +66,25 @@ def step_name(s):
     return "max" if s == "0" else kpps(f(s))
 
 
+def step_table(L, defences, steps, ns_col, control_col):
+    """Every step of each defence, a row each, onto L: ns_col and control_col
+    name the receive cost's and the verdict's columns; the floor (no
+    listener) has no clients."""
+    L.append("| defence | step | offered pps | received pps | ring drops | kthread busy | others | %s | "
+             "client errors | p50 ms | p99 ms | %s |" % (ns_col, control_col))
+    L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for d in defences:
+        for r in steps[d]:
+            c = r["control"]
+            c = "yes" if c == "yes" else "no: " + c[3:].replace(";", "; ")
+            cl = ("%s/%s" % (r["legit_err"], r["legit_req"]), r["p50_ms"], r["p99_ms"])
+            if d == "floor":
+                cl = ("-", "-", "-")
+            L.append("| %s | %s | %s | %s | %s %% | %s %% | %s %% | %s | %s | %s | %s | %s |" % (
+                d, step_name(r["step"]), r["gen_pps"], r["rx_pps"], r["ring_drop_pct"],
+                r["busy_pct"], r["others_pct"], r["ns_per_pkt"], cl[0], cl[1], cl[2], c))
+
+
 def update_docs(doc, out):
     """Each block whose table the run wrote (table.md: the step floods,
     spoofed.md: the spoofed-source scenario) is replaced; the other stays."""
@@ -130,16 +149,7 @@ def spoofed(L, a, steps, idle, carried, why):
             NAMES[d], cs, "%.0f" % ns[d] if not math.isnan(ns[d]) else "-", "%s %%" % c["busy_pct"] if c else "-",
             i["p99_ms"] if i else "-", "%s %%, %s ms" % (h["legit_err_pct"], h["p99_ms"]) if h else "-"))
     L.append("")
-    L.append("| defence | step | offered pps | received pps | ring drops | kthread busy | others | ns/SYN | "
-             "client errors | p50 ms | p99 ms | clients kept |")
-    L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for d in order:
-        for r in steps[d]:
-            c = r["control"]
-            c = "yes" if c == "yes" else "no: " + c[3:].replace(";", "; ")
-            L.append("| %s | %s | %s | %s | %s %% | %s %% | %s %% | %s | %s/%s | %s | %s | %s |" % (
-                d, step_name(r["step"]), r["gen_pps"], r["rx_pps"], r["ring_drop_pct"], r["busy_pct"],
-                r["others_pct"], r["ns_per_pkt"], r["legit_err"], r["legit_req"], r["p50_ms"], r["p99_ms"], c))
+    step_table(L, order, steps, "ns/SYN", "clients kept")
     if rounds:
         L.append("")
         L.append("Rounds (ns per spoofed SYN, frames received per second, others on the receive CPU):")
@@ -290,19 +300,7 @@ def main():
              "program saw, per second, while the CPU was measured; others = CPU time of tasks not ours on the "
              "receive CPU meanwhile):")
     L.append("")
-    L.append("| defence | step | offered pps | received pps | ring drops | kthread busy | others | ns/packet | "
-             "client errors | p50 ms | p99 ms | under control |")
-    L.append("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for d in defences:
-        for r in steps[d]:
-            c = r["control"]
-            c = "yes" if c == "yes" else "no: " + c[3:].replace(";", "; ")
-            cl = ("%s/%s" % (r["legit_err"], r["legit_req"]), r["p50_ms"], r["p99_ms"])
-            if d == "floor":
-                cl = ("-", "-", "-")
-            L.append("| %s | %s | %s | %s | %s %% | %s %% | %s %% | %s | %s | %s | %s | %s |" % (
-                d, step_name(r["step"]), r["gen_pps"], r["rx_pps"], r["ring_drop_pct"],
-                r["busy_pct"], r["others_pct"], r["ns_per_pkt"], cl[0], cl[1], cl[2], c))
+    step_table(L, defences, steps, "ns/packet", "under control")
 
     acc = rows(a.accuracy)
     if acc:
