@@ -184,11 +184,14 @@ _xrlctl()
 			esac
 		fi
 		;;
-	shadow)
+	shadow | cookies)
+		# a rule, then its mode
 		if ((${#args[@]} == 0)); then
 			_xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"
-		elif ((${#args[@]} == 1)); then
+		elif ((${#args[@]} == 1)) && [[ $verb == shadow ]]; then
 			_xrlctl_words "on off"
+		elif ((${#args[@]} == 1)); then
+			_xrlctl_words "on auto off"
 		fi
 		;;
 	penalty)
@@ -196,13 +199,6 @@ _xrlctl()
 			_xrlctl_words "list del"
 		elif [[ ${args[0]} == list ]]; then
 			((${#args[@]} == 1)) && _xrlctl_words "$j"
-		fi
-		;;
-	cookies)
-		if ((${#args[@]} == 0)); then
-			_xrlctl_words "$(_xrlctl_rules "${COMP_WORDS[0]}" "$sock")"
-		elif ((${#args[@]} == 1)); then
-			_xrlctl_words "on auto off"
 		fi
 		;;
 	override)
