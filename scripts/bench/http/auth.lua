@@ -9,23 +9,17 @@
 --   X-Forwarded-Method: GET, X-Forwarded-Uri: FORWARDED_URI (what xrld's
 --   /v1/auth matches its rules against; nginx routes on PATH instead) and
 --   X-User-Id: u1..uNKEYS, in turn (the key of both limiters).
--- The NKEYS requests are formatted once, in init(): wrk's own cost per
--- request stays a table lookup.
+-- The NKEYS requests are formatted once, in init() (wrklib.lua's
+-- requests): wrk's own cost per request stays a table lookup.
 --
 -- done() prints one machine-readable line for http.sh:
 --   RESULT requests=N duration_us=N p50_us=N p99_us=N non2xx=N sockerr=N
 
+local wrklib = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrklib.lua")
 local reqs, i = {}, 0
 
 function init(args)
-	local path, uri, nkeys = args[1], args[2], tonumber(args[3] or "1024")
-	for k = 1, nkeys do
-		reqs[k] = wrk.format("GET", path, {
-			["X-Forwarded-Method"] = "GET",
-			["X-Forwarded-Uri"] = uri,
-			["X-User-Id"] = "u" .. k,
-		})
-	end
+	reqs = wrklib.requests(args[1], args[2], tonumber(args[3] or "1024"))
 end
 
 function request()
@@ -34,9 +28,5 @@ function request()
 end
 
 function done(summary, latency, requests)
-	local e = summary.errors
-	io.write(string.format(
-		"RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d non2xx=%d sockerr=%d\n",
-		summary.requests, summary.duration, latency:percentile(50),
-		latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout))
+	wrklib.result(summary, latency)
 end

@@ -15,6 +15,7 @@
 -- done() prints one machine-readable line for http.sh:
 --   RESULT requests=N duration_us=N p50_us=N p99_us=N non2xx=N sockerr=N acquires=N releases=N
 
+local wrklib = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "") .. "wrklib.lua")
 local acq, i, leases = {}, 0, {}
 nacq, nrel = 0, 0 -- globals: done() reads them with thread:get
 local threads = {}
@@ -24,14 +25,7 @@ function setup(thread)
 end
 
 function init(args)
-	local uri, nkeys = args[1], tonumber(args[2] or "1024")
-	for k = 1, nkeys do
-		acq[k] = wrk.format("GET", "/v1/auth", {
-			["X-Forwarded-Method"] = "GET",
-			["X-Forwarded-Uri"] = uri,
-			["X-User-Id"] = "u" .. k,
-		})
-	end
+	acq = wrklib.requests("/v1/auth", args[1], tonumber(args[2] or "1024"))
 end
 
 function request()
@@ -53,13 +47,10 @@ function response(status, headers, body)
 end
 
 function done(summary, latency, requests)
-	local e, a, r = summary.errors, 0, 0
+	local a, r = 0, 0
 	for _, t in ipairs(threads) do
 		a = a + t:get("nacq")
 		r = r + t:get("nrel")
 	end
-	io.write(string.format(
-		"RESULT requests=%d duration_us=%d p50_us=%d p99_us=%d non2xx=%d sockerr=%d acquires=%d releases=%d\n",
-		summary.requests, summary.duration, latency:percentile(50),
-		latency:percentile(99), e.status, e.connect + e.read + e.write + e.timeout, a, r))
+	wrklib.result(summary, latency, string.format(" acquires=%d releases=%d", a, r))
 end
