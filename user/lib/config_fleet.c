@@ -36,41 +36,15 @@ int cfg_fleet_name(struct cfg_parse *x, yaml_node_t *n, const char *path, char o
 	return 0;
 }
 
-/* fleet: { name: NAME, redis: redis://... } (redis: optional when the
- * identity tier's backend is a redis:// URL; fleet_resolve checks). */
 /* fleet.protect: [PREFIX, ...], none listed twice. */
 static int parse_fleet_protect(struct cfg_parse *x, yaml_node_t *n, struct xrl_fleet_cfg *fc)
 {
-	yaml_node_item_t *items;
-	size_t count;
-	int rc;
-
-	rc = cfg_sequence(x, n, "fleet.protect", "address prefixes", &items, &count);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < count; i++) {
-		yaml_node_t *it = cfg_item(x, items, i);
-		struct xrl_prefix *p = &fc->protect[i];
-		char path[PATHLEN], a[64];
-
-		snprintf(path, sizeof(path), "fleet.protect[%zu]", i);
-		if (i >= XRL_FLEET_MAX_PROTECT)
-			return cfg_error_at(x, it, "%s: at most %d protected prefixes", path,
-					    XRL_FLEET_MAX_PROTECT);
-		rc = cfg_prefix_val(x, it, path, p);
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (!memcmp(&fc->protect[j], p, sizeof(*p)))
-				return cfg_error_at(
-					x, it,
-					"%s: %s is listed twice (first as fleet.protect[%zu])",
-					path, xrl_prefix_str(p, a, sizeof(a)), j);
-		fc->n_protect = (__u32)i + 1;
-	}
-	return 0;
+	return cfg_prefix_list(x, n, "fleet.protect", "protected prefixes", XRL_FLEET_MAX_PROTECT,
+			       fc->protect, &fc->n_protect);
 }
 
+/* fleet: { name: NAME, redis: redis://... } (redis: optional when the
+ * identity tier's backend is a redis:// URL; fleet_resolve checks). */
 int cfg_parse_fleet(struct cfg_parse *x, yaml_node_t *n)
 {
 #define KEYS(X) \

@@ -90,6 +90,9 @@ int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u
 int cfg_prefix_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
 		   struct xrl_prefix *out);
 int cfg_rate_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, struct xrl_rate *r);
+/* Address prefixes at path into out[0 .. max), none twice; *n_out: how many. */
+int cfg_prefix_list(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *many,
+		    size_t max, struct xrl_prefix *out, __u32 *n_out);
 int cfg_mapping(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
 		struct field *f, size_t nf);
 int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,

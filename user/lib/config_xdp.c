@@ -102,33 +102,9 @@ int cfg_parse_ifaces(struct cfg_parse *x, yaml_node_t *n)
 static int parse_allow(struct cfg_parse *x, yaml_node_t *n)
 {
 	struct xrl_policy *pol = &x->c->policy;
-	yaml_node_item_t *items;
-	size_t count;
-	int rc;
 
-	rc = cfg_sequence(x, n, "xdp.allow", "address prefixes", &items, &count);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < count; i++) {
-		yaml_node_t *it = cfg_item(x, items, i);
-		struct xrl_prefix *p = &pol->allow[i];
-		char path[PATHLEN], a[64];
-
-		snprintf(path, sizeof(path), "xdp.allow[%zu]", i);
-		if (i >= XRL_POLICY_MAX_ALLOW)
-			return cfg_error_at(x, it, "%s: at most %d allowlist entries", path,
-					    XRL_POLICY_MAX_ALLOW);
-		rc = cfg_prefix_val(x, it, path, p);
-		if (rc)
-			return rc;
-		for (size_t j = 0; j < i; j++)
-			if (!memcmp(&pol->allow[j], p, sizeof(*p)))
-				return cfg_error_at(x, it,
-						    "%s: %s is listed twice (first as xdp.allow[%zu])",
-						    path, xrl_prefix_str(p, a, sizeof(a)), j);
-		pol->n_allow = (__u32)i + 1;
-	}
-	return 0;
+	return cfg_prefix_list(x, n, "xdp.allow", "allowlist entries", XRL_POLICY_MAX_ALLOW,
+			       pol->allow, &pol->n_allow);
 }
 
 /* "443" or "8000-8080". */
@@ -477,9 +453,10 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
 #define KEYS(X) \
 	X(F_NAME, "name") \
-	X(F_MATCH, "match") X(F_KEY, "key") X(F_RATE, "rate") X(F_BURST, "burst") \
-		X(F_ACTION, "action") X(F_PENALTY, "penalty") X(F_COOKIES, "syn_cookies") \
-			X(F_AGG, "aggregate") X(F_COOKIES_AUTO, "syn_cookies_auto")
+	X(F_MATCH, "match") \
+	X(F_KEY, "key") X(F_RATE, "rate") X(F_BURST, "burst") X(F_ACTION, "action") \
+		X(F_PENALTY, "penalty") X(F_COOKIES, "syn_cookies") X(F_AGG, "aggregate") \
+			X(F_COOKIES_AUTO, "syn_cookies_auto")
 	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
 	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
 #undef KEYS
@@ -586,7 +563,8 @@ int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n)
 {
 #define KEYS(X) \
 	X(F_ALLOW, "allow") \
-	X(F_RULES, "rules") X(F_BUCKETS, "buckets") X(F_EVENT_INTERVAL, "event_interval") \
+	X(F_RULES, "rules") \
+	X(F_BUCKETS, "buckets") X(F_EVENT_INTERVAL, "event_interval") \
 		X(F_COOKIE_PATH, "cookie_path")
 	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
 	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };

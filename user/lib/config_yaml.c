@@ -275,6 +275,40 @@ int cfg_rate_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, st
 	return parsed_val(x, n, path, "COUNT/PERIOD such as 100/s, 10/min or 1/6s", parse_rate, r);
 }
 
+/*
+ * A sequence of address prefixes at path into out[0 .. max), none listed
+ * twice; *n_out counts those read so far. many: what the "at most" counts.
+ */
+int cfg_prefix_list(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *many,
+		    size_t max, struct xrl_prefix *out, __u32 *n_out)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	rc = cfg_sequence(x, n, path, "address prefixes", &items, &count);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		yaml_node_t *it = cfg_item(x, items, i);
+		char p2[PATHLEN], a[64];
+
+		snprintf(p2, sizeof(p2), "%s[%zu]", path, i);
+		if (i >= max)
+			return cfg_error_at(x, it, "%s: at most %zu %s", p2, max, many);
+		rc = cfg_prefix_val(x, it, p2, &out[i]);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (!memcmp(&out[j], &out[i], sizeof(out[i])))
+				return cfg_error_at(x, it,
+						    "%s: %s is listed twice (first as %s[%zu])", p2,
+						    xrl_prefix_str(&out[i], a, sizeof(a)), path, j);
+		*n_out = (__u32)i + 1;
+	}
+	return 0;
+}
+
 /* ---- mappings ---------------------------------------------------------- */
 
 /* Edit distance, for "did you mean" (short words only). */
