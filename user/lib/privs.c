@@ -118,6 +118,14 @@ static int load_filter(struct sock_filter *f, size_t n)
 #define DENY_NR(n) \
 	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 1), \
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM)
+/* Syscall n refused (EPERM) when its argument arg, tested by op (BPF_JEQ,
+ * BPF_JSET) against k, says so; allowed otherwise. Five instructions. */
+#define DENY_ARG(n, arg, op, k) \
+	BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (n), 0, 4), \
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[arg])), \
+		BPF_JUMP(BPF_JMP | (op) | BPF_K, (k), 0, 1), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM), \
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)
 
 /*
  * The calling thread: no capabilities, and the syscalls that reach BPF
@@ -179,11 +187,7 @@ int xrl_process_confine(void)
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
 		/* clone: threads, never a namespace */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, ns, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		DENY_ARG(__NR_clone, 0, BPF_JSET, ns),
 		/* tgkill: this process's threads (abort, pthread_kill) */
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_tgkill, 0, 4),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
@@ -198,11 +202,7 @@ int xrl_process_confine(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
 		/* ioctl: no typing into a terminal it inherited */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[1])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		DENY_ARG(__NR_ioctl, 1, BPF_JEQ, TIOCSTI),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 
