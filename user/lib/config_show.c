@@ -18,32 +18,7 @@
 #include "log.h"
 
 #include "config_int.h"
-
-struct sb {
-	char *buf;
-	size_t len, off;
-	bool full;
-};
-
-static void put(struct sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void put(struct sb *b, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (b->full || !b->len)
-		return;
-	va_start(ap, fmt);
-	n = vsnprintf(b->buf + b->off, b->len - b->off, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= b->len - b->off) {
-		b->full = true;
-		b->off = b->len - 1;
-		return;
-	}
-	b->off += (size_t)n;
-}
+#include "util.h"
 
 static const struct {
 	const char *name;
@@ -174,7 +149,7 @@ static bool http_listen_addr(const struct xrl_http_cfg *h, struct xrl_prefix *a,
  * loopback may ask; callers listed that cannot reach a loopback listener;
  * a caller prefix of everyone without a secret.
  */
-static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
+static void http_warnings(struct xrl_buf *b, const struct xrl_http_cfg *h)
 {
 	struct xrl_prefix a;
 	char t[64];
@@ -184,16 +159,16 @@ static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
 		return;
 	lo = !any && xrl_http_loopback(&a);
 	if (!lo && !h->n_callers && !h->n_trusted)
-		put(b,
-		    "warning: http listens on %s but only loopback may ask (no http.callers, no "
-		    "trusted_proxies): every other peer gets 403\n",
-		    h->listen);
+		xrl_buf_printf(b,
+			       "warning: http listens on %s but only loopback may ask (no http.callers, no "
+			       "trusted_proxies): every other peer gets 403\n",
+			       h->listen);
 	for (__u32 i = 0; lo && i < h->n_callers; i++)
 		if (!xrl_http_loopback(&h->callers[i])) {
-			put(b,
-			    "warning: http.callers lists %s, but http listens on %s: no such peer "
-			    "can connect\n",
-			    xrl_prefix_str(&h->callers[i], t, sizeof(t)), h->listen);
+			xrl_buf_printf(b,
+				       "warning: http.callers lists %s, but http listens on %s: no such peer "
+				       "can connect\n",
+				       xrl_prefix_str(&h->callers[i], t, sizeof(t)), h->listen);
 			break;
 		}
 	for (__u32 i = 0; i < h->n_callers + h->n_trusted; i++) {
@@ -202,126 +177,145 @@ static void http_warnings(struct sb *b, const struct xrl_http_cfg *h)
 
 		if (p->plen || h->caller_secret_len)
 			continue;
-		put(b,
-		    "warning: http.%s %s lets every peer ask, without caller_secret_file: "
-		    "whoever reaches %s can spend any key's tokens\n",
-		    i < h->n_callers ? "callers" : "trusted_proxies",
-		    xrl_prefix_str(p, t, sizeof(t)), h->listen);
+		xrl_buf_printf(b,
+			       "warning: http.%s %s lets every peer ask, without caller_secret_file: "
+			       "whoever reaches %s can spend any key's tokens\n",
+			       i < h->n_callers ? "callers" : "trusted_proxies",
+			       xrl_prefix_str(p, t, sizeof(t)), h->listen);
 	}
 }
 
 /* The fleet's line of the summary, and a protect entry that disarms it. */
-static void fleet_summary(struct sb *b, const struct xrld_config *c)
+static void fleet_summary(struct xrl_buf *b, const struct xrld_config *c)
 {
 	const struct xrl_fleet_cfg *f = &c->fleet;
 	char a[64], d[32];
 
 	if (!f->enabled)
 		return;
-	put(b, "fleet: %s, %s, NODE_SHARE counts at most %u members", f->name,
-	    f->packet ? "packet-tier denials shared" : "identity tier only", f->max_members);
+	xrl_buf_printf(b, "fleet: %s, %s, NODE_SHARE counts at most %u members", f->name,
+		       f->packet ? "packet-tier denials shared" : "identity tier only",
+		       f->max_members);
 	if (f->packet)
-		put(b,
-		    "; a fleet denial lasts at most %s (%s), never covers the allowlist, "
-		    "the fleet's Redis, this host's addresses or %u protected prefix%s",
-		    dur_str(c->penalty.enabled ? c->penalty.max_ns : XRL_FLEET_DENY_MAX_NS, d,
-			    sizeof(d)),
-		    c->penalty.enabled ? "penalty.max" : "penalties off: the default", f->n_protect,
-		    f->n_protect == 1 ? "" : "es");
-	put(b, "\n");
+		xrl_buf_printf(b,
+			       "; a fleet denial lasts at most %s (%s), never covers the allowlist, "
+			       "the fleet's Redis, this host's addresses or %u protected prefix%s",
+			       dur_str(c->penalty.enabled ? c->penalty.max_ns
+							  : XRL_FLEET_DENY_MAX_NS,
+				       d, sizeof(d)),
+			       c->penalty.enabled ? "penalty.max" : "penalties off: the default",
+			       f->n_protect, f->n_protect == 1 ? "" : "es");
+	xrl_buf_printf(b, "\n");
 	for (__u32 i = 0; i < f->n_protect; i++)
 		if (!f->protect[i].plen)
-			put(b,
-			    "warning: fleet.protect[%u] %s covers every %s address: no fleet "
-			    "denial of that family is ever applied here\n",
-			    i, xrl_prefix_str(&f->protect[i], a, sizeof(a)),
-			    f->protect[i].family == XRL_AF_INET ? "IPv4" : "IPv6");
+			xrl_buf_printf(b,
+				       "warning: fleet.protect[%u] %s covers every %s address: no fleet "
+				       "denial of that family is ever applied here\n",
+				       i, xrl_prefix_str(&f->protect[i], a, sizeof(a)),
+				       f->protect[i].family == XRL_AF_INET ? "IPv4" : "IPv6");
+}
+
+/* b's text into buf, cut at len - 1 bytes if longer (-ENOSPC); b freed. */
+static int summary_out(struct xrl_buf *b, char *buf, size_t len)
+{
+	size_t n = b->len < len ? b->len : len - 1;
+	int rc = b->oom ? -ENOMEM : b->len >= len ? -ENOSPC : 0;
+
+	if (b->oom)
+		n = 0;
+	if (n)
+		memcpy(buf, b->p, n);
+	buf[n] = '\0';
+	xrl_buf_free(b);
+	return rc;
 }
 
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
-	struct sb b = { .buf = buf, .len = len };
+	struct xrl_buf b = { 0 };
 	const struct xrl_policy *p = &c->policy;
 	char a[64], r[48], d1[32], d2[32], d3[32];
 	__u32 v4 = 0;
 
 	if (!buf || !len)
 		return -ENOSPC;
-	buf[0] = '\0';
 
-	put(&b, "interfaces:");
+	xrl_buf_printf(&b, "interfaces:");
 	if (!c->n_ifaces)
-		put(&b, " none");
+		xrl_buf_printf(&b, " none");
 	for (__u32 i = 0; i < c->n_ifaces; i++)
-		put(&b, "%s %s (%s)", i ? "," : "", c->ifaces[i].name, mode_str(c->ifaces[i].mode));
-	put(&b, "\n");
+		xrl_buf_printf(&b, "%s %s (%s)", i ? "," : "", c->ifaces[i].name,
+			       mode_str(c->ifaces[i].mode));
+	xrl_buf_printf(&b, "\n");
 
 	if (!c->has_xdp) {
-		put(&b, "xdp: no section\n");
+		xrl_buf_printf(&b, "xdp: no section\n");
 	} else {
 		for (__u32 i = 0; i < p->n_allow; i++)
 			v4 += p->allow[i].family == XRL_AF_INET;
-		put(&b, "allow: %u prefix%s (%u IPv4, %u IPv6)\n", p->n_allow,
-		    p->n_allow == 1 ? "" : "es", v4, p->n_allow - v4);
-		put(&b, "rules: %u\n", p->n_rules);
+		xrl_buf_printf(&b, "allow: %u prefix%s (%u IPv4, %u IPv6)\n", p->n_allow,
+			       p->n_allow == 1 ? "" : "es", v4, p->n_allow - v4);
+		xrl_buf_printf(&b, "rules: %u\n", p->n_rules);
 		for (__u32 i = 0; i < p->n_rules; i++) {
 			const struct xrl_rule_spec *s = &p->rules[i];
 
-			put(&b, "  %s: %s%s", s->name,
-			    s->proto == XRL_PROTO_TCP	? "tcp"
-			    : s->proto == XRL_PROTO_UDP ? "udp"
-							: "any proto",
-			    s->tcp_class == XRL_TCP_SYN ? " syn" : "");
+			xrl_buf_printf(&b, "  %s: %s%s", s->name,
+				       s->proto == XRL_PROTO_TCP   ? "tcp"
+				       : s->proto == XRL_PROTO_UDP ? "udp"
+								   : "any proto",
+				       s->tcp_class == XRL_TCP_SYN ? " syn" : "");
 			if (s->has_dst)
-				put(&b, " to %s", xrl_prefix_str(&s->dst, a, sizeof(a)));
+				xrl_buf_printf(&b, " to %s", xrl_prefix_str(&s->dst, a, sizeof(a)));
 			for (__u32 j = 0; j < s->n_ports; j++) {
-				put(&b, "%s%u",
-				    j							 ? ","
-				    : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi ? " ports "
-											 : " port ",
-				    s->ports[j].lo);
+				xrl_buf_printf(&b, "%s%u",
+					       j ? ","
+					       : s->n_ports > 1 || s->ports[0].lo != s->ports[0].hi
+						       ? " ports "
+						       : " port ",
+					       s->ports[j].lo);
 				if (s->ports[j].hi != s->ports[j].lo)
-					put(&b, "-%u", s->ports[j].hi);
+					xrl_buf_printf(&b, "-%u", s->ports[j].hi);
 			}
-			put(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4, s->key_plen6,
-			    rate_str(&s->rate, r, sizeof(r)), s->burst,
-			    s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
-			put(&b, "%s%s\n",
-			    s->syn_cookies == XRL_COOKIES_ON	 ? ", SYN cookies"
-			    : s->syn_cookies == XRL_COOKIES_AUTO ? ", SYN cookies auto"
-								 : "",
-			    penalty_str(c, s));
+			xrl_buf_printf(&b, ", key /%u /%u, %s burst %u, %s", s->key_plen4,
+				       s->key_plen6, rate_str(&s->rate, r, sizeof(r)), s->burst,
+				       s->action == XRL_ACT_SHADOW ? "shadow" : "drop");
+			xrl_buf_printf(&b, "%s%s\n",
+				       s->syn_cookies == XRL_COOKIES_ON	    ? ", SYN cookies"
+				       : s->syn_cookies == XRL_COOKIES_AUTO ? ", SYN cookies auto"
+									    : "",
+				       penalty_str(c, s));
 		}
-		put(&b, "buckets: %u%s, event interval %s%s\n",
-		    c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
-		    c->buckets_max ? "" : " (default)",
-		    dur_str(c->event_interval_ns ? c->event_interval_ns : XRL_NSEC_PER_SEC, d1,
-			    sizeof(d1)),
-		    c->event_interval_ns ? "" : " (default)");
+		xrl_buf_printf(&b, "buckets: %u%s, event interval %s%s\n",
+			       c->buckets_max ? c->buckets_max : XRL_BUCKETS_DEFAULT,
+			       c->buckets_max ? "" : " (default)",
+			       dur_str(c->event_interval_ns ? c->event_interval_ns
+							    : XRL_NSEC_PER_SEC,
+				       d1, sizeof(d1)),
+			       c->event_interval_ns ? "" : " (default)");
 	}
 
 	if (c->penalty.enabled)
-		put(&b,
-		    "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
-		    "never shorter than /%u (IPv4) /%u (IPv6)\n",
-		    c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
-		    dur_str(c->penalty.window_ns, d1, sizeof(d1)),
-		    dur_str(c->penalty.base_ns, d2, sizeof(d2)),
-		    dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4,
-		    c->penalty.floor6);
+		xrl_buf_printf(&b,
+			       "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
+			       "never shorter than /%u (IPv4) /%u (IPv6)\n",
+			       c->penalty.strikes, c->penalty.strikes == 1 ? "" : "s",
+			       dur_str(c->penalty.window_ns, d1, sizeof(d1)),
+			       dur_str(c->penalty.base_ns, d2, sizeof(d2)),
+			       dur_str(c->penalty.max_ns, d3, sizeof(d3)), c->penalty.floor4,
+			       c->penalty.floor6);
 	else
-		put(&b, "penalty: off\n");
-	put(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");
-	put(&b, "on exit: %s\n", c->on_exit_detach ? "detach" : "keep attached");
+		xrl_buf_printf(&b, "penalty: off\n");
+	xrl_buf_printf(&b, "metrics: %s\n", c->metrics[0] ? c->metrics : "off");
+	xrl_buf_printf(&b, "on exit: %s\n", c->on_exit_detach ? "detach" : "keep attached");
 	if (c->log_level >= 0 && c->log_level <= XRL_LOG_DEBUG)
-		put(&b, "log level: %s\n", levels[c->log_level]);
+		xrl_buf_printf(&b, "log level: %s\n", levels[c->log_level]);
 	if (c->has_http) {
-		put(&b, "http: present (read by the identity tier)\n");
+		xrl_buf_printf(&b, "http: present (read by the identity tier)\n");
 		http_warnings(&b, &c->http);
 	}
 	fleet_summary(&b, c);
-	return b.full ? -ENOSPC : 0;
+	return summary_out(&b, buf, len);
 }
 
 /* ---- the policy as JSON (`policy show --json`) -------------------------------- */
