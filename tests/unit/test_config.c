@@ -6,6 +6,7 @@
  * caller's config alone, the summary, and the example policies under
  * docs/examples/ (so run it from the repository root). No root, no BPF.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -856,6 +857,41 @@ static void test_compile_once(void **state)
 	EQ(pol.compiled[7].id, xrl_rule_id("r7"));
 }
 
+/* http.listen is parsed once, at the parse: its port and socket address. */
+static void test_listen_addr(void **state)
+{
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&cfg->http.listen_addr;
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&cfg->http.listen_addr;
+	struct xrl_http_cfg h;
+
+	CTX("listen v4");
+	PARSE_OK("http:\n  listen: 127.0.0.2:8080\n");
+	EQ(cfg->http.listen_addr.ss_family, AF_INET);
+	EQ(cfg->http.listen_addrlen, sizeof(*a4));
+	EQ(ntohs(a4->sin_port), 8080);
+	EQ(ntohl(a4->sin_addr.s_addr), 0x7f000002u);
+	EQ(cfg->http.listen_port, 8080);
+	CTX("listen v6");
+	PARSE_OK("http:\n  listen: '[::1]:99'\n");
+	EQ(cfg->http.listen_addr.ss_family, AF_INET6);
+	EQ(cfg->http.listen_addrlen, sizeof(*a6));
+	EQ(ntohs(a6->sin6_port), 99);
+	EQ(a6->sin6_addr.s6_addr[15], 1);
+	CTX("listen by name: no address, the port kept");
+	PARSE_OK("http:\n  listen: localhost:8433\n");
+	EQ(cfg->http.listen_addr.ss_family, AF_UNSPEC);
+	EQ(cfg->http.listen_addrlen, 0);
+	EQ(cfg->http.listen_port, 8433);
+	CTX("listen's default");
+	xrl_http_cfg_init(&h);
+	STR_EQ(h.listen, "127.0.0.1:8433");
+	EQ(h.listen_addr.ss_family, AF_INET);
+	EQ(h.listen_port, 8433);
+	CTX("a bad listen leaves c as it was");
+	EQ(xrl_http_cfg_listen(&h, "127.0.0.1"), -EINVAL);
+	STR_EQ(h.listen, "127.0.0.1:8433");
+}
+
 /* A failed parse leaves a good config as it was; a good one replaces all. */
 static void test_untouched(void **state)
 {
@@ -1366,6 +1402,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_yaml, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_load, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_compile_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listen_addr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_examples, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_summary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_penalty_trust, setup, teardown),

@@ -318,7 +318,7 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_http_server **out,
 		      char *err, size_t errlen);
 /* A non-blocking listening socket on HOST:PORT (backlog 1024), or -errno with err. */
-int xrl_http_listen_socket(const char *listen_at, char *err, size_t errlen);
+int xrl_http_listen_socket(const struct xrl_http_cfg *c, char *err, size_t errlen);
 /* Reload: new rules and limits; the listener stays. */
 /* Whether c can be reloaded into s as it runs: -EINVAL with err when a
  * rule needs what the backend kept (a restart's change) cannot give. */

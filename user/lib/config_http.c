@@ -651,12 +651,11 @@ static int parse_http_endpoints(struct cfg_parse *x, yaml_node_t *ln, yaml_node_
 	if (ln) {
 		if ((rc = cfg_scalar(x, ln, "http.listen", "HOST:PORT such as 127.0.0.1:8433", &s)))
 			return rc;
-		if (strlen(s) >= sizeof(h->listen) || !cfg_hostport_ok(s))
+		if (xrl_http_cfg_listen(h, s))
 			return cfg_error_at(
 				x, ln,
 				"http.listen: expected HOST:PORT such as 127.0.0.1:8433 or [::1]:8433, got %s",
 				cfg_desc(ln, d, sizeof(d)));
-		snprintf(h->listen, sizeof(h->listen), "%s", s);
 	}
 	if (bn) {
 		if ((rc = cfg_scalar(x, bn, "http.backend",

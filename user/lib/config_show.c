@@ -126,17 +126,15 @@ static const char *penalty_str(const struct xrld_config *c, const struct xrl_rul
  * (a host name) or is the unspecified address (every local address). */
 static bool http_listen_addr(const struct xrl_http_cfg *h, struct xrl_prefix *a, bool *any)
 {
-	char host[80];
-	int port;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)&h->listen_addr;
+	const struct sockaddr_in *a4 = (const struct sockaddr_in *)&h->listen_addr;
 
 	*any = false;
 	memset(a, 0, sizeof(*a));
-	if (xrl_hostport_parse(h->listen, strlen(h->listen), host, sizeof(host), &port))
-		return false;
-	if (inet_pton(AF_INET, host, &a->addr[0]) == 1)
-		a->family = XRL_AF_INET, a->plen = 32;
-	else if (inet_pton(AF_INET6, host, a->addr) == 1)
-		a->family = XRL_AF_INET6, a->plen = 128;
+	if (h->listen_addr.ss_family == AF_INET)
+		memcpy(&a->addr[0], &a4->sin_addr, 4), a->family = XRL_AF_INET, a->plen = 32;
+	else if (h->listen_addr.ss_family == AF_INET6)
+		memcpy(a->addr, &a6->sin6_addr, 16), a->family = XRL_AF_INET6, a->plen = 128;
 	else
 		return false;
 	*any = !a->addr[0] && !a->addr[1] && !a->addr[2] && !a->addr[3];

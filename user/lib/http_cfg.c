@@ -18,7 +18,7 @@ void xrl_http_cfg_init(struct xrl_http_cfg *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->enabled = true;
-	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8433");
+	xrl_http_cfg_listen(c, "127.0.0.1:8433");
 	c->redis_port = 6379;
 	c->redis_timeout_ns = 50 * 1000000ULL;
 	c->breaker_cooldown_ns = XRL_NSEC_PER_SEC;
@@ -199,6 +199,34 @@ int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int 
 				return -EINVAL;
 	}
 	return whole(colon + 1, end, 1, 65535, port) ? 0 : -ERANGE;
+}
+
+int xrl_http_cfg_listen(struct xrl_http_cfg *c, const char *s)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	socklen_t sl = 0;
+	char host[sizeof(c->listen)];
+	int port;
+
+	if (strlen(s) >= sizeof(c->listen) ||
+	    xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port))
+		return -EINVAL;
+	if (strchr(host, ':') && inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		sl = sizeof(*a6);
+	} else if (!strchr(host, ':') && inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		sl = sizeof(*a4);
+	}
+	snprintf(c->listen, sizeof(c->listen), "%s", s);
+	c->listen_port = port;
+	c->listen_addr = ss;
+	c->listen_addrlen = sl;
+	return 0;
 }
 
 /*

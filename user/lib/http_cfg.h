@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "xrl.h"
 
@@ -102,6 +103,12 @@ struct xrl_http_shed {
 struct xrl_http_cfg {
 	bool enabled;	 /* an http: section was present */
 	char listen[64]; /* "127.0.0.1:8433" */
+	/* listen parsed once (xrl_http_cfg_listen): its port, and its socket
+	 * address when HOST is an address (AF_UNSPEC for a host name, which
+	 * the tier does not resolve: it cannot listen there) */
+	int listen_port;
+	struct sockaddr_storage listen_addr;
+	socklen_t listen_addrlen;
 	bool redis;	 /* backend: redis://... */
 	char redis_host[128];
 	int redis_port;
@@ -179,6 +186,9 @@ int xrl_http_backend_parse(const char *s, struct xrl_http_cfg *c, char *err, siz
  * a host, or one too long; -ERANGE: the port is not a number from 1 to
  * 65535. */
 int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int *port);
+/* c->listen = s (HOST:PORT or [V6]:PORT) with its port and socket address,
+ * the one parse of it; -EINVAL: not that shape or too long, c unchanged. */
+int xrl_http_cfg_listen(struct xrl_http_cfg *c, const char *s);
 
 /*
  * Fields libmicrohttpd is started with, which a reload cannot change: the

@@ -632,7 +632,7 @@ int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size
 		goto fail;
 	}
 	if (c->has_http && p->listen_fd < 0 &&
-	    (p->listen_fd = xrl_http_listen_socket(c->http.listen, err, errlen)) < 0) {
+	    (p->listen_fd = xrl_http_listen_socket(&c->http, err, errlen)) < 0) {
 		rc = p->listen_fd;
 		p->listen_fd = -1;
 		goto fail;
@@ -769,7 +769,7 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 	log_info("the identity process restarts for the new policy (the http: or fleet: "
 		 "section changed what it runs)");
 	if (c->has_http && p->listen_fd < 0 &&
-	    (p->listen_fd = xrl_http_listen_socket(c->http.listen, err, sizeof(err))) < 0) {
+	    (p->listen_fd = xrl_http_listen_socket(&c->http, err, sizeof(err))) < 0) {
 		log_err("%s", err);
 		p->listen_fd = -1;
 	}

@@ -170,7 +170,7 @@ static int drop_privileges(struct xrld *d)
 	__u64 eff, prm;
 	int err;
 
-	if ((d->cfg->has_http && low_port(d->cfg->http.listen)) || low_port(d->cfg->metrics))
+	if ((d->cfg->has_http && d->cfg->http.listen_port < 1024) || low_port(d->cfg->metrics))
 		keep |= XRL_CAP(CAP_NET_BIND_SERVICE);
 	err = xrl_caps_limit(keep);
 	if (err)

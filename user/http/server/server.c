@@ -520,41 +520,14 @@ static size_t url_as_is(void *cls, struct MHD_Connection *conn, char *uri)
 	return strlen(uri);
 }
 
-static int parse_listen(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+int xrl_http_listen_socket(const struct xrl_http_cfg *c, char *err, size_t errlen)
 {
-	char host[80];
-	int port;
-
-	if (xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port))
-		return -EINVAL;
-	memset(ss, 0, sizeof(*ss));
-	if (strchr(host, ':')) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET6, host, &a->sin6_addr) != 1)
-			return -EINVAL;
-		*len = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)ss;
-
-		a->sin_family = AF_INET;
-		a->sin_port = htons((uint16_t)port);
-		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
-			return -EINVAL;
-		*len = sizeof(*a);
-	}
-	return 0;
-}
-
-int xrl_http_listen_socket(const char *listen_at, char *err, size_t errlen)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl;
+	const char *listen_at = c->listen;
+	struct sockaddr_storage ss = c->listen_addr;
+	socklen_t sl = c->listen_addrlen;
 	int fd, one = 1, e;
 
-	if (parse_listen(listen_at, &ss, &sl)) {
+	if (!sl) {
 		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
 			 listen_at);
 		return -EINVAL;
@@ -628,8 +601,7 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 		      char *err, size_t errlen)
 {
 	struct xrl_http_server *s = calloc(1, sizeof(*s));
-	struct sockaddr_storage ss;
-	socklen_t sl;
+	struct sockaddr_storage ss = c->listen_addr;
 	/* no internal thread: each server thread runs a daemon in its own loop */
 	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
 	unsigned n = c->threads ? c->threads : 2;
@@ -638,7 +610,7 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 
 	if (!s)
 		return -ENOMEM;
-	if (parse_listen(c->listen, &ss, &sl)) {
+	if (!c->listen_addrlen) {
 		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
 			 c->listen);
 		free(s);
@@ -792,6 +764,9 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	 * configuration in force says so */
 	if (xrl_http_cfg_restart_diff(&s->cfg->c, c, changed, sizeof(changed))) {
 		snprintf(n->c.listen, sizeof(n->c.listen), "%s", s->cfg->c.listen);
+		n->c.listen_port = s->cfg->c.listen_port;
+		n->c.listen_addr = s->cfg->c.listen_addr;
+		n->c.listen_addrlen = s->cfg->c.listen_addrlen;
 		n->c.idle_timeout_ns = s->cfg->c.idle_timeout_ns;
 		n->c.max_connections = s->cfg->c.max_connections;
 		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
