@@ -186,6 +186,20 @@ owner() {
 		lo = r[1]; hi = n > 1 ? r[2] : r[1]; if (s >= lo && s <= hi) { print $1; exit } } }'
 }
 
+# replica_of LIVEPORT MASTERPORT: the port of a replica of the master on
+# MASTERPORT, from CLUSTER NODES of a live node.
+replica_of() {
+	redis-cli -p "$1" cluster nodes | awk -v m="$2" '
+		{ split($2, a, "[:@]"); port[$1] = a[2]; if ($3 ~ /slave/) of[$1] = $4 }
+		END { for (n in port) if (port[n] == m) id = n; for (r in of) if (of[r] == id) { print port[r]; exit } }'
+}
+
+# rc_index PORT: I of the cluster node rc<I> on PORT (RC_PORTS).
+rc_index() {
+	local i
+	for i in "${!RC_PORTS[@]}"; do [ "${RC_PORTS[$i]}" = "$1" ] && echo "$i"; done
+}
+
 # proc_stop NAME [KILL]: stop a named process, by TERM (stop_pids), or by
 # KILL at once.
 proc_stop() {
@@ -356,6 +370,45 @@ conc_rules() {
 YAML
 }
 
+# conc_pair BACKEND [RULES-FN]: xrld A and B sharing BACKEND (redis_timeout
+# 200ms, 4 threads) behind traefik, with conc_rules, shut (global,
+# concurrency 3, on_backend_error closed), loc (global, concurrency 2,
+# local) and the rules RULES-FN prints; sets PA and PB (their ports), A and
+# B (their base URLs).
+PA='' PB='' A='' B=''
+conc_pair() {
+	local n p
+	for n in A B; do
+		p=$(free_port)
+		{
+			http_yaml "$p" traefik
+			cat <<YAML
+  backend: $1
+  redis_timeout: 200ms
+  threads: 4
+  rules:
+$(conc_rules)
+    - name: shut
+      match: { path_prefix: /api/shut }
+      key: global
+      concurrency: 3
+      on_backend_error: closed
+    - name: loc
+      match: { path_prefix: /api/loc }
+      key: global
+      concurrency: 2
+      on_backend_error: local
+YAML
+			[ -z "${2:-}" ] || "$2"
+		} >"$HT_TMP/$n.yaml"
+		xrld_http_start "$n" "$HT_TMP/$n.yaml" "$p"
+	done
+	PA=${HT_PORT[A]}
+	PB=${HT_PORT[B]}
+	A=http://127.0.0.1:$PA
+	B=http://127.0.0.1:$PB
+}
+
 # conc_burst PORTS N HOLD: N requests at once to /api/checkout over PORTS
 # (comma-separated), each holding its slot HOLD seconds (conc_client.py);
 # sets admitted, refused, other, max_inside, retry_after_min and CONC_OUT.
@@ -417,6 +470,21 @@ check_solo_freed() {
 		$((($(date +%s%N) - T0) / 1000000)) 1000 2600
 }
 
+# check_solo_taken_over OTHER OWNER: after solo_holder_killed: xrld OTHER
+# still refuses /api/solo, admits once the lease ran out (check_solo_freed),
+# and xrld OWNER gives OTHER's new lease back by DELETE (204, then 404).
+check_solo_taken_over() {
+	local o=http://127.0.0.1:${HT_PORT[$1]} w=http://127.0.0.1:${HT_PORT[$2]} solo
+	hreq "$o/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/solo"
+	check_eq "$1: the slot is still held after the kill" "$H_CODE" 503
+	check_solo_freed "$o" "$1: "
+	solo=$(hdr X-XRL-Lease)
+	hreq "$w/v1/lease/$solo" -X DELETE
+	check_eq "$2: DELETE of $1's lease" "$H_CODE" 204
+	hreq "$w/v1/lease/$solo" -X DELETE
+	check_eq "$2: DELETE it again" "$H_CODE" 404
+}
+
 # check_post_paid CHECK RELEASE WHO: rule report's post-paid cost: a check
 # on CHECK (key u1, a lease), its lease released on RELEASE with cost=5,
 # and the next check on CHECK shows the 5 tokens spent; WHO starts the
@@ -434,6 +502,46 @@ check_post_paid() {
 	check_eq "release with cost=5" "$H_CODE $H_BODY" '200 {"released":1,"unknown":0,"charged":5}'
 	hreq "$1/v1/check" -X POST -d '{"rule":"report","key":"u1"}'
 	check_eq "${3}the next RateLimit shows the 5 tokens" "$(hdr RateLimit)" '"report";r=3;t=25200'
+}
+
+# check_release_paused XRLD REDIS: a check on xrld XRLD (rule report, key
+# u2) takes a lease; its release's client goes away while redis-server
+# REDIS is stopped (SIGSTOP, longer than redis_timeout): XRLD answers
+# nothing to it, stays up, and decides in Redis again (a lease) once REDIS
+# goes on.
+check_release_paused() {
+	local base=http://127.0.0.1:${HT_PORT[$1]} code lease
+	hreq "$base/v1/check" -X POST -d '{"rule":"report","key":"u2"}'
+	check_eq "$1: check admitted" "$H_CODE" 200
+	lease=$(hdr X-XRL-Lease)
+	kill -STOP "${HT_PID[$2]}"
+	code=$(curl -s -m 0.05 -o /dev/null -w '%{http_code}' -X POST -H "X-XRL-Lease: $lease" "$base/v1/release")
+	check_eq "the release's client gave up (no answer in 50 ms)" "$code" 000
+	sleep 0.4
+	kill -CONT "${HT_PID[$2]}"
+	check_eq "xrld $1 still runs" "$(kill -0 "${HT_PID[$1]}" 2>/dev/null && echo yes)" yes
+	for _ in $(seq 30); do
+		hreq "$base/v1/check" -X POST -d '{"rule":"report","key":"u3"}'
+		[ "$H_CODE" = 200 ] && [ -n "$(hdr X-XRL-Lease)" ] && break
+		sleep 0.1
+	done
+	check_eq "$1 decides in Redis again (a lease)" "$H_CODE $([ -n "$(hdr X-XRL-Lease)" ] && echo lease)" "200 lease"
+}
+
+# check_backend_gone BASE: with Redis gone, conc_pair's rule shut refuses
+# (on_backend_error closed: 503) and loc keeps its bound (2) in BASE's
+# memory.
+check_backend_gone() {
+	local i codes=""
+	for i in 1 2; do
+		hreq "$1/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/shut"
+		check_eq "shut $i: on_backend_error closed" "$H_CODE" 503
+	done
+	for i in 1 2 3; do
+		hreq "$1/v1/auth" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Uri: /api/loc"
+		codes="$codes$H_CODE "
+	done
+	check_eq "loc: local slots, concurrency 2 (none released)" "$codes" "200 200 503 "
 }
 
 # ---- nginx -----------------------------------------------------------------
