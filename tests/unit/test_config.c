@@ -1313,15 +1313,14 @@ static void test_cluster_urls(void **state)
 	assert_string_equal(c.redis_user, "xrl");
 	assert_string_equal(c.redis_pass, "p@ss");
 	assert_string_equal(c.redis_seeds, "10.0.0.1:7000,[::1]:7001");
-	CTX("a concurrency rule on a cluster: refused, named (no slots there yet)");
+	CTX("a concurrency rule on a cluster: accepted, its lease_ttl defaulted");
 	c.n_rules = 1;
 	memset(&c.rules[0], 0, sizeof(c.rules[0]));
 	snprintf(c.rules[0].name, sizeof(c.rules[0].name), "uploads");
 	c.rules[0].concurrency = 2;
 	c.rules[0].key_kind = XRL_KEY_CLIENT_IP;
-	EQ(xrl_http_cfg_finish(&c, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "uploads"));
-	assert_non_null(strstr(err, "redis-cluster://"));
+	EQ(xrl_http_cfg_finish(&c, err, sizeof(err)), 0);
+	EQ(c.rules[0].lease_ttl_ns, XRL_HTTP_LEASE_TTL);
 	CTX("back to redis://: not a cluster");
 	EQ(xrl_http_backend_parse("redis://h:1", &c, err, sizeof(err)), 0);
 	EQ(c.redis_cluster, false);

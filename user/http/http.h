@@ -321,7 +321,8 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 int xrl_http_listen_socket(const struct xrl_http_cfg *c, char *err, size_t errlen);
 /* Reload: new rules and limits; the listener stays. */
 /* Whether c can be reloaded into s as it runs: -EINVAL with err when a
- * rule needs what the backend kept (a restart's change) cannot give. */
+ * rule needs what the backend kept (a restart's change) cannot give;
+ * none does today (every backend does every operation). */
 int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, char *err,
 			  size_t errlen);
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);

@@ -384,15 +384,6 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 		}
 		if (r->concurrency && !r->lease_ttl_ns)
 			r->lease_ttl_ns = XRL_HTTP_LEASE_TTL;
-		/* a cluster's take-and-refund across slots gives back tokens,
-		 * not slots: no leases there yet (docs/policy.md) */
-		if (r->concurrency && c->redis_cluster) {
-			snprintf(err, errlen,
-				 "http rule %s: concurrency needs backend memory or redis://, "
-				 "not redis-cluster:// (not supported there yet)",
-				 r->name);
-			return -EINVAL;
-		}
 		rc = r->has_rate ? xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g)
 				 : 0;
 		if (rc) {

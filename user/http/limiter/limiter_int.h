@@ -3,7 +3,8 @@
  * limiter_int.h - the limiter's parts, shared between its files and nothing
  * else: limiter.c (deciding, the public calls), store.c (the memory store),
  * penalty.c (key escalation), redis/script.c (the script and what is sent
- * to it and read back), redis/pipe.c (the connection, batches, breaker).
+ * to it and read back), redis/pipe.c (the connection, batches, breaker),
+ * redis/cluster.c and redis/cluster_lease.c (Redis Cluster).
  */
 #ifndef XRL_LIMITER_INT_H
 #define XRL_LIMITER_INT_H
@@ -220,10 +221,12 @@ struct xrl_redis_job {
 	int slot;
 	__u8 kind;
 	bool asking, ask_sent;
-	bool one_slot; /* not in a node's call of several slots (after "non local key") */
+	bool one_slot; /* not in a node's call of several slots (after "non local key";
+			* slot sets, a release: the node script decides rates only) */
 	__u16 redir;
 	__u8 hops;
 	struct xrl_creq *cr;
+	struct xrl_crel *crel; /* a cluster's release or give-back (cluster_lease.c) */
 	size_t klen, alen;
 	/* after klen: a cluster's job_get clears what is before it (nc = 0) */
 	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
@@ -364,8 +367,28 @@ void xrl_cpipe_abort(struct xrl_cpipe *cp);
 int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen);
 int xrl_cpipe_run(struct xrl_cpipe *cp, short revents);
 bool xrl_cpipe_busy(const struct xrl_cpipe *cp);
-int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct xrl_decision *d,
+int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
+		    struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 		    const struct xrl_limiter_wait *w);
 extern const char xrl_lua_refund[];
+/* A cleared job of cp's (slot -1), or NULL; back to cp's spares. */
+struct xrl_redis_job *xrl_cpipe_job_get(struct xrl_cpipe *cp);
+void xrl_cpipe_job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j);
+/* j onto the node serving its slot (to < 0) or node to: 0, -ENOMEM. */
+int xrl_cpipe_job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to);
+/* A request of cp's started (busy until it ends), or ended (handed back). */
+void xrl_cpipe_track(struct xrl_cpipe *cp, bool started);
+
+/* ---- cluster_lease.c ------------------------------------------------------- */
+struct xrl_crel;
+/* A release of ci[0..nc) on a cluster, a call per slot: 1, or 0 when none
+ * could be queued (res says not held). */
+int xrl_cpipe_queue_release(struct xrl_cpipe *cp, struct xrl_conc_item *ci, int nc,
+			    const char *const *rules, struct xrl_release *res,
+			    const struct xrl_limiter_wait *w);
+/* The leases a decision's part took, given back (a later part refused). */
+void xrl_clease_give_back(struct xrl_cpipe *cp, const struct xrl_redis_job *part);
+/* A release's or give-back's job is over (st: J_*). */
+void xrl_clease_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j, int st);
 
 #endif /* XRL_LIMITER_INT_H */

@@ -9,9 +9,10 @@
  * one script call, atomically, as on one Redis. A decision of several
  * slots takes from them in turn: a part goes out only once the one before
  * it admitted, and a refusal (or a failure) refunds the parts before it
- * (refund.lua: the TAT moved back by what was added). A crash between a
- * take and its refund costs at most one request's cost per rule; see
- * docs/design.md, "Redis Cluster".
+ * (refund.lua: the TAT moved back by what was added; the leases they took
+ * given back, cluster_lease.c). A crash between a take and its refund
+ * costs at most one request's cost per rule; see docs/design.md, "Redis
+ * Cluster". A part with slot sets goes in calls of its own slot (gcra.lua).
  *
  * MOVED updates the map at once and asks the refresher for the whole map;
  * ASK sends that call alone, after ASKING, to the node named, once. Five
@@ -107,15 +108,18 @@ struct xrl_cluster {
 	size_t node_load_len;
 };
 
-/* One decision on a cluster: its items, grouped in parts of one slot each. */
+/* One decision on a cluster: its items and slot sets, grouped in parts of
+ * one slot each. */
 struct xrl_creq {
 	struct xrl_creq *next;
 	struct xrl_limiter_wait w;
 	struct xrl_decision *d;
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
-	int m, np, cur;
-	struct xrl_redis_job *part[XRL_HTTP_MAX_MATCH];
-	__u8 pitem[XRL_HTTP_MAX_MATCH][XRL_HTTP_MAX_MATCH]; /* part's item q: it[pitem] */
+	int m, nc, np, cur;
+	struct xrl_redis_job *part[XRL_HTTP_MAX_MATCH * 2];
+	__u8 pitem[XRL_HTTP_MAX_MATCH * 2][XRL_HTTP_MAX_MATCH]; /* part's item q: it[pitem] */
+	__u8 pci[XRL_HTTP_MAX_MATCH * 2][XRL_HTTP_MAX_MATCH];	/* part's set q: ci[pci] */
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 };
 
 struct xrl_cpipe {
@@ -435,6 +439,32 @@ static int job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
 	return 0;
 }
 
+/* What cluster_lease.c makes its calls with. */
+struct xrl_redis_job *xrl_cpipe_job_get(struct xrl_cpipe *cp)
+{
+	return job_get(cp);
+}
+
+void xrl_cpipe_job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j)
+{
+	job_put(cp, j);
+}
+
+int xrl_cpipe_job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
+{
+	return job_send(cp, j, to);
+}
+
+void xrl_cpipe_track(struct xrl_cpipe *cp, bool started)
+{
+	if (started) {
+		cp->inflight++;
+	} else {
+		cp->inflight--;
+		cp->handed++;
+	}
+}
+
 /* The length of the RESP bulk string at s ("$N\r\n...\r\n"), and its text. */
 static size_t bulk(const char *s, const char **text, size_t *tlen)
 {
@@ -458,6 +488,10 @@ static void refund(struct xrl_cpipe *cp, struct xrl_creq *cr, int k)
 		size_t tl;
 		char num[32], *e;
 
+		if (pj->nc && !cp->closing)
+			xrl_clease_give_back(cp, pj); /* cluster_lease.c */
+		if (!pj->m)
+			continue;
 		if (cp->closing || !(r = job_get(cp))) {
 			atomic_fetch_add(&cp->cl->refund_errors, 1);
 			continue;
@@ -490,14 +524,18 @@ static void refund(struct xrl_cpipe *cp, struct xrl_creq *cr, int k)
 static void creq_finish(struct xrl_cpipe *cp, struct xrl_creq *cr, int st, int upto)
 {
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
-	int k = 0;
+	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	int k = 0, kc = 0;
 
-	/* a refusal: the items of the parts asked (later ones were not) */
-	for (int p = 0; p < upto; p++)
+	/* a refusal: the items and sets of the parts asked (later ones were not) */
+	for (int p = 0; p < upto; p++) {
 		for (int q = 0; q < cr->part[p]->m; q++)
 			it[k++] = cr->it[cr->pitem[p][q]];
+		for (int q = 0; q < cr->part[p]->nc; q++)
+			ci[kc++] = cr->ci[cr->pci[p][q]];
+	}
 	pthread_rwlock_rdlock(&cp->l->cfg_mu);
-	xrl_lim_finish(cp->l, it, k, st, lim_now(cp->l), cr->d);
+	xrl_lim_finish_conc(cp->l, it, k, ci, kc, st, lim_now(cp->l), cr->d);
 	pthread_rwlock_unlock(&cp->l->cfg_mu);
 	cr->w.decided(cr->w.arg);
 	cp->handed++;
@@ -516,6 +554,10 @@ static void part_done(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_redi
 	for (int q = 0; q < j->m; q++) {
 		cr->it[cr->pitem[cr->cur][q]] = j->it[q];
 		refused |= !j->it[q].ok && !j->it[q].r->shadow;
+	}
+	for (int q = 0; q < j->nc; q++) {
+		cr->ci[cr->pci[cr->cur][q]] = j->ci[q];
+		refused |= !j->ci[q].ok && !j->ci[q].r->shadow;
 	}
 	if (refused) {
 		refund(cp, cr, cr->cur);
@@ -551,6 +593,10 @@ void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 		job_put(cp, j);
 		return;
 	}
+	if (j->res) { /* a release, or a give-back (cluster_lease.c) */
+		xrl_clease_job_done(cp, j, st);
+		return;
+	}
 	if (st == J_MOVED || st == J_ASK)
 		st = J_FAIL; /* redirected too often */
 	if (st == J_OK) {
@@ -563,50 +609,76 @@ void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 	creq_finish(cp, cr, st, cr->np);
 }
 
-/* The parts of a decision: its items grouped by the slot of their key
- * names, each part's keys and arguments cut from j0 (formatted whole). */
+/* Part p of cr for slot (made if new), or NULL: out of memory. */
+static struct xrl_redis_job *part_of(struct xrl_cpipe *cp, struct xrl_creq *cr, int slot, int *pp)
+{
+	int p;
+
+	for (p = 0; p < cr->np && cr->part[p]->slot != slot; p++)
+		;
+	if (p == cr->np) {
+		cr->part[p] = job_get(cp);
+		if (!cr->part[p])
+			return NULL;
+		cr->part[p]->slot = slot;
+		cr->part[p]->klen = cr->part[p]->alen = 0;
+		cr->np++;
+	}
+	*pp = p;
+	return cr->part[p];
+}
+
+/*
+ * The parts of a decision: its items and slot sets grouped by the slot of
+ * their key names (a set has its bucket's hash tag), each part's keys and
+ * arguments cut from j0 (formatted whole: buckets, then sets, as each
+ * part's are). A part with sets goes in calls of its own slot (one_slot):
+ * the node script decides rates only.
+ */
 static int split_parts(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_redis_job *j0)
 {
+	enum { N = 2 * XRL_HTTP_MAX_MATCH };
 	const char *kb = j0->kb, *ab = j0->ab, *t;
-	size_t kn[XRL_HTTP_MAX_MATCH], an[XRL_HTTP_MAX_MATCH], tl;
-	const char *ks[XRL_HTTP_MAX_MATCH], *as[XRL_HTTP_MAX_MATCH];
-	int slot[XRL_HTTP_MAX_MATCH], p;
+	size_t kn[N], an[N], tl;
+	const char *ks[N], *as[N];
+	int slot[N], p, n = cr->m + cr->nc;
 
-	for (int i = 0; i < cr->m; i++) {
+	for (int i = 0; i < n; i++) {
 		ks[i] = kb;
 		kn[i] = bulk(kb, &t, &tl);
 		slot[i] = (int)xrl_key_slot(t, tl);
 		kb += kn[i];
 		as[i] = ab;
-		an[i] = bulk(ab, &t, &tl);
-		an[i] += bulk(ab + an[i], &t, &tl);
+		an[i] = 0;
+		for (int a = 0; a < (i < cr->m ? 2 : 3); a++)
+			an[i] += bulk(ab + an[i], &t, &tl);
 		ab += an[i];
 	}
-	for (p = 1; p < cr->m && slot[p] == slot[0]; p++)
+	for (p = 1; p < n && slot[p] == slot[0]; p++)
 		;
-	if (p == cr->m) { /* the common case: one slot, j0 is the part */
+	if (p == n) { /* the common case: one slot, j0 is the part */
 		j0->slot = slot[0];
+		j0->one_slot = cr->nc > 0;
 		cr->part[cr->np++] = j0;
 		for (int k = 0; k < cr->m; k++)
 			cr->pitem[0][k] = (__u8)k;
+		for (int k = 0; k < cr->nc; k++)
+			cr->pci[0][k] = (__u8)k;
 		return 0;
 	}
-	for (int i = 0; i < cr->m; i++) {
-		struct xrl_redis_job *pj;
+	for (int i = 0; i < n; i++) {
+		struct xrl_redis_job *pj = part_of(cp, cr, slot[i], &p);
 
-		for (p = 0; p < cr->np && cr->part[p]->slot != slot[i]; p++)
-			;
-		if (p == cr->np) {
-			cr->part[p] = job_get(cp);
-			if (!cr->part[p])
-				return -ENOMEM;
-			cr->part[p]->slot = slot[i];
-			cr->part[p]->klen = cr->part[p]->alen = 0;
-			cr->np++;
+		if (!pj)
+			return -ENOMEM;
+		if (i < cr->m) {
+			cr->pitem[p][pj->m] = (__u8)i;
+			pj->it[pj->m++] = cr->it[i];
+		} else {
+			cr->pci[p][pj->nc] = (__u8)(i - cr->m);
+			pj->ci[pj->nc++] = cr->ci[i - cr->m];
+			pj->one_slot = true;
 		}
-		pj = cr->part[p];
-		cr->pitem[p][pj->m] = (__u8)i;
-		pj->it[pj->m++] = cr->it[i];
 		memcpy(pj->kb + pj->klen, ks[i], kn[i]);
 		pj->klen += kn[i];
 		memcpy(pj->ab + pj->alen, as[i], an[i]);
@@ -616,7 +688,8 @@ static int split_parts(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_red
 	return 0;
 }
 
-int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct xrl_decision *d,
+int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
+		    struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 		    const struct xrl_limiter_wait *w)
 {
 	const char *ik[XRL_HTTP_MAX_MATCH];
@@ -632,12 +705,18 @@ int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m, struct
 	}
 	memcpy(cr->it, it, sizeof(it[0]) * (size_t)m);
 	memcpy(j0->it, it, sizeof(it[0]) * (size_t)m);
+	if (nc) {
+		memcpy(cr->ci, ci, sizeof(ci[0]) * (size_t)nc);
+		memcpy(j0->ci, ci, sizeof(ci[0]) * (size_t)nc);
+	}
 	cr->m = j0->m = m;
+	cr->nc = j0->nc = nc;
 	cr->d = d;
 	cr->w = *w;
 	xrl_redis_job_format(j0, ik);
-	if (split_parts(cp, cr, j0)) {
-		j0 = NULL;
+	if (split_parts(cp, cr, j0)) { /* the parts made, j0 apart from them */
+		for (int p = 0; p < cr->np; p++)
+			job_put(cp, cr->part[p]);
 		goto oom;
 	}
 	for (int p = 0; p < cr->np; p++)
@@ -656,7 +735,7 @@ oom:
 	job_put(cp, j0);
 	free(cr);
 	pthread_rwlock_rdlock(&cp->l->cfg_mu);
-	xrl_lim_finish(cp->l, it, m, J_FAIL, lim_now(cp->l), d);
+	xrl_lim_finish_conc(cp->l, it, m, ci, nc, J_FAIL, lim_now(cp->l), d);
 	pthread_rwlock_unlock(&cp->l->cfg_mu);
 	return 0;
 }

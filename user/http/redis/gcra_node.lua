@@ -1,7 +1,7 @@
 -- gcra_node.lua - one call for a Redis Cluster node's rate decisions of
 -- several slots (cluster.c). The same decisions as gcra.lua for
 -- rules with a rate; a call holding a concurrency part or a release is an
--- error (a cluster backend refuses concurrency rules at load). Checked
+-- error (xrld sends those to gcra.lua, a call of one slot). Checked
 -- against gcra.lua, answer for answer and value for value, by
 -- tests/e2e/test_redis_node_script.sh.
 -- KEYS[1]: one key, for Redis to route by (MOVED, ASK). ARGV[1]: the

@@ -515,6 +515,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	__u64 rnow, mnow, calls = 0, decisions = 0;
 	char now[48], us[32]; /* the batch's now as a RESP bulk string, "$N\r\nUS.NNN\r\n" */
 	struct xrl_redis_job *first = NULL;
+	bool one = false, xs = false; /* first's call: holds a job of one slot; several slots */
 	int n = 0;
 
 	if (pipe_connect(p))
@@ -544,22 +545,26 @@ static int pipe_send(struct xrl_redis_pipe *p)
 	for (struct xrl_redis_job *j = p->b; j; j = j->next) {
 		/* one Redis, or a cluster node: every decision of a call (a
 		 * node's of several slots by its node script); an ASK or a
-		 * refund alone; after "non local key", one slot a call */
+		 * refund alone; a job of one slot (after "non local key", or
+		 * with slot sets) only in a call of that slot alone */
 		bool alone = j->asking || j->kind != JK_DECIDE;
 
 		if (j->st != J_PENDING)
 			continue;
 		decisions += j->kind == JK_DECIDE;
-		if (first &&
-		    (alone || ((j->one_slot || first->one_slot) && j->slot != first->slot))) {
+		if (first && (alone || ((j->one_slot || one) && (j->slot != first->slot || xs)))) {
 			if (wb_call(p, first, n, now, mnow))
 				goto oom;
 			calls++;
 			first = NULL;
 			n = 0;
 		}
-		if (!first)
+		if (!first) {
 			first = j;
+			one = xs = false;
+		}
+		one |= j->one_slot;
+		xs |= j->slot != first->slot;
 		if (++n == CALL_MAX || alone) {
 			if (wb_call(p, first, n, now, mnow))
 				goto oom;
@@ -1138,10 +1143,9 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	const char *ik[XRL_HTTP_MAX_MATCH];
 	struct xrl_redis_job *j;
 
-	/* a cluster takes no slots: config.c refuses concurrency rules there */
-	if (FRONT(p) && !nc)
-		return xrl_cpipe_queue(p->cp, it, m, d, w);
-	j = FRONT(p) ? NULL : job_get(p);
+	if (FRONT(p))
+		return xrl_cpipe_queue(p->cp, it, m, ci, nc, d, w);
+	j = job_get(p);
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
 		pthread_rwlock_rdlock(&l->cfg_mu);
@@ -1167,9 +1171,11 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 				 const char *const *rules, struct xrl_release *res,
 				 const struct xrl_limiter_wait *w)
 {
-	/* no leases on a cluster (config.c): nothing there to give back */
-	struct xrl_redis_job *j = FRONT(p) ? NULL : job_get(p);
+	struct xrl_redis_job *j;
 
+	if (FRONT(p))
+		return xrl_cpipe_queue_release(p->cp, ci, nc, rules, res, w);
+	j = job_get(p);
 	if (!j)
 		return 0;
 	job_plain(j, 0, ci, nc, NULL, res);
