@@ -411,9 +411,13 @@ static void test_extensions(void **state)
 	EQ(cfg->on_exit_detach, false);
 	EQ(cfg->log_level, XRL_LOG_ERR);
 	STR_EQ(cfg->metrics, "[::1]:8434");
+	STR_EQ(cfg->metrics_host, "::1"); /* parsed once, here */
+	EQ(cfg->metrics_port, 8434);
 	PARSE_OK("log_level: warning\nmetrics: localhost:65535\n");
 	EQ(cfg->log_level, XRL_LOG_WARN);
 	STR_EQ(cfg->metrics, "localhost:65535");
+	STR_EQ(cfg->metrics_host, "localhost");
+	EQ(cfg->metrics_port, 65535);
 	PARSE_OK("log_level: info\nmetrics: metrics.example.com:1\n");
 	EQ(cfg->log_level, XRL_LOG_INFO);
 

@@ -131,7 +131,9 @@ static int parse_top(struct cfg_parse *x, yaml_node_t *root)
 		rc = cfg_scalar(x, f[F_METRICS].v, "metrics", metrics_what, &s);
 		if (rc)
 			return rc;
-		if (strlen(s) >= sizeof(x->c->metrics) || !cfg_hostport_ok(s))
+		if (strlen(s) >= sizeof(x->c->metrics) ||
+		    xrl_hostport_parse(s, strlen(s), x->c->metrics_host, sizeof(x->c->metrics_host),
+				       &x->c->metrics_port))
 			return cfg_error_at(x, f[F_METRICS].v, "metrics: expected %s, got %s",
 					    metrics_what, cfg_desc(f[F_METRICS].v, d, sizeof(d)));
 		snprintf(x->c->metrics, sizeof(x->c->metrics), "%s", s);

@@ -80,6 +80,8 @@ struct xrld_config {
 				   * own where the kernel can take them) */
 	struct xrl_penalty_cfg penalty;
 	char metrics[64];	  /* "127.0.0.1:8434"; "" = off */
+	char metrics_host[64];	  /* metrics parsed once: HOST (brackets off) */
+	int metrics_port;	  /* and PORT */
 	bool on_exit_detach;	  /* on_exit: detach | keep (default) */
 	int log_level;		  /* log_level: error|warning|info|debug; -1 unset */
 	bool has_http;		  /* an http: section (the identity tier) */

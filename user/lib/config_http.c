@@ -19,15 +19,6 @@
 
 #include "config_int.h"
 
-/* "127.0.0.1:8434", "[::1]:8434", "localhost:8434". */
-bool cfg_hostport_ok(const char *s)
-{
-	char host[64];
-	int port;
-
-	return !xrl_hostport_parse(s, strlen(s), host, sizeof(host), &port);
-}
-
 /*
  * A path_prefix must be written as requests are matched, normalised
  * (xrl_http_path_norm): "/api//holds" or "/api/%68olds" would never match

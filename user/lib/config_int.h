@@ -54,7 +54,6 @@ int cfg_parse_fleet(struct cfg_parse *x, yaml_node_t *n);
 int cfg_fleet_resolve(struct cfg_parse *x, yaml_node_t *root);
 
 /* config_http.c */
-bool cfg_hostport_ok(const char *s);
 int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n);
 
 /* config_xdp.c */

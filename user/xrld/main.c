@@ -139,17 +139,6 @@ static void usage(FILE *f)
 		   "       xrld --version\n");
 }
 
-/* Is HOST:PORT's port below 1024 (binding it needs CAP_NET_BIND_SERVICE)? */
-static bool low_port(const char *hostport)
-{
-	char host[256];
-	int port;
-
-	return hostport[0] &&
-	       !xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port) &&
-	       port < 1024;
-}
-
 /*
  * After the interfaces are attached and before any thread starts: keep
  * what a reload needs to attach or detach an interface, CAP_BPF and
@@ -170,7 +159,9 @@ static int drop_privileges(struct xrld *d)
 	__u64 eff, prm;
 	int err;
 
-	if ((d->cfg->has_http && d->cfg->http.listen_port < 1024) || low_port(d->cfg->metrics))
+	/* a port below 1024 needs CAP_NET_BIND_SERVICE to be bound */
+	if ((d->cfg->has_http && d->cfg->http.listen_port < 1024) ||
+	    (d->cfg->metrics[0] && d->cfg->metrics_port < 1024))
 		keep |= XRL_CAP(CAP_NET_BIND_SERVICE);
 	err = xrl_caps_limit(keep);
 	if (err)
@@ -386,7 +377,7 @@ static int start(struct xrld *d, int verbose)
 		log_err("couldn't set up the identity tier's vouches: %s", strerror(-rc));
 		goto fail;
 	}
-	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics))) {
+	if (d->cfg->metrics[0] && (rc = xrld_metrics_start(d, d->cfg->metrics_host, d->cfg->metrics_port))) {
 		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
 		goto fail;
 	}

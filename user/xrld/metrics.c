@@ -310,23 +310,21 @@ static void *mhd_starter(void *arg)
 	return NULL;
 }
 
-/* HOST:PORT or [V6]:PORT; a host name is resolved once, at start. The
+/* metrics' host and port as the config parsed them; a host name is
+ * resolved once, at start. The
  * socket is bound here (a port below 1024 takes this thread's
  * CAP_NET_BIND_SERVICE), the server started by a thread without any. */
-int xrld_metrics_start(struct xrld *d, const char *hostport)
+int xrld_metrics_start(struct xrld *d, const char *host, int port)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV }, *ai;
-	char host[80], port_s[8];
+	char port_s[8];
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-	int port;
 
 	/* the start installed the first policy: the last reload gauges' start */
 	if (!READ(d->last_reload_time_s)) {
 		__atomic_store_n(&d->last_reload_time_s, (__u64)time(NULL), __ATOMIC_RELAXED);
 		__atomic_store_n(&d->last_reload_ok, 1, __ATOMIC_RELAXED);
 	}
-	if (xrl_hostport_parse(hostport, strlen(hostport), host, sizeof(host), &port))
-		return -EINVAL;
 	snprintf(port_s, sizeof(port_s), "%d", port);
 	if (getaddrinfo(host, port_s, &hints, &ai) || !ai)
 		return -EINVAL;

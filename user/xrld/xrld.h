@@ -273,6 +273,6 @@ void xrld_vouch_metrics(struct xrld *d, struct xrl_buf *b);
 void xrld_vouch_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
-int xrld_metrics_start(struct xrld *d, const char *hostport);
+int xrld_metrics_start(struct xrld *d, const char *host, int port);
 
 #endif /* XRLD_H */
