@@ -348,8 +348,8 @@ static double elapsed_s(struct timespec *t0)
 static int cmd_stats(const struct xrl_verb_call *c)
 {
 	static struct snap cur[XRL_CFG_MAX_IFACES], prev[XRL_CFG_MAX_IFACES];
-	const char *only = c->opt[0];
-	double watch = c->opt[1] ? strtod(c->opt[1], NULL) : 0, dt = 0;
+	const char *only = c->a.stats.iface.text;
+	double watch = c->a.stats.watch.text ? c->a.stats.watch.s : 0, dt = 0;
 	/* on a terminal: human numbers; watching, the rate columns from the
 	 * first screen on, so the layout does not jump */
 	unsigned flags = !json && isatty(STDOUT_FILENO) ? XRL_REPORT_HUMAN : 0;
@@ -406,7 +406,7 @@ static int cmd_stats(const struct xrl_verb_call *c)
 static int cmd_top_watch(const struct xrl_verb_call *c, int argc, char **argv)
 {
 	const char *args[XRL_CTL_MAXARGS];
-	double watch = strtod(c->opt[2], NULL);
+	double watch = c->a.top.watch.s;
 	struct watch_out w;
 	int n = 0, rc;
 
@@ -579,7 +579,7 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 	case XRL_VERB_STATUS:
 		return daemon_up() ? call(argc, args) : status_from_pins();
 	case XRL_VERB_DETACH:
-		return daemon_up() ? call(argc, args) : detach_from_pins(c->pos[0]);
+		return daemon_up() ? call(argc, args) : detach_from_pins(c->a.detach.iface.text);
 	case XRL_VERB_ALLOW_LIST:
 	case XRL_VERB_DENY_LIST:
 		return daemon_up() ? call(argc, args)
@@ -587,17 +587,18 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 	case XRL_VERB_VOUCH_LIST:
 		return daemon_up() ? call(argc, args) : vouch_from_pins();
 	case XRL_VERB_POLICY_CHECK:
-		return cmd_policy_check(c->pos[0]);
+		return cmd_policy_check(c->a.policy.file.text);
 	case XRL_VERB_POLICY_APPLY:
-		return cmd_policy_apply(c->pos[0]);
+		return cmd_policy_apply(c->a.policy.file.text);
 	case XRL_VERB_STATS:
 		return cmd_stats(c);
 	case XRL_VERB_TOP:
-		return c->opt[2] ? cmd_top_watch(c, argc, argv) : call(argc, args);
+		return c->a.top.watch.text ? cmd_top_watch(c, argc, argv) : call(argc, args);
 	case XRL_VERB_PENALTY_DEL:
-		return cmd_penalty_del(c->pos[0]);
+		return cmd_penalty_del(c->a.penalty.key.text);
 	case XRL_VERB_OVERRIDE:
-		if (!c->opt[0] || !c->opt[1] || !c->opt[2])
+		if (!c->a.override.rate.text || !c->a.override.burst.text ||
+		    !c->a.override.ttl.text)
 			return fail(
 				2,
 				"override RULE KEY needs --rate RATE, --burst N and --ttl DURATION");

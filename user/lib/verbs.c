@@ -4,6 +4,7 @@
  * parses a command line (xrlctl) or a request (xrld) against it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,25 +12,47 @@
 #include "verbs.h"
 #include "xrl.h"
 
-#define POS(n, t) \
+/* The value struct each type of argument fills (verbs.h). */
+#define VAL_NAME     struct xrl_val_text
+#define VAL_FILE     struct xrl_val_text
+#define VAL_CIDR     struct xrl_val_prefix
+#define VAL_VOUCH    struct xrl_val_prefix
+#define VAL_DURATION struct xrl_val_duration
+#define VAL_COUNT    struct xrl_val_count
+#define VAL_SECONDS  struct xrl_val_seconds
+#define VAL_MODE     struct xrl_val_mode
+#define VAL_ONOFF    struct xrl_val_onoff
+#define VAL_COOKIES  struct xrl_val_cookies
+#define VAL_RATE     struct xrl_val_rate
+
+/*
+ * Where an argument of type T lands: field f of the verb's struct S in
+ * union xrl_verb_args. The _Generic has one association, so a row whose
+ * field is not of the value struct T fills does not build.
+ */
+#define AT(S, f, T) \
+	(offsetof(union xrl_verb_args, S.f) + \
+	 0 * sizeof(char[_Generic(((union xrl_verb_args *)0)->S.f, VAL_##T : 1)]))
+#define POS(n, T, S, f) \
 	{ \
-		.name = (n), .type = (t) \
+		.name = (n), .type = XRL_ARG_##T, .off = AT(S, f, T) \
 	}
-#define OPT(n, t, m) \
+#define OPT(n, T, m, S, f) \
 	{ \
-		.name = (n), .type = (t), .meta = (m) \
+		.name = (n), .type = XRL_ARG_##T, .meta = (m), .off = AT(S, f, T) \
 	}
 
 /*
  * The rows of a set of sources xrld keeps (allow, deny, vouch): NOUN add ARG
- * [the options after the helps], NOUN del ARG, NOUN list.
+ * [the options after the helps], NOUN del ARG, NOUN list. S is the set's
+ * struct in union xrl_verb_args.
  */
 /* clang-format off */
-#define SET_VERBS(ID, noun, arg, type, add_help, del_help, list_help, ...) \
-	[XRL_VERB_##ID##_ADD] = { XRL_VERB_##ID##_ADD, noun, "add", { POS(arg, type) }, \
+#define SET_VERBS(ID, S, noun, arg, T, add_help, del_help, list_help, ...) \
+	[XRL_VERB_##ID##_ADD] = { XRL_VERB_##ID##_ADD, noun, "add", { POS(arg, T, S, prefix) }, \
 				  __VA_ARGS__, XRL_VERB_CHANGES, add_help }, \
-	[XRL_VERB_##ID##_DEL] = { XRL_VERB_##ID##_DEL, noun, "del", { POS(arg, type) }, {}, \
-				  XRL_VERB_CHANGES, del_help }, \
+	[XRL_VERB_##ID##_DEL] = { XRL_VERB_##ID##_DEL, noun, "del", { POS(arg, T, S, prefix) }, \
+				  {}, XRL_VERB_CHANGES, del_help }, \
 	[XRL_VERB_##ID##_LIST] = { XRL_VERB_##ID##_LIST, noun, "list", {}, {}, 0, list_help }
 /* clang-format on */
 
@@ -38,63 +61,74 @@
 const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 	[XRL_VERB_STATUS] = { XRL_VERB_STATUS, "status", NULL, {}, {}, 0,
 		"daemon, interfaces and the identity tier (from the pins if xrld is down)" },
-	[XRL_VERB_ATTACH] = { XRL_VERB_ATTACH, "attach", NULL, { POS("IFACE", XRL_ARG_NAME) },
-		{ OPT("--mode", XRL_ARG_MODE, "native|skb|auto") }, XRL_VERB_CHANGES,
+	[XRL_VERB_ATTACH] = { XRL_VERB_ATTACH, "attach", NULL, { POS("IFACE", NAME, attach, iface) },
+		{ OPT("--mode", MODE, "native|skb|auto", attach, mode) }, XRL_VERB_CHANGES,
 		"attach the program to IFACE (native by default)" },
-	[XRL_VERB_DETACH] = { XRL_VERB_DETACH, "detach", NULL, { POS("IFACE", XRL_ARG_NAME) }, {},
+	[XRL_VERB_DETACH] = { XRL_VERB_DETACH, "detach", NULL,
+		{ POS("IFACE", NAME, detach, iface) }, {},
 		XRL_VERB_CHANGES, "remove the program and its pinned state" },
 	[XRL_VERB_POLICY_CHECK] = { XRL_VERB_POLICY_CHECK, "policy", "check",
-		{ POS("FILE", XRL_ARG_FILE) }, {}, XRL_VERB_LOCAL,
+		{ POS("FILE", FILE, policy, file) }, {}, XRL_VERB_LOCAL,
 		"validate a policy file and summarise it" },
 	[XRL_VERB_POLICY_APPLY] = { XRL_VERB_POLICY_APPLY, "policy", "apply",
-		{ POS("FILE", XRL_ARG_FILE) }, {}, XRL_VERB_SENDS_FILE | XRL_VERB_CHANGES,
+		{ POS("FILE", FILE, policy, file) }, {}, XRL_VERB_SENDS_FILE | XRL_VERB_CHANGES,
 		"atomically replace the running policy" },
 	[XRL_VERB_POLICY_SHOW] = { XRL_VERB_POLICY_SHOW, "policy", "show", {}, {}, 0,
 		"the running policy and the shadow overrides" },
 	[XRL_VERB_STATS] = { XRL_VERB_STATS, "stats", NULL, {},
-		{ OPT("--iface", XRL_ARG_NAME, "IF"), OPT("--watch", XRL_ARG_SECONDS, "SECONDS") },
+		{ OPT("--iface", NAME, "IF", stats, iface),
+		  OPT("--watch", SECONDS, "SECONDS", stats, watch) },
 		XRL_VERB_LOCAL,
 		"counters per rule: packet tier from the pins, HTTP rules from xrld (--watch: live)" },
 	[XRL_VERB_TOP] = { XRL_VERB_TOP, "top", NULL, {},
-		{ OPT("--rule", XRL_ARG_NAME, "NAME"), OPT("-n", XRL_ARG_COUNT, "N"),
-		  OPT("--watch", XRL_ARG_SECONDS, "SECONDS"), OPT("--http", XRL_ARG_NAME, "RULE") }, 0,
+		{ OPT("--rule", NAME, "NAME", top, rule), OPT("-n", COUNT, "N", top, n),
+		  OPT("--watch", SECONDS, "SECONDS", top, watch),
+		  OPT("--http", NAME, "RULE", top, http) }, 0,
 		"top refused source prefixes (--http RULE: an HTTP rule's most refused keys)" },
-	SET_VERBS(ALLOW, "allow", "CIDR", XRL_ARG_CIDR, "never limit CIDR",
+	SET_VERBS(ALLOW, allow, "allow", "CIDR", CIDR, "never limit CIDR",
 		"take CIDR off the allowlist", "the allowlist (from the pins if xrld is down)", {}),
-	SET_VERBS(DENY, "deny", "CIDR", XRL_ARG_CIDR,
+	SET_VERBS(DENY, deny, "deny", "CIDR", CIDR,
 		"drop everything from CIDR (for DURATION; without it, until removed)",
 		"take CIDR off the denylist",
 		"the denylist with origins and expiry (from the pins if xrld is down)",
-		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }),
+		{ OPT("--ttl", DURATION, "DURATION", deny, ttl) }),
 	[XRL_VERB_SHADOW] = { XRL_VERB_SHADOW, "shadow", NULL,
-		{ POS("RULE", XRL_ARG_NAME), POS("on|off", XRL_ARG_ONOFF) }, {}, XRL_VERB_CHANGES,
+		{ POS("RULE", NAME, shadow, rule), POS("on|off", ONOFF, shadow, on) }, {},
+		XRL_VERB_CHANGES,
 		"count a packet or HTTP rule's refusals without enforcing them (until xrld restarts)" },
 	[XRL_VERB_PENALTY_LIST] = { XRL_VERB_PENALTY_LIST, "penalty", "list", {}, {}, 0,
 		"identity-tier key penalties: rule, key hash, level, time left" },
 	[XRL_VERB_PENALTY_DEL] = { XRL_VERB_PENALTY_DEL, "penalty", "del",
-		{ POS("KEY|HASH", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
+		{ POS("KEY|HASH", NAME, penalty, key) }, {}, XRL_VERB_CHANGES,
 		"lift a key's penalties (in a fleet: on every instance); xrlctl sends the key's hash" },
 	[XRL_VERB_COOKIES] = { XRL_VERB_COOKIES, "cookies", NULL,
-		{ POS("RULE", XRL_ARG_NAME), POS("on|auto|off", XRL_ARG_COOKIES) }, {},
+		{ POS("RULE", NAME, cookies, rule), POS("on|auto|off", COOKIES, cookies, mode) }, {},
 		XRL_VERB_CHANGES,
 		"a rule's SYN cookies now, without a reload (until the next policy apply or reload)" },
-	SET_VERBS(VOUCH, "vouch", "PREFIX", XRL_ARG_VOUCH,
+	SET_VERBS(VOUCH, vouch, "vouch", "PREFIX", VOUCH,
 		"vouch for PREFIX's /24 or /48 (for DURATION; without it, until removed)",
 		"take PREFIX's /24 or /48 off the vouched sources",
 		"vouched sources with origin and time left (from the pins if xrld is down)",
-		{ OPT("--ttl", XRL_ARG_DURATION, "DURATION") }),
+		{ OPT("--ttl", DURATION, "DURATION", vouch, ttl) }),
 	[XRL_VERB_OVERRIDE_LIST] = { XRL_VERB_OVERRIDE_LIST, "override", "list", {}, {}, 0,
 		"the per-key overrides of HTTP rules in force" },
 	[XRL_VERB_OVERRIDE_DEL] = { XRL_VERB_OVERRIDE_DEL, "override", "del",
-		{ POS("RULE", XRL_ARG_NAME), POS("KEY", XRL_ARG_NAME) }, {}, XRL_VERB_CHANGES,
-		"remove KEY's override of HTTP rule RULE" },
+		{ POS("RULE", NAME, override, rule), POS("KEY", NAME, override, key) }, {},
+		XRL_VERB_CHANGES, "remove KEY's override of HTTP rule RULE" },
 	[XRL_VERB_OVERRIDE] = { XRL_VERB_OVERRIDE, "override", NULL,
-		{ POS("RULE", XRL_ARG_NAME), POS("KEY", XRL_ARG_NAME) },
-		{ OPT("--rate", XRL_ARG_RATE, "RATE"), OPT("--burst", XRL_ARG_COUNT, "N"),
-		  OPT("--ttl", XRL_ARG_DURATION, "DURATION") }, XRL_VERB_CHANGES,
+		{ POS("RULE", NAME, override, rule), POS("KEY", NAME, override, key) },
+		{ OPT("--rate", RATE, "RATE", override, rate),
+		  OPT("--burst", COUNT, "N", override, burst),
+		  OPT("--ttl", DURATION, "DURATION", override, ttl) }, XRL_VERB_CHANGES,
 		"KEY's own rate and burst on HTTP rule RULE for DURATION (all three required)" },
 };
 /* clang-format on */
+
+const char *xrl_verb_text(const struct xrl_verb_call *c, const struct xrl_verb_arg *a)
+{
+	/* every value struct starts with its text */
+	return *(const char *const *)((const char *)&c->a + a->off);
+}
 
 void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len)
 {
@@ -145,32 +179,81 @@ static int usage_err(const char *word, const struct xrl_verb *v, char *err, size
 	return 2;
 }
 
-/* Is s what an argument of type t must be? 0, or 2 with err set. */
-static int check_value(const struct xrl_verb_arg *a, const char *s, char *err, size_t errlen)
+/* A value of one of the types that are a word out of a few. */
+static int take_word(const struct xrl_verb_arg *a, const char *s, void *v, char *err, size_t errlen)
 {
+	switch (a->type) {
+	case XRL_ARG_MODE: {
+		enum xrl_attach_mode *m = &((struct xrl_val_mode *)v)->mode;
+
+		if (!strcmp(s, "native"))
+			*m = XRL_MODE_NATIVE;
+		else if (!strcmp(s, "skb"))
+			*m = XRL_MODE_SKB;
+		else if (!strcmp(s, "auto"))
+			*m = XRL_MODE_AUTO;
+		else
+			return snprintf(err, errlen, "%s: want native, skb or auto", a->name), 2;
+		return 0;
+	}
+	case XRL_ARG_ONOFF:
+		if (strcmp(s, "on") && strcmp(s, "off"))
+			return snprintf(err, errlen, "%s: want on or off, got '%s'", a->name, s), 2;
+		((struct xrl_val_onoff *)v)->on = !strcmp(s, "on");
+		return 0;
+	case XRL_ARG_COOKIES: {
+		__u8 *m = &((struct xrl_val_cookies *)v)->mode;
+
+		if (!strcmp(s, "on"))
+			*m = XRL_COOKIES_ON;
+		else if (!strcmp(s, "auto"))
+			*m = XRL_COOKIES_AUTO;
+		else if (!strcmp(s, "off"))
+			*m = XRL_COOKIES_OFF;
+		else
+			return snprintf(err, errlen, "%s: want on, auto or off, got '%s'", a->name,
+					s),
+			       2;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Is s what argument a must be? 0 with s and what it means in a's field of
+ * args, or 2 with err set.
+ */
+static int take_value(const struct xrl_verb_arg *a, const char *s, union xrl_verb_args *args,
+		      char *err, size_t errlen)
+{
+	void *v = (char *)args + a->off;
 	char why[XRL_ERRLEN];
-	struct xrl_prefix p;
-	__u64 ns;
 	char *end;
 
 	switch (a->type) {
 	case XRL_ARG_CIDR:
-		if (xrl_prefix_parse(s, &p, why, sizeof(why)))
+		if (xrl_prefix_parse(s, &((struct xrl_val_prefix *)v)->p, why, sizeof(why)))
 			return snprintf(err, errlen, "%s", why), 2;
-		return 0;
-	case XRL_ARG_DURATION:
-		if (xrl_duration_parse(s, &ns, why, sizeof(why)))
+		break;
+	case XRL_ARG_DURATION: {
+		__u64 *ns = &((struct xrl_val_duration *)v)->ns;
+
+		if (xrl_duration_parse(s, ns, why, sizeof(why)))
 			return snprintf(err, errlen, "%s: %s", a->name, why), 2;
 		/* 0 would store a permanent entry; leave the option out for that */
-		if (!ns)
+		if (!*ns)
 			return snprintf(err, errlen, "%s: '%s' must be above zero", a->name, s), 2;
-		return 0;
+		break;
+	}
 	case XRL_ARG_COUNT: {
 		long n = strtol(s, &end, 10);
 
 		if (!*s || *end || n < 1)
 			return snprintf(err, errlen, "%s wants a positive number", a->name), 2;
-		return 0;
+		((struct xrl_val_count *)v)->n = n;
+		break;
 	}
 	case XRL_ARG_SECONDS: {
 		double d = strtod(s, &end);
@@ -179,42 +262,38 @@ static int check_value(const struct xrl_verb_arg *a, const char *s, char *err, s
 			return snprintf(err, errlen, "%s wants a positive number of seconds",
 					a->name),
 			       2;
-		return 0;
+		((struct xrl_val_seconds *)v)->s = d;
+		break;
 	}
-	case XRL_ARG_MODE:
-		if (strcmp(s, "native") && strcmp(s, "skb") && strcmp(s, "auto"))
-			return snprintf(err, errlen, "%s: want native, skb or auto", a->name), 2;
-		return 0;
-	case XRL_ARG_RATE: {
-		struct xrl_rate rt;
-
-		if (xrl_rate_parse(s, &rt, why, sizeof(why)))
+	case XRL_ARG_RATE:
+		if (xrl_rate_parse(s, &((struct xrl_val_rate *)v)->rate, why, sizeof(why)))
 			return snprintf(err, errlen, "%s: %s", a->name, why), 2;
-		return 0;
-	}
+		break;
+	case XRL_ARG_MODE:
 	case XRL_ARG_ONOFF:
-		if (strcmp(s, "on") && strcmp(s, "off"))
-			return snprintf(err, errlen, "%s: want on or off, got '%s'", a->name, s), 2;
-		return 0;
 	case XRL_ARG_COOKIES:
-		if (strcmp(s, "on") && strcmp(s, "auto") && strcmp(s, "off"))
-			return snprintf(err, errlen, "%s: want on, auto or off, got '%s'", a->name,
-					s),
-			       2;
-		return 0;
-	case XRL_ARG_VOUCH:
-		if (xrl_prefix_parse(s, &p, why, sizeof(why)))
+		if (take_word(a, s, v, err, errlen))
+			return 2;
+		break;
+	case XRL_ARG_VOUCH: {
+		struct xrl_prefix *p = &((struct xrl_val_prefix *)v)->p;
+
+		if (xrl_prefix_parse(s, p, why, sizeof(why)))
 			return snprintf(err, errlen, "%s", why), 2;
-		if (p.plen < (p.family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6))
+		if (p->plen < (p->family == XRL_AF_INET ? XRL_VOUCH_PLEN4 : XRL_VOUCH_PLEN6))
 			return snprintf(err, errlen,
 					"%s: a vouch covers one /%d (IPv4) or /%d (IPv6); '%s' is "
 					"wider",
 					a->name, XRL_VOUCH_PLEN4, XRL_VOUCH_PLEN6, s),
 			       2;
-		return 0;
-	default:
-		return 0;
+		break;
 	}
+	default:
+		break;
+	}
+	/* the struct's first member, where every value struct keeps its text */
+	*(const char **)v = s;
+	return 0;
 }
 
 /* The verb named by argv's first one or two words; *used is how many. */
@@ -257,13 +336,11 @@ static int parse_args(const struct xrl_verb *v, int argc, char *const *argv, boo
 		if (a) {
 			if (i + 1 >= argc)
 				return usage_err(NULL, v, err, errlen);
-			if (check_value(a, argv[++i], err, errlen))
+			if (take_value(a, argv[++i], &c->a, err, errlen))
 				return 2;
-			c->opt[k] = argv[i];
 		} else if (npos < XRL_VERB_POS && v->pos[npos].name) {
-			if (check_value(&v->pos[npos], argv[i], err, errlen))
+			if (take_value(&v->pos[npos++], argv[i], &c->a, err, errlen))
 				return 2;
-			c->pos[npos++] = argv[i];
 		} else if (wire && (v->flags & XRL_VERB_SENDS_FILE) && !c->text) {
 			c->text = argv[i];
 		} else {

@@ -6,6 +6,10 @@
  * walker, then calls its handler for the verb's id). A verb is a row: its
  * words, its arguments, its options and its help, so usage cannot drift
  * from what is accepted (bpftool's cmd_select, xdp-tools' cmds[]).
+ *
+ * Each argument of a row names the field of its verb's struct (union
+ * xrl_verb_args) the walker fills, as xdp-tools' DEFINE_OPTION does: a
+ * handler reads c->a.top.n.n, never an index.
  */
 #ifndef XRL_VERBS_H
 #define XRL_VERBS_H
@@ -13,6 +17,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+
+#include "xrl.h"
 
 enum xrl_verb_id {
 	XRL_VERB_STATUS = 0,
@@ -62,10 +68,118 @@ enum xrl_arg_type {
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
 #define XRL_VERB_OPTS 4 /* options (--name VALUE) of a verb at most */
 
+/*
+ * An argument's value as the walker leaves it: the text as given (NULL: an
+ * option left out) and, for the types that mean more than a word, what it
+ * means, parsed once. Every kind starts with its text (the log of changes
+ * reads it through xrl_verb_text).
+ */
+/* NAME, FILE */
+struct xrl_val_text {
+	const char *text;
+};
+/* CIDR, VOUCH */
+struct xrl_val_prefix {
+	const char *text;
+	struct xrl_prefix p;
+};
+struct xrl_val_duration {
+	const char *text;
+	__u64 ns;
+};
+struct xrl_val_count {
+	const char *text;
+	long n;
+};
+struct xrl_val_seconds {
+	const char *text;
+	double s;
+};
+struct xrl_val_mode {
+	const char *text;
+	enum xrl_attach_mode mode;
+};
+struct xrl_val_onoff {
+	const char *text;
+	bool on;
+};
+struct xrl_val_cookies {
+	const char *text;
+	__u8 mode; /* XRL_COOKIES_* */
+};
+struct xrl_val_rate {
+	const char *text;
+	struct xrl_rate rate;
+};
+
+/* Each verb's arguments by name, options as their --name; a verb with
+ * none has no struct. */
+struct xrl_args_attach {
+	struct xrl_val_text iface;
+	struct xrl_val_mode mode;
+};
+/* detach */
+struct xrl_args_iface {
+	struct xrl_val_text iface;
+};
+/* policy check, policy apply */
+struct xrl_args_file {
+	struct xrl_val_text file;
+};
+struct xrl_args_stats {
+	struct xrl_val_text iface;
+	struct xrl_val_seconds watch;
+};
+struct xrl_args_top {
+	struct xrl_val_text rule;
+	struct xrl_val_count n;
+	struct xrl_val_seconds watch;
+	struct xrl_val_text http;
+};
+/* allow, deny and vouch: add and del (ttl: deny add and vouch add) */
+struct xrl_args_prefix {
+	struct xrl_val_prefix prefix;
+	struct xrl_val_duration ttl;
+};
+struct xrl_args_shadow {
+	struct xrl_val_text rule;
+	struct xrl_val_onoff on;
+};
+/* penalty del: KEY|HASH */
+struct xrl_args_key {
+	struct xrl_val_text key;
+};
+struct xrl_args_cookies {
+	struct xrl_val_text rule;
+	struct xrl_val_cookies mode;
+};
+/* override and override del */
+struct xrl_args_override {
+	struct xrl_val_text rule;
+	struct xrl_val_text key;
+	struct xrl_val_rate rate;
+	struct xrl_val_count burst;
+	struct xrl_val_duration ttl;
+};
+
+union xrl_verb_args {
+	struct xrl_args_attach attach;
+	struct xrl_args_iface detach;
+	struct xrl_args_file policy;
+	struct xrl_args_stats stats;
+	struct xrl_args_top top;
+	struct xrl_args_prefix allow, deny, vouch;
+	struct xrl_args_shadow shadow;
+	struct xrl_args_key penalty;
+	struct xrl_args_cookies cookies;
+	struct xrl_args_override override;
+};
+
 struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */
 	enum xrl_arg_type type;
 	const char *meta; /* an option's value in usage: "native|skb|auto" */
+	size_t off;	  /* its value's place in union xrl_verb_args */
 };
 
 enum {
@@ -84,14 +198,14 @@ struct xrl_verb {
 	const char *help;
 };
 
-/* A parsed command: the values are argv's strings, already validated. */
+/* A parsed command: the values are argv's strings, already validated, and
+ * what they mean, in the verb's struct of a. */
 struct xrl_verb_call {
 	const struct xrl_verb *v;
-	const char *pos[XRL_VERB_POS];
-	const char *opt[XRL_VERB_OPTS]; /* NULL: not given */
-	const char *text;		/* XRL_VERB_SENDS_FILE, on the wire */
-	bool json;			/* --json anywhere */
-	bool help;			/* --help anywhere */
+	union xrl_verb_args a;
+	const char *text; /* XRL_VERB_SENDS_FILE, on the wire */
+	bool json;	  /* --json anywhere */
+	bool help;	  /* --help anywhere */
 };
 
 extern const struct xrl_verb xrl_verbs[XRL_VERB_MAX];
@@ -107,6 +221,8 @@ extern const struct xrl_verb xrl_verbs[XRL_VERB_MAX];
 int xrl_verb_parse(int argc, char *const *argv, bool wire, struct xrl_verb_call *c,
 		   const char **word, char *err, size_t errlen);
 
+/* The text an argument of c's verb was given as; NULL: an option left out. */
+const char *xrl_verb_text(const struct xrl_verb_call *c, const struct xrl_verb_arg *a);
 /* "deny add CIDR [--ttl DURATION]" into buf. */
 void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len);
 /* Usage lines of every verb whose first word is word (NULL: all) to f. */

@@ -160,13 +160,13 @@ static int cmd_stats(struct xrld *d, const struct xrl_verb_call *c, struct reply
 	struct xrl_ruleset_meta meta;
 	json_t *ifs = json_array();
 
-	if (c->opt[1])
+	if (c->a.stats.watch.text)
 		return json_decref(ifs),
 		       fail(r, 2, "--watch is xrlctl's: it polls the pinned maps");
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrld_iface *f = &d->ifs[i];
 
-		if (c->opt[0] && strcmp(c->opt[0], f->name))
+		if (c->a.stats.iface.text && strcmp(c->a.stats.iface.text, f->name))
 			continue;
 		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
 			return json_decref(ifs),
@@ -227,21 +227,22 @@ static void top_row(struct xrld *d, struct reply *r, json_t *a, const struct xrl
 
 static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
-	const char *rule = c->opt[0];
-	long n = c->opt[1] ? strtol(c->opt[1], NULL, 10) : 20;
+	const struct xrl_args_top *o = &c->a.top;
+	const char *rule = o->rule.text;
+	long n = o->n.text ? o->n.n : 20;
 	struct xrld_top_ent **v;
 	__u32 want_id = 0;
 	json_t *a = NULL;
 	size_t m = 0;
 
-	if (c->opt[3]) {
+	if (o->http.text) {
 		char err[XRL_ERRLEN + 64];
 		int rc;
 
 		if (rule)
 			return fail(r, 2,
 				    "--rule names a packet rule; --http RULE names an HTTP one");
-		rc = xrld_http_top(d, c->opt[3], n, r->json, r->b, err, sizeof(err));
+		rc = xrld_http_top(d, o->http.text, n, r->json, r->b, err, sizeof(err));
 		return rc ? fail(r, 1, "%s", err) : 0;
 	}
 	if (rule && !rule_id(d, rule, &want_id))
@@ -288,15 +289,11 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 	enum xrl_verb_id id = c->v->id;
 	bool deny = id == XRL_VERB_DENY_ADD || id == XRL_VERB_DENY_DEL;
 	bool add = id == XRL_VERB_ALLOW_ADD || id == XRL_VERB_DENY_ADD;
-	char err[XRL_ERRLEN];
-	struct xrl_prefix p;
-	__u64 ttl = 0;
+	const struct xrl_args_prefix *o = deny ? &c->a.deny : &c->a.allow;
+	const struct xrl_prefix p = o->prefix.p;
+	__u64 ttl = o->ttl.text ? o->ttl.ns : 0;
 	int rc = 0;
 
-	/* both checked by the parser already */
-	xrl_prefix_parse(c->pos[0], &p, err, sizeof(err));
-	if (c->opt[0])
-		xrl_duration_parse(c->opt[0], &ttl, err, sizeof(err));
 	if (!d->n_ifs)
 		return fail(r, 1, "no interface is attached");
 	for (int i = 0; i < d->n_ifs; i++) {
@@ -308,7 +305,7 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		else
 			rc = deny ? xrl_deny_del(h, &p) : xrl_allow_del(h, &p);
 		if (rc == -ENOENT)
-			return fail(r, 1, "%s is not on the %s list", c->pos[0],
+			return fail(r, 1, "%s is not on the %s list", o->prefix.text,
 				    deny ? "deny" : "allow");
 		if (rc)
 			return fail(r, 1, "couldn't update %s: %s", d->ifs[i].name, strerror(-rc));
@@ -317,33 +314,33 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 		return done(r,
 			    "deny added %s on this host only: the fleet takes no prefix wider "
 			    "than the penalty floor",
-			    c->pos[0]);
-	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed", c->pos[0]);
+			    o->prefix.text);
+	return done(r, "%s %s %s", deny ? "deny" : "allow", add ? "added" : "removed",
+		    o->prefix.text);
 }
 
 static int cmd_attach(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
-	enum xrl_attach_mode mode = XRL_MODE_NATIVE;
+	const struct xrl_args_attach *o = &c->a.attach;
+	enum xrl_attach_mode mode = o->mode.text ? o->mode.mode : XRL_MODE_NATIVE;
 	char err[XRL_ERRLEN] = "";
 
-	if (c->opt[0] && !strcmp(c->opt[0], "skb"))
-		mode = XRL_MODE_SKB;
-	else if (c->opt[0] && !strcmp(c->opt[0], "auto"))
-		mode = XRL_MODE_AUTO;
-	if (xrld_iface_attach(d, c->pos[0], mode, false, err, sizeof(err)))
+	if (xrld_iface_attach(d, o->iface.text, mode, false, err, sizeof(err)))
 		return fail(r, 1, "%s", err);
-	return done(r, "%s attached", c->pos[0]);
+	return done(r, "%s attached", o->iface.text);
 }
 
 static int cmd_detach(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
+	const char *iface = c->a.detach.iface.text;
+
 	for (int i = 0; i < d->n_ifs; i++) {
-		if (!strcmp(d->ifs[i].name, c->pos[0])) {
+		if (!strcmp(d->ifs[i].name, iface)) {
 			xrld_iface_remove(d, i, true);
-			return done(r, "%s detached, pinned state removed", c->pos[0]);
+			return done(r, "%s detached, pinned state removed", iface);
 		}
 	}
-	return fail(r, 1, "%s is not attached by this xrld", c->pos[0]);
+	return fail(r, 1, "%s is not attached by this xrld", iface);
 }
 
 static int cmd_policy_show(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
@@ -375,18 +372,19 @@ static int cmd_policy_show(struct xrld *d, const struct xrl_verb_call *c, struct
 
 static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
+	const char *file = c->a.policy.file.text;
 	char err[XRL_ERRLEN] = "";
 
-	/* pos[0] = the file's name, text = its contents */
-	if (xrld_reload_notified(d, c->text, strlen(c->text), c->pos[0], err, sizeof(err)))
+	/* file: the file's name; text: its contents */
+	if (xrld_reload_notified(d, c->text, strlen(c->text), file, err, sizeof(err)))
 		return fail(r, 1, "policy refused, the running policy stays in force: %s", err);
-	return done(r, "policy from %s applied to %d interface(s)", c->pos[0], d->n_ifs);
+	return done(r, "policy from %s applied to %d interface(s)", file, d->n_ifs);
 }
 
 static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
-	const char *rule = c->pos[0];
-	bool on = !strcmp(c->pos[1], "on");
+	const char *rule = c->a.shadow.rule.text;
+	bool on = c->a.shadow.on.on;
 	char err[XRL_ERRLEN] = "";
 	bool xdp, http;
 	__u32 id;
@@ -448,16 +446,17 @@ static int cmd_override_list(struct xrld *d, const struct xrl_verb_call *c, stru
 
 static int cmd_override(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
+	const struct xrl_args_override *o = &c->a.override;
 	char err[XRL_ERRLEN + 128] = "";
 
-	if (c->v->id == XRL_VERB_OVERRIDE && (!c->opt[0] || !c->opt[1] || !c->opt[2]))
+	if (c->v->id == XRL_VERB_OVERRIDE && (!o->rate.text || !o->burst.text || !o->ttl.text))
 		return fail(r, 2, "override RULE KEY needs --rate, --burst and --ttl");
 	if (xrld_http_override(d, c, err, sizeof(err)))
 		return fail(r, 1, "%s", err);
 	if (c->v->id == XRL_VERB_OVERRIDE_DEL)
-		return done(r, "override of rule %s for %s removed", c->pos[0], c->pos[1]);
-	return done(r, "rule %s: %s gets %s, burst %s, for %s", c->pos[0], c->pos[1], c->opt[0],
-		    c->opt[1], c->opt[2]);
+		return done(r, "override of rule %s for %s removed", o->rule.text, o->key.text);
+	return done(r, "rule %s: %s gets %s, burst %s, for %s", o->rule.text, o->key.text,
+		    o->rate.text, o->burst.text, o->ttl.text);
 }
 
 static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
@@ -493,22 +492,22 @@ static int cmd_penalty_list(struct xrld *d, const struct xrl_verb_call *c, struc
 	return 0;
 }
 
-/* pos[0]: a key hash's first 8 to 32 hex digits (xrlctl hashes a key). */
+/* The key: a key hash's first 8 to 32 hex digits (xrlctl hashes a key). */
 static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
-	size_t n = strlen(c->pos[0]);
+	const char *hex = c->a.penalty.key.text;
+	size_t n = strlen(hex);
 	int lifted = 0;
 
 	if (!d->http)
 		return fail(r, 1, "no identity tier runs here (no http: section)");
-	if (n < 8 || n > 32 || strspn(c->pos[0], "0123456789abcdef") != n)
+	if (n < 8 || n > 32 || strspn(hex, "0123456789abcdef") != n)
 		return fail(r, 2, "penalty del: want 8 to 32 hex digits of a key hash");
 	{
 		char err[XRL_ERRLEN];
-		json_t *h =
-			xrld_idp_call(d,
-				      json_pack("{s:s,s:s}", "op", "penalty_del", "hex", c->pos[0]),
-				      NULL, 0, NULL, err, sizeof(err));
+		json_t *h = xrld_idp_call(d,
+					  json_pack("{s:s,s:s}", "op", "penalty_del", "hex", hex),
+					  NULL, 0, NULL, err, sizeof(err));
 
 		if (!h)
 			return fail(r, 1, "%s", err);
@@ -516,35 +515,34 @@ static int cmd_penalty_del(struct xrld *d, const struct xrl_verb_call *c, struct
 		json_decref(h);
 	}
 	if (!lifted)
-		return fail(r, 1, "no penalty with key hash %s", c->pos[0]);
-	return done(r, "%d penalt%s lifted (key hash %s)%s", lifted, lifted == 1 ? "y" : "ies",
-		    c->pos[0], d->fleet && d->cfg->http.fleet[0] ? ", on every instance" : "");
+		return fail(r, 1, "no penalty with key hash %s", hex);
+	return done(r, "%d penalt%s lifted (key hash %s)%s", lifted, lifted == 1 ? "y" : "ies", hex,
+		    d->fleet && d->cfg->http.fleet[0] ? ", on every instance" : "");
 }
 
 /* cookies RULE on|auto|off: the rule's mode in force on every interface. */
 static int cmd_cookies(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
-	__u8 mode = !strcmp(c->pos[1], "on")	 ? XRL_COOKIES_ON
-		    : !strcmp(c->pos[1], "auto") ? XRL_COOKIES_AUTO
-						 : XRL_COOKIES_OFF;
+	const struct xrl_args_cookies *o = &c->a.cookies;
+	const char *rule = o->rule.text;
 	__u8 was = 0;
 	int rc;
 
 	if (!d->n_ifs)
 		return fail(r, 1, "no interface is attached");
 	for (int i = 0; i < d->n_ifs; i++) {
-		rc = xrl_rule_cookies_set(d->ifs[i].h, c->pos[0], mode, &was);
+		rc = xrl_rule_cookies_set(d->ifs[i].h, rule, o->mode.mode, &was);
 		if (rc == -ENOENT)
-			return fail(r, 1, "no rule named '%s'", c->pos[0]);
+			return fail(r, 1, "no rule named '%s'", rule);
 		if (rc == -EPROTONOSUPPORT)
 			return fail(r, 1, "rule %s does not match tcp: SYN cookies need proto tcp",
-				    c->pos[0]);
+				    rule);
 		if (rc)
-			return fail(r, 1, "couldn't set the SYN cookies of rule %s on %s: %s",
-				    c->pos[0], d->ifs[i].name, strerror(-rc));
+			return fail(r, 1, "couldn't set the SYN cookies of rule %s on %s: %s", rule,
+				    d->ifs[i].name, strerror(-rc));
 	}
 	return done(r, "rule %s: SYN cookies %s (were %s; until the next policy apply or reload)",
-		    c->pos[0], c->pos[1], xrld_cookies_word(was));
+		    rule, o->mode.text, xrld_cookies_word(was));
 }
 
 /* vouch list: the map of the first interface (one map a pin directory;
@@ -570,14 +568,13 @@ static int cmd_vouch_list(struct xrld *d, const struct xrl_verb_call *c, struct 
 static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
 	bool add = c->v->id == XRL_VERB_VOUCH_ADD;
-	char err[XRL_ERRLEN], buf[64];
-	struct xrl_prefix p, k;
-	__u64 ttl = 0;
+	const struct xrl_args_prefix *o = &c->a.vouch;
+	const struct xrl_prefix p = o->prefix.p;
+	__u64 ttl = add && o->ttl.text ? o->ttl.ns : 0;
+	struct xrl_prefix k;
+	char buf[64];
 	int rc;
 
-	xrl_prefix_parse(c->pos[0], &p, err, sizeof(err)); /* checked by the parser */
-	if (add && c->opt[0])
-		xrl_duration_parse(c->opt[0], &ttl, err, sizeof(err));
 	if (!d->n_ifs)
 		return fail(r, 1, "no interface is attached");
 	k = p; /* the key's prefix, for the answer */
@@ -605,8 +602,8 @@ static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struc
 	}
 	if (!add)
 		return done(r, "vouch for %s removed", buf);
-	return done(r, "vouched for %s%s%s", buf, c->opt[0] ? " for " : " until removed",
-		    c->opt[0] ? c->opt[0] : "");
+	return done(r, "vouched for %s%s%s", buf, o->ttl.text ? " for " : " until removed",
+		    o->ttl.text ? o->ttl.text : "");
 }
 
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
@@ -650,11 +647,15 @@ static void log_change(const struct ucred *who, const struct xrl_verb_call *c, i
 	o = (size_t)snprintf(cmd, sizeof(cmd), "%s%s%s", c->v->word, c->v->sub ? " " : "",
 			     c->v->sub ? c->v->sub : "");
 	for (int i = 0; i < XRL_VERB_POS && c->v->pos[i].name && o < sizeof(cmd); i++)
-		o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s", c->pos[i]);
-	for (int i = 0; i < XRL_VERB_OPTS && c->v->opt[i].name && o < sizeof(cmd); i++)
-		if (c->opt[i])
+		o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s",
+				      xrl_verb_text(c, &c->v->pos[i]));
+	for (int i = 0; i < XRL_VERB_OPTS && c->v->opt[i].name && o < sizeof(cmd); i++) {
+		const char *t = xrl_verb_text(c, &c->v->opt[i]);
+
+		if (t)
 			o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s %s", c->v->opt[i].name,
-					      c->opt[i]);
+					      t);
+	}
 	if (who)
 		snprintf(by, sizeof(by), "uid %u (pid %d)", (unsigned)who->uid, (int)who->pid);
 	if (code)

@@ -167,8 +167,7 @@ int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *
 
 int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen)
 {
-	char why[XRL_ERRLEN];
-	__u64 ttl = 0;
+	const struct xrl_args_override *o = &c->a.override;
 
 	if (!d->http)
 		return snprintf(err, errlen,
@@ -178,14 +177,12 @@ int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err,
 	int rc;
 
 	if (c->v->id == XRL_VERB_OVERRIDE_DEL) {
-		q = json_pack("{s:s,s:s,s:s}", "op", "override_del", "rule", c->pos[0], "key",
-			      c->pos[1]);
+		q = json_pack("{s:s,s:s,s:s}", "op", "override_del", "rule", o->rule.text, "key",
+			      o->key.text);
 	} else {
-		/* checked by the parser already */
-		xrl_duration_parse(c->opt[2], &ttl, why, sizeof(why));
-		q = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "op", "override_set", "rule", c->pos[0],
-			      "key", c->pos[1], "rate", c->opt[0], "burst",
-			      (json_int_t)strtoul(c->opt[1], NULL, 10), "ttl_ns", (json_int_t)ttl);
+		q = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I}", "op", "override_set", "rule",
+			      o->rule.text, "key", o->key.text, "rate", o->rate.text, "burst",
+			      (json_int_t)o->burst.n, "ttl_ns", (json_int_t)o->ttl.ns);
 	}
 	a = xrld_idp_call(d, q, NULL, 0, &rc, err, errlen);
 	json_decref(a);
