@@ -36,6 +36,19 @@ int cfg_fleet_name(struct cfg_parse *x, yaml_node_t *n, const char *path, char o
 	return 0;
 }
 
+/* The fleet's Redis is the one h's backend names (fleet.redis read as an
+ * http.backend, or the identity tier's own). */
+static void redis_from(struct xrl_fleet_cfg *fc, const struct xrl_http_cfg *h)
+{
+	memcpy(fc->redis_host, h->redis_host, sizeof(fc->redis_host));
+	fc->redis_port = h->redis_port;
+	fc->redis_db = h->redis_db;
+	memcpy(fc->redis_user, h->redis_user, sizeof(fc->redis_user));
+	memcpy(fc->redis_pass, h->redis_pass, sizeof(fc->redis_pass));
+	fc->redis_cluster = h->redis_cluster;
+	memcpy(fc->redis_seeds, h->redis_seeds, sizeof(fc->redis_seeds));
+}
+
 /* fleet.protect: [PREFIX, ...], none listed twice. */
 static int parse_fleet_protect(struct cfg_parse *x, yaml_node_t *n, struct xrl_fleet_cfg *fc)
 {
@@ -91,13 +104,7 @@ int cfg_parse_fleet(struct cfg_parse *x, yaml_node_t *n)
 			rc = -EINVAL;
 	if (!rc) {
 		fc->own_redis = true;
-		memcpy(fc->redis_host, tmp->redis_host, sizeof(fc->redis_host));
-		fc->redis_port = tmp->redis_port;
-		fc->redis_db = tmp->redis_db;
-		memcpy(fc->redis_user, tmp->redis_user, sizeof(fc->redis_user));
-		memcpy(fc->redis_pass, tmp->redis_pass, sizeof(fc->redis_pass));
-		fc->redis_cluster = tmp->redis_cluster;
-		memcpy(fc->redis_seeds, tmp->redis_seeds, sizeof(fc->redis_seeds));
+		redis_from(fc, tmp);
 	}
 	explicit_bzero(tmp, sizeof(*tmp));
 	free(tmp);
@@ -134,12 +141,6 @@ int cfg_fleet_resolve(struct cfg_parse *x, yaml_node_t *root)
 				    "fleet '%s': no Redis to meet in: give fleet.redis: redis://..., "
 				    "or an http.backend: redis://...",
 				    fc->name);
-	memcpy(fc->redis_host, h->redis_host, sizeof(fc->redis_host));
-	fc->redis_port = h->redis_port;
-	fc->redis_db = h->redis_db;
-	memcpy(fc->redis_user, h->redis_user, sizeof(fc->redis_user));
-	memcpy(fc->redis_pass, h->redis_pass, sizeof(fc->redis_pass));
-	fc->redis_cluster = h->redis_cluster;
-	memcpy(fc->redis_seeds, h->redis_seeds, sizeof(fc->redis_seeds));
+	redis_from(fc, h);
 	return 0;
 }

@@ -85,6 +85,15 @@ int cfg_opt_enum_val(struct cfg_parse *x, yaml_node_t *n, const char *path, cons
 	cfg_enum_val(x, n, path, words, vals, sizeof(words) / sizeof(words[0]), out)
 #define OPT_ENUM(x, n, path, sub, words, vals, out) \
 	cfg_opt_enum_val(x, n, path, sub, words, vals, sizeof(words) / sizeof(words[0]), out)
+/*
+ * A scalar turned into a value by one of the library's parsers, whose own
+ * message is appended as detail: prefixes, rates, durations.
+ */
+typedef int (*cfg_parse_fn)(const char *s, void *out, char *err, size_t errlen);
+int cfg_parsed_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+		   cfg_parse_fn parse, void *out);
+/* xrl_rate_parse as a cfg_parse_fn. */
+int cfg_rate_parse(const char *s, void *out, char *err, size_t errlen);
 int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out);
 int cfg_prefix_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
 		   struct xrl_prefix *out);

@@ -292,18 +292,14 @@ static int rate_burst(struct cfg_parse *x, yaml_node_t *rn, yaml_node_t *bn, con
 		      const char *rate_what, const char *burst_what, struct xrl_rate *rate,
 		      __u32 *burst)
 {
-	char p2[PATHLEN], msg[XRL_ERRLEN], dt[DETAIL], d[64];
-	const char *s;
+	char p2[PATHLEN];
 	__u64 v;
 	int rc;
 
 	cfg_subpath(p2, path, ".rate");
-	rc = cfg_scalar(x, rn, p2, rate_what, &s);
+	rc = cfg_parsed_val(x, rn, p2, rate_what, cfg_rate_parse, rate);
 	if (rc)
 		return rc;
-	if (xrl_rate_parse(s, rate, msg, sizeof(msg)))
-		return cfg_error_at(x, rn, "%s: expected %s, got %s%s", p2, rate_what,
-				    cfg_desc(rn, d, sizeof(d)), cfg_detail(msg, s, dt, sizeof(dt)));
 	cfg_subpath(p2, path, ".burst");
 	rc = cfg_uint_val(x, bn, p2, burst_what, 1, XRL_GCRA_BURST_MAX, &v);
 	if (rc)
@@ -348,17 +344,13 @@ static int parse_aggregate(struct cfg_parse *x, yaml_node_t *n, const char *rpat
 static int per_sec_val(struct cfg_parse *x, yaml_node_t *n, const char *path, __u64 *out)
 {
 	static const char what[] = "COUNT/PERIOD such as 5000/s";
-	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
 	struct xrl_rate r;
-	const char *s;
+	char d[64];
 	int rc;
 
-	rc = cfg_scalar(x, n, path, what, &s);
+	rc = cfg_parsed_val(x, n, path, what, cfg_rate_parse, &r);
 	if (rc)
 		return rc;
-	if (xrl_rate_parse(s, &r, msg, sizeof(msg)))
-		return cfg_error_at(x, n, "%s: expected %s, got %s%s", path, what,
-				    cfg_desc(n, d, sizeof(d)), cfg_detail(msg, s, dt, sizeof(dt)));
 	*out = r.tokens * XRL_NSEC_PER_SEC / r.period_ns;
 	if (!*out)
 		return cfg_error_at(x, n, "%s: expected %s, got %s: at least 1/s", path, what,
@@ -454,8 +446,9 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 #define KEYS(X) \
 	X(F_NAME, "name") \
 	X(F_MATCH, "match") \
-	X(F_KEY, "key") X(F_RATE, "rate") X(F_BURST, "burst") X(F_ACTION, "action") \
-		X(F_PENALTY, "penalty") X(F_COOKIES, "syn_cookies") X(F_AGG, "aggregate") \
+	X(F_KEY, "key") \
+	X(F_RATE, "rate") X(F_BURST, "burst") X(F_ACTION, "action") X(F_PENALTY, "penalty") \
+		X(F_COOKIES, "syn_cookies") X(F_AGG, "aggregate") \
 			X(F_COOKIES_AUTO, "syn_cookies_auto")
 	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
 	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
@@ -564,8 +557,8 @@ int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n)
 #define KEYS(X) \
 	X(F_ALLOW, "allow") \
 	X(F_RULES, "rules") \
-	X(F_BUCKETS, "buckets") X(F_EVENT_INTERVAL, "event_interval") \
-		X(F_COOKIE_PATH, "cookie_path")
+	X(F_BUCKETS, "buckets") \
+	X(F_EVENT_INTERVAL, "event_interval") X(F_COOKIE_PATH, "cookie_path")
 	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
 	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
 #undef KEYS

@@ -207,36 +207,8 @@ int cfg_opt_enum_val(struct cfg_parse *x, yaml_node_t *n, const char *path, cons
 	return cfg_enum_val(x, n, p2, words, vals, nw, out);
 }
 
-/* A duration above zero: "60s", "500ms", "1h". */
-int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out)
-{
-	static const char what[] = "a duration such as 500ms, 60s, 10m or 1h";
-	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
-	const char *s;
-	__u64 ns;
-	int rc;
-
-	rc = cfg_scalar(x, n, path, what, &s);
-	if (rc)
-		return rc;
-	if (xrl_duration_parse(s, &ns, msg, sizeof(msg)))
-		return cfg_error_at(x, n, "%s: expected %s, got %s%s", path, what,
-				    cfg_desc(n, d, sizeof(d)), cfg_detail(msg, s, dt, sizeof(dt)));
-	if (!ns)
-		return cfg_error_at(x, n, "%s: expected %s, got %s: it must be above zero", path,
-				    what, cfg_desc(n, d, sizeof(d)));
-	*out = ns;
-	return 0;
-}
-
-/*
- * A scalar turned into a value by one of the library's parsers, whose own
- * message is appended as detail: prefixes, rates.
- */
-typedef int (*parse_fn)(const char *s, void *out, char *err, size_t errlen);
-
-static int parsed_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
-		      parse_fn parse, void *out)
+int cfg_parsed_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, const char *what,
+		   cfg_parse_fn parse, void *out)
 {
 	char msg[XRL_ERRLEN], dt[DETAIL], d[64];
 	const char *s;
@@ -256,23 +228,47 @@ static int parse_prefix(const char *s, void *out, char *err, size_t errlen)
 	return xrl_prefix_parse(s, out, err, errlen);
 }
 
-static int parse_rate(const char *s, void *out, char *err, size_t errlen)
+int cfg_rate_parse(const char *s, void *out, char *err, size_t errlen)
 {
 	return xrl_rate_parse(s, out, err, errlen);
+}
+
+static int parse_duration(const char *s, void *out, char *err, size_t errlen)
+{
+	return xrl_duration_parse(s, out, err, errlen);
+}
+
+/* A duration above zero: "60s", "500ms", "1h". */
+int cfg_dur_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out)
+{
+	static const char what[] = "a duration such as 500ms, 60s, 10m or 1h";
+	char d[64];
+	__u64 ns;
+	int rc;
+
+	rc = cfg_parsed_val(x, n, path, what, parse_duration, &ns);
+	if (rc)
+		return rc;
+	if (!ns)
+		return cfg_error_at(x, n, "%s: expected %s, got %s: it must be above zero", path,
+				    what, cfg_desc(n, d, sizeof(d)));
+	*out = ns;
+	return 0;
 }
 
 /* An address prefix: "10.0.0.0/8", "2001:db8::/48", "192.0.2.1". */
 int cfg_prefix_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
 		   struct xrl_prefix *out)
 {
-	return parsed_val(x, n, path, "an address prefix such as 10.0.0.0/8 or 2001:db8::/48",
-			  parse_prefix, out);
+	return cfg_parsed_val(x, n, path, "an address prefix such as 10.0.0.0/8 or 2001:db8::/48",
+			      parse_prefix, out);
 }
 
 /* A rate: "100/s", "10/min", "1/6s". */
 int cfg_rate_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, struct xrl_rate *r)
 {
-	return parsed_val(x, n, path, "COUNT/PERIOD such as 100/s, 10/min or 1/6s", parse_rate, r);
+	return cfg_parsed_val(x, n, path, "COUNT/PERIOD such as 100/s, 10/min or 1/6s",
+			      cfg_rate_parse, r);
 }
 
 /*
