@@ -272,6 +272,17 @@ int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);
+/* The backend's Prometheus families beyond the limiter's counters (a Redis
+ * Cluster's nodes, slot map, redirects and refunds). */
+struct xrl_buf;
+void xrl_limiter_backend_metrics(struct xrl_limiter *l, struct xrl_buf *b);
+/* The limiter's side of xrl_http_set_fleet, xrl_http_penalties and
+ * xrl_http_penalty_del (limiter/penalty_ledger.c). */
+struct xrl_fleet;
+struct json_t;
+void xrl_limiter_set_fleet(struct xrl_limiter *l, struct xrl_fleet *f);
+struct json_t *xrl_limiter_penalties(struct xrl_limiter *l);
+int xrl_limiter_penalty_del(struct xrl_limiter *l, const char *hex, int *lifted);
 /* Tests: read the time from *now_ns (ns; the Redis script is given it as
  * its now as well) instead of CLOCK_MONOTONIC and CLOCK_REALTIME. NULL: the
  * clocks. Set before the first decision. */
@@ -327,8 +338,8 @@ int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *
 			  size_t errlen);
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
 void xrl_http_stop(struct xrl_http_server *s);
-/* The fleet this tier counts in and shares its penalties with (limiter/penalty_ledger.c):
- * set once, before the fleet's thread runs. */
+/* The fleet this tier counts in and shares its penalties with: set once,
+ * before the fleet's thread runs. */
 struct xrl_fleet;
 void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f);
 /* The penalties in force: [{rule, key_hash, level, remaining_s}]. */

@@ -32,107 +32,11 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include <hiredis/hiredis.h>
-#include <openssl/evp.h>
 
+#include "http/redis/cluster.h"
+#include "http/redis/redis_int.h"
 #include "limiter_int.h"
 #include "log.h"
-
-/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) -------- */
-
-#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
-
-struct sip {
-	__u64 v0, v1, v2, v3;
-	__u64 tail; /* bytes not yet a whole word, little-endian */
-	size_t len; /* bytes absorbed */
-};
-
-static void sip_round(struct sip *s, int n)
-{
-	while (n--) {
-		s->v0 += s->v1;
-		s->v1 = ROTL(s->v1, 13);
-		s->v1 ^= s->v0;
-		s->v0 = ROTL(s->v0, 32);
-		s->v2 += s->v3;
-		s->v3 = ROTL(s->v3, 16);
-		s->v3 ^= s->v2;
-		s->v0 += s->v3;
-		s->v3 = ROTL(s->v3, 21);
-		s->v3 ^= s->v0;
-		s->v2 += s->v1;
-		s->v1 = ROTL(s->v1, 17);
-		s->v1 ^= s->v2;
-		s->v2 = ROTL(s->v2, 32);
-	}
-}
-
-static void sip_init(struct sip *s, const __u64 k[2])
-{
-	s->v0 = 0x736f6d6570736575ULL ^ k[0];
-	s->v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee; /* 0xee: the 128-bit variant */
-	s->v2 = 0x6c7967656e657261ULL ^ k[0];
-	s->v3 = 0x7465646279746573ULL ^ k[1];
-	s->tail = 0;
-	s->len = 0;
-}
-
-static void sip_word(struct sip *s, __u64 m)
-{
-	s->v3 ^= m;
-	sip_round(s, 2);
-	s->v0 ^= m;
-}
-
-static void sip_add(struct sip *s, const void *in, size_t n)
-{
-	const unsigned char *p = in;
-
-	for (size_t i = 0; i < n; i++) {
-		s->tail |= (__u64)p[i] << (8 * (s->len & 7));
-		if ((++s->len & 7) == 0) {
-			sip_word(s, s->tail);
-			s->tail = 0;
-		}
-	}
-}
-
-static void sip_end(struct sip *s, __u64 out[2])
-{
-	sip_word(s, s->tail | (__u64)s->len << 56);
-	s->v2 ^= 0xee;
-	sip_round(s, 4);
-	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-	s->v1 ^= 0xdd;
-	sip_round(s, 4);
-	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-}
-
-void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
-{
-	struct sip s;
-
-	sip_init(&s, k);
-	sip_add(&s, in, n);
-	sip_end(&s, out);
-}
-
-/* The identity of rule r's bucket for key: the rule's name, not its 32-bit
- * id, so two rules never share buckets either. */
-struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key)
-{
-	struct sip s;
-	__u64 o[2];
-
-	sip_init(&s, l->sip);
-	sip_add(&s, rule, strnlen(rule, XRL_RULE_NAME_LEN) + 1); /* with its NUL */
-	sip_add(&s, key, strlen(key));
-	sip_end(&s, o);
-	if (!TAG(o[1]))
-		o[1] |= 1ULL << 16; /* a zero tag would read as empty */
-	return (struct xrl_kd){ o[0], o[1] };
-}
 
 static struct xrl_kd key_digest(const struct xrl_limiter *l, const struct xrl_http_rule *r,
 				const char *key)
@@ -250,8 +154,11 @@ static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m
  * it failed; J_BADKEY, a key of it is not a string): each rule per its
  * on_backend_error. Or one it did (J_OK).
  */
-void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
-		    struct xrl_decision *d)
+static void lim_post_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int st, __u64 now,
+			    struct xrl_decision *d);
+
+static void lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int st, __u64 now,
+		       struct xrl_decision *d)
 {
 	struct xrl_lim_item loc[XRL_HTTP_MAX_MATCH];
 	struct xrl_http_rule shr[XRL_HTTP_MAX_MATCH]; /* NODE_SHARE's copies */
@@ -260,7 +167,7 @@ void xrl_lim_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int m, int s
 	int k = 0;
 
 	if (m == 1 && it[0].post) {
-		xrl_lim_post_finish(l, it, st, now, d);
+		lim_post_finish(l, it, st, now, d);
 		return;
 	}
 	if (st == J_OK) {
@@ -343,22 +250,6 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	return true;
 }
 
-/* The set of slots of rule r and a key's name kn (memory): apart from its
- * buckets by the 'c' after the name's NUL, which no key's bytes can forge. */
-static struct xrl_kd set_digest(const struct xrl_limiter *l, const char *rule, const char *kn,
-				size_t knl)
-{
-	struct sip s;
-	__u64 o[2];
-
-	sip_init(&s, l->sip);
-	sip_add(&s, rule, strlen(rule) + 1);
-	sip_add(&s, "c", 2);
-	sip_add(&s, kn, knl);
-	sip_end(&s, o);
-	return (struct xrl_kd){ o[0], o[1] | 1ULL << 16 };
-}
-
 /* Rule r's part of a decision as a concurrency item: its set, its bucket,
  * a new lease id's nonce (SipHash of a count: unpredictable, never twice). */
 static void conc_item(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
@@ -368,7 +259,7 @@ static void conc_item(struct xrl_limiter *l, const struct xrl_http_rule *r, cons
 
 	c->r = r;
 	c->knl = xrl_redis_key_name(key, c->kn);
-	c->k = set_digest(l, r->name, c->kn, c->knl);
+	c->k = xrl_lim_set_digest(l, r->name, c->kn, c->knl);
 	c->rate = r->has_rate ? key_digest(l, r, key) : (struct xrl_kd){ 0, 0 };
 	xrl_siphash128(l->sip, &ctr, sizeof(ctr), o);
 	c->nonce = o[0] ^ o[1];
@@ -554,17 +445,17 @@ static void conc_conclude(struct xrl_limiter *l, struct xrl_conc_item *ci, int n
  * nothing to give back. Not answered: each concurrency rule per its
  * on_backend_error (closed: 503; local: a slot in this instance's memory,
  * given back if a bucket refuses; open: admitted without a slot), then
- * the buckets as xrl_lim_finish decides them.
+ * the buckets as lim_finish decides them.
  */
-void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
-			 struct xrl_conc_item *ci, int nc, int st, __u64 now,
-			 struct xrl_decision *d)
+static void lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
+			    struct xrl_conc_item *ci, int nc, int st, __u64 now,
+			    struct xrl_decision *d)
 {
 	struct xrl_conc_item loc[XRL_HTTP_MAX_MATCH];
 	int k = 0;
 
 	if (m == 1 && !nc && it[0].post) {
-		xrl_lim_post_finish(l, it, st, now, d);
+		lim_post_finish(l, it, st, now, d);
 		return;
 	}
 	for (int i = 0; st == J_OK && i < nc; i++)
@@ -583,7 +474,7 @@ void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 	}
 	for (int i = 0; i < nc; i++) {
 		if (ci[i].r->on_backend_error == XRL_BE_CLOSED) {
-			xrl_lim_finish(l, &(struct xrl_lim_item){ .r = ci[i].r }, 1, st, now, d);
+			lim_finish(l, &(struct xrl_lim_item){ .r = ci[i].r }, 1, st, now, d);
 			d->limit = ci[i].r->concurrency;
 			return;
 		}
@@ -597,7 +488,7 @@ void xrl_lim_finish_conc(struct xrl_limiter *l, struct xrl_lim_item *it, int m,
 		conc_refuse(l, loc, k, now, d);
 		return;
 	}
-	xrl_lim_finish(l, it, m, st, now, d);
+	lim_finish(l, it, m, st, now, d);
 	conc_conclude(l, loc, k, d);
 }
 
@@ -646,6 +537,76 @@ static void mem_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, str
 	pthread_mutex_unlock(&sh->mu);
 }
 
+/* ---- the backends ---------------------------------------------------------- */
+
+/* A backend's answer for it[0..m) and ci[0..nc) (backend.h's completion;
+ * cfg_mu held): d as each rule's answer, or its on_backend_error. */
+static void lim_done(void *ctx, struct xrl_lim_item *it, int m, struct xrl_conc_item *ci, int nc,
+		     int st, __u64 now, struct xrl_decision *d)
+{
+	lim_finish_conc(ctx, it, m, ci, nc, st, now, d);
+}
+
+/* cost: the memory store's lookups (a shard's mutex, at most PROBE slots per
+ * item), the lease store's likewise for slot sets; no syscall */
+static int mem_decide_op(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			 const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
+{
+	struct xrl_limiter *l = be;
+
+	mem_decide(l, it, m, ci, nc, lim_now(l), d);
+	return 0;
+}
+
+static int mem_charge_op(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it,
+			 struct xrl_decision *d, const struct xrl_limiter_wait *w,
+			 const struct xrl_backend_done *done)
+{
+	struct xrl_limiter *l = be;
+
+	mem_charge(l, it->r, it->k, it->inc, lim_now(l));
+	return 0;
+}
+
+/* The breaker of the Redis this limiter last used (none: closed): a reload
+ * from redis:// to memory leaves it as it was. */
+static int mem_health(void *be)
+{
+	struct xrl_limiter *l = be;
+
+	return xrl_redis_ops.health(l->rd);
+}
+
+/* Memory: decided in the call, under the caller's cfg_mu. Its leases are
+ * given back by release_prepare, every one of them: no release here. */
+static const struct xrl_backend_ops mem_ops = {
+	.name = "memory",
+	.at_once = true,
+	.decide = mem_decide_op,
+	.charge = mem_charge_op,
+	.health = mem_health,
+};
+
+/* The backend of l->cfg (cfg_mu held for writing, or l not yet shared). */
+static void lim_pick(struct xrl_limiter *l)
+{
+	l->ops = l->cfg.redis ? xrl_redis_ops_of(l->rd) : &mem_ops;
+}
+
+/* The state ops work on: the limiter's for memory, Redis's otherwise. */
+static void *lim_be(struct xrl_limiter *l, const struct xrl_backend_ops *ops)
+{
+	return ops->at_once ? (void *)l : (void *)l->rd;
+}
+
+static const struct xrl_backend_done *lim_completion(struct xrl_limiter *l,
+						     struct xrl_backend_done *done)
+{
+	*done = (struct xrl_backend_done){ .fn = lim_done, .ctx = l };
+	return done;
+}
+
 /* The rule of that name in force (cfg_mu held), or NULL. */
 static const struct xrl_http_rule *rule_named(const struct xrl_limiter *l, const char *name)
 {
@@ -661,8 +622,8 @@ static const struct xrl_http_rule *rule_named(const struct xrl_limiter *l, const
  * instance's bucket; open and closed charge nothing (a charge is never
  * refused, so closed has nothing to close). No decision is counted.
  */
-void xrl_lim_post_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int st, __u64 now,
-			 struct xrl_decision *d)
+static void lim_post_finish(struct xrl_limiter *l, struct xrl_lim_item *it, int st, __u64 now,
+			    struct xrl_decision *d)
 {
 	d->allowed = st == J_OK && it->ok;
 	d->rule = it->r;
@@ -681,8 +642,9 @@ int xrl_limiter_charge_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_http_rule *r, const char *key, __u32 cost,
 			     struct xrl_decision *d, const struct xrl_limiter_wait *w)
 {
+	const struct xrl_backend_ops *ops;
+	struct xrl_backend_done done;
 	struct xrl_lim_item it;
-	bool redis;
 
 	memset(d, 0, sizeof(*d));
 	if (!r->has_rate)
@@ -692,7 +654,7 @@ int xrl_limiter_charge_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	if (!cost)
 		return 0;
 	pthread_rwlock_rdlock(&l->cfg_mu);
-	redis = l->cfg.redis;
+	ops = l->ops;
 	it = (struct xrl_lim_item){ .r = r,
 				    .k = key_digest(l, r, key),
 				    .g = r->g,
@@ -704,18 +666,18 @@ int xrl_limiter_charge_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	xrl_lim_ovr_lookup(l, it.k, &it.g, &it.rate);
 	it.inc = it.g.emit_ns && cost > it.g.tau_ns / it.g.emit_ns ? it.g.tau_ns
 								     : (__u64)cost * it.g.emit_ns;
-	if (!redis)
-		mem_charge(l, r, it.k, it.inc, lim_now(l));
+	if (ops->at_once)
+		ops->charge(l, p, &it, d, w, NULL);
 	pthread_rwlock_unlock(&l->cfg_mu);
-	if (!redis)
+	if (ops->at_once)
 		return 0;
 	if (!p) { /* no pipe: as if Redis had failed */
 		pthread_rwlock_rdlock(&l->cfg_mu);
-		xrl_lim_post_finish(l, &it, J_FAIL, lim_now(l), d);
+		lim_post_finish(l, &it, J_FAIL, lim_now(l), d);
 		pthread_rwlock_unlock(&l->cfg_mu);
 		return 0;
 	}
-	return xrl_redis_pipe_queue(p, &it, 1, NULL, 0, d, w);
+	return ops->charge(l->rd, p, &it, d, w, lim_completion(l, &done));
 }
 
 int xrl_limiter_charge(struct xrl_limiter *l, const struct xrl_http_rule *r, const char *key,
@@ -753,7 +715,7 @@ static void release_prepare(struct xrl_limiter *l, const char *const *ids, int n
 
 		if (xrl_lease_id_parse(ids[i], rule, sizeof(rule), &nonce, kn, &knl))
 			continue;
-		res->released[i] = xrl_lease_release(l->leases, set_digest(l, rule, kn, knl),
+		res->released[i] = xrl_lease_release(l->leases, xrl_lim_set_digest(l, rule, kn, knl),
 						     nonce, &rate);
 		r = rule_named(l, rule);
 		if (!res->released[i] && l->cfg.redis) { /* not a local fallback's: Redis's */
@@ -784,6 +746,7 @@ int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
 	char names[XRL_HTTP_MAX_MATCH][XRL_RULE_NAME_LEN];
 	const char *np[XRL_HTTP_MAX_MATCH];
+	const struct xrl_backend_ops *ops;
 	int nc = 0, rc = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -795,7 +758,8 @@ int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	release_prepare(l, ids, n, cost, res, ci, names, &nc);
 	for (int i = 0; i < nc; i++)
 		np[i] = names[i];
-	if (nc && (!p || !xrl_redis_pipe_queue_release(p, ci, nc, np, res, w)))
+	ops = l->ops;
+	if (nc && (!p || !ops->release || !ops->release(l->rd, p, ci, nc, np, res, w)))
 		res->backend_error = true;
 	else if (nc)
 		rc = 1;
@@ -803,7 +767,8 @@ int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 	return rc;
 }
 
-static void release_done(void *arg)
+/* A blocking call's waiter: its answer is in. */
+static void sync_done(void *arg)
 {
 	*(bool *)arg = true;
 }
@@ -812,7 +777,7 @@ int xrl_limiter_release(struct xrl_limiter *l, const char *const *ids, int n, __
 			struct xrl_release *res)
 {
 	bool done = false, redis;
-	struct xrl_limiter_wait w = { .decided = release_done, .arg = &done };
+	struct xrl_limiter_wait w = { .decided = sync_done, .arg = &done };
 	int rc;
 
 	pthread_rwlock_rdlock(&l->cfg_mu);
@@ -870,12 +835,14 @@ static void zero_peek(struct xrl_limiter *l, const struct xrl_http_rule *const *
 /*
  * Everything before the backend: the items, missing keys, penalties; the
  * memory backend decides here, and so does the over-limit cache. Returns 0
- * when d is the decision, 1 when Redis must decide it[0..*m), -E2BIG.
+ * when d is the decision, 1 when the backend *pops must decide it[0..*m)
+ * and ci[0..*pnc), -E2BIG.
  * Everything that reads l->cfg does so under cfg_mu (a reload swaps it).
  */
 static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
-		   struct xrl_lim_item *it, int *pm, struct xrl_conc_item *ci, int *pnc)
+		   struct xrl_lim_item *it, int *pm, struct xrl_conc_item *ci, int *pnc,
+		   const struct xrl_backend_ops **pops)
 {
 	__u64 now = lim_now(l);
 	int m = 0, nc = 0, rc;
@@ -900,8 +867,8 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 	rc = 0;
 	if (xrl_lim_penalty_refuses(l, it, m, now, d)) {
 		/* d is the decision */
-	} else if (!l->cfg.redis) {
-		mem_decide(l, it, m, ci, nc, now, d);
+	} else if (l->ops->at_once) {
+		l->ops->decide(l, NULL, it, m, ci, nc, d, NULL, NULL);
 		if (d->allowed && !d->rule && costs)
 			zero_peek(l, rules, keys, costs, n, now, d);
 	} else if (overlimit_refuses(l, it, m, now, d)) {
@@ -916,6 +883,7 @@ static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rul
 			xrl_pen_item(&it[i]);
 		*pm = m;
 		*pnc = nc; /* Redis takes the slots in the rate decision's call */
+		*pops = l->ops;
 		rc = 1;
 	}
 	pthread_rwlock_unlock(&l->cfg_mu);
@@ -928,16 +896,11 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 {
 	struct xrl_limiter *l = calloc(1, sizeof(*l));
 	__u32 cap = c->memory_max_keys ? c->memory_max_keys : 1000000;
-	const char *argv[3] = { "SCRIPT", "LOAD", xrl_lua_gcra };
-	size_t argl[3] = { 6, 4, xrl_lua_gcra_len };
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	int len, rc = 0;
+	int rc = 0;
 
 	if (!l)
 		return -ENOMEM;
 	l->cfg = *c;
-	l->auth = xrl_redis_auth_tag(c);
 	/* the bucket identities' key: unknown outside this process */
 	if (getrandom(l->sip, sizeof(l->sip), 0) != sizeof(l->sip)) {
 		int err = -errno;
@@ -947,19 +910,6 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	}
 	pthread_rwlock_init(&l->cfg_mu, NULL);
 	pthread_mutex_init(&l->sync_mu, NULL);
-	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
-	    mdlen != 20) {
-		free(l);
-		return -EINVAL;
-	}
-	for (int i = 0; i < 20; i++)
-		snprintf(l->sha + 2 * i, 3, "%02x", md[i]);
-	len = redisFormatCommandArgv(&l->load_cmd, 3, argv, argl);
-	if (len < 0) {
-		free(l);
-		return -ENOMEM;
-	}
-	l->load_len = (size_t)len;
 	/* memory: the buckets (or the local fallback when the backend is Redis) */
 	l->mem = xrl_store_new(c->redis ? cap / 4 : cap);
 	l->overlimit = xrl_store_new(c->redis ? cap / 4 : 1024);
@@ -971,13 +921,19 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
 	    !l->ovr)
 		rc = -ENOMEM;
-	else if (c->redis_cluster)
-		rc = xrl_cluster_new(l); /* redis/cluster.c */
-	if (rc)
-		xrl_limiter_free(l);
 	else
-		*out = l;
-	return rc;
+		rc = xrl_redis_new(&(struct xrl_lim_env){ .cfg = &l->cfg,
+							  .cfg_mu = &l->cfg_mu,
+							  .clock = &l->clock,
+							  .st = &l->st },
+				   &l->rd);
+	if (rc) {
+		xrl_limiter_free(l);
+		return rc;
+	}
+	lim_pick(l);
+	*out = l;
+	return 0;
 }
 
 void xrl_limiter_free(struct xrl_limiter *l)
@@ -985,8 +941,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	if (!l)
 		return;
 	xrl_limiter_pipe_free(l->sync_pipe);
-	xrl_cluster_free(l->cl);
-	redisFreeCommand(l->load_cmd);
+	xrl_redis_free(l->rd);
 	xrl_store_free(l->mem);
 	xrl_store_free(l->overlimit);
 	xrl_store_free(l->pen_block);
@@ -1001,7 +956,8 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 {
 	pthread_rwlock_wrlock(&l->cfg_mu);
 	l->cfg = *c;
-	l->auth = xrl_redis_auth_tag(c);
+	xrl_redis_set_cfg(l->rd);
+	lim_pick(l);
 	pthread_rwlock_unlock(&l->cfg_mu);
 }
 
@@ -1012,7 +968,12 @@ void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)
 
 int xrl_limiter_breaker_state(struct xrl_limiter *l)
 {
-	return atomic_load(&l->brk.state);
+	const struct xrl_backend_ops *ops;
+
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	ops = l->ops;
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return ops->health(lim_be(l, ops));
 }
 
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
@@ -1033,10 +994,48 @@ int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 {
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
+	const struct xrl_backend_ops *ops = NULL;
+	struct xrl_backend_done done;
 	int m = 0, nc = 0, rc;
 
-	rc = prepare(l, rules, keys, costs, n, d, it, &m, ci, &nc);
+	rc = prepare(l, rules, keys, costs, n, d, it, &m, ci, &nc, &ops);
 	if (rc != 1)
 		return rc;
-	return xrl_redis_pipe_queue(p, it, m, ci, nc, d, w);
+	return ops->decide(lim_be(l, ops), p, it, m, ci, nc, d, w, lim_completion(l, &done));
+}
+
+/* One decision at a time on the limiter's own pipe, driven by poll(). */
+int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
+		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
+{
+	bool done = false;
+	struct xrl_limiter_wait w = { .decided = sync_done, .arg = &done };
+	struct xrl_redis_pipe *p;
+	int rc;
+
+	pthread_mutex_lock(&l->sync_mu);
+	if (!l->sync_pipe)
+		l->sync_pipe = xrl_limiter_pipe_new(l);
+	p = l->sync_pipe;
+	if (!p) {
+		pthread_mutex_unlock(&l->sync_mu);
+		return -ENOMEM;
+	}
+	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
+	if (rc == 1) {
+		xrl_redis_pipe_sync_wait(p, &done);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->sync_mu);
+	return rc;
+}
+
+struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
+{
+	return xrl_redis_pipe_new(l->rd);
+}
+
+void xrl_limiter_backend_metrics(struct xrl_limiter *l, struct xrl_buf *b)
+{
+	xrl_cluster_metrics(l->rd, b);
 }

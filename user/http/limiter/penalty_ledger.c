@@ -28,7 +28,6 @@
 #include "http/fleet/fleet.h"
 #include "limiter_int.h"
 #include "log.h"
-#include "http/server/server_int.h"
 
 #define PEN_MAX	  4096
 #define PEN_PROBE 16
@@ -240,15 +239,14 @@ static void pen_from_fleet(void *arg, const struct xrl_fleet_entry *e)
 	pen_note(l->pens, rule, kh, pk, now + left, e->level, now);
 }
 
-void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f)
+void xrl_limiter_set_fleet(struct xrl_limiter *l, struct xrl_fleet *f)
 {
-	s->lim->fleet = f;
-	xrl_fleet_on(f, XRL_FLEET_PEN, pen_from_fleet, s->lim);
+	l->fleet = f;
+	xrl_fleet_on(f, XRL_FLEET_PEN, pen_from_fleet, l);
 }
 
-json_t *xrl_http_penalties(struct xrl_http_server *s)
+json_t *xrl_limiter_penalties(struct xrl_limiter *l)
 {
-	struct xrl_limiter *l = s->lim;
 	json_t *a = json_array();
 	__u64 now = lim_now(l);
 	char h[33];
@@ -268,9 +266,8 @@ json_t *xrl_http_penalties(struct xrl_http_server *s)
 	return a;
 }
 
-int xrl_http_penalty_del(struct xrl_http_server *s, const char *hex, int *lifted)
+int xrl_limiter_penalty_del(struct xrl_limiter *l, const char *hex, int *lifted)
 {
-	struct xrl_limiter *l = s->lim;
 	struct xrl_pen_rec hit[64];
 	size_t n = strlen(hex) < 32 ? strlen(hex) : 32;
 	int k = 0;

@@ -33,11 +33,11 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "http/limiter/limiter_int.h"
-#include "log.h"
 #include "cluster.h"
-#include "slots.h"
+#include "log.h"
+#include "redis_int.h"
 #include "report.h"
+#include "slots.h"
 #include "util.h"
 
 #define HOPS_MAX	 5
@@ -91,7 +91,7 @@ struct xrl_cnode {
 };
 
 struct xrl_cluster {
-	struct xrl_limiter *l;
+	struct xrl_redis *rd;
 	pthread_rwlock_t mu; /* map */
 	struct xrl_slot_map map;
 	struct xrl_slot_map tmp; /* the refresher's, under mu */
@@ -113,6 +113,7 @@ struct xrl_cluster {
 struct xrl_creq {
 	struct xrl_creq *next;
 	struct xrl_limiter_wait w;
+	struct xrl_backend_done done; /* how its decision goes back */
 	struct xrl_decision *d;
 	struct xrl_lim_item it[XRL_HTTP_MAX_MATCH];
 	int m, nc, np, cur;
@@ -123,7 +124,7 @@ struct xrl_creq {
 };
 
 struct xrl_cpipe {
-	struct xrl_limiter *l;
+	struct xrl_redis *rd;
 	struct xrl_cluster *cl;
 	int ep; /* the node pipes' fds; the loop polls this one */
 	struct xrl_redis_pipe *np[XRL_CLUSTER_NODES_MAX];
@@ -299,9 +300,9 @@ static void refresh(struct xrl_cluster *cl)
 	struct xrl_node_addr cand[XRL_CLUSTER_NODES_MAX];
 	__u32 n;
 
-	pthread_rwlock_rdlock(&cl->l->cfg_mu);
-	c = cl->l->cfg;
-	pthread_rwlock_unlock(&cl->l->cfg_mu);
+	pthread_rwlock_rdlock(cl->rd->env.cfg_mu);
+	c = *cl->rd->env.cfg;
+	pthread_rwlock_unlock(cl->rd->env.cfg_mu);
 	n = atomic_load(&cl->n_nodes);
 	for (__u32 i = 0; i < n; i++)
 		cand[i] = cl->node[i].a;
@@ -357,20 +358,20 @@ static int add_seeds(struct xrl_cluster *cl, const char *seeds)
 	return cl->map.n_nodes ? 0 : -EINVAL;
 }
 
-int xrl_cluster_new(struct xrl_limiter *l)
+int xrl_cluster_new(struct xrl_redis *rd)
 {
 	struct xrl_cluster *cl = calloc(1, sizeof(*cl));
 	int rc;
 
 	if (!cl)
 		return -ENOMEM;
-	cl->l = l;
+	cl->rd = rd;
 	pthread_rwlock_init(&cl->mu, NULL);
 	pthread_mutex_init(&cl->rmu, NULL);
 	pthread_cond_init(&cl->rcv, NULL);
 	for (unsigned s = 0; s < XRL_CLUSTER_SLOTS; s++)
 		cl->map.master[s] = XRL_CLUSTER_NO_NODE;
-	rc = add_seeds(cl, l->cfg.redis_seeds);
+	rc = add_seeds(cl, rd->env.cfg->redis_seeds);
 	if (!rc)
 		rc = node_script(cl);
 	if (rc) {
@@ -387,7 +388,7 @@ int xrl_cluster_new(struct xrl_limiter *l)
 		return rc;
 	}
 	cl->thr_ok = true;
-	l->cl = cl;
+	rd->cl = cl;
 	return 0;
 }
 
@@ -430,7 +431,7 @@ static int job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
 	if (i >= atomic_load(&cp->cl->n_nodes))
 		i = 0;
 	if (!cp->np[i]) {
-		cp->np[i] = xrl_redis_node_pipe_new(cp->l, &cp->cl->node[i], cp);
+		cp->np[i] = xrl_redis_node_pipe_new(cp->rd, &cp->cl->node[i], cp);
 		if (!cp->np[i])
 			return -ENOMEM;
 		cp->reg_fd[i] = -1;
@@ -534,9 +535,9 @@ static void creq_finish(struct xrl_cpipe *cp, struct xrl_creq *cr, int st, int u
 		for (int q = 0; q < cr->part[p]->nc; q++)
 			ci[kc++] = cr->ci[cr->pci[p][q]];
 	}
-	pthread_rwlock_rdlock(&cp->l->cfg_mu);
-	xrl_lim_finish_conc(cp->l, it, k, ci, kc, st, lim_now(cp->l), cr->d);
-	pthread_rwlock_unlock(&cp->l->cfg_mu);
+	pthread_rwlock_rdlock(cp->rd->env.cfg_mu);
+	cr->done.fn(cr->done.ctx, it, k, ci, kc, st, rd_now(cp->rd), cr->d);
+	pthread_rwlock_unlock(cp->rd->env.cfg_mu);
 	cr->w.decided(cr->w.arg);
 	cp->handed++;
 	cp->inflight--;
@@ -690,7 +691,7 @@ static int split_parts(struct xrl_cpipe *cp, struct xrl_creq *cr, struct xrl_red
 
 int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
 		    struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
-		    const struct xrl_limiter_wait *w)
+		    const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
 {
 	const char *ik[XRL_HTTP_MAX_MATCH];
 	struct xrl_redis_job *j0 = job_get(cp);
@@ -713,6 +714,7 @@ int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
 	cr->nc = j0->nc = nc;
 	cr->d = d;
 	cr->w = *w;
+	cr->done = *done;
 	xrl_redis_job_format(j0, ik);
 	if (split_parts(cp, cr, j0)) { /* the parts made, j0 apart from them */
 		for (int p = 0; p < cr->np; p++)
@@ -734,20 +736,20 @@ int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
 oom:
 	job_put(cp, j0);
 	free(cr);
-	pthread_rwlock_rdlock(&cp->l->cfg_mu);
-	xrl_lim_finish_conc(cp->l, it, m, ci, nc, J_FAIL, lim_now(cp->l), d);
-	pthread_rwlock_unlock(&cp->l->cfg_mu);
+	pthread_rwlock_rdlock(cp->rd->env.cfg_mu);
+	done->fn(done->ctx, it, m, ci, nc, J_FAIL, rd_now(cp->rd), d);
+	pthread_rwlock_unlock(cp->rd->env.cfg_mu);
 	return 0;
 }
 
-struct xrl_cpipe *xrl_cpipe_new(struct xrl_limiter *l)
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_redis *rd)
 {
 	struct xrl_cpipe *cp = calloc(1, sizeof(*cp));
 
 	if (!cp)
 		return NULL;
-	cp->l = l;
-	cp->cl = l->cl;
+	cp->rd = rd;
+	cp->cl = rd->cl;
 	cp->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (cp->ep < 0) {
 		free(cp);
@@ -817,7 +819,7 @@ int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32
 		}
 	}
 	if (waiting) { /* start_next's turn, at the latest (now: none is out) */
-		__u64 now = lim_now(cp->l), to = out + SERIAL_NS > now ? out + SERIAL_NS - now : 0;
+		__u64 now = rd_now(cp->rd), to = out + SERIAL_NS > now ? out + SERIAL_NS - now : 0;
 
 		if (to < *timeout_ns)
 			*timeout_ns = to;
@@ -840,7 +842,7 @@ int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32
  */
 static void start_next(struct xrl_cpipe *cp)
 {
-	__u64 now = lim_now(cp->l), out = 0;
+	__u64 now = rd_now(cp->rd), out = 0;
 
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++) {
 		__u64 t = cp->np[i] ? xrl_redis_pipe_out(cp->np[i]) : 0;
@@ -934,9 +936,9 @@ static void two_family(struct xrl_buf *b, const char *name, const char *help, co
 	xrl_prom_u64(b, name, label, v2, n2);
 }
 
-void xrl_cluster_metrics(struct xrl_limiter *l, struct xrl_buf *b)
+void xrl_cluster_metrics(struct xrl_redis *rd, struct xrl_buf *b)
 {
-	struct xrl_cluster *cl = l->cl;
+	struct xrl_cluster *cl = rd->cl;
 	__u32 n;
 
 	if (!cl)

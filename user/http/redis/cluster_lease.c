@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/limiter/limiter_int.h"
+#include "redis_int.h"
 #include "slots.h"
 
 /* A release on a cluster: its calls, one a slot, and who waits for them. */

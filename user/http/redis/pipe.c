@@ -19,7 +19,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "http/limiter/limiter_int.h"
+#include "redis_int.h"
 #include "log.h"
 
 /* ---- the breaker -------------------------------------------------------------- */
@@ -57,7 +57,7 @@ static bool brk_allow(struct xrl_brk *b, __u64 now, bool *probe)
  * of the batch that met it.
  */
 struct xrl_redis_pipe {
-	struct xrl_limiter *l;
+	struct xrl_redis *rd;
 	redisContext *c;		/* connected and non-blocking, or NULL */
 	struct xrl_reader_guard *guard; /* of c's reader */
 	__u32 gen;			/* bumped with every new connection */
@@ -93,14 +93,14 @@ static struct xrl_brk *pipe_brk(struct xrl_redis_pipe *p, const char **host, int
 		*host = xrl_cnode_name(p->node, port);
 		return xrl_cnode_brk(p->node);
 	}
-	*host = p->l->cfg.redis_host;
-	*port = p->l->cfg.redis_port;
-	return &p->l->brk;
+	*host = p->rd->env.cfg->redis_host;
+	*port = p->rd->env.cfg->redis_port;
+	return &p->rd->brk;
 }
 
 static void brk_result(struct xrl_redis_pipe *p, bool ok, bool probe, __u64 now, const char *why)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	const char *host;
 	int port;
 	struct xrl_brk *b = pipe_brk(p, &host, &port);
@@ -114,7 +114,7 @@ static void brk_result(struct xrl_redis_pipe *p, bool ok, bool probe, __u64 now,
 		if (atomic_exchange(&b->state, BRK_OPEN) == BRK_CLOSED)
 			log_warnx("redis %s:%d failed (%s): breaker open, rules fall back to on_backend_error",
 				  host, port, why ? why : "?");
-		atomic_store(&b->until, now + l->cfg.breaker_cooldown_ns);
+		atomic_store(&b->until, now + rd->env.cfg->breaker_cooldown_ns);
 		atomic_fetch_add(&b->fails, 1);
 	}
 	if (probe)
@@ -206,7 +206,7 @@ __u64 xrl_redis_auth_tag(const struct xrl_http_cfg *c)
  */
 static int pipe_connect(struct xrl_redis_pipe *p)
 {
-	const struct xrl_http_cfg *c = &p->l->cfg;
+	const struct xrl_http_cfg *c = p->rd->env.cfg;
 	const char *host = c->redis_host;
 	int port = c->redis_port;
 
@@ -214,7 +214,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 		host = xrl_cnode_name(p->node, &port);
 	p->reused = p->fresh = false;
 	if (p->c && p->port == port && p->db == c->redis_db && !strcmp(p->host, host) &&
-	    p->auth == p->l->auth) {
+	    p->auth == p->rd->auth) {
 		p->reused = true;
 		return 0;
 	}
@@ -232,7 +232,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	p->port = port;
 	p->db = c->redis_db;
-	p->auth = p->l->auth;
+	p->auth = p->rd->auth;
 	p->gen++;
 	p->fresh = true;
 	return 0;
@@ -281,7 +281,7 @@ static int wb_cmd(struct xrl_redis_pipe *p, int kind, const char *fmt, ...)
 /* A new connection's commands, ahead of the batch (cfg_mu held). */
 static int pipe_handshake(struct xrl_redis_pipe *p)
 {
-	const struct xrl_http_cfg *c = &p->l->cfg;
+	const struct xrl_http_cfg *c = p->rd->env.cfg;
 	int rc = 0;
 
 	if (c->redis_pass[0])
@@ -291,7 +291,7 @@ static int pipe_handshake(struct xrl_redis_pipe *p)
 	if (!rc && c->redis_db)
 		rc = wb_cmd(p, HS_SELECT, "SELECT %d", c->redis_db);
 	if (!rc)
-		rc = wb_add(p, p->l->load_cmd, p->l->load_len);
+		rc = wb_add(p, p->rd->load_cmd, p->rd->load_len);
 	if (!rc)
 		p->hs[p->hs_n++] = HS_LOAD;
 	if (!rc && p->node) {
@@ -325,11 +325,11 @@ static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply
 		snprintf(p->why_buf, sizeof(p->why_buf), "SELECT: %.120s", err);
 		return p->why_buf;
 	case HS_LOAD:
-		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, p->l->sha, 40))
+		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, p->rd->sha, 40))
 			return NULL;
 		if (r->type == REDIS_REPLY_STRING && r->len == 40)
 			log_warnx("redis: SCRIPT LOAD gave %.40s, not the SHA1 %s of the script",
-				  r->str, p->l->sha);
+				  r->str, p->rd->sha);
 		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
 		return p->why_buf;
 	case HS_LOAD_NODE: {
@@ -433,7 +433,7 @@ static int wb_refund(struct xrl_redis_pipe *p, struct xrl_redis_job *j, const ch
 static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, const char *now,
 		   __u64 mnow)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	char hdr[64], *h = hdr;
 	int keys = 0, args = 0;
 	struct xrl_redis_job *x;
@@ -475,7 +475,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		    wb_num(p, (__u64)keys))
 			return -ENOMEM;
 	} else if (wb_add(p, hdr, (size_t)(h - hdr)) || wb_add(p, "$7\r\nEVALSHA\r\n$40\r\n", 18) ||
-		   wb_add(p, l->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
+		   wb_add(p, rd->sha, 40) || wb_add(p, "\r\n", 2) || wb_num(p, (__u64)keys)) {
 		return -ENOMEM;
 	}
 	for (x = j, i = 0; i < n; x = x->next)
@@ -511,7 +511,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
  */
 static int pipe_send(struct xrl_redis_pipe *p)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	__u64 rnow, mnow, calls = 0, decisions = 0;
 	char now[48], us[32]; /* the batch's now as a RESP bulk string, "$N\r\nUS.NNN\r\n" */
 	struct xrl_redis_job *first = NULL;
@@ -520,8 +520,8 @@ static int pipe_send(struct xrl_redis_pipe *p)
 
 	if (pipe_connect(p))
 		return -EIO;
-	rnow = l->clock ? atomic_load(l->clock) : xrl_redis_now_ns();
-	mnow = lim_now(l);
+	rnow = *rd->env.clock ? atomic_load(*rd->env.clock) : xrl_redis_now_ns();
+	mnow = rd_now(rd);
 	*xrl_redis_put_bulk(now, us, (size_t)(xrl_redis_put_us(us, rnow) - us)) = '\0';
 	p->wlen = p->woff = 0;
 	p->hs_n = p->hs_i = 0;
@@ -529,7 +529,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 		if (pipe_handshake(p))
 			goto oom;
 	} else if (p->reloaded) {
-		if (wb_add(p, l->load_cmd, l->load_len))
+		if (wb_add(p, rd->load_cmd, rd->load_len))
 			goto oom;
 		p->hs[p->hs_n++] = HS_SKIP;
 		if (p->node) {
@@ -578,11 +578,11 @@ static int pipe_send(struct xrl_redis_pipe *p)
 			goto oom;
 		calls++;
 	}
-	STAT_ADD(l, redis_round_trips, 1);
-	STAT_ADD(l, redis_calls, calls);
-	STAT_ADD(l, redis_decisions, decisions);
+	RD_STAT_ADD(rd, redis_round_trips, 1);
+	RD_STAT_ADD(rd, redis_calls, calls);
+	RD_STAT_ADD(rd, redis_decisions, decisions);
 	p->cur = p->b;
-	p->deadline = mnow + l->cfg.redis_timeout_ns;
+	p->deadline = mnow + rd->env.cfg->redis_timeout_ns;
 	return pipe_write(p) ? -EPIPE : 0;
 oom:
 	p->why = "out of memory";
@@ -704,14 +704,14 @@ static void node_end(struct xrl_redis_pipe *p)
 		ok &= j->st == J_OK || j->st == J_BADKEY || j->st == J_MOVED || j->st == J_ASK;
 		skipped |= j->st == J_SKIP;
 	}
-	pthread_rwlock_rdlock(&p->l->cfg_mu);
+	pthread_rwlock_rdlock(p->rd->env.cfg_mu);
 	if (!skipped && !p->aborting) {
 		brk_result(p, ok, p->probe, p->t0, p->why);
-		xrl_cnode_batch(p->node, lim_now(p->l) - p->t0, ok);
+		xrl_cnode_batch(p->node, rd_now(p->rd) - p->t0, ok);
 	} else if (p->probe) {
 		atomic_store(&xrl_cnode_brk(p->node)->probe, 0);
 	}
-	pthread_rwlock_unlock(&p->l->cfg_mu);
+	pthread_rwlock_unlock(p->rd->env.cfg_mu);
 	p->b = NULL;
 	p->probe = false;
 	for (struct xrl_redis_job *j = b; j; j = next) {
@@ -725,7 +725,7 @@ static void node_end(struct xrl_redis_pipe *p)
 /* The batch is over: the breaker, the decisions, back to their callers. */
 static void pipe_end(struct xrl_redis_pipe *p)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	struct xrl_redis_job *b = p->b, *next;
 	bool ok = true, skipped = false;
 	__u64 now;
@@ -738,19 +738,19 @@ static void pipe_end(struct xrl_redis_pipe *p)
 		ok &= j->st == J_OK || j->st == J_BADKEY;
 		skipped |= j->st == J_SKIP;
 	}
-	pthread_rwlock_rdlock(&l->cfg_mu);
+	pthread_rwlock_rdlock(rd->env.cfg_mu);
 	if (!skipped && !p->aborting)
 		brk_result(p, ok, p->probe, p->t0, p->why);
 	else if (p->probe)
-		atomic_store(&l->brk.probe, 0); /* the probe is given up */
-	now = lim_now(l);
+		atomic_store(&rd->brk.probe, 0); /* the probe is given up */
+	now = rd_now(rd);
 	for (struct xrl_redis_job *j = b; j; j = j->next) {
 		if (j->res) /* a release Redis did not answer: the slots wait out lease_ttl */
 			j->res->backend_error |= j->st != J_OK;
 		else
-			xrl_lim_finish_conc(l, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
+			j->done.fn(j->done.ctx, j->it, j->m, j->ci, j->nc, j->st, now, j->d);
 	}
-	pthread_rwlock_unlock(&l->cfg_mu);
+	pthread_rwlock_unlock(rd->env.cfg_mu);
 	p->b = NULL;
 	p->probe = false;
 	for (struct xrl_redis_job *j = b; j; j = next) {
@@ -776,9 +776,9 @@ static void pipe_fail(struct xrl_redis_pipe *p, bool closed, const char *why)
 		int rc;
 
 		p->retried = true;
-		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		pthread_rwlock_rdlock(p->rd->env.cfg_mu);
 		rc = pipe_send(p);
-		pthread_rwlock_unlock(&p->l->cfg_mu);
+		pthread_rwlock_unlock(p->rd->env.cfg_mu);
 		if (!rc)
 			return;
 		pipe_drop(p);
@@ -791,26 +791,26 @@ static void pipe_fail(struct xrl_redis_pipe *p, bool closed, const char *why)
 
 static void pipe_start(struct xrl_redis_pipe *p)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	int rc;
 
 	p->b = p->q;
 	p->q = p->q_tail = NULL;
 	for (struct xrl_redis_job *j = p->b; j; j = j->next)
 		j->st = J_PENDING;
-	p->t0 = lim_now(l);
+	p->t0 = rd_now(rd);
 	p->retried = p->reloaded = p->answered = false;
 	p->why = NULL;
-	pthread_rwlock_rdlock(&l->cfg_mu);
+	pthread_rwlock_rdlock(rd->env.cfg_mu);
 	if (!brk_allow(pipe_brk(p, &(const char *){ NULL }, &(int){ 0 }), p->t0, &p->probe)) {
-		pthread_rwlock_unlock(&l->cfg_mu);
+		pthread_rwlock_unlock(rd->env.cfg_mu);
 		for (struct xrl_redis_job *j = p->b; j; j = j->next)
 			j->st = J_SKIP;
 		pipe_end(p);
 		return;
 	}
 	rc = pipe_send(p);
-	pthread_rwlock_unlock(&l->cfg_mu);
+	pthread_rwlock_unlock(rd->env.cfg_mu);
 	if (rc)
 		pipe_fail(p, rc == -EPIPE, rc == -EPIPE ? "write" : NULL);
 }
@@ -885,9 +885,9 @@ static void pipe_read(struct xrl_redis_pipe *p)
 		for (struct xrl_redis_job *j = p->b; j; j = j->next)
 			if (j->st == J_NOSCRIPT)
 				j->st = J_PENDING;
-		pthread_rwlock_rdlock(&p->l->cfg_mu);
+		pthread_rwlock_rdlock(p->rd->env.cfg_mu);
 		rc = pipe_send(p);
-		pthread_rwlock_unlock(&p->l->cfg_mu);
+		pthread_rwlock_unlock(p->rd->env.cfg_mu);
 		if (rc)
 			pipe_fail(p, false, rc == -EPIPE ? "write" : NULL);
 		return;
@@ -902,16 +902,16 @@ static void pipe_read(struct xrl_redis_pipe *p)
 	pipe_end(p);
 }
 
-struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
+struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd)
 {
 	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
 
 	if (!p)
 		return NULL;
-	p->l = l;
-	if (l->cl) {
+	p->rd = rd;
+	if (rd->cl) {
 		/* a cluster: this pipe is the face of one per node */
-		p->cp = xrl_cpipe_new(l);
+		p->cp = xrl_cpipe_new(rd);
 		if (!p->cp) {
 			free(p);
 			return NULL;
@@ -920,13 +920,13 @@ struct xrl_redis_pipe *xrl_limiter_pipe_new(struct xrl_limiter *l)
 	return p;
 }
 
-struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_limiter *l, struct xrl_cnode *node,
+struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_redis *rd, struct xrl_cnode *node,
 					       struct xrl_cpipe *cp)
 {
 	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
 
 	if (p) {
-		p->l = l;
+		p->rd = rd;
 		p->node = node;
 		p->cp = cp;
 	}
@@ -1017,7 +1017,7 @@ int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeou
 	/* idle: POLLIN sees Redis close the connection (a restart) */
 	*events = POLLIN;
 	if (p->b) {
-		__u64 now = lim_now(p->l);
+		__u64 now = rd_now(p->rd);
 
 		if (p->woff < p->wlen)
 			*events |= POLLOUT;
@@ -1036,11 +1036,11 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 			pipe_fail(p, true, "write");
 		if (p->b && (revents & (POLLIN | POLLERR | POLLHUP)))
 			pipe_read(p);
-		if (p->b && lim_now(p->l) >= p->deadline) {
+		if (p->b && rd_now(p->rd) >= p->deadline) {
 			/* the replies may be in, unread: this thread was busy */
 			if (!(revents & POLLIN) && p->woff == p->wlen)
 				pipe_read(p);
-			if (p->b && lim_now(p->l) >= p->deadline)
+			if (p->b && rd_now(p->rd) >= p->deadline)
 				pipe_fail(p, false, "timeout"); /* not once more */
 		}
 	} else if (p->c && (revents & (POLLIN | POLLERR | POLLHUP))) {
@@ -1133,24 +1133,21 @@ static void job_plain(struct xrl_redis_job *j, int m, const struct xrl_conc_item
 	j->asking = j->ask_sent = j->one_slot = false;
 }
 
-/* Queue a prepared decision (limiter.c's decide_async) on p: 1, or 0 when
- * there was no memory to queue it and d is a fallback's already. */
+/* Queue a prepared decision (the limiter's decide_async) on p: 1, or 0 when
+ * there was no memory to queue it and d is a fallback's already (done). */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
-			 const struct xrl_limiter_wait *w)
+			 const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
 {
-	struct xrl_limiter *l = p->l;
+	struct xrl_redis *rd = p->rd;
 	const char *ik[XRL_HTTP_MAX_MATCH];
-	struct xrl_redis_job *j;
+	struct xrl_redis_job *j = job_get(p);
 
-	if (FRONT(p))
-		return xrl_cpipe_queue(p->cp, it, m, ci, nc, d, w);
-	j = job_get(p);
 	if (!j) {
 		/* no memory to queue it: as if Redis had failed (no breaker) */
-		pthread_rwlock_rdlock(&l->cfg_mu);
-		xrl_lim_finish_conc(l, it, m, ci, nc, J_FAIL, lim_now(l), d);
-		pthread_rwlock_unlock(&l->cfg_mu);
+		pthread_rwlock_rdlock(rd->env.cfg_mu);
+		done->fn(done->ctx, it, m, ci, nc, J_FAIL, rd_now(rd), d);
+		pthread_rwlock_unlock(rd->env.cfg_mu);
 		return 0;
 	}
 	for (int i = 0; i < m; i++) {
@@ -1159,34 +1156,27 @@ int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int 
 	}
 	memcpy(j->it, it, sizeof(it[0]) * (size_t)m);
 	job_plain(j, m, ci, nc, d, NULL);
+	j->done = *done;
 	xrl_redis_job_format(j, ik);
 	job_put(p, j, w);
 	return 1;
 }
 
-/* Queue a release of ci[0..nc) (limiter.c's release_async), their rules
+/* Queue a release of ci[0..nc) (the limiter's release_async), their rules
  * named by rules[]: 1, or 0 when there was no memory (res says not held:
  * the slots wait out their lease_ttl). */
 int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
 				 const char *const *rules, struct xrl_release *res,
 				 const struct xrl_limiter_wait *w)
 {
-	struct xrl_redis_job *j;
+	struct xrl_redis_job *j = job_get(p);
 
-	if (FRONT(p))
-		return xrl_cpipe_queue_release(p->cp, ci, nc, rules, res, w);
-	j = job_get(p);
 	if (!j)
 		return 0;
 	job_plain(j, 0, ci, nc, NULL, res);
 	xrl_redis_release_format(j, rules);
 	job_put(p, j, w);
 	return 1;
-}
-
-static void sync_decided(void *arg)
-{
-	*(bool *)arg = true;
 }
 
 /* Drive p with poll() until *done (sync_mu held). */
@@ -1211,28 +1201,8 @@ void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done)
 	}
 }
 
-/* One decision at a time on the limiter's own pipe, driven by poll(). */
-int xrl_limiter_decide(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
-		       const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d)
+/* A cluster's pipe: the face of one per node (cluster.c), or NULL. */
+struct xrl_cpipe *xrl_redis_pipe_face(struct xrl_redis_pipe *p)
 {
-	bool done = false;
-	struct xrl_limiter_wait w = { .decided = sync_decided, .arg = &done };
-	struct xrl_redis_pipe *p;
-	int rc;
-
-	pthread_mutex_lock(&l->sync_mu);
-	if (!l->sync_pipe)
-		l->sync_pipe = xrl_limiter_pipe_new(l);
-	p = l->sync_pipe;
-	if (!p) {
-		pthread_mutex_unlock(&l->sync_mu);
-		return -ENOMEM;
-	}
-	rc = xrl_limiter_decide_async(l, p, rules, keys, costs, n, d, &w);
-	if (rc == 1) {
-		xrl_redis_pipe_sync_wait(p, &done);
-		rc = 0;
-	}
-	pthread_mutex_unlock(&l->sync_mu);
-	return rc;
+	return FRONT(p) ? p->cp : NULL;
 }

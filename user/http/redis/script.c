@@ -13,7 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <openssl/evp.h>
 
-#include "http/limiter/limiter_int.h"
+#include "redis_int.h"
 
 /*
  * gcra.lua: decisions, in order, each over several buckets: all admit or none is

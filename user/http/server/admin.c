@@ -757,3 +757,18 @@ json_t *xrl_http_override_list_json(struct xrl_http_server *s)
 	free(o);
 	return a;
 }
+
+void xrl_http_set_fleet(struct xrl_http_server *s, struct xrl_fleet *f)
+{
+	xrl_limiter_set_fleet(s->lim, f);
+}
+
+json_t *xrl_http_penalties(struct xrl_http_server *s)
+{
+	return xrl_limiter_penalties(s->lim);
+}
+
+int xrl_http_penalty_del(struct xrl_http_server *s, const char *hex, int *lifted)
+{
+	return xrl_limiter_penalty_del(s->lim, hex, lifted);
+}

@@ -9,7 +9,6 @@
 #include <stdio.h>
 
 #include "http/http.h"
-#include "http/redis/cluster.h"
 #include "report.h"
 #include "server_int.h"
 
@@ -184,6 +183,6 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);
-	xrl_cluster_metrics(s->lim, b);
+	xrl_limiter_backend_metrics(s->lim, b);
 	xrl_srv_ovr_metrics(s, b);
 }

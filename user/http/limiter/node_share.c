@@ -4,15 +4,15 @@
  * on_backend_error: local decides in this process; in a fleet of N live
  * instances each takes rate/N and burst/N (at least 1 token), so the fleet
  * together stays near the rule's limit instead of N times it. N is the
- * fleet's last known live count (fleet.c): the outage that stops the shared
+ * fleet's last known live count (fleet/fleet.c): the outage that stops the shared
  * buckets stops the heartbeats too, so N is frozen at its value from just
  * before. Outside a fleet N is 1 and nothing changes.
  */
 #include <stdint.h>
 #include <string.h>
 
-#include "fleet.h"
-#include "http/limiter/limiter_int.h"
+#include "http/fleet/fleet.h"
+#include "limiter_int.h"
 
 /*
  * The share at live of a bucket g of rate rt: rate/live, burst/live (at

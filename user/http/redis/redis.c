@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * redis.c - the Redis backend as the limiter sees it: its state (the
+ * script's SHA1 and SCRIPT LOAD, the breaker, a cluster's slot map and
+ * nodes), and the operations of backend.h for a standalone Redis and for a
+ * Redis Cluster. Decisions go back through the completion each call hands
+ * in, never by a name of the limiter's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include "cluster.h"
+#include "redis_int.h"
+
+int xrl_redis_new(const struct xrl_lim_env *env, struct xrl_redis **out)
+{
+	struct xrl_redis *rd = calloc(1, sizeof(*rd));
+	const char *argv[3] = { "SCRIPT", "LOAD", xrl_lua_gcra };
+	size_t argl[3] = { 6, 4, xrl_lua_gcra_len };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int len, rc = 0;
+
+	if (!rd)
+		return -ENOMEM;
+	rd->env = *env;
+	rd->auth = xrl_redis_auth_tag(env->cfg);
+	if (!EVP_Digest(xrl_lua_gcra, xrl_lua_gcra_len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != 20) {
+		free(rd);
+		return -EINVAL;
+	}
+	for (int i = 0; i < 20; i++)
+		snprintf(rd->sha + 2 * i, 3, "%02x", md[i]);
+	len = redisFormatCommandArgv(&rd->load_cmd, 3, argv, argl);
+	if (len < 0) {
+		free(rd);
+		return -ENOMEM;
+	}
+	rd->load_len = (size_t)len;
+	if (env->cfg->redis_cluster)
+		rc = xrl_cluster_new(rd);
+	if (rc)
+		xrl_redis_free(rd);
+	else
+		*out = rd;
+	return rc;
+}
+
+void xrl_redis_free(struct xrl_redis *rd)
+{
+	if (!rd)
+		return;
+	xrl_cluster_free(rd->cl);
+	redisFreeCommand(rd->load_cmd);
+	free(rd);
+}
+
+void xrl_redis_set_cfg(struct xrl_redis *rd)
+{
+	rd->auth = xrl_redis_auth_tag(rd->env.cfg);
+}
+
+/* cost: one health read, an atomic load */
+static int redis_health(void *be)
+{
+	const struct xrl_redis *rd = be;
+
+	return atomic_load(&rd->brk.state);
+}
+
+/* cost: a job's formatting (the keys and arguments in RESP), no syscall;
+ * the pipe's next run writes it */
+static int redis_decide(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
+{
+	return xrl_redis_pipe_queue(p, it, m, ci, nc, d, w, done);
+}
+
+static int redis_charge(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it,
+			struct xrl_decision *d, const struct xrl_limiter_wait *w,
+			const struct xrl_backend_done *done)
+{
+	return xrl_redis_pipe_queue(p, it, 1, NULL, 0, d, w, done);
+}
+
+static int redis_release(void *be, struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+			 const char *const *rules, struct xrl_release *res,
+			 const struct xrl_limiter_wait *w)
+{
+	return xrl_redis_pipe_queue_release(p, ci, nc, rules, res, w);
+}
+
+const struct xrl_backend_ops xrl_redis_ops = {
+	.name = "redis",
+	.decide = redis_decide,
+	.charge = redis_charge,
+	.release = redis_release,
+	.health = redis_health,
+};
+
+/* Redis Cluster: a decision split by slot, a part's slot sets taken in its
+ * own call (cluster.c); a release a call per slot (cluster_lease.c). */
+static int cluster_decide(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
+			  struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
+			  const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
+{
+	return xrl_cpipe_queue(xrl_redis_pipe_face(p), it, m, ci, nc, d, w, done);
+}
+
+static int cluster_charge(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it,
+			  struct xrl_decision *d, const struct xrl_limiter_wait *w,
+			  const struct xrl_backend_done *done)
+{
+	return xrl_cpipe_queue(xrl_redis_pipe_face(p), it, 1, NULL, 0, d, w, done);
+}
+
+static int cluster_release(void *be, struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
+			   const char *const *rules, struct xrl_release *res,
+			   const struct xrl_limiter_wait *w)
+{
+	return xrl_cpipe_queue_release(xrl_redis_pipe_face(p), ci, nc, rules, res, w);
+}
+
+const struct xrl_backend_ops xrl_cluster_ops = {
+	.name = "redis-cluster",
+	.decide = cluster_decide,
+	.charge = cluster_charge,
+	.release = cluster_release,
+	.health = redis_health,
+};
+
+const struct xrl_backend_ops *xrl_redis_ops_of(const struct xrl_redis *rd)
+{
+	return rd->cl ? &xrl_cluster_ops : &xrl_redis_ops;
+}
