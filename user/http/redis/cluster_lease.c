@@ -70,6 +70,8 @@ static int rel_job(struct xrl_cpipe *cp, struct xrl_crel *rel, int slot,
 	return 0;
 }
 
+/* cost: a small allocation, and per slot a job formatted (RESP, no
+ * syscall); the node pipes' next runs write them */
 int xrl_cpipe_queue_release(struct xrl_cpipe *cp, struct xrl_conc_item *ci, int nc,
 			    const char *const *rules, struct xrl_release *res,
 			    const struct xrl_limiter_wait *w)
@@ -114,6 +116,7 @@ int xrl_cpipe_queue_release(struct xrl_cpipe *cp, struct xrl_conc_item *ci, int 
 	return 1;
 }
 
+/* cost: as a release of one slot; only after a refusal by a later part */
 void xrl_clease_give_back(struct xrl_cpipe *cp, const struct xrl_redis_job *part)
 {
 	struct xrl_conc_item ci[XRL_HTTP_MAX_MATCH];
