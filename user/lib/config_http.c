@@ -211,7 +211,8 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 #define KEYS(X) \
 	X(F_NAME, "name") \
 	X(F_MATCH, "match") \
-	X(F_KEY, "key") X(F_RATE, "rate") X(F_BURST, "burst") X(F_COST, "cost") \
+	X(F_KEY, "key") \
+	X(F_RATE, "rate") X(F_BURST, "burst") X(F_COST, "cost") \
 		X(F_ON_BACKEND_ERROR, "on_backend_error") X(F_ON_MISSING_KEY, "on_missing_key") \
 			X(F_SHADOW, "shadow") X(F_CONCURRENCY, "concurrency") \
 				X(F_LEASE_TTL, "lease_ttl") X(F_VOUCH, "vouch") \
@@ -281,6 +282,31 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	return 0;
 }
 
+/* PATH: [PREFIX, ...] into out[0 .. max), a prefix may repeat; *n_out: how
+ * many were read. */
+static int prefix_seq(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t max,
+		      struct xrl_prefix *out, __u32 *n_out)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc;
+
+	if ((rc = cfg_sequence(x, n, path, "address prefixes", &items, &count)))
+		return rc;
+	for (size_t i = 0; i < count; i++) {
+		char p2[PATHLEN];
+
+		if (i >= max)
+			return cfg_error_at(x, cfg_item(x, items, i), "%s: at most %zu entries",
+					    path, max);
+		snprintf(p2, sizeof(p2), "%s[%zu]", path, i);
+		if ((rc = cfg_prefix_val(x, cfg_item(x, items, i), p2, &out[i])))
+			return rc;
+		*n_out = (__u32)i + 1;
+	}
+	return 0;
+}
+
 /* http.trusted_proxies and http.forwarded_from: whom the tier believes. */
 static int parse_http_trust(struct cfg_parse *x, yaml_node_t *tp, yaml_node_t *ff)
 {
@@ -288,26 +314,12 @@ static int parse_http_trust(struct cfg_parse *x, yaml_node_t *tp, yaml_node_t *f
 	static const int fwv[] = { XRL_FWD_NGINX, XRL_FWD_TRAEFIK, XRL_FWD_CADDY, XRL_FWD_ENVOY,
 				   XRL_FWD_NONE };
 	struct xrl_http_cfg *h = &x->c->http;
-	yaml_node_item_t *items;
-	size_t count;
 	int rc, e;
 
 	if (tp) {
-		if ((rc = cfg_sequence(x, tp, "http.trusted_proxies", "address prefixes", &items,
-				       &count)))
+		if ((rc = prefix_seq(x, tp, "http.trusted_proxies", XRL_HTTP_MAX_TRUSTED,
+				     h->trusted, &h->n_trusted)))
 			return rc;
-		for (size_t i = 0; i < count; i++) {
-			char p2[PATHLEN];
-
-			if (i >= XRL_HTTP_MAX_TRUSTED)
-				return cfg_error_at(x, cfg_item(x, items, i),
-						    "http.trusted_proxies: at most %d entries",
-						    XRL_HTTP_MAX_TRUSTED);
-			snprintf(p2, sizeof(p2), "http.trusted_proxies[%zu]", i);
-			if ((rc = cfg_prefix_val(x, cfg_item(x, items, i), p2, &h->trusted[i])))
-				return rc;
-			h->n_trusted = (__u32)i + 1;
-		}
 	}
 	if (ff) {
 		if ((rc = ENUM(x, ff, "http.forwarded_from", fw, fwv, &e)))
@@ -335,27 +347,14 @@ void xrl_config_secret_files(bool read)
 static int parse_http_callers(struct cfg_parse *x, yaml_node_t *cl, yaml_node_t *sf)
 {
 	struct xrl_http_cfg *h = &x->c->http;
-	yaml_node_item_t *items;
 	char msg[XRL_ERRLEN];
 	const char *s;
-	size_t count;
 	int rc;
 
 	if (cl) {
-		if ((rc = cfg_sequence(x, cl, "http.callers", "address prefixes", &items, &count)))
+		if ((rc = prefix_seq(x, cl, "http.callers", XRL_HTTP_MAX_CALLERS, h->callers,
+				     &h->n_callers)))
 			return rc;
-		for (size_t i = 0; i < count; i++) {
-			char p2[PATHLEN];
-
-			if (i >= XRL_HTTP_MAX_CALLERS)
-				return cfg_error_at(x, cfg_item(x, items, i),
-						    "http.callers: at most %d entries",
-						    XRL_HTTP_MAX_CALLERS);
-			snprintf(p2, sizeof(p2), "http.callers[%zu]", i);
-			if ((rc = cfg_prefix_val(x, cfg_item(x, items, i), p2, &h->callers[i])))
-				return rc;
-			h->n_callers = (__u32)i + 1;
-		}
 	}
 	if (sf) {
 		if ((rc = cfg_scalar(x, sf, "http.caller_secret_file", "a file's path", &s)))
@@ -663,9 +662,8 @@ int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n)
 #define KEYS(X) \
 	X(F_LISTEN, "listen") \
 	X(F_BACKEND, "backend") \
-	X(F_REDIS_TIMEOUT, "redis_timeout") X(F_BREAKER_COOLDOWN, \
-					      "breaker_cooldown") X(F_TRUSTED_PROXIES, \
-								    "trusted_proxies") \
+	X(F_REDIS_TIMEOUT, "redis_timeout") \
+	X(F_BREAKER_COOLDOWN, "breaker_cooldown") X(F_TRUSTED_PROXIES, "trusted_proxies") \
 		X(F_HEADERS, "headers") X(F_MAX_CONNECTIONS, "max_connections") X(F_IDLE_TIMEOUT, \
 										  "idle_timeout") \
 			X(F_MAX_HEADER_BYTES, \
