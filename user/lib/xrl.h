@@ -225,7 +225,9 @@ int xrl_map_fd(const struct xrl_handle *h, const char *name);
 /*
  * Apply rules and allowlist atomically (double-buffered ruleset). Allowlist
  * entries added with xrl_allow_add (runtime origin) are kept; entries of an
- * earlier policy that this one no longer lists are removed.
+ * earlier policy that this one no longer lists are removed. p is checked by
+ * xrl_policy_compile (which compiles only the rules not compiled yet) and
+ * its ruleset is p->compiled.
  */
 int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size_t errlen);
 
