@@ -337,6 +337,14 @@ int xrl_http_listen_socket(const struct xrl_http_cfg *c, char *err, size_t errle
 int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, char *err,
 			  size_t errlen);
 int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
+/*
+ * Fields libmicrohttpd is started with (server/reload.c), which a reload cannot change: the
+ * names of those that differ between the running configuration and the
+ * new one, comma-separated, into out (empty when none does). Returns how
+ * many differ.
+ */
+int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
+			      char *out, size_t outlen);
 void xrl_http_stop(struct xrl_http_server *s);
 /* The fleet this tier counts in and shares its penalties with: set once,
  * before the fleet's thread runs. */

@@ -416,37 +416,3 @@ int xrl_http_cfg_finish(struct xrl_http_cfg *c, char *err, size_t errlen)
 		}
 	return 0;
 }
-
-int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
-			      char *out, size_t outlen)
-{
-	const struct {
-		const char *name;
-		bool differs;
-	} f[] = {
-		{ "listen", strcmp(run->listen, next->listen) != 0 },
-		{ "idle_timeout", run->idle_timeout_ns != next->idle_timeout_ns },
-		{ "max_connections", run->max_connections != next->max_connections },
-		{ "max_header_bytes", run->max_header_bytes != next->max_header_bytes },
-		{ "max_connections_per_peer", run->max_conn_per_peer != next->max_conn_per_peer },
-		{ "max_keys", run->memory_max_keys != next->memory_max_keys },
-		{ "threads", run->threads != next->threads },
-		{ "fleet", strcmp(run->fleet, next->fleet) != 0 },
-		/* a pipe is a cluster's or one server's for its life */
-		{ "backend kind", run->redis_cluster != next->redis_cluster },
-	};
-	size_t o = 0;
-	int n = 0;
-
-	if (outlen)
-		out[0] = '\0';
-	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
-		if (!f[i].differs)
-			continue;
-		if (o < outlen)
-			o += (size_t)snprintf(out + o, outlen - o, "%s%s", n ? ", " : "",
-					      f[i].name);
-		n++;
-	}
-	return n;
-}

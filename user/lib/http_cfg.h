@@ -191,15 +191,6 @@ int xrl_hostport_parse(const char *s, size_t n, char *host, size_t hostlen, int 
 int xrl_http_cfg_listen(struct xrl_http_cfg *c, const char *s);
 
 /*
- * Fields libmicrohttpd is started with, which a reload cannot change: the
- * names of those that differ between the running configuration and the
- * new one, comma-separated, into out (empty when none does). Returns how
- * many differ.
- */
-int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
-			      char *out, size_t outlen);
-
-/*
  * The path a rule is matched against, from a request target (the n bytes at
  * in: origin-form "/p?q", or absolute-form "http://h/p"), into out (at most
  * n + 1 bytes are written, NUL included; the result is never longer than

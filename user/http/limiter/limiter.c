@@ -956,8 +956,8 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 {
 	pthread_rwlock_wrlock(&l->cfg_mu);
 	l->cfg = *c;
-	xrl_redis_set_cfg(l->rd);
 	lim_pick(l);
+	xrl_redis_set_cfg(l->rd);
 	pthread_rwlock_unlock(&l->cfg_mu);
 }
 

@@ -431,14 +431,6 @@ void xrl_srv_ovr_sync_stop(struct xrl_http_server *s)
 
 /* ---- shadow --------------------------------------------------------------- */
 
-void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c)
-{
-	for (int k = 0; k < s->n_shadow; k++)
-		for (__u32 i = 0; i < c->n_rules; i++)
-			if (!strcmp(c->rules[i].name, s->shadow_name[k]))
-				c->rules[i].shadow = s->shadow_on[k];
-}
-
 static int rule_index(const struct xrl_http_cfg *c, const char *rule)
 {
 	for (__u32 i = 0; i < c->n_rules; i++)

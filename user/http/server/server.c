@@ -62,147 +62,6 @@
 #include "report.h"
 #include "server_int.h"
 
-/* Waiting for Redis: called before the decision is queued. */
-static void rq_wait(void *arg)
-{
-	struct xrl_srv_req *rq = arg;
-
-	atomic_fetch_add(&rq->cfg->held, 1);
-	rq->phase = RQ_WAITING;
-	xrl_srv_tl_loop->waiting++;
-}
-
-/* From the loop's pipe: rq->d is the decision; the next pass answers it. */
-static void rq_decided(void *arg)
-{
-	struct xrl_srv_req *rq = arg;
-
-	rq->phase = RQ_DECIDED;
-	if (rq->orphan) {
-		atomic_fetch_sub(&rq->cfg->held, 1);
-		free(rq->body);
-		free(rq);
-	}
-}
-
-static void rq_release(struct xrl_srv_req *rq)
-{
-	if (rq->cfg && rq->phase != RQ_NEW)
-		atomic_fetch_sub(&rq->cfg->held, 1);
-	rq->cfg = NULL;
-	rq->phase = RQ_NEW;
-}
-
-void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
-			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
-			  const struct xrl_topk_key *tk, int n)
-{
-	/* no key refused: admitted, shed, or no identity; counters are by the
-	 * rule's index in the configuration in force */
-	if (d->allowed || d->shed || d->missing_key || !d->rule || sc != s->cfg)
-		return;
-	for (int i = 0; i < n; i++)
-		if (rules[i] == d->rule && tk[i].h) {
-			/* this loop's shard, or the shared last one off the loops */
-			unsigned sh = xrl_srv_tl_loop && xrl_srv_tl_loop->s == s
-					      ? (unsigned)(xrl_srv_tl_loop - s->loops)
-					      : s->n_loops;
-
-			xrl_topk_note(s->topk, sh, (unsigned)(d->rule - sc->c.rules), &tk[i],
-				      (__u64)time(NULL));
-			return;
-		}
-}
-
-/* A decision made at once: its refused key, if any, to the top-k. */
-static void note_now(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
-		     const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
-		     const char *const *keys, int n)
-{
-	struct xrl_topk_key tk[XRL_HTTP_MAX_MATCH] = {};
-
-	if (d->allowed || d->shed || d->missing_key || !d->rule)
-		return;
-	for (int i = 0; i < n && i < XRL_HTTP_MAX_MATCH; i++)
-		if (rules[i] == d->rule && keys[i]) {
-			xrl_topk_key(s->topk, keys[i], &tk[i]);
-			xrl_srv_note_refused(s, sc, d, rules, tk, i + 1);
-			return;
-		}
-}
-
-/*
- * Decide into rq->d: 0 decided (or -E2BIG), 1 when it waits for Redis
- * (answered on a later call). The rules are of sc (s->mu held).
- */
-static int decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_srv_req *rq,
-		  const struct xrl_http_rule *const *rules, const char *const *keys,
-		  const __u32 *costs, int n)
-{
-	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
-	int rc;
-
-	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s) {
-		rc = xrl_limiter_decide(s->lim, rules, keys, costs, n, &rq->d);
-		rq->timed = rc >= 0;
-		if (!rc)
-			note_now(s, sc, &rq->d, rules, keys, n);
-		return rc;
-	}
-	/* the keys may be gone once Redis answers: their top-k form now */
-	for (int i = 0; i < n && i < XRL_HTTP_MAX_MATCH; i++)
-		if (keys[i])
-			xrl_topk_key(s->topk, keys[i], &rq->tk[i]);
-		else
-			rq->tk[i].h = 0;
-	rq->cfg = sc;
-	rq->n = n;
-	memcpy(rq->rules, rules, sizeof(rules[0]) * (size_t)n);
-	rc = xrl_limiter_decide_async(s->lim, xrl_srv_tl_loop->pipe, rules, keys, costs, n, &rq->d,
-				      &w);
-	if (rc != 1)
-		rq->cfg = NULL;
-	if (!rc)
-		note_now(s, sc, &rq->d, rules, keys, n);
-	rq->timed = rc >= 0;
-	return rc;
-}
-
-int xrl_srv_charge_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
-			 const struct xrl_http_rule *r, const char *key, __u32 cost)
-{
-	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
-	int rc;
-
-	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s) {
-		/* off the loops (never a request's handler): in memory */
-		rq->d = (struct xrl_decision){ .allowed = !xrl_limiter_charge(s->lim, r, key, cost) };
-		return 0;
-	}
-	rq->cfg = s->cfg; /* s->mu held: r is of it */
-	rq->n = 1;
-	rq->rules[0] = r;
-	rc = xrl_limiter_charge_async(s->lim, xrl_srv_tl_loop->pipe, r, key, cost, &rq->d, &w);
-	if (rc != 1)
-		rq->cfg = NULL;
-	return rc < 0 ? 0 : rc;
-}
-
-int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq, const char *const *ids,
-			  int n, __u32 cost)
-{
-	struct xrl_limiter_wait w = { .queued = rq_wait, .decided = rq_decided, .arg = rq };
-	int rc;
-
-	if (!xrl_srv_tl_loop || xrl_srv_tl_loop->s != s)
-		return xrl_limiter_release(s->lim, ids, n, cost, &rq->rel) < 0 ? -1 : 0;
-	rq->cfg = s->cfg; /* s->mu held */
-	rc = xrl_limiter_release_async(s->lim, xrl_srv_tl_loop->pipe, ids, n, cost, &rq->rel, &w);
-	if (rc != 1)
-		rq->cfg = NULL;
-	return rc;
-}
-
 /* The header rule r keys on came more than once: a proxy that appends its
  * own value to the client's would let the client choose the key. */
 static bool dup_identity(struct MHD_Connection *conn, const struct xrl_http_rule *r)
@@ -275,7 +134,7 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc
 		n++;
 	}
 	rq->kind = nginx ? K_NGINX : K_AUTH;
-	if (decide(s, sc, rq, rules, keys, NULL, n) == 1)
+	if (xrl_srv_decide(s, sc, rq, rules, keys, NULL, n) == 1)
 		return MHD_YES; /* answered once Redis has decided */
 	return xrl_srv_auth_answer(s, sc, conn, nginx, rules, n, &rq->d);
 }
@@ -335,7 +194,7 @@ static enum MHD_Result do_check(struct xrl_http_server *s, struct xrl_srv_cfg *s
 
 		rq->kind = K_CHECK;
 		rq->cost = cost;
-		rc = decide(s, sc, rq, &r, keys, &cost, 1);
+		rc = xrl_srv_decide(s, sc, rq, &r, keys, &cost, 1);
 	}
 	json_decref(j);
 	if (rc == 1)
@@ -402,7 +261,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		else
 			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules,
 						  rq->n, &rq->d);
-		rq_release(rq);
+		xrl_srv_rq_release(rq);
 		pthread_rwlock_unlock(&s->mu);
 		if (rq->timed)
 			xrl_srv_lat_observe(s, xrl_now_ns() - rq->t0_ns);
@@ -493,7 +352,7 @@ static void on_done(void *cls, struct MHD_Connection *conn, void **con_cls,
 		rq->orphan = true; /* the pipe still writes its decision */
 		return;
 	}
-	rq_release(rq);
+	xrl_srv_rq_release(rq);
 	free(rq->body);
 	free(rq);
 }
@@ -700,91 +559,6 @@ fail:
 	free(s->lat);
 	free(s);
 	return rc;
-}
-
-/*
- * n becomes the configuration in force (write lock held): the shadow
- * switches of xrlctl carried over, the old one retired, and every retired
- * one no request holds any more freed. No request in a handler holds one
- * (we have the write lock); those waiting for Redis count theirs.
- */
-void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n)
-{
-	struct xrl_srv_cfg **pp, *x;
-
-	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
-	s->cfg->next = s->retired;
-	s->retired = s->cfg;
-	s->cfg = n;
-	for (pp = &s->retired; (x = *pp);) {
-		if (atomic_load(&x->held)) {
-			pp = &x->next;
-		} else {
-			*pp = x->next;
-			free(x);
-		}
-	}
-	atomic_fetch_add(&s->gen, 1);
-	xrl_limiter_set_cfg(s->lim, &n->c);
-}
-
-int xrl_http_reload_check(struct xrl_http_server *s, const struct xrl_http_cfg *c, char *err,
-			  size_t errlen)
-{
-	/* a backend of the other kind is not applied on reload (the pipes
-	 * are one kind or the other); every rule works on each kind, so
-	 * none needs a restart today */
-	(void)s;
-	(void)c;
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
-int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
-{
-	struct xrl_srv_cfg *n = calloc(1, sizeof(*n));
-	char changed[160];
-
-	if (!n)
-		return -ENOMEM;
-	n->c = *c;
-	pthread_rwlock_wrlock(&s->mu);
-	/* libmicrohttpd was started with these: they stay as they run, and the
-	 * configuration in force says so */
-	if (xrl_http_cfg_restart_diff(&s->cfg->c, c, changed, sizeof(changed))) {
-		snprintf(n->c.listen, sizeof(n->c.listen), "%s", s->cfg->c.listen);
-		n->c.listen_port = s->cfg->c.listen_port;
-		n->c.listen_addr = s->cfg->c.listen_addr;
-		n->c.listen_addrlen = s->cfg->c.listen_addrlen;
-		n->c.idle_timeout_ns = s->cfg->c.idle_timeout_ns;
-		n->c.max_connections = s->cfg->c.max_connections;
-		n->c.max_header_bytes = s->cfg->c.max_header_bytes;
-		n->c.max_conn_per_peer = s->cfg->c.max_conn_per_peer;
-		n->c.memory_max_keys = s->cfg->c.memory_max_keys;
-		n->c.threads = s->cfg->c.threads;
-		if (n->c.redis_cluster != s->cfg->c.redis_cluster) {
-			/* the pipes are one kind or the other: the backend stays */
-			n->c.redis = s->cfg->c.redis;
-			n->c.redis_cluster = s->cfg->c.redis_cluster;
-			memcpy(n->c.redis_host, s->cfg->c.redis_host, sizeof(n->c.redis_host));
-			n->c.redis_port = s->cfg->c.redis_port;
-			n->c.redis_db = s->cfg->c.redis_db;
-			memcpy(n->c.redis_seeds, s->cfg->c.redis_seeds, sizeof(n->c.redis_seeds));
-		}
-	}
-	xrl_srv_cfg_swap(s, n);
-	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
-	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
-	memset((void *)s->rule_shadow, 0, sizeof(s->rule_shadow));
-	memset((void *)s->rule_fallback, 0, sizeof(s->rule_fallback));
-	xrl_topk_reset(s->topk); /* by rule index, as the counters */
-	pthread_rwlock_unlock(&s->mu);
-	if (changed[0])
-		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "
-			  "(restart xrld for the change)",
-			  changed);
-	return 0;
 }
 
 void xrl_http_stop(struct xrl_http_server *s)

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
- * server_int.h - what the identity tier's server files share: server.c
- * (start, reload, stop, the request handlers), identity.c (who is asking:
- * the client address, the keys, the original method and path), answers.c
- * (the responses and their headers) and loop.c (the event loops).
+ * server_int.h - what the files of server/ share (and nothing else): the
+ * server's state, a request's, a loop's, and what each file offers the
+ * others.
  */
 #ifndef XRL_SERVER_INT_H
 #define XRL_SERVER_INT_H
@@ -49,7 +48,7 @@ struct xrl_srv_cfg {
 	struct xrl_srv_cfg *next; /* retired */
 };
 
-/* n in force, the old one retired (s->mu held for writing; server.c). */
+/* n in force, the old one retired (s->mu held for writing; reload.c). */
 void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n);
 
 struct xrl_srv_loop;
@@ -216,10 +215,17 @@ enum MHD_Result xrl_srv_release_answer(struct xrl_http_server *s, struct MHD_Con
 				       struct xrl_srv_req *rq);
 enum MHD_Result xrl_srv_charge_answer(struct xrl_http_server *s, struct MHD_Connection *conn,
 				      struct xrl_srv_req *rq);
-/* server.c: a post-paid charge into rq->d: 0 done, 1 waiting for Redis */
+/* decide.c: a post-paid charge into rq->d: 0 done, 1 waiting for Redis */
 int xrl_srv_charge_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
 			 const struct xrl_http_rule *r, const char *key, __u32 cost);
-/* server.c: give leases back into rq->rel: 0 done, 1 waiting for Redis */
+/* decide.c: a decision into rq->d: 0 decided (or -E2BIG), 1 waiting for
+ * the backend (answered on a later call); the rules are of sc (s->mu held). */
+int xrl_srv_decide(struct xrl_http_server *s, struct xrl_srv_cfg *sc, struct xrl_srv_req *rq,
+		   const struct xrl_http_rule *const *rules, const char *const *keys,
+		   const __u32 *costs, int n);
+/* decide.c: rq no longer holds its configuration (a wait is over). */
+void xrl_srv_rq_release(struct xrl_srv_req *rq);
+/* decide.c: give leases back into rq->rel: 0 done, 1 waiting for Redis */
 int xrl_srv_release_start(struct xrl_http_server *s, struct xrl_srv_req *rq,
 			  const char *const *ids, int n, __u32 cost);
 /* shed.c: http.exempt and the shedding of a route */
@@ -236,8 +242,9 @@ int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
 			  const struct xrl_topk_key *tk, int n);
-/* admin.c: the shadow overrides onto c; the Redis sync of overrides. */
+/* reload.c: xrlctl's shadow switches onto c. */
 void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
+/* admin.c: the Redis sync of overrides. */
 int xrl_srv_ovr_sync_start(struct xrl_http_server *s);
 void xrl_srv_ovr_sync_stop(struct xrl_http_server *s);
 /* The override sync's counters (a full hash, ends held to the max). */
