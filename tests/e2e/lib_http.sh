@@ -374,13 +374,16 @@ YAML
 # 200ms, 4 threads) behind traefik, with conc_rules, shut (global,
 # concurrency 3, on_backend_error closed), loc (global, concurrency 2,
 # local) and the rules RULES-FN prints; sets PA and PB (their ports), A and
-# B (their base URLs).
-PA='' PB='' A='' B=''
+# B (their base URLs), MA and MB (their metrics listeners' ports).
+PA='' PB='' A='' B='' MA='' MB=''
 conc_pair() {
 	local n p
+	MA=$(free_port)
+	MB=$(free_port)
 	for n in A B; do
 		p=$(free_port)
 		{
+			printf 'metrics: 127.0.0.1:%s\n' "$([ "$n" = A ] && echo "$MA" || echo "$MB")"
 			http_yaml "$p" traefik
 			cat <<YAML
   backend: $1

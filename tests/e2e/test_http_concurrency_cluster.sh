@@ -99,6 +99,8 @@ check_eq "$U's next 4 via B: refused by pb (429)" "${CODES[*]}" "429 429 429 429
 pa_held() { [ "$(on 'xrl:{pa:*}:c' zcard)" = "$1" ]; }
 wait_for 2 pa_held 1
 check_eq "pa's set holds the one lease still in use" "$(on 'xrl:{pa:*}:c' zcard)" 1
+check_eq "B: give-backs sent" "$(metric "$MB" 'xrl_http_redis_lease_givebacks_total{result="sent"}')" 4
+check_eq "B: give-backs that failed" "$(metric "$MB" 'xrl_http_redis_lease_givebacks_total{result="error"}')" 0
 pair "$A" "other1-$$"
 o1=$H_CODE
 pair "$B" "other2-$$"

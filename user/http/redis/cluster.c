@@ -103,6 +103,7 @@ struct xrl_cluster {
 	pthread_cond_t rcv;
 	bool want, stop;
 	_Atomic __u64 refreshes, refresh_errors, moved, ask, refunds, refund_errors;
+	_Atomic __u64 givebacks, giveback_errors; /* cluster_lease.c's */
 	char node_sha[41]; /* the node script's SHA1 */
 	char *node_load;   /* its SCRIPT LOAD, formatted */
 	size_t node_load_len;
@@ -454,6 +455,11 @@ void xrl_cpipe_job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 int xrl_cpipe_job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
 {
 	return job_send(cp, j, to);
+}
+
+void xrl_cpipe_giveback(struct xrl_cpipe *cp, bool ok)
+{
+	atomic_fetch_add(ok ? &cp->cl->givebacks : &cp->cl->giveback_errors, 1);
 }
 
 void xrl_cpipe_track(struct xrl_cpipe *cp, bool started)
@@ -966,4 +972,10 @@ void xrl_cluster_metrics(struct xrl_redis *rd, struct xrl_buf *b)
 		   "failed, by result (error: those tokens stay spent).",
 		   "result", "sent", atomic_load(&cl->refunds), "error",
 		   atomic_load(&cl->refund_errors));
+	two_family(b, "xrl_http_redis_lease_givebacks_total",
+		   "Parts of a multi-slot decision whose leases were given back after a later "
+		   "part refused or failed, by result (error: those slots stay held until "
+		   "lease_ttl).",
+		   "result", "sent", atomic_load(&cl->givebacks), "error",
+		   atomic_load(&cl->giveback_errors));
 }

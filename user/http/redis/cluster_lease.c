@@ -131,11 +131,18 @@ void xrl_clease_give_back(struct xrl_cpipe *cp, const struct xrl_redis_job *part
 			ci[k].tau = ci[k].inc = 0; /* no cost: nothing was done */
 			rules[k++] = part->ci[q].r->name;
 		}
-	if (!k || !(rel = calloc(1, sizeof(*rel))))
+	if (!k)
 		return;
-	rel->res = &rel->own;
-	if (rel_job(cp, rel, part->slot, ci, k, rules))
+	rel = calloc(1, sizeof(*rel));
+	if (rel) {
+		rel->res = &rel->own;
+		if (!rel_job(cp, rel, part->slot, ci, k, rules)) {
+			xrl_cpipe_giveback(cp, true);
+			return;
+		}
 		free(rel);
+	}
+	xrl_cpipe_giveback(cp, false);
 }
 
 void xrl_clease_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j, int st)
@@ -151,6 +158,8 @@ void xrl_clease_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j, int st)
 	if (rel->w.decided) {
 		rel->w.decided(rel->w.arg);
 		xrl_cpipe_track(cp, false);
+	} else if (rel->own.backend_error) {
+		xrl_cpipe_giveback(cp, false);
 	}
 	free(rel);
 }

@@ -204,6 +204,8 @@ void xrl_cpipe_job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j);
 int xrl_cpipe_job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to);
 /* A request of cp's started (busy until it ends), or ended (handed back). */
 void xrl_cpipe_track(struct xrl_cpipe *cp, bool started);
+/* A give-back of leases sent (ok), or not sent or not answered. */
+void xrl_cpipe_giveback(struct xrl_cpipe *cp, bool ok);
 
 /* ---- cluster_lease.c ------------------------------------------------------- */
 struct xrl_crel;
