@@ -35,7 +35,6 @@
  * so the slots bound mistakes more than attacks.
  */
 struct ctl_client {
-	struct xrld_io io; /* the client's socket in the loop */
 	struct xrld *d;
 	bool used;
 	bool answering; /* the request was handled; writing hdr + out */
@@ -51,14 +50,27 @@ struct ctl_client {
 };
 
 static struct ctl_client ctl_cl[CTL_CLIENTS];
+static int ctl_listen_fd = -1;
+static struct xrld_timer *ctl_timer; /* due at the earliest client deadline */
+static __u64 ctl_timer_when;	     /* what it was set to; 0: not due */
+
+/* A client's deadline was set: the timer is due by then. */
+static void ctl_deadline(struct ctl_client *c, __u64 deadline)
+{
+	c->deadline = deadline;
+	if (!ctl_timer_when || deadline < ctl_timer_when) {
+		ctl_timer_when = deadline;
+		xrld_timer_at(ctl_timer, deadline);
+	}
+}
 
 static void ctl_close(struct ctl_client *c)
 {
-	/* closing the fd also takes it out of the epoll set */
+	xrld_fd_del(c->d->loop, c->fd);
 	close(c->fd);
 	free(c->buf);
 	xrl_buf_free(&c->out);
-	*c = (struct ctl_client){ .fd = -1, .io.fd = -1 };
+	*c = (struct ctl_client){ .fd = -1 };
 }
 
 /* Write what the socket takes of hdr + out; close when all is out. */
@@ -104,8 +116,8 @@ static void ctl_answer(struct ctl_client *c)
 		code = 1;
 	c->hdr_len = (size_t)snprintf(c->hdr, sizeof(c->hdr), "%d\n", code);
 	c->answering = true;
-	c->deadline = xrl_now_ns() + CTL_DEADLINE_NS;
-	if (xrld_io_mod(c->d, &c->io, EPOLLOUT)) {
+	ctl_deadline(c, xrl_now_ns() + CTL_DEADLINE_NS);
+	if (xrld_fd_mod(c->d->loop, c->fd, EPOLLOUT)) {
 		ctl_close(c);
 		return;
 	}
@@ -154,9 +166,9 @@ static void ctl_read(struct ctl_client *c)
 }
 
 /* The loop's handler of a client's socket. */
-static void ctl_event(struct xrld *d, struct xrld_io *io, unsigned events)
+static void ctl_event(int fd, unsigned events, void *ctx)
 {
-	struct ctl_client *c = io->arg;
+	struct ctl_client *c = ctx;
 
 	if (!c->used)
 		return;
@@ -167,12 +179,13 @@ static void ctl_event(struct xrld *d, struct xrld_io *io, unsigned events)
 }
 
 /* The loop's handler of the listening socket. */
-static void ctl_accept(struct xrld *d, struct xrld_io *io, unsigned events)
+static void ctl_accept(int lfd, unsigned events, void *ctx)
 {
+	struct xrld *d = ctx;
 	static const char busy[] = "1\nxrld is busy: too many control connections, try again\n";
 	int fd, i;
 
-	fd = accept4(io->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
 	for (i = 0; i < CTL_CLIENTS && ctl_cl[i].used; i++)
@@ -184,22 +197,22 @@ static void ctl_accept(struct xrld *d, struct xrld_io *io, unsigned events)
 		close(fd);
 		return;
 	}
-	ctl_cl[i] = (struct ctl_client){
-		.used = true, .fd = fd, .d = d, .deadline = xrl_now_ns() + CTL_DEADLINE_NS
-	};
-	ctl_cl[i].io = (struct xrld_io){ .fd = fd, .fn = ctl_event, .arg = &ctl_cl[i] };
+	ctl_cl[i] = (struct ctl_client){ .used = true, .fd = fd, .d = d };
+	ctl_deadline(&ctl_cl[i], xrl_now_ns() + CTL_DEADLINE_NS);
 	/* who asked, for the log of changes: the kernel's word, not the client's */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &ctl_cl[i].cred,
 		       &(socklen_t){ sizeof(ctl_cl[i].cred) }))
 		ctl_cl[i].cred = (struct ucred){ 0 };
-	if (xrld_io_add(d, &ctl_cl[i].io, EPOLLIN)) {
+	if (xrld_fd_add(d->loop, fd, EPOLLIN, ctl_event, &ctl_cl[i])) {
 		ctl_close(&ctl_cl[i]);
 		return;
 	}
 	ctl_read(&ctl_cl[i]);
 }
 
-int xrld_ctl_expire(void)
+/* The timer's handler: clients past their deadline dropped, and the
+ * timer due again at the earliest deadline left. */
+static void ctl_expire(void *ctx)
 {
 	__u64 now = xrl_now_ns(), next = 0;
 
@@ -218,8 +231,8 @@ int xrld_ctl_expire(void)
 		if (!next || c->deadline < next)
 			next = c->deadline;
 	}
-	/* rounded up, so the loop does not wake just before the deadline */
-	return next ? (int)((next - now + 999999) / 1000000) : -1;
+	ctl_timer_when = next;
+	xrld_timer_at(ctl_timer, next);
 }
 
 static int listen_socket(const char *path)
@@ -256,12 +269,29 @@ static int listen_socket(const char *path)
 }
 
 /* Listen on d->sock_path and serve clients from d's loop. */
-int xrld_ctl_listen(struct xrld *d)
+int xrld_control_listen(struct xrld *d)
 {
-	int fd = listen_socket(d->sock_path);
+	int fd, err;
 
+	ctl_timer = xrld_timer_add(d->loop, 0, ctl_expire, NULL);
+	if (!ctl_timer)
+		return -ENOMEM;
+	fd = listen_socket(d->sock_path);
 	if (fd < 0)
 		return fd;
-	d->lio = (struct xrld_io){ .fd = fd, .fn = ctl_accept };
-	return xrld_io_add(d, &d->lio, EPOLLIN);
+	err = xrld_fd_add(d->loop, fd, EPOLLIN, ctl_accept, d);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	ctl_listen_fd = fd;
+	return 0;
+}
+
+void xrld_control_close(struct xrld *d)
+{
+	if (ctl_listen_fd >= 0)
+		close(ctl_listen_fd);
+	ctl_listen_fd = -1;
+	unlink(d->sock_path);
 }

@@ -243,8 +243,24 @@ static void listeners_tick(struct xrld *d, struct xrld_iface *f, const struct xr
 	f->listen_read = true;
 }
 
-void xrld_cookies_tick(struct xrld *d)
+/* The host's listeners and their accept queues into q, read once a tick
+ * (*dumped: read already), for the first interface or rule that asks. */
+static void listen_queues_once(struct xrl_listenq *q, size_t *nq, bool *dumped, const char *what)
 {
+	int err;
+
+	if (*dumped)
+		return;
+	err = xrl_listen_queues(q, LISTENQ_MAX, nq);
+	if (err)
+		log_debug("couldn't read %s: %s", what, strerror(-err));
+	*dumped = true;
+}
+
+/* Once a second: measure each auto rule, engage or let go of its cookies. */
+static void cookies_tick(void *ctx)
+{
+	struct xrld *d = ctx;
 	static struct xrl_stats st;
 	static struct xrl_listenq q[LISTENQ_MAX];
 	struct xrl_ruleset_meta meta;
@@ -260,14 +276,7 @@ void xrld_cookies_tick(struct xrld *d)
 		now = xrl_now_ns();
 		iface_tick(f, &st, now);
 		if (!xrl_info(f->h)->own_cookies) {
-			if (!dumped) {
-				int err = xrl_listen_queues(q, LISTENQ_MAX, &nq);
-
-				if (err)
-					log_debug("couldn't read the listeners: %s",
-						  strerror(-err));
-				dumped = true;
-			}
+			listen_queues_once(q, &nq, &dumped, "the listeners");
 			listeners_tick(d, f, &st, q, nq);
 		}
 		for (__u32 r = 0; r < st.n_rules; r++) {
@@ -278,17 +287,15 @@ void xrld_cookies_tick(struct xrld *d)
 			a = auto_slot(d, i, meta.names[r]);
 			if (!a)
 				continue;
-			if (!dumped) {
-				int err = xrl_listen_queues(q, LISTENQ_MAX, &nq);
-
-				if (err)
-					log_debug("couldn't read the listeners' accept queues: %s",
-						  strerror(-err));
-				dumped = true;
-			}
+			listen_queues_once(q, &nq, &dumped, "the listeners' accept queues");
 			decide(d, f, a, st.rules[r].syns, st.cookies[r], q, nq, now);
 		}
 	}
+}
+
+int xrld_cookies_start(struct xrld *d)
+{
+	return xrld_timer_add(d->loop, XRL_NSEC_PER_SEC, cookies_tick, d) ? 0 : -ENOMEM;
 }
 
 /*

@@ -2,7 +2,7 @@
 /*
  * fleet.c - xrld in a fleet (http/fleet/fleet.c keeps the Redis side, in the
  * identity process: idproc.h). The denials of other instances arrive as
- * checked events on the main loop (xrld_fleet_in) and are written to the
+ * checked events on the main loop (fleet_in) and are written to the
  * XDP denylists here, with the time they have left, so no bpf() call
  * happens off the loop and the loop never waits for Redis. What this host
  * denies (an operator's deny add/del, a penalty of a `penalty: verified`
@@ -48,6 +48,7 @@
 
 #include "http/fleet/fleet.h"
 #include "http/http.h"
+#include "idproc.h"
 #include "log.h"
 #include "xrld.h"
 
@@ -460,10 +461,11 @@ static void deny_apply(struct xrld *d, struct xrld_fleet *x, const struct xrl_fl
 		COUNT(x->capped);
 }
 
-void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e)
+/* An entry of another instance, from the identity process (checked there). */
+static void fleet_in(struct xrld *d, const struct xrl_idev *e)
 {
 	if (d->fleet && d->cfg->fleet.packet)
-		deny_apply(d, d->fleet, e);
+		deny_apply(d, d->fleet, &e->fleet);
 }
 
 int xrld_fleet_start(struct xrld *d)
@@ -477,6 +479,7 @@ int xrld_fleet_start(struct xrld *d)
 		return -ENOMEM;
 	redis_addrs(d->fleet, c);
 	d->fleet->n_conf = d->fleet->n_redis;
+	xrld_idp_take(d, XRL_IDEV_FLEET, fleet_in);
 	log_info("fleet %s: %s%s", c->name, c->packet ? "packet-tier denials shared" : "",
 		 d->http && d->cfg->http.fleet[0]
 			 ? (c->packet ? ", identity tier in (NODE_SHARE, penalties)"

@@ -55,8 +55,10 @@ struct xrld_idp {
 	pthread_mutex_t mu; /* one call at a time (main loop, metrics thread) */
 	pid_t pid;	    /* 0: not running */
 	int call_fd;
-	struct xrld_io ev;     /* the events socket */
-	struct xrld_io pid_io; /* pidfd: readable when the child exits */
+	struct xrld *d;
+	int ev_fd;  /* the events socket */
+	int pid_fd; /* pidfd: readable when the child exits */
+	xrld_idev_fn *take[XRL_IDEV_ALIVE + 1]; /* who takes each type of event */
 	bool off;	       /* the policy runs no child (sections gone) */
 	int listen_fd;	       /* -1: no http: section */
 	uid_t uid;
@@ -76,7 +78,7 @@ struct xrld_idp {
  * as the child runs as another uid. */
 static void kill_child(struct xrld_idp *p)
 {
-	if (p->pid_io.fd >= 0 && syscall(SYS_pidfd_send_signal, p->pid_io.fd, SIGKILL, NULL, 0) &&
+	if (p->pid_fd >= 0 && syscall(SYS_pidfd_send_signal, p->pid_fd, SIGKILL, NULL, 0) &&
 	    errno != ESRCH)
 		log_warn("couldn't stop the identity process %d", (int)p->pid);
 }
@@ -97,16 +99,16 @@ static void pick_user(struct xrld_idp *p)
 /* The child's sockets and pidfd closed (it is reaped, or is to be). */
 static void child_gone(struct xrld *d, struct xrld_idp *p)
 {
-	if (p->ev.fd >= 0) {
-		xrld_io_del(d, &p->ev);
-		close(p->ev.fd);
-		p->ev.fd = -1;
+	if (p->ev_fd >= 0) {
+		xrld_fd_del(d->loop, p->ev_fd);
+		close(p->ev_fd);
+		p->ev_fd = -1;
 	}
 	pthread_mutex_lock(&p->mu);
-	if (p->pid_io.fd >= 0) {
-		xrld_io_del(d, &p->pid_io);
-		close(p->pid_io.fd);
-		p->pid_io.fd = -1;
+	if (p->pid_fd >= 0) {
+		xrld_fd_del(d->loop, p->pid_fd);
+		close(p->pid_fd);
+		p->pid_fd = -1;
 	}
 	if (p->call_fd >= 0)
 		close(p->call_fd);
@@ -120,9 +122,9 @@ static bool reaped(struct xrld_idp *p, int *st)
 {
 	siginfo_t si = { 0 };
 
-	if (p->pid_io.fd < 0)
+	if (p->pid_fd < 0)
 		return true;
-	if (waitid(P_PIDFD, (id_t)p->pid_io.fd, &si, WEXITED | WNOHANG))
+	if (waitid(P_PIDFD, (id_t)p->pid_fd, &si, WEXITED | WNOHANG))
 		return errno == ECHILD; /* reaped already */
 	if (!si.si_pid)
 		return false; /* running: errno is not this call's */
@@ -134,7 +136,7 @@ static bool reaped(struct xrld_idp *p, int *st)
 /* Wait up to ms for the child to exit (it was told to, or killed). */
 static bool reaped_within(struct xrld_idp *p, int ms, int *st)
 {
-	struct pollfd pfd = { .fd = p->pid_io.fd, .events = POLLIN };
+	struct pollfd pfd = { .fd = p->pid_fd, .events = POLLIN };
 	__u64 until = xrl_now_ns() + (__u64)ms * 1000000;
 
 	while (!reaped(p, st)) {
@@ -300,13 +302,14 @@ static bool vouch_ok(const struct xrl_idev *e)
 	return false;
 }
 
-static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
+static void on_events(int fd, unsigned events, void *ctx)
 {
-	struct xrld_idp *p = io->arg;
+	struct xrld_idp *p = ctx;
+	struct xrld *d = p->d;
 
 	for (int i = 0; i < EVENTS_PER_WAKE; i++) {
 		struct xrl_idev e;
-		ssize_t n = recv(io->fd, &e, sizeof(e), MSG_DONTWAIT);
+		ssize_t n = recv(fd, &e, sizeof(e), MSG_DONTWAIT);
 
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
@@ -316,9 +319,9 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 		}
 		if (n <= 0) {
 			/* the child is gone; its pidfd says so too */
-			xrld_io_del(d, io);
-			close(io->fd);
-			io->fd = -1;
+			xrld_fd_del(d->loop, fd);
+			close(fd);
+			p->ev_fd = -1;
 			return;
 		}
 		COUNT(p->events);
@@ -328,12 +331,14 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 		}
 		if (e.type == XRL_IDEV_ALIVE) {
 			p->alive_ns = xrl_now_ns();
-		} else if (e.type == XRL_IDEV_VOUCH && vouch_ok(&e)) {
-			xrld_vouch_in(d, &e.vouch.p, e.vouch.ttl_ns);
-		} else if (e.type == XRL_IDEV_FLEET && e.fleet.kind == XRL_FLEET_DENY &&
-			   e.fleet.op <= XRL_FLEET_PEER) {
-			e.fleet.field[sizeof(e.fleet.field) - 1] = 0;
-			xrld_fleet_in(d, &e.fleet);
+		} else if ((e.type == XRL_IDEV_VOUCH && vouch_ok(&e)) ||
+			   (e.type == XRL_IDEV_FLEET && e.fleet.kind == XRL_FLEET_DENY &&
+			    e.fleet.op <= XRL_FLEET_PEER)) {
+			if (e.type == XRL_IDEV_FLEET)
+				e.fleet.field[sizeof(e.fleet.field) - 1] = 0;
+			/* checked: to its taker (none: this xrld does not take it) */
+			if (p->take[e.type])
+				p->take[e.type](d, &e);
 		} else {
 			COUNT(p->events_bad);
 			log_agg(XRL_LOG_WARN, "idp: event", "bad events from the identity process",
@@ -348,16 +353,17 @@ static void on_events(struct xrld *d, struct xrld_io *io, unsigned events)
 static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen);
 static void replay_shadows(struct xrld *d);
 
-static void on_exit_child(struct xrld *d, struct xrld_io *io, unsigned events)
+static void on_exit_child(int fd, unsigned events, void *ctx)
 {
-	struct xrld_idp *p = io->arg;
+	struct xrld_idp *p = ctx;
+	struct xrld *d = p->d;
 	__u64 now = xrl_now_ns(), ran = now - p->started_ns;
 	char err[XRL_ERRLEN];
 	int st = 0;
 
-	/* the pidfd of the child this io watches: an event left over from
-	 * one reaped before finds the new child running, and returns */
-	if (io->fd != p->pid_io.fd || !reaped(p, &st))
+	/* the pidfd of the child this handler watches: an event left over
+	 * from one reaped before finds the new child running, and returns */
+	if (fd != p->pid_fd || !reaped(p, &st))
 		return;
 	child_gone(d, p);
 	if (p->stopping)
@@ -383,9 +389,10 @@ static void on_exit_child(struct xrld *d, struct xrld_io *io, unsigned events)
 		log_err("couldn't restart the identity process: %s (trying again in 1 s)", err);
 }
 
-/* The 1 s tick: a child that is down and due is started. */
-void xrld_idp_tick(struct xrld *d)
+/* Once a second: a child that is down and due is started. */
+static void idp_tick(void *ctx)
 {
+	struct xrld *d = ctx;
 	struct xrld_idp *p = d->idp;
 	char err[XRL_ERRLEN];
 
@@ -541,16 +548,16 @@ static int spawn(struct xrld *d, struct xrld_idp *p, char *err, size_t errlen)
 	pthread_mutex_lock(&p->mu);
 	p->pid = pid;
 	p->call_fd = call[0];
-	p->pid_io = (struct xrld_io){ .fd = pidfd, .fn = on_exit_child, .arg = p };
+	p->pid_fd = pidfd;
 	pthread_mutex_unlock(&p->mu);
 	p->started_ns = p->alive_ns = xrl_now_ns();
 	p->respawn_ns = 0;
 	call[0] = -1;
-	p->ev = (struct xrld_io){ .fd = ev[0], .fn = on_events, .arg = p };
+	p->ev_fd = ev[0];
 	ev[0] = -1;
-	if (xrld_io_add(d, &p->ev, EPOLLIN | EPOLLRDHUP) || xrld_io_add(d, &p->pid_io, EPOLLIN)) {
-		rc = -errno;
-		snprintf(err, errlen, "couldn't watch the identity process: %s", strerror(errno));
+	if ((rc = xrld_fd_add(d->loop, p->ev_fd, EPOLLIN | EPOLLRDHUP, on_events, p)) ||
+	    (rc = xrld_fd_add(d->loop, p->pid_fd, EPOLLIN, on_exit_child, p))) {
+		snprintf(err, errlen, "couldn't watch the identity process: %s", strerror(-rc));
 		goto kill;
 	}
 	/* start: the policy, and the child's answer once it listens */
@@ -569,10 +576,10 @@ kill:
 	pthread_mutex_lock(&p->mu);
 	kill_child(p);
 	pthread_mutex_unlock(&p->mu);
-	if (p->ev.fd >= 0) {
-		xrld_io_del(d, &p->ev);
-		close(p->ev.fd);
-		p->ev.fd = -1;
+	if (p->ev_fd >= 0) {
+		xrld_fd_del(d->loop, p->ev_fd);
+		close(p->ev_fd);
+		p->ev_fd = -1;
 	}
 	if (!reaped_within(p, 1000, NULL))
 		log_warnx("the identity process %d did not go within 1 s of SIGKILL", (int)pid);
@@ -607,7 +614,9 @@ static int keep_text(struct xrld_idp *p, const char *text, size_t len)
 	return 0;
 }
 
-int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen)
+/* The child for d->cfg's sections (none: nothing), at xrld's start or a
+ * reload that brings them. */
+static int idp_run(struct xrld *d, const char *text, size_t len, char *err, size_t errlen)
 {
 	const struct xrld_config *c = d->cfg;
 	struct xrld_idp *p = d->idp;
@@ -621,7 +630,8 @@ int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size
 		if (!p)
 			return snprintf(err, errlen, "out of memory"), -ENOMEM;
 		pthread_mutex_init(&p->mu, NULL);
-		p->call_fd = p->ev.fd = p->pid_io.fd = p->listen_fd = -1;
+		p->d = d;
+		p->call_fd = p->ev_fd = p->pid_fd = p->listen_fd = -1;
 		pick_user(p);
 	}
 	__atomic_store_n(&p->off, false, __ATOMIC_RELEASE);
@@ -655,6 +665,20 @@ fail:
 		free(p);
 	}
 	return rc;
+}
+
+int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen)
+{
+	/* the watch runs from the start, for a child a reload brings too */
+	if (!xrld_timer_add(d->loop, XRL_NSEC_PER_SEC, idp_tick, d))
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	return idp_run(d, text, len, err, errlen);
+}
+
+void xrld_idp_take(struct xrld *d, enum xrl_idev_type type, xrld_idev_fn *fn)
+{
+	if (d->idp && (type == XRL_IDEV_VOUCH || type == XRL_IDEV_FLEET))
+		d->idp->take[type] = fn;
 }
 
 /* The child told to stop (its fleet heartbeat goes out), 3 s, then -9. */
@@ -742,7 +766,7 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
 
 	if (!p || p->off) {
 		if ((c->has_http || c->fleet.enabled) &&
-		    xrld_idp_start(d, text, len, err, sizeof(err)))
+		    idp_run(d, text, len, err, sizeof(err)))
 			log_err("%s", err);
 		return;
 	}
@@ -878,10 +902,10 @@ int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e)
 	struct xrld_idp *p = d->idp;
 	struct xrl_idev ev = { .type = XRL_IDEV_PUBLISH };
 
-	if (!p || p->ev.fd < 0)
+	if (!p || p->ev_fd < 0)
 		return -ESRCH;
 	ev.fleet = *e;
-	return send(p->ev.fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof(ev) ? 0
+	return send(p->ev_fd, &ev, sizeof(ev), MSG_DONTWAIT | MSG_NOSIGNAL) == sizeof(ev) ? 0
 											  : -errno;
 }
 

@@ -57,6 +57,14 @@ struct xrl_idev {
 	};
 };
 
+/* A checked event of the child's, for the part that takes its type. */
+struct xrld;
+typedef void xrld_idev_fn(struct xrld *d, const struct xrl_idev *e);
+/* At its start, a part takes the child's events of a type (XRL_IDEV_VOUCH,
+ * XRL_IDEV_FLEET); those no part takes are dropped, as is every event
+ * when no identity process runs. */
+void xrld_idp_take(struct xrld *d, enum xrl_idev_type type, xrld_idev_fn *fn);
+
 /* Frames on fd, whole, by deadline (CLOCK_MONOTONIC ns; 0: blocking). 0 or
  * -errno (-EPIPE: the other side is gone, -ETIMEDOUT). */
 int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen,

@@ -17,6 +17,20 @@
 #include "log.h"
 #include "xrld.h"
 
+/* Once a second: expired deny entries out of every interface's maps. */
+static void deny_gc(void *ctx)
+{
+	struct xrld *d = ctx;
+
+	for (int i = 0; i < d->n_ifs; i++)
+		xrl_deny_gc(d->ifs[i].h);
+}
+
+int xrld_iface_start(struct xrld *d)
+{
+	return xrld_timer_add(d->loop, XRL_NSEC_PER_SEC, deny_gc, d) ? 0 : -ENOMEM;
+}
+
 struct xrld_iface *xrld_iface(struct xrld *d, const char *name)
 {
 	for (int i = 0; i < d->n_ifs; i++)
@@ -42,13 +56,14 @@ static int on_sample(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-/* The loop's handler: consume what the program sampled. A slot that a
- * removal emptied in the same round of events is skipped. */
-static void samples_ready(struct xrld *d, struct xrld_io *io, unsigned events)
+/* The loop's handler: consume what the program sampled. (A slot that a
+ * removal emptied or moved is deleted from the loop first, and the loop
+ * calls no handler deleted in the same round.) */
+static void samples_ready(int fd, unsigned events, void *ctx)
 {
-	struct xrld_iface *f = io->arg;
+	struct xrld_iface *f = ctx;
 
-	if (f - d->ifs < d->n_ifs && f->rb)
+	if (f->rb)
 		ring_buffer__consume(f->rb);
 }
 
@@ -59,17 +74,14 @@ static int samples_open(struct xrld *d, struct xrld_iface *f)
 	f->rb = ring_buffer__new(xrl_map_fd(f->h, XRL_MAP_EVENTS), on_sample, f, NULL);
 	if (!f->rb)
 		return -errno;
-	f->io = (struct xrld_io){ .fd = ring_buffer__epoll_fd(f->rb),
-				  .fn = samples_ready,
-				  .arg = f };
-	return xrld_io_add(d, &f->io, EPOLLIN);
+	return xrld_fd_add(d->loop, ring_buffer__epoll_fd(f->rb), EPOLLIN, samples_ready, f);
 }
 
 static void samples_close(struct xrld *d, struct xrld_iface *f)
 {
 	if (!f->rb)
 		return;
-	xrld_io_del(d, &f->io);
+	xrld_fd_del(d->loop, ring_buffer__epoll_fd(f->rb));
 	ring_buffer__free(f->rb);
 	f->rb = NULL;
 }

@@ -4,8 +4,9 @@
  * interfaces, pushes policy, reads refusal samples, escalates penalties,
  * serves metrics and answers xrlctl over a unix socket.
  *
- * One epoll loop. Signals arrive through a signalfd, so no handler does
- * anything but wake the loop. The data plane never depends on this process:
+ * One event loop (events.c): each part registers its own descriptors and
+ * timers at its start, and main.c runs it. Signals arrive through a
+ * signalfd, so no handler does anything but wake the loop. The data plane never depends on this process:
  * kill -9 leaves the program attached and enforcing with its pinned maps,
  * and a restarted xrld picks the same maps up (see loader.c).
  */
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
@@ -34,37 +34,18 @@
 
 static struct xrld D = { .sock_path = XRL_SOCKET_DEFAULT,
 			 .pin_root = XRL_PIN_ROOT_DEFAULT,
-			 .lock = PTHREAD_MUTEX_INITIALIZER,
-			 .epfd = -1 };
+			 .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* ---- the event loop --------------------------------------------------------- */
-
-int xrld_io_add(struct xrld *d, struct xrld_io *io, unsigned events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = io };
-
-	return epoll_ctl(d->epfd, EPOLL_CTL_ADD, io->fd, &ev) ? -errno : 0;
-}
-
-int xrld_io_mod(struct xrld *d, struct xrld_io *io, unsigned events)
-{
-	struct epoll_event ev = { .events = events, .data.ptr = io };
-
-	return epoll_ctl(d->epfd, EPOLL_CTL_MOD, io->fd, &ev) ? -errno : 0;
-}
-
-void xrld_io_del(struct xrld *d, struct xrld_io *io)
-{
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, io->fd, NULL);
-}
+/* ---- the daemon's own events ------------------------------------------------ */
 
 /* SIGHUP reloads the policy file; SIGTERM and SIGINT stop the loop. */
-static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
+static void on_signal(int fd, unsigned events, void *ctx)
 {
+	struct xrld *d = ctx;
 	struct signalfd_siginfo si;
 	char err[XRL_ERRLEN];
 
-	if (read(io->fd, &si, sizeof(si)) != sizeof(si))
+	if (read(fd, &si, sizeof(si)) != sizeof(si))
 		return;
 	if (si.ssi_signo != SIGHUP) {
 		d->stop = 1;
@@ -76,25 +57,18 @@ static void on_signal(struct xrld *d, struct xrld_io *io, unsigned events)
 		log_info("reloaded %s", d->config_path);
 }
 
-/* Once a second: expired deny entries out, syn_cookies auto decided. */
-static void on_tick(struct xrld *d, struct xrld_io *io, unsigned events)
+/* Once a second, after the parts' own 1 s timers of the same round (added
+ * before this one): the aggregated log lines whose interval has passed. */
+static void flush_logs(void *ctx)
 {
-	__u64 exp;
-
-	if (read(io->fd, &exp, sizeof(exp)) != sizeof(exp))
-		return;
-	for (int i = 0; i < d->n_ifs; i++)
-		xrl_deny_gc(d->ifs[i].h);
-	xrld_cookies_tick(d);
-	xrld_idp_tick(d);
 	log_agg_flush(xrl_now_ns(), false);
 }
 
-/* Signals through a signalfd (no handler runs), a 1 s timer, and epoll. */
+/* The loop, and signals through a signalfd (no handler runs). */
 static int loop_open(struct xrld *d)
 {
-	struct itimerspec its = { .it_interval.tv_sec = 1, .it_value.tv_sec = 1 };
 	sigset_t mask;
+	int fd;
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGHUP);
@@ -102,32 +76,13 @@ static int loop_open(struct xrld *d)
 	sigaddset(&mask, SIGINT);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	d->sio = (struct xrld_io){ .fd = signalfd(-1, &mask, SFD_CLOEXEC), .fn = on_signal };
-	d->tio = (struct xrld_io){ .fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC),
-				   .fn = on_tick };
-	d->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (d->sio.fd < 0 || d->tio.fd < 0 || d->epfd < 0)
+	d->loop = xrld_loop_new();
+	if (!d->loop)
 		return -errno;
-	timerfd_settime(d->tio.fd, 0, &its, NULL);
-	return 0;
-}
-
-static void loop_run(struct xrld *d)
-{
-	while (!d->stop) {
-		struct epoll_event evs[16];
-		int n = epoll_wait(d->epfd, evs, 16, xrld_ctl_expire());
-
-		if (n < 0 && errno != EINTR) {
-			log_warn("epoll_wait");
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			struct xrld_io *io = evs[i].data.ptr;
-
-			io->fn(d, io, evs[i].events);
-		}
-	}
+	fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return xrld_fd_add(d->loop, fd, EPOLLIN, on_signal, d);
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -334,15 +289,23 @@ static int start(struct xrld *d, int verbose)
 	}
 	if (d->cfg->log_level >= 0 && !verbose)
 		log_set_level(d->cfg->log_level);
-	if (loop_open(d) || xrld_io_add(d, &d->sio, EPOLLIN) || xrld_io_add(d, &d->tio, EPOLLIN)) {
+	if ((rc = loop_open(d))) {
+		errno = -rc;
 		log_warn("couldn't set up the event loop");
 		return 1;
 	}
-	rc = xrld_ctl_listen(d);
+	rc = xrld_control_listen(d);
 	if (rc < 0) {
 		log_err("couldn't listen on %s: %s", d->sock_path,
 			rc == -EADDRINUSE ? "another xrld answers there" : strerror(-rc));
 		return 1;
+	}
+	/* the parts' 1 s timers run in the order added: the interfaces'
+	 * expired deny entries, syn_cookies auto, the identity process's
+	 * watch, then the log lines (flush_logs) */
+	if ((rc = xrld_iface_start(d)) || (rc = xrld_cookies_start(d))) {
+		log_err("couldn't set up the timers: %s", strerror(-rc));
+		goto fail;
 	}
 	for (__u32 i = 0; i < d->cfg->n_ifaces; i++) {
 		if (xrld_iface_attach(d, d->cfg->ifaces[i].name, d->cfg->ifaces[i].mode, true, err,
@@ -381,6 +344,10 @@ static int start(struct xrld *d, int verbose)
 		log_err("couldn't serve metrics on %s: %s", d->cfg->metrics, strerror(-rc));
 		goto fail;
 	}
+	if (!xrld_timer_add(d->loop, XRL_NSEC_PER_SEC, flush_logs, NULL)) {
+		log_err("couldn't set up the timers: %s", strerror(ENOMEM));
+		goto fail;
+	}
 	return 0;
 fail:
 	free(text);
@@ -401,8 +368,7 @@ static void stop(struct xrld *d)
 	log_agg_flush(xrl_now_ns(), true);
 	while (d->n_ifs)
 		xrld_iface_remove(d, d->n_ifs - 1, d->cfg->on_exit_detach);
-	close(d->lio.fd);
-	unlink(d->sock_path);
+	xrld_control_close(d);
 }
 
 int main(int argc, char **argv)
@@ -429,7 +395,11 @@ int main(int argc, char **argv)
 	 * without --foreground this is daemon()'s child) */
 	xrld_notify("READY=1\nMAINPID=%d\nSTATUS=enforcing on %d interface(s)", (int)getpid(),
 		    D.n_ifs);
-	loop_run(&D);
+	rc = xrld_loop_run(D.loop, &D.stop);
+	if (rc) {
+		errno = -rc;
+		log_warn("epoll_wait");
+	}
 	stop(&D);
 	return 0;
 }

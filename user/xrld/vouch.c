@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "http/http.h"
+#include "idproc.h"
 #include "log.h"
 #include "xrld.h"
 
@@ -45,7 +46,7 @@ struct xrld_vouchq {
 	struct vq_item q[VQ_SLOTS];
 	unsigned n;
 	struct vq_recent recent[VQ_RECENT];
-	struct xrld_io io; /* the eventfd */
+	int efd;	   /* the eventfd */
 	bool warned;	   /* no interface to write to: said once */
 };
 
@@ -89,25 +90,27 @@ static void on_vouch(void *arg, const struct xrl_prefix *client, __u64 ttl_ns)
 		COUNT(d->vouch_dropped);
 	}
 	pthread_mutex_unlock(&v->mu);
-	if (wake && eventfd_write(v->io.fd, 1))
+	if (wake && eventfd_write(v->efd, 1))
 		log_warn("couldn't wake the main loop for a vouch");
 }
 
-void xrld_vouch_in(struct xrld *d, const struct xrl_prefix *client, __u64 ttl_ns)
+/* A vouch the identity process sent (checked there): queued for the maps. */
+static void vouch_in(struct xrld *d, const struct xrl_idev *e)
 {
 	if (d->vq)
-		on_vouch(d, client, ttl_ns);
+		on_vouch(d, &e->vouch.p, e->vouch.ttl_ns);
 }
 
 /* The main loop: write what was queued. */
-static void on_queue(struct xrld *d, struct xrld_io *io, unsigned events)
+static void on_queue(int fd, unsigned events, void *ctx)
 {
+	struct xrld *d = ctx;
 	static struct vq_item batch[VQ_SLOTS];
 	struct xrld_vouchq *v = d->vq;
 	eventfd_t n;
 	unsigned m;
 
-	eventfd_read(io->fd, &n);
+	eventfd_read(fd, &n);
 	pthread_mutex_lock(&v->mu);
 	m = v->n;
 	memcpy(batch, v->q, m * sizeof(batch[0]));
@@ -147,15 +150,16 @@ int xrld_vouch_start(struct xrld *d)
 	if (!v)
 		return d->http ? -ENOMEM : 0;
 	pthread_mutex_init(&v->mu, NULL);
-	v->io = (struct xrld_io){ .fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), .fn = on_queue };
-	if (v->io.fd < 0 || (err = xrld_io_add(d, &v->io, EPOLLIN))) {
-		err = v->io.fd < 0 ? -errno : err;
-		if (v->io.fd >= 0)
-			close(v->io.fd);
+	v->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (v->efd < 0 || (err = xrld_fd_add(d->loop, v->efd, EPOLLIN, on_queue, d))) {
+		err = v->efd < 0 ? -errno : err;
+		if (v->efd >= 0)
+			close(v->efd);
 		free(v);
 		return err;
 	}
 	d->vq = v;
+	xrld_idp_take(d, XRL_IDEV_VOUCH, vouch_in);
 	return 0;
 }
 

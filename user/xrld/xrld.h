@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "control_wire.h"
+#include "events.h"
 #include "report.h"
 #include "verbs.h"
 #include "xrl.h"
@@ -28,27 +29,11 @@ struct xrl_http_server;
 struct xrld_idp;
 struct MHD_Daemon;
 
-/*
- * One file descriptor in the event loop with the handler it wakes (redis
- * ae.c's file events): epoll's data.ptr points at it, so the loop calls
- * what it stored instead of switching on a tag.
- */
-struct xrld_io {
-	int fd;
-	void (*fn)(struct xrld *d, struct xrld_io *io, unsigned events);
-	void *arg;
-};
-
-int xrld_io_add(struct xrld *d, struct xrld_io *io, unsigned events);
-int xrld_io_mod(struct xrld *d, struct xrld_io *io, unsigned events);
-void xrld_io_del(struct xrld *d, struct xrld_io *io);
-
 struct xrld_iface {
 	char name[IF_NAMESIZE];
 	enum xrl_attach_mode mode;
 	struct xrl_handle *h;
 	struct ring_buffer *rb;
-	struct xrld_io io; /* the ring buffer's epoll fd */
 	struct xrld *d;	   /* for the ring buffer's callback */
 	bool from_config;
 	/* a veth drops XDP_TX frames its peer cannot take: the cookie
@@ -135,8 +120,7 @@ struct xrld {
 	char shadow_override[XRL_MAX_RULES][XRL_RULE_NAME_LEN]; /* "name" */
 	int shadow_val[XRL_MAX_RULES];
 	int n_override;
-	int epfd;
-	struct xrld_io lio, sio, tio; /* control listener, signalfd, timerfd */
+	struct xrld_loop *loop; /* every part registers its fds and timers (events.h) */
 	struct xrld_top_ent *top;
 	struct xrld_pen_ent *pen;
 	__u64 top_dropped, events_seen, penalties, reloads, reload_failures;
@@ -170,6 +154,9 @@ void xrld_penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const st
 bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p);
 
 /* ---- iface.c: interfaces and policy ------------------------------------- */
+/* Before the first attach: the 1 s timer that takes expired deny entries
+ * out of every interface's maps. 0 or -errno. */
+int xrld_iface_start(struct xrld *d);
 struct xrld_iface *xrld_iface(struct xrld *d, const char *name);
 int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
 		      char *err, size_t errlen);
@@ -206,9 +193,11 @@ int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *
 int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen);
 
 /* ---- control_sock.c: the control socket, xrlctl's way in ---------------- */
-int xrld_ctl_listen(struct xrld *d);
-/* Drop clients past their deadline; the epoll timeout (ms) until the next. */
-int xrld_ctl_expire(void);
+/* Listen on d->sock_path and serve xrlctl from d's loop (clients past
+ * their deadline dropped by a timer of its own). 0 or -errno. */
+int xrld_control_listen(struct xrld *d);
+/* At exit: the listener closed, the socket file removed. */
+void xrld_control_close(struct xrld *d);
 
 /* ---- fleet.c: the fleet's denials and the fleet's thread ------------------- */
 struct xrld_fleet;
@@ -227,12 +216,11 @@ struct xrl_fleet_stats;
 bool xrld_fleet_stats_get(struct xrld *d, struct xrl_fleet_stats *st);
 /* Its families, st as read (NULL: zeros). */
 void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b, const struct xrl_fleet_stats *st);
-/* An entry of another instance, from the identity process (main loop). */
 struct xrl_fleet_entry;
-void xrld_fleet_in(struct xrld *d, const struct xrl_fleet_entry *e);
 /* ---- cookies.c: syn_cookies auto and run-time modes ---------------------- */
-/* Once a second: measure each auto rule, engage or let go of its cookies. */
-void xrld_cookies_tick(struct xrld *d);
+/* Its 1 s timer: measure each auto rule, engage or let go of its cookies.
+ * 0 or -errno. */
+int xrld_cookies_start(struct xrld *d);
 const char *xrld_cookies_word(__u8 mode);
 /* `xrlctl status`: interface i's rules and their SYN-cookie modes, as a
  * text line into b, or as {rule: mode} into o (one of them NULL). */
@@ -244,7 +232,8 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- idproc.c: the identity process --------------------------------------- */
 /* After the privileges are dropped: the child for cfg's http: and fleet:
- * sections (none: nothing), given text, the policy as read. */
+ * sections (none: nothing), given text, the policy as read; and the 1 s
+ * timer that restarts it (a child a later reload brings too). */
 int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen);
 void xrld_idp_stop(struct xrld *d);
 /* Can the identity tier take next (its text)? 0 or -errno with err. */
@@ -256,15 +245,12 @@ void xrld_idp_reload(struct xrld *d, const struct xrld_config *old, const char *
  * given; -ESRCH: restarting, -ENOENT: none) and err. */
 json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t plen, int *rc,
 		      char *err, size_t errlen);
-void xrld_idp_tick(struct xrld *d);
 /* This host's deny entry for the fleet, never waited for: 0 or -errno. */
 int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e);
 json_t *xrld_idp_status_json(struct xrld *d);
 void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b);
 
 /* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
-/* A vouch the identity process sent (checked): queued for the maps. */
-void xrld_vouch_in(struct xrld *d, const struct xrl_prefix *client, __u64 ttl_ns);
 /* After the identity tier started: its admits by vouch: true rules queued
  * for the main loop, which writes them (0 without an identity tier). */
 int xrld_vouch_start(struct xrld *d);
