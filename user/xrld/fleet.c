@@ -583,11 +583,18 @@ void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o)
 		       (unsigned long long)READ(d->fleet->applied));
 }
 
-static void one(struct xrl_buf *b, const char *name, const char *type, const char *help,
-		const char *labels, __u64 v)
+/* Gauges and counters of one value each, with their HELP and TYPE. */
+struct fleet_family {
+	const char *name, *type, *help;
+	__u64 v;
+};
+
+static void families(struct xrl_buf *b, const struct fleet_family *f, size_t n)
 {
-	xrl_prom_family(b, name, type, help);
-	xrl_buf_printf(b, "%s%s %llu\n", name, labels, (unsigned long long)v);
+	for (size_t i = 0; i < n; i++) {
+		xrl_prom_family(b, f[i].name, f[i].type, f[i].help);
+		xrl_buf_printf(b, "%s %llu\n", f[i].name, (unsigned long long)f[i].v);
+	}
 }
 
 bool xrld_fleet_stats_get(struct xrld *d, struct xrl_fleet_stats *st)
@@ -598,55 +605,57 @@ bool xrld_fleet_stats_get(struct xrld *d, struct xrl_fleet_stats *st)
 void xrld_fleet_metrics(struct xrld *d, struct xrl_buf *b, const struct xrl_fleet_stats *st0)
 {
 	static const struct xrl_fleet_stats none;
-	const struct xrl_fleet_stats *stp = st0 ? st0 : &none;
+	const struct xrl_fleet_stats *st = st0 ? st0 : &none;
 	struct xrld_fleet *x = d->fleet;
-#define st (*stp)
 
 	if (!x)
 		return;
-	one(b, "xrl_fleet_live_instances", "gauge",
-	    "Instances of the fleet with a live heartbeat (the last known while Redis is "
-	    "down); NODE_SHARE divides rate and burst by it",
-	    "", st.live);
-	one(b, "xrl_fleet_redis_up", "gauge", "1 when the fleet's Redis answers", "", st.connected);
-	one(b, "xrl_fleet_entries_published_total", "counter",
-	    "Denials and penalties this instance sent to the fleet", "", st.published);
+	const struct fleet_family head[] = {
+		{ "xrl_fleet_live_instances", "gauge",
+		  "Instances of the fleet with a live heartbeat (the last known while Redis is "
+		  "down); NODE_SHARE divides rate and burst by it", st->live },
+		{ "xrl_fleet_redis_up", "gauge", "1 when the fleet's Redis answers", st->connected },
+		{ "xrl_fleet_entries_published_total", "counter",
+		  "Denials and penalties this instance sent to the fleet", st->published },
+	};
+	const struct fleet_family tail[] = {
+		{ "xrl_fleet_entries_capped_total", "counter",
+		  "Fleet denials held to this host's penalty.max (penalties off: 1h), those with "
+		  "no expiry included", READ(x->capped) },
+		{ "xrl_fleet_entries_lifted_total", "counter",
+		  "Fleet denials lifted at a reconnect: the fleet's hash no longer named them",
+		  READ(x->lifted) },
+		{ "xrl_fleet_live_read", "gauge",
+		  "The live count Redis answered last, before fleet.max_members caps it",
+		  st->live_read },
+		{ "xrl_fleet_live_over_max_total", "counter",
+		  "Heartbeats that counted more live members than fleet.max_members", st->live_over },
+		{ "xrl_fleet_log_resets_total", "counter",
+		  "Times the fleet's stream was found behind the last id read, and read again",
+		  st->log_reset },
+		{ "xrl_fleet_redis_errors_total", "counter",
+		  "Failed connects and commands of the fleet's Redis connection", st->errors },
+		{ "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", st->heartbeats },
+		{ "xrl_fleet_redirects_total", "counter",
+		  "Redis Cluster MOVED answers followed (the fleet's slot changed master)",
+		  st->redirects },
+		{ "xrl_fleet_entries_pruned_total", "counter",
+		  "Expired deny and penalty entries deleted from the fleet's hashes", st->pruned },
+		{ "xrl_fleet_entries_refused_total", "counter",
+		  "Entries read from the fleet and refused (malformed, absurd expiry, a deny "
+		  "shorter than the penalty floor)", st->refused + READ(x->refused) },
+	};
+
+	families(b, head, sizeof(head) / sizeof(head[0]));
 	xrl_prom_family(b, "xrl_fleet_entries_applied_total", "counter",
 			"Entries of other instances applied here (deny: per interface)");
 	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "packet", READ(x->applied));
-	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "all", st.applied);
+	xrl_prom_u64(b, "xrl_fleet_entries_applied_total", "tier", "all", st->applied);
 	xrl_prom_family(b, "xrl_fleet_entries_skipped_total", "counter",
 			"Fleet entries not applied or not sent, by reason");
 	for (int i = 0; i < SKIP_N; i++)
 		xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", skip_name[i],
 			     READ(x->skip[i]));
-	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full", st.dropped);
-	one(b, "xrl_fleet_entries_capped_total", "counter",
-	    "Fleet denials held to this host's penalty.max (penalties off: 1h), those with "
-	    "no expiry included",
-	    "", READ(x->capped));
-	one(b, "xrl_fleet_entries_lifted_total", "counter",
-	    "Fleet denials lifted at a reconnect: the fleet's hash no longer named them", "",
-	    READ(x->lifted));
-	one(b, "xrl_fleet_live_read", "gauge",
-	    "The live count Redis answered last, before fleet.max_members caps it", "",
-	    st.live_read);
-	one(b, "xrl_fleet_live_over_max_total", "counter",
-	    "Heartbeats that counted more live members than fleet.max_members", "", st.live_over);
-	one(b, "xrl_fleet_log_resets_total", "counter",
-	    "Times the fleet's stream was found behind the last id read, and read again", "",
-	    st.log_reset);
-	one(b, "xrl_fleet_redis_errors_total", "counter",
-	    "Failed connects and commands of the fleet's Redis connection", "", st.errors);
-	one(b, "xrl_fleet_heartbeats_total", "counter", "Heartbeats written", "", st.heartbeats);
-	one(b, "xrl_fleet_redirects_total", "counter",
-	    "Redis Cluster MOVED answers followed (the fleet's slot changed master)", "",
-	    st.redirects);
-	one(b, "xrl_fleet_entries_pruned_total", "counter",
-	    "Expired deny and penalty entries deleted from the fleet's hashes", "", st.pruned);
-	one(b, "xrl_fleet_entries_refused_total", "counter",
-	    "Entries read from the fleet and refused (malformed, absurd expiry, a deny "
-	    "shorter than the penalty floor)",
-	    "", st.refused + READ(x->refused));
-#undef st
+	xrl_prom_u64(b, "xrl_fleet_entries_skipped_total", "reason", "queue_full", st->dropped);
+	families(b, tail, sizeof(tail) / sizeof(tail[0]));
 }

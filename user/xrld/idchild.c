@@ -53,48 +53,36 @@ static int wait_fd(int fd, short ev, __u64 deadline)
 	}
 }
 
-static int full_write(int fd, const void *p, size_t n, __u64 deadline)
+/* The whole of n bytes, sent (out) or received, by deadline: a peer
+ * trickling a frame a byte at a time does not hold the reader past it. */
+static int full_io(int fd, char *c, size_t n, __u64 deadline, bool out)
 {
-	const char *c = p;
-
 	while (n) {
-		ssize_t w;
-		int rc = wait_fd(fd, POLLOUT, deadline);
+		ssize_t k;
+		int rc = wait_fd(fd, out ? POLLOUT : POLLIN, deadline);
 
 		if (rc)
 			return rc;
-		w = send(fd, c, n, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0));
-		if (w < 0 && (errno == EINTR || errno == EAGAIN))
+		k = out ? send(fd, c, n, MSG_NOSIGNAL | (deadline ? MSG_DONTWAIT : 0))
+			: recv(fd, c, n, deadline ? MSG_DONTWAIT : 0);
+		if (k < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EPIPE;
-		c += w;
-		n -= (size_t)w;
+		if (k <= 0)
+			return k < 0 ? -errno : -EPIPE;
+		c += k;
+		n -= (size_t)k;
 	}
 	return 0;
 }
 
-/* The whole of n bytes by deadline: a peer trickling a frame a byte at a
- * time does not hold the reader past it. */
+static int full_write(int fd, const void *p, size_t n, __u64 deadline)
+{
+	return full_io(fd, (char *)p, n, deadline, true); /* send() only reads it */
+}
+
 static int full_read(int fd, void *p, size_t n, __u64 deadline)
 {
-	char *c = p;
-
-	while (n) {
-		ssize_t r;
-		int rc = wait_fd(fd, POLLIN, deadline);
-
-		if (rc)
-			return rc;
-		r = recv(fd, c, n, deadline ? MSG_DONTWAIT : 0);
-		if (r < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EPIPE;
-		c += r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return full_io(fd, p, n, deadline, false);
 }
 
 int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen,
