@@ -15,18 +15,17 @@
 
 #include <stddef.h>
 
+#include "util.h"
+
 #define XRL_CTL_MAX	   (1 << 20)
 #define XRL_CTL_MAXARGS	   64
 #define XRL_SOCKET_DEFAULT "/run/xrl/xrld.sock"
 
 /* The getopt_long options xrld and xrlctl share, spelled once: where the
  * socket and the pins are, help and version (short names s, p, h, V). */
-#define XRL_CTL_LONGOPTS \
-	{ "socket", required_argument, NULL, 's' }, { "pin-dir", required_argument, NULL, 'p' }, \
-		{ "help", no_argument, NULL, 'h' }, \
-	{ \
-		"version", no_argument, NULL, 'V' \
-	}
+#define XRL_CTL_LONGOPTS                                                         \
+	{ "socket", required_argument, NULL, 's' }, XRL_OPT_PIN_DIR, XRL_OPT_HELP, \
+		{ "version", no_argument, NULL, 'V' }
 
 /* Encode argv into a newly allocated request; returns its length or -errno. */
 long xrl_ctl_encode(int argc, const char *const *argv, char **out);

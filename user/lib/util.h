@@ -58,4 +58,10 @@ void xrl_buf_printf(struct xrl_buf *b, const char *fmt, ...) __attribute__((form
 void xrl_buf_add(struct xrl_buf *b, const char *s, size_t n);
 void xrl_buf_free(struct xrl_buf *b);
 
+/* getopt_long options that xrld, xrlctl and xrl-load spell alike (the
+ * program includes <getopt.h>). */
+#define XRL_OPT_PIN_DIR { "pin-dir", required_argument, NULL, 'p' }
+#define XRL_OPT_VERBOSE { "verbose", no_argument, NULL, 'v' }
+#define XRL_OPT_HELP	{ "help", no_argument, NULL, 'h' }
+
 #endif /* XRL_UTIL_H */

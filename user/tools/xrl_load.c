@@ -243,15 +243,15 @@ static int take_option(struct args *a, int c, const char **ttl)
 static int parse_args(struct args *a, int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "pin-dir", required_argument, NULL, 'p' },
+		XRL_OPT_PIN_DIR,
 		{ "mode", required_argument, NULL, 'm' },
 		{ "rule", required_argument, NULL, 'r' },
 		{ "allow", required_argument, NULL, 'a' },
 		{ "ttl", required_argument, NULL, 't' },
 		{ "fine-clock", no_argument, NULL, 'f' },
 		{ "kernel-cookies", no_argument, NULL, 'K' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
+		XRL_OPT_VERBOSE,
+		XRL_OPT_HELP,
 		{},
 	};
 	const char *ttl = NULL;

@@ -298,6 +298,26 @@ int xrld_cookies_start(struct xrld *d)
 	return xrld_timer_add(d->loop, XRL_NSEC_PER_SEC, cookies_tick, d) ? 0 : -ENOMEM;
 }
 
+/* Family name's line for each rule of each interface read (ok[i]): the
+ * SYNs it matched, or (mode) its cookie mode and 1 while cookies answer. */
+static void rule_lines(struct xrld *d, struct xrl_buf *b, const char *name, bool mode,
+		       const struct xrl_stats *st, const struct xrl_ruleset_meta *meta,
+		       const bool *ok)
+{
+	for (int i = 0; i < d->n_ifs; i++)
+		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++) {
+			xrl_buf_printf(b, "%s{interface=\"%s\",rule=\"%s\"", name,
+				       d->ifs[i].name, meta[i].names[r]);
+			if (mode)
+				xrl_buf_printf(b, ",mode=\"%s\"} %d\n",
+					       xrl_cookies_name(st[i].cookies[r]),
+					       st[i].cookies[r] & XRL_COOKIES_LIVE);
+			else
+				xrl_buf_printf(b, "} %llu\n",
+					       (unsigned long long)st[i].rules[r].syns);
+		}
+}
+
 /*
  * Metrics (called with d->lock held): per rule, the SYNs it matched, its
  * cookie mode with 1 while cookies answer, and auto's transitions.
@@ -314,23 +334,11 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 	xrl_prom_family(b, "xrl_rule_syns_total", "counter",
 			"SYNs (no ACK) a rule matched, whatever became of them: the rate "
 			"syn_cookies auto watches.");
-	for (int i = 0; i < d->n_ifs; i++)
-		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++)
-			xrl_buf_printf(b,
-				       "xrl_rule_syns_total{interface=\"%s\",rule=\"%s\"} %llu\n",
-				       d->ifs[i].name, meta[i].names[r],
-				       (unsigned long long)st[i].rules[r].syns);
+	rule_lines(d, b, "xrl_rule_syns_total", false, st, meta, ok);
 	xrl_prom_family(b, "xrl_syn_cookies_active", "gauge",
 			"1 while a rule answers SYNs with cookies, 0 if not; mode is the rule's "
 			"setting (off, on, auto).");
-	for (int i = 0; i < d->n_ifs; i++)
-		for (__u32 r = 0; ok[i] && r < st[i].n_rules; r++)
-			xrl_buf_printf(b,
-				       "xrl_syn_cookies_active{interface=\"%s\",rule=\"%s\","
-				       "mode=\"%s\"} %d\n",
-				       d->ifs[i].name, meta[i].names[r],
-				       xrl_cookies_name(st[i].cookies[r]),
-				       st[i].cookies[r] & XRL_COOKIES_LIVE);
+	rule_lines(d, b, "xrl_syn_cookies_active", true, st, meta, ok);
 	xrl_prom_family(b, "xrl_syn_cookie_path", "gauge",
 			"1 for the SYN-cookie path an interface runs: xrl (xrl's own cookies, "
 			"completed by the TC program; no sysctl) or kernel (the kernel's cookies, "

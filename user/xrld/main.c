@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
- * xrld - the xrl daemon: attaches the packet tier to the configured
+ * main.c - xrld's options, its start and stop, and the run of its event
+ * loop. xrld, the xrl daemon, attaches the packet tier to the configured
  * interfaces, pushes policy, reads refusal samples, escalates penalties,
  * serves metrics and answers xrlctl over a unix socket.
  *
@@ -216,12 +217,12 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 			 bool *identity)
 {
 	static const struct option lo[] = {
-		{ "identity-process", no_argument, NULL, 'I' },
+		XRL_CTL_LONGOPTS, /* as xrlctl's */
+		XRL_OPT_VERBOSE,
 		{ "config", required_argument, NULL, 'c' },
 		{ "check", required_argument, NULL, 'n' },
 		{ "foreground", no_argument, NULL, 'f' },
-		{ "verbose", no_argument, NULL, 'v' },
-		XRL_CTL_LONGOPTS,
+		{ "identity-process", no_argument, NULL, 'I' },
 		{},
 	};
 	int c;

@@ -3,8 +3,9 @@
  * xrld.h - the daemon's state and its parts. main.c owns one struct xrld
  * and hands it to each part: interfaces (iface.c), the `top` table
  * (top.c), penalties (penalties.c), control verbs (verbs.c) and their
- * socket (control_sock.c), metrics (metrics.c). No part keeps a global of
- * its own except the control clients' slots.
+ * socket (control_sock.c), metrics (metrics.c). Each part registers its
+ * own fds and timers in d->loop (events.h). No part keeps a global of its
+ * own except the control socket's (its clients' slots, its timer).
  */
 #ifndef XRLD_H
 #define XRLD_H
