@@ -21,16 +21,13 @@
 #include <linux/types.h>
 
 #include "http/fleet/fleet.h"
+#include "idframe.h"
 #include "xrl.h"
 
 /* The child's descriptors, as exec leaves them. */
 #define XRL_IDP_FD_CALL	  3
 #define XRL_IDP_FD_EVENT  4
 #define XRL_IDP_FD_LISTEN 5
-
-/* The largest frame either side takes (a policy is 1 MiB at most; a top,
- * a penalties list or the metrics text far less). */
-#define XRL_IDP_FRAME_MAX (4u << 20)
 
 /* child -> xrld: VOUCH, FLEET (an entry for the denylists), ALIVE (every
  * XRL_IDP_ALIVE_MS from its main loop); xrld -> child: PUBLISH (an entry
@@ -65,14 +62,6 @@ typedef void xrld_idev_fn(struct xrld *d, const struct xrl_idev *e);
  * when no identity process runs. */
 void xrld_idp_take(struct xrld *d, enum xrl_idev_type type, xrld_idev_fn *fn);
 
-/* Frames on fd, whole, by deadline (CLOCK_MONOTONIC ns; 0: blocking). 0 or
- * -errno (-EPIPE: the other side is gone, -ETIMEDOUT). */
-int xrl_idp_send(int fd, const char *json, size_t jlen, const void *payload, size_t plen,
-		 __u64 deadline);
-/* One frame of at most max bytes; *json and *payload malloc'd and
- * NUL-terminated (free both). */
-int xrl_idp_recv(int fd, char **json, size_t *jlen, char **payload, size_t *plen, size_t max,
-		 __u64 deadline);
 
 /* The child's main: argv after "--identity-process". */
 int xrld_identity_main(int verbose, int use_syslog);

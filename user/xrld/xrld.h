@@ -151,8 +151,6 @@ const char *xrld_rule_name(struct xrld *d, __u32 id, char *buf, size_t len);
 /* ---- penalties.c: penalty escalation onto the denylist -------------------- */
 /* Refusal sample e of interface f (index ifidx): a strike, perhaps a deny. */
 void xrld_penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const struct xrl_event *e);
-/* Does p overlap f's allowlist, either way round (covered or covering)? */
-bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p);
 
 /* ---- iface.c: interfaces and policy ------------------------------------- */
 /* Before the first attach: the 1 s timer that takes expired deny entries
@@ -167,6 +165,10 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen);
 /* Parse text (NULL: read the file name) and install it. */
 int xrld_reload(struct xrld *d, const char *text, size_t len, const char *name, char *err,
 		size_t errlen);
+
+/* ---- allowlist.c: an interface's allowlist ------------------------------- */
+/* Does p overlap f's allowlist, either way round (covered or covering)? */
+bool xrld_allow_overlaps(struct xrld_iface *f, const struct xrl_prefix *p);
 
 /* ---- notify.c: systemd's readiness protocol -------------------------------- */
 /* One sd_notify(3) message ("READY=1", ...) to $NOTIFY_SOCKET, if set. */
