@@ -149,11 +149,6 @@ void xrl_fleet_on(struct xrl_fleet *f, enum xrl_fleet_kind k, xrl_fleet_apply_fn
 	f->on[k].arg = arg;
 }
 
-const char *xrl_fleet_name(const struct xrl_fleet *f)
-{
-	return f->c.name;
-}
-
 const char *xrl_fleet_id(const struct xrl_fleet *f)
 {
 	return f->id;

@@ -75,7 +75,6 @@ int xrl_fleet_publish(struct xrl_fleet *f, const struct xrl_fleet_entry *e);
 /* The live count in use: the last known while Redis is away; >= 1. */
 __u32 xrl_fleet_live(const struct xrl_fleet *f);
 void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s);
-const char *xrl_fleet_name(const struct xrl_fleet *f);
 const char *xrl_fleet_id(const struct xrl_fleet *f);
 
 /* cluster_master.c: the master that serves key's slot, asked of c's seeds

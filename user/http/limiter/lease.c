@@ -203,7 +203,8 @@ static void lock_all(struct xrl_lease_store *s, const struct xrl_conc_item *it, 
  * takes none and refuses nothing). Fills ok, held (leases of the key after
  * the expired ones went, this one not counted) and first_exp (when the
  * earliest of them runs out). Returns 1 when all that must were taken, 0
- * when not (none was taken).
+ * when not (none was taken). Cost: per item a shard's mutex and a walk of
+ * its chain and set (at most the rule's concurrency leases).
  */
 int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n, __u64 now)
 {
@@ -274,24 +275,6 @@ bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
 		set_gc(s, sh, x);
 	pthread_mutex_unlock(&sh->mu);
 	return found;
-}
-
-/* Leases held now by set k (expired ones not counted). */
-__u32 xrl_lease_held(struct xrl_lease_store *s, struct xrl_kd k, __u64 now)
-{
-	struct xrl_lease_shard *sh = shard_of(s, k);
-	struct xrl_lease_set *x;
-	__u32 n = 0;
-
-	pthread_mutex_lock(&sh->mu);
-	x = set_find(sh, k);
-	if (x) {
-		set_expire(x, now);
-		n = x->n;
-		set_gc(s, sh, x);
-	}
-	pthread_mutex_unlock(&sh->mu);
-	return n;
 }
 
 __u64 xrl_lease_store_full(struct xrl_lease_store *s)

@@ -547,8 +547,8 @@ static void lim_done(void *ctx, struct xrl_lim_item *it, int m, struct xrl_conc_
 	lim_finish_conc(ctx, it, m, ci, nc, st, now, d);
 }
 
-/* cost: the memory store's lookups (a shard's mutex, at most PROBE slots per
- * item), the lease store's likewise for slot sets; no syscall */
+/* Cost: the memory store's lookups (a shard's mutex, at most PROBE slots an
+ * item), the lease store's likewise for slot sets; no syscall. */
 static int mem_decide_op(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
@@ -838,6 +838,8 @@ static void zero_peek(struct xrl_limiter *l, const struct xrl_http_rule *const *
  * when d is the decision, 1 when the backend *pops must decide it[0..*m)
  * and ci[0..*pnc), -E2BIG.
  * Everything that reads l->cfg does so under cfg_mu (a reload swaps it).
+ * Cost: a SipHash per rule, the override and penalty lookups only while
+ * any is in force, and a read lock; memory adds its store's lookups.
  */
 static int prepare(struct xrl_limiter *l, const struct xrl_http_rule *const *rules,
 		   const char *const *keys, const __u32 *costs, int n, struct xrl_decision *d,
@@ -916,7 +918,7 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->pen_block = xrl_store_new(cap / 16);
 	l->pen_state = xrl_store_new(cap / 16);
 	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
-	l->pens = xrl_pen_list_new();
+	l->pens = xrl_pen_ledger_new();
 	l->ovr = xrl_ovr_new();
 	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
 	    !l->ovr)
@@ -987,6 +989,8 @@ void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s)
 	s->leases_full = xrl_lease_store_full(l->leases);
 }
 
+/* The request path's decision. Cost: prepare's, then the backend's decide
+ * (memory: nothing more; Redis: a job queued, no syscall). */
 int xrl_limiter_decide_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			     const struct xrl_http_rule *const *rules, const char *const *keys,
 			     const __u32 *costs, int n, struct xrl_decision *d,

@@ -63,7 +63,7 @@ struct xrl_limiter {
 	struct xrl_redis_pipe *sync_pipe; /* on a pipe of its own */
 	struct xrl_limiter_stats st;	  /* updated with atomic adds */
 	struct xrl_fleet *fleet;	  /* set once, before the first decision */
-	struct xrl_pen_list *pens;	  /* penalties, for xrlctl penalty list|del */
+	struct xrl_pen_ledger *pens;	  /* penalties, for xrlctl penalty list|del */
 	struct xrl_ovr_tab *ovr;	  /* per-key overrides (override.c) */
 	/* the latest end of a penalty put in pen_block (lim_now ns): until it
 	 * passes a decision looks its keys up there (and hashes them first);
@@ -110,7 +110,6 @@ void xrl_lease_store_free(struct xrl_lease_store *s);
 int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n, __u64 now);
 bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
 		       struct xrl_kd *rate);
-__u32 xrl_lease_held(struct xrl_lease_store *s, struct xrl_kd k, __u64 now);
 __u64 xrl_lease_store_full(struct xrl_lease_store *s);
 /* ---- digest.c -------------------------------------------------------------- */
 /* The digest of (rule name, key): a bucket's identity. */
@@ -133,7 +132,7 @@ bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int
 			     struct xrl_decision *d);
 
 /* ---- penalty_ledger.c ------------------------------------------------------ */
-struct xrl_pen_list *xrl_pen_list_new(void);
+struct xrl_pen_ledger *xrl_pen_ledger_new(void);
 /* The identity of rule's penalty for the key whose SHA-256 starts kh. */
 struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
 /* it's pk and kh, once (SHA-256 of the key): false when they are not set

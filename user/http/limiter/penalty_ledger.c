@@ -41,14 +41,14 @@ struct xrl_pen_rec {
 	__u32 level;
 };
 
-struct xrl_pen_list {
+struct xrl_pen_ledger {
 	pthread_mutex_t mu;
 	struct xrl_pen_rec r[PEN_MAX];
 };
 
-struct xrl_pen_list *xrl_pen_list_new(void)
+struct xrl_pen_ledger *xrl_pen_ledger_new(void)
 {
-	struct xrl_pen_list *p = calloc(1, sizeof(*p));
+	struct xrl_pen_ledger *p = calloc(1, sizeof(*p));
 
 	if (p)
 		pthread_mutex_init(&p->mu, NULL);
@@ -125,7 +125,7 @@ static void hex16(const __u8 *kh, char out[33])
 }
 
 /* Note (or refresh) a penalty in the list. */
-static void pen_note(struct xrl_pen_list *p, const char *rule, const __u8 kh[16], struct xrl_kd pk,
+static void pen_note(struct xrl_pen_ledger *p, const char *rule, const __u8 kh[16], struct xrl_kd pk,
 		     __u64 until, __u32 level, __u64 now)
 {
 	struct xrl_pen_rec *x = NULL, *soonest = NULL;

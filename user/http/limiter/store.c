@@ -72,6 +72,8 @@ static bool slot_is(const struct xrl_slot *x, struct xrl_kd k)
  * keys), then the one closest to full; only when all owe more, the one
  * closest to full. So a drained key that waits out its Retry-After is not
  * handed a fresh burst by a flood of one-request keys.
+ * Cost: at most PROBE slots of one shard (192 bytes), under the shard's
+ * mutex (the caller's).
  */
 struct xrl_slot *xrl_store_slot(struct xrl_store *s, struct xrl_shard *sh, struct xrl_kd k,
 				__u64 now, __u64 cheap)
@@ -135,7 +137,8 @@ static struct xrl_slot *slot_find(struct xrl_shard *sh, struct xrl_kd k)
 	return NULL;
 }
 
-/* Peek without inserting: the value, or 0. */
+/* Peek without inserting: the value, or 0. Cost: a shard's mutex, at most
+ * PROBE slots. */
 __u64 xrl_store_peek(struct xrl_store *s, struct xrl_kd k)
 {
 	struct xrl_shard *sh = xrl_store_shard(s, k);
@@ -178,7 +181,9 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Check all items against one store, then take from all or from none. */
+/* Check all items against one store, then take from all or from none.
+ * Cost: a sort of at most 8 shard numbers, each shard's mutex once, and
+ * xrl_store_slot twice an item (check, then take). */
 void xrl_store_decide(struct xrl_store *s, struct xrl_lim_item *it, int n, __u64 now)
 {
 	__u32 idx[XRL_HTTP_MAX_MATCH];

@@ -345,7 +345,8 @@ static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply
 	}
 }
 
-/* Write what the socket takes. 0 (all written, or EAGAIN), or -errno. */
+/* Write what the socket takes. 0 (all written, or EAGAIN), or -errno.
+ * Cost: one send() a call, usually the whole batch in it. */
 static int pipe_write(struct xrl_redis_pipe *p)
 {
 	while (p->woff < p->wlen) {
@@ -507,7 +508,8 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
  * Send the batch's pending jobs (cfg_mu held), CALL_MAX decisions to an
  * EVALSHA, on the open connection or a new one; after NOSCRIPT, SCRIPT
  * LOAD first. -EIO: no connection; -EPIPE: the connection failed as it was
- * written to.
+ * written to. Cost: a copy of each job's keys and arguments into the
+ * write buffer, then pipe_write; one clock read a batch.
  */
 static int pipe_send(struct xrl_redis_pipe *p)
 {
@@ -815,7 +817,9 @@ static void pipe_start(struct xrl_redis_pipe *p)
 		pipe_fail(p, rc == -EPIPE, rc == -EPIPE ? "write" : NULL);
 }
 
-/* Replies that have arrived. */
+/* Replies that have arrived. Cost: one recv() a call into hiredis's
+ * reader, a walk of each reply (xrl_script_reply), no allocation but the
+ * reader's own. */
 static void pipe_read(struct xrl_redis_pipe *p)
 {
 	bool noscript = false, bad = false;
@@ -1134,7 +1138,9 @@ static void job_plain(struct xrl_redis_job *j, int m, const struct xrl_conc_item
 }
 
 /* Queue a prepared decision (the limiter's decide_async) on p: 1, or 0 when
- * there was no memory to queue it and d is a fallback's already (done). */
+ * there was no memory to queue it and d is a fallback's already (done).
+ * Cost: a spare job (or a malloc), its keys and arguments formatted in
+ * RESP; no syscall: the loop's next run writes it. */
 int xrl_redis_pipe_queue(struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			 struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			 const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)

@@ -65,7 +65,6 @@ void xrl_redis_set_cfg(struct xrl_redis *rd)
 	rd->auth = xrl_redis_auth_tag(rd->env.cfg);
 }
 
-/* cost: one health read, an atomic load */
 static int redis_health(void *be)
 {
 	const struct xrl_redis *rd = be;
@@ -73,8 +72,7 @@ static int redis_health(void *be)
 	return atomic_load(&rd->brk.state);
 }
 
-/* cost: a job's formatting (the keys and arguments in RESP), no syscall;
- * the pipe's next run writes it */
+/* Cost: xrl_redis_pipe_queue's (a job formatted, no syscall). */
 static int redis_decide(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)

@@ -237,20 +237,7 @@ int xrl_srv_conn_tick(struct xrl_srv_loop *lp)
 /* The peer's address as a prefix; false when it has none (AF_UNIX). */
 static bool peer_prefix(struct MHD_Connection *conn, struct xrl_prefix *p, char *txt, size_t len)
 {
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-
-	snprintf(txt, len, "unknown");
-	if (sa && sa->sa_family == AF_INET)
-		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, txt,
-			  (socklen_t)len);
-	else if (sa && sa->sa_family == AF_INET6)
-		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, txt,
-			  (socklen_t)len);
-	else
-		return false;
-	return !xrl_http_addr_parse(txt, strlen(txt), p);
+	return xrl_srv_peer_text(conn, txt, len) && !xrl_http_addr_parse(txt, strlen(txt), p);
 }
 
 struct hdr_count {

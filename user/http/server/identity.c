@@ -33,8 +33,7 @@
 #include "report.h"
 #include "server_int.h"
 
-/* The direct peer's address as text ("unknown" when there is none). */
-static void peer_text(struct MHD_Connection *conn, char *out, size_t len)
+bool xrl_srv_peer_text(struct MHD_Connection *conn, char *out, size_t len)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -47,6 +46,9 @@ static void peer_text(struct MHD_Connection *conn, char *out, size_t len)
 	else if (sa && sa->sa_family == AF_INET6)
 		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
 			  (socklen_t)len);
+	else
+		return false;
+	return true;
 }
 
 static bool peer_trusted(const struct xrl_http_cfg *c, const char *peer)
@@ -77,7 +79,7 @@ void xrl_srv_client_ip(const struct xrl_http_cfg *c, struct MHD_Connection *conn
 	char peer[INET6_ADDRSTRLEN];
 	struct xrl_buf xb = {};
 
-	peer_text(conn, peer, sizeof(peer));
+	xrl_srv_peer_text(conn, peer, sizeof(peer));
 	if (peer_trusted(c, peer))
 		MHD_get_connection_values(conn, MHD_HEADER_KIND, xff_join, &xb);
 	xrl_http_client_addr(c, peer, xb.oom ? NULL : xb.p, xb.oom ? 0 : xb.len, out, len);
@@ -162,7 +164,7 @@ int xrl_srv_original_of(struct xrl_http_server *s, const struct xrl_http_cfg *c,
 
 	xrl_http_fwd_headers(c->forwarded_from, &f.mh, &f.uh);
 	if (f.mh) {
-		peer_text(conn, peer, sizeof(peer));
+		xrl_srv_peer_text(conn, peer, sizeof(peer));
 		trusted = peer_trusted(c, peer);
 		if (trusted)
 			MHD_get_connection_values(conn, MHD_HEADER_KIND, fwd_scan_one, &f);

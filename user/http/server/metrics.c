@@ -152,6 +152,15 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 	    "Decisions sent to Redis in those calls.", st.redis_decisions);
 }
 
+/* A counter family of two series, by reason. */
+static void two_reasons(struct xrl_buf *b, const char *name, const char *help, const char *r1,
+			__u64 n1, const char *r2, __u64 n2)
+{
+	xrl_prom_family(b, name, "counter", help);
+	xrl_prom_u64(b, name, "reason", r1, n1);
+	xrl_prom_u64(b, name, "reason", r2, n2);
+}
+
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 {
 	static const char *sn[ST_MAX] = { "200", "400", "401", "403", "404", "405",
@@ -162,24 +171,18 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	for (int i = 0; i < ST_MAX; i++)
 		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
 			       (unsigned long long)atomic_load(&s->status[i]));
-	xrl_prom_family(b, "xrl_http_callers_refused_total", "counter",
-			"Requests refused (403) before any decision: the peer is not loopback, a "
-			"trusted proxy or in http.callers (address), or sent no right caller "
-			"secret (secret).");
-	xrl_buf_printf(b,
-		       "xrl_http_callers_refused_total{reason=\"address\"} %llu\n"
-		       "xrl_http_callers_refused_total{reason=\"secret\"} %llu\n",
-		       (unsigned long long)atomic_load(&s->callers_refused[XRL_CALLER_ADDRESS]),
-		       (unsigned long long)atomic_load(&s->callers_refused[XRL_CALLER_SECRET]));
-	xrl_prom_family(b, "xrl_http_connections_closed_total", "counter",
-			"Connections xrld closed: no whole request head within http.head_timeout "
-			"(head_timeout), or the oldest waiting for its head while every slot was "
-			"taken and another waited to be accepted (evicted).");
-	xrl_buf_printf(b,
-		       "xrl_http_connections_closed_total{reason=\"head_timeout\"} %llu\n"
-		       "xrl_http_connections_closed_total{reason=\"evicted\"} %llu\n",
-		       (unsigned long long)atomic_load(&s->conn_closed[XRL_CONN_HEAD_TIMEOUT]),
-		       (unsigned long long)atomic_load(&s->conn_closed[XRL_CONN_EVICTED]));
+	two_reasons(b, "xrl_http_callers_refused_total",
+		    "Requests refused (403) before any decision: the peer is not loopback, a "
+		    "trusted proxy or in http.callers (address), or sent no right caller "
+		    "secret (secret).",
+		    "address", atomic_load(&s->callers_refused[XRL_CALLER_ADDRESS]), "secret",
+		    atomic_load(&s->callers_refused[XRL_CALLER_SECRET]));
+	two_reasons(b, "xrl_http_connections_closed_total",
+		    "Connections xrld closed: no whole request head within http.head_timeout "
+		    "(head_timeout), or the oldest waiting for its head while every slot was "
+		    "taken and another waited to be accepted (evicted).",
+		    "head_timeout", atomic_load(&s->conn_closed[XRL_CONN_HEAD_TIMEOUT]), "evicted",
+		    atomic_load(&s->conn_closed[XRL_CONN_EVICTED]));
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);

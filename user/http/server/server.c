@@ -218,73 +218,39 @@ static bool own_line(const struct xrl_http_cfg *c)
 	return c->forwarded_from == XRL_FWD_ENVOY || c->forwarded_from == XRL_FWD_NONE;
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version, const char *upload,
-				  size_t *upload_size, void **con_cls)
+/* A request that waited for the backend, answered: the rules are of
+ * rq->cfg, held until now. */
+static enum MHD_Result answer_decided(struct xrl_http_server *s, struct MHD_Connection *conn,
+				      struct xrl_srv_req *rq)
 {
-	struct xrl_http_server *s = cls;
-	struct xrl_srv_req *rq = *con_cls;
+	enum MHD_Result ret;
+
+	xrl_srv_tl_loop->waiting--;
+	pthread_rwlock_rdlock(&s->mu);
+	xrl_srv_note_refused(s, rq->cfg, &rq->d, rq->rules, rq->tk, rq->n);
+	if (rq->kind == K_CHECK)
+		ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
+	else if (rq->kind == K_CHARGE)
+		ret = xrl_srv_charge_answer(s, conn, rq);
+	else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
+		ret = xrl_srv_release_answer(s, conn, rq);
+	else
+		ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules, rq->n,
+					  &rq->d);
+	xrl_srv_rq_release(rq);
+	pthread_rwlock_unlock(&s->mu);
+	if (rq->timed)
+		xrl_srv_lat_observe(s, xrl_now_ns() - rq->t0_ns);
+	return ret;
+}
+
+/* A whole request, to the handler of its path (s->mu held). */
+static enum MHD_Result route(struct xrl_http_server *s, struct MHD_Connection *conn,
+			     struct xrl_srv_req *rq, const char *method, const char *url)
+{
 	enum MHD_Result ret;
 	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
 
-	if (!rq) {
-		/* the head is whole: who asks, and whether its framing is one
-		 * xrld and the proxy agree on (conn.c) */
-		pthread_rwlock_rdlock(&s->mu);
-		if (xrl_srv_door(s, &s->cfg->c, conn, method, url, version, &ret)) {
-			pthread_rwlock_unlock(&s->mu);
-			return ret;
-		}
-		pthread_rwlock_unlock(&s->mu);
-		rq = calloc(1, sizeof(*rq));
-		if (!rq)
-			return MHD_NO;
-		*con_cls = rq;
-		/* answer on the next call, once the request (and any body) is
-		 * read: a 4xx queued before that makes libmicrohttpd close the
-		 * connection, and refusals must keep it alive like admits */
-		return MHD_YES;
-	}
-	if (rq->phase == RQ_WAITING)
-		return MHD_YES; /* no answer yet: called again on the next pass */
-	if (rq->phase == RQ_DECIDED) {
-		/* Redis has decided; the rules are of rq->cfg, held */
-		xrl_srv_tl_loop->waiting--;
-		pthread_rwlock_rdlock(&s->mu);
-		xrl_srv_note_refused(s, rq->cfg, &rq->d, rq->rules, rq->tk, rq->n);
-		if (rq->kind == K_CHECK)
-			ret = xrl_srv_check_answer(s, rq->cfg, conn, rq->rules[0], &rq->d);
-		else if (rq->kind == K_CHARGE)
-			ret = xrl_srv_charge_answer(s, conn, rq);
-		else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
-			ret = xrl_srv_release_answer(s, conn, rq);
-		else
-			ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules,
-						  rq->n, &rq->d);
-		xrl_srv_rq_release(rq);
-		pthread_rwlock_unlock(&s->mu);
-		if (rq->timed)
-			xrl_srv_lat_observe(s, xrl_now_ns() - rq->t0_ns);
-		return ret;
-	}
-	if (*upload_size) {
-		if (!rq->too_big && rq->len + *upload_size <= BODY_MAX) {
-			char *nb = realloc(rq->body, rq->len + *upload_size + 1);
-
-			if (nb) {
-				memcpy(nb + rq->len, upload, *upload_size);
-				rq->body = nb;
-				rq->len += *upload_size;
-			}
-		} else {
-			rq->too_big = true;
-		}
-		*upload_size = 0;
-		return MHD_YES;
-	}
-
-	rq->t0_ns = xrl_now_ns();
-	pthread_rwlock_rdlock(&s->mu);
 	if (!strcmp(url, "/v1/auth") || (own_line(&s->cfg->c) && !strncmp(url, "/v1/auth/", 9)))
 		ret = do_auth(s, s->cfg, conn, rq, method, url, false);
 	else if (!strcmp(url, "/v1/auth/nginx"))
@@ -327,6 +293,58 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		ret = xrl_srv_problem(conn, 404, "Not Found",
 				      "try /v1/auth, /v1/auth/nginx, /v1/check or /healthz");
 	}
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct xrl_http_server *s = cls;
+	struct xrl_srv_req *rq = *con_cls;
+	enum MHD_Result ret;
+
+	if (!rq) {
+		/* the head is whole: who asks, and whether its framing is one
+		 * xrld and the proxy agree on (conn.c) */
+		pthread_rwlock_rdlock(&s->mu);
+		if (xrl_srv_door(s, &s->cfg->c, conn, method, url, version, &ret)) {
+			pthread_rwlock_unlock(&s->mu);
+			return ret;
+		}
+		pthread_rwlock_unlock(&s->mu);
+		rq = calloc(1, sizeof(*rq));
+		if (!rq)
+			return MHD_NO;
+		*con_cls = rq;
+		/* answer on the next call, once the request (and any body) is
+		 * read: a 4xx queued before that makes libmicrohttpd close the
+		 * connection, and refusals must keep it alive like admits */
+		return MHD_YES;
+	}
+	if (rq->phase == RQ_WAITING)
+		return MHD_YES; /* no answer yet: called again on the next pass */
+	if (rq->phase == RQ_DECIDED)
+		return answer_decided(s, conn, rq);
+	if (*upload_size) {
+		if (!rq->too_big && rq->len + *upload_size <= BODY_MAX) {
+			char *nb = realloc(rq->body, rq->len + *upload_size + 1);
+
+			if (nb) {
+				memcpy(nb + rq->len, upload, *upload_size);
+				rq->body = nb;
+				rq->len += *upload_size;
+			}
+		} else {
+			rq->too_big = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+
+	rq->t0_ns = xrl_now_ns();
+	pthread_rwlock_rdlock(&s->mu);
+	ret = route(s, conn, rq, method, url);
 	pthread_rwlock_unlock(&s->mu);
 	/* answered now, not waiting for Redis */
 	if (rq->timed && rq->phase == RQ_NEW)
@@ -456,64 +474,48 @@ int xrl_http_start(const struct xrl_http_cfg *c, struct xrl_http_server **out, c
 	return xrl_http_start_fd(c, -1, out, err, errlen);
 }
 
-int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_http_server **out,
-		      char *err, size_t errlen)
+/* A server of n loops but for its limiter and daemons: its configuration,
+ * the loops, their latency slots and top-k shards (one more of each, for
+ * off the loops). NULL when out of memory. */
+static struct xrl_http_server *server_new(const struct xrl_http_cfg *c, unsigned n)
 {
 	struct xrl_http_server *s = calloc(1, sizeof(*s));
-	struct sockaddr_storage ss = c->listen_addr;
-	/* no internal thread: each server thread runs a daemon in its own loop */
-	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
-	unsigned n = c->threads ? c->threads : 2;
-	MHD_socket lfd = listen_fd >= 0 ? listen_fd : MHD_INVALID_SOCKET;
-	int rc;
 
 	if (!s)
-		return -ENOMEM;
-	if (!c->listen_addrlen) {
-		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
-			 c->listen);
-		free(s);
-		return -EINVAL;
-	}
-	if (ss.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
+		return NULL;
 	s->cfg = calloc(1, sizeof(*s->cfg));
 	s->loops = calloc(n, sizeof(*s->loops));
 	s->lat = aligned_alloc(_Alignof(struct xrl_srv_lat), (n + 1) * sizeof(*s->lat));
-	if (!s->cfg || !s->loops || !s->lat) {
-		free(s->cfg);
-		free(s->loops);
-		free(s->lat);
-		free(s);
-		return -ENOMEM;
-	}
-	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
-	s->topk = xrl_topk_new(n + 1);
+	if (s->cfg && s->loops && s->lat)
+		s->topk = xrl_topk_new(n + 1);
 	if (!s->topk) {
 		free(s->cfg);
 		free(s->loops);
 		free(s->lat);
 		free(s);
-		return -ENOMEM;
+		return NULL;
 	}
+	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
 	s->n_loops = n;
 	s->cfg->c = *c;
 	pthread_rwlock_init(&s->mu, NULL);
-	rc = xrl_limiter_new(c, &s->lim);
-	if (rc) {
-		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
-		free(s->cfg);
-		free(s->loops);
-		free(s->lat);
-		free(s);
-		return rc;
-	}
+	return s;
+}
+
+/* s's loops, each with its daemon on the one listening socket (lfd, or the
+ * first daemon's), then their threads: 0, or -errno with err set. */
+static int loops_start(struct xrl_http_server *s, const struct xrl_http_cfg *c, unsigned flags,
+		       struct sockaddr_storage *ss, MHD_socket lfd, char *err, size_t errlen)
+{
+	unsigned n = s->n_loops;
+	int rc;
+
 	for (unsigned i = 0; i < n; i++) {
 		struct xrl_srv_loop *lp = &s->loops[i];
 
 		lp->s = s;
 		lp->ep = lp->stop_fd = lp->pipe_io.fd = -1;
-		lp->d = start_daemon(s, c, i, flags, &ss, lfd);
+		lp->d = start_daemon(s, c, i, flags, ss, lfd);
 		if (!lp->d) {
 			if (!i)
 				snprintf(err, errlen,
@@ -521,8 +523,7 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 					 c->listen);
 			else
 				snprintf(err, errlen, "couldn't start http server thread %u", i);
-			rc = i ? -ENOMEM : -EADDRINUSE;
-			goto fail;
+			return i ? -ENOMEM : -EADDRINUSE;
 		}
 		if (!i) {
 			const union MHD_DaemonInfo *di =
@@ -533,16 +534,59 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 		rc = lfd == MHD_INVALID_SOCKET ? -ENOMEM : xrl_srv_loop_init(lp);
 		if (rc) {
 			snprintf(err, errlen, "couldn't set up http server thread %u", i);
-			goto fail;
+			return rc;
 		}
 	}
 	for (unsigned i = 0; i < n; i++) {
 		if (pthread_create(&s->loops[i].thr, NULL, xrl_srv_loop_main, &s->loops[i])) {
 			snprintf(err, errlen, "couldn't start http server thread %u", i);
-			rc = -EAGAIN;
-			goto fail;
+			return -EAGAIN;
 		}
 		s->loops[i].started = true;
+	}
+	return 0;
+}
+
+int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_http_server **out,
+		      char *err, size_t errlen)
+{
+	struct xrl_http_server *s;
+	struct sockaddr_storage ss = c->listen_addr;
+	/* no internal thread: each server thread runs a daemon in its own loop */
+	unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+	unsigned n = c->threads ? c->threads : 2;
+	MHD_socket lfd = listen_fd >= 0 ? listen_fd : MHD_INVALID_SOCKET;
+	int rc;
+
+	if (!c->listen_addrlen) {
+		snprintf(err, errlen, "http listen: expected HOST:PORT or [V6]:PORT, got '%s'",
+			 c->listen);
+		return -EINVAL;
+	}
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	s = server_new(c, n);
+	if (!s)
+		return -ENOMEM;
+	rc = xrl_limiter_new(c, &s->lim);
+	if (rc) {
+		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
+		xrl_topk_free(s->topk);
+		free(s->cfg);
+		free(s->loops);
+		free(s->lat);
+		free(s);
+		return rc;
+	}
+	rc = loops_start(s, c, flags, &ss, lfd, err, errlen);
+	if (rc) {
+		xrl_srv_loops_stop(s);
+		xrl_limiter_free(s->lim);
+		xrl_topk_free(s->topk);
+		free(s->cfg);
+		free(s->lat);
+		free(s);
+		return rc;
 	}
 	if (xrl_srv_ovr_sync_start(s))
 		log_warnx("http: couldn't start sharing overrides through Redis: overrides stay "
@@ -551,14 +595,6 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 		 c->n_rules, c->redis ? "redis" : "memory", n);
 	*out = s;
 	return 0;
-fail:
-	xrl_srv_loops_stop(s);
-	xrl_limiter_free(s->lim);
-	xrl_topk_free(s->topk);
-	free(s->cfg);
-	free(s->lat);
-	free(s);
-	return rc;
 }
 
 void xrl_http_stop(struct xrl_http_server *s)

@@ -242,6 +242,9 @@ int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
 			  const struct xrl_topk_key *tk, int n);
+/* identity.c: the direct peer's address as text into out; "unknown" and
+ * false when it has none (AF_UNIX). */
+bool xrl_srv_peer_text(struct MHD_Connection *conn, char *out, size_t len);
 /* reload.c: xrlctl's shadow switches onto c. */
 void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c);
 /* admin.c: the Redis sync of overrides. */
