@@ -47,36 +47,6 @@
 #define SERIAL_NS	 1000000ULL /* start_next: 1 ms */
 
 /*
- * Refund a decision's part: KEYS its buckets, ARGV[1] now (us since the
- * 2024 epoch, as gcra.lua), ARGV[1+k] what the part added to key k (us).
- * The TAT moves back by that much; one in the past is a full bucket,
- * deleted. Another instance's admissions since stay counted: GCRA adds.
- */
-const char xrl_lua_refund[] =
-	"local function split(v)\n"
-	"  local d = string.find(v, '.', 1, true)\n"
-	"  if not d then return tonumber(v) or 0, 0 end\n"
-	"  return tonumber(string.sub(v, 1, d - 1)) or 0, tonumber(string.sub(v, d)) or 0\n"
-	"end\n"
-	"local ni, nf = split(ARGV[1])\n"
-	"for k = 1, #KEYS do\n"
-	"  local v = redis.pcall('GET', KEYS[k])\n"
-	"  if type(v) == 'string' then\n"
-	"    local ti, tf = split(v)\n"
-	"    local r = (ti - ni) + (tf - nf) - tonumber(ARGV[1 + k])\n"
-	"    if r <= 0.0005 then redis.call('DEL', KEYS[k]) else\n"
-	"      local x = nf + r\n"
-	"      local xi = math.floor(x)\n"
-	"      local f = math.floor((x - xi) * 1000 + 0.5)\n"
-	"      if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
-	"      redis.call('SET', KEYS[k], string.format('%.0f.%03d', ni + xi, f), 'PX',\n"
-	"                 math.ceil(r / 1000) + 1)\n"
-	"    end\n"
-	"  end\n"
-	"end\n"
-	"return #KEYS\n";
-
-/*
  * The node script (gcra_node.lua): one call for a node's decisions of
  * several slots, a GET a key (a command may not name two slots), every key
  * read before anything is written.
@@ -138,6 +108,8 @@ struct xrl_cpipe {
 	bool closing;
 	struct xrl_freelist spare_cr, spare_j;
 };
+
+static const struct xrl_node_hooks node_hooks; /* what its node pipes ask of it */
 
 /* ---- nodes and the map -------------------------------------------------------- */
 
@@ -432,7 +404,7 @@ static int job_send(struct xrl_cpipe *cp, struct xrl_redis_job *j, int to)
 	if (i >= atomic_load(&cp->cl->n_nodes))
 		i = 0;
 	if (!cp->np[i]) {
-		cp->np[i] = xrl_redis_node_pipe_new(cp->rd, &cp->cl->node[i], cp);
+		cp->np[i] = xrl_redis_node_pipe_new(cp->rd, &cp->cl->node[i], cp, &node_hooks);
 		if (!cp->np[i])
 			return -ENOMEM;
 		cp->reg_fd[i] = -1;
@@ -770,7 +742,7 @@ void xrl_cpipe_abort(struct xrl_cpipe *cp)
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
 			if (cp->np[i])
-				xrl_limiter_pipe_abort(cp->np[i]);
+				xrl_redis_pipe_abort(cp->np[i]);
 }
 
 void xrl_cpipe_free(struct xrl_cpipe *cp)
@@ -780,7 +752,7 @@ void xrl_cpipe_free(struct xrl_cpipe *cp)
 	xrl_cpipe_abort(cp);
 	cp->closing = true;
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
-		xrl_limiter_pipe_free(cp->np[i]);
+		xrl_redis_pipe_free(cp->np[i]);
 	xrl_fl_drain(&cp->spare_cr);
 	xrl_fl_drain(&cp->spare_j);
 	close(cp->ep);
@@ -801,7 +773,7 @@ int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32
 
 		if (!cp->np[i])
 			continue;
-		fd = xrl_limiter_pipe_poll(cp->np[i], &ev, &to, &g);
+		fd = xrl_redis_pipe_poll(cp->np[i], &ev, &to, &g);
 		if (to < *timeout_ns)
 			*timeout_ns = to;
 		waiting |= xrl_redis_pipe_waiting(cp->np[i]);
@@ -863,7 +835,7 @@ static void start_next(struct xrl_cpipe *cp)
 
 		if (cp->np[i] && xrl_redis_pipe_waiting(cp->np[i])) {
 			cp->rr = (unsigned)i;
-			xrl_limiter_pipe_run(cp->np[i], 0);
+			xrl_redis_pipe_run(cp->np[i], 0);
 			if (xrl_redis_pipe_out(cp->np[i]))
 				return;
 		}
@@ -889,9 +861,9 @@ int xrl_cpipe_run(struct xrl_cpipe *cp, short revents)
 	 * answers may queue work on another (the next part, a redirect, a
 	 * refund); then the next batch, start_next's way */
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
-		if (cp->np[i] && (rev[i] || xrl_limiter_pipe_busy(cp->np[i]))) {
+		if (cp->np[i] && (rev[i] || xrl_redis_pipe_busy(cp->np[i]))) {
 			xrl_redis_pipe_hold(cp->np[i], true);
-			xrl_limiter_pipe_run(cp->np[i], rev[i]);
+			xrl_redis_pipe_run(cp->np[i], rev[i]);
 			xrl_redis_pipe_hold(cp->np[i], false);
 		}
 	start_next(cp);
@@ -903,7 +875,7 @@ bool xrl_cpipe_busy(const struct xrl_cpipe *cp)
 	if (cp->inflight)
 		return true;
 	for (int i = 0; i < XRL_CLUSTER_NODES_MAX; i++)
-		if (cp->np[i] && xrl_limiter_pipe_busy(cp->np[i]))
+		if (cp->np[i] && xrl_redis_pipe_busy(cp->np[i]))
 			return true;
 	return false;
 }
@@ -979,3 +951,12 @@ void xrl_cluster_metrics(struct xrl_redis *rd, struct xrl_buf *b)
 		   "result", "sent", atomic_load(&cl->givebacks), "error",
 		   atomic_load(&cl->giveback_errors));
 }
+
+static const struct xrl_node_hooks node_hooks = {
+	.name = xrl_cnode_name,
+	.brk = xrl_cnode_brk,
+	.batch = xrl_cnode_batch,
+	.script = xrl_cnode_script,
+	.redirect = xrl_cnode_redirect,
+	.job_done = xrl_cpipe_job_done,
+};

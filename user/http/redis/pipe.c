@@ -58,6 +58,7 @@ static bool brk_allow(struct xrl_brk *b, __u64 now, bool *probe)
  */
 struct xrl_redis_pipe {
 	struct xrl_redis *rd;
+	const struct xrl_node_hooks *nh; /* a cluster node's pipe: its cluster's */
 	redisContext *c;		/* connected and non-blocking, or NULL */
 	struct xrl_reader_guard *guard; /* of c's reader */
 	__u32 gen;			/* bumped with every new connection */
@@ -90,8 +91,8 @@ struct xrl_redis_pipe {
 static struct xrl_brk *pipe_brk(struct xrl_redis_pipe *p, const char **host, int *port)
 {
 	if (p->node) {
-		*host = xrl_cnode_name(p->node, port);
-		return xrl_cnode_brk(p->node);
+		*host = p->nh->name(p->node, port);
+		return p->nh->brk(p->node);
 	}
 	*host = p->rd->env.cfg->redis_host;
 	*port = p->rd->env.cfg->redis_port;
@@ -211,7 +212,7 @@ static int pipe_connect(struct xrl_redis_pipe *p)
 	int port = c->redis_port;
 
 	if (p->node)
-		host = xrl_cnode_name(p->node, &port);
+		host = p->nh->name(p->node, &port);
 	p->reused = p->fresh = false;
 	if (p->c && p->port == port && p->db == c->redis_db && !strcmp(p->host, host) &&
 	    p->auth == p->rd->auth) {
@@ -298,7 +299,7 @@ static int pipe_handshake(struct xrl_redis_pipe *p)
 		const char *cmd;
 		size_t len;
 
-		xrl_cnode_script(p->node, &cmd, &len);
+		p->nh->script(p->node, &cmd, &len);
 		rc = wb_add(p, cmd, len);
 		if (!rc)
 			p->hs[p->hs_n++] = HS_LOAD_NODE;
@@ -333,7 +334,7 @@ static const char *hs_check(struct xrl_redis_pipe *p, int kind, const redisReply
 		snprintf(p->why_buf, sizeof(p->why_buf), "SCRIPT LOAD: %.120s", err);
 		return p->why_buf;
 	case HS_LOAD_NODE: {
-		const char *cmd, *sha = xrl_cnode_script(p->node, &cmd, &(size_t){ 0 });
+		const char *cmd, *sha = p->nh->script(p->node, &cmd, &(size_t){ 0 });
 
 		if (r->type == REDIS_REPLY_STRING && r->len == 40 && !memcmp(r->str, sha, 40))
 			return NULL;
@@ -464,7 +465,7 @@ static int wb_call(struct xrl_redis_pipe *p, struct xrl_redis_job *j, int n, con
 		/* the node script: KEYS one key (Redis routes by it: MOVED,
 		 * ASK), ARGV the key count and every key, then as gcra.lua */
 		const char *sha =
-			xrl_cnode_script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
+			p->nh->script(p->node, &(const char *){ NULL }, &(size_t){ 0 });
 		size_t k1 = 0;
 
 		for (const char *q = j->kb + 1; *q >= '0' && *q <= '9'; q++)
@@ -538,7 +539,7 @@ static int pipe_send(struct xrl_redis_pipe *p)
 			const char *cmd;
 			size_t len;
 
-			xrl_cnode_script(p->node, &cmd, &len);
+			p->nh->script(p->node, &cmd, &len);
 			if (wb_add(p, cmd, len))
 				goto oom;
 			p->hs[p->hs_n++] = HS_SKIP;
@@ -667,7 +668,7 @@ static struct xrl_redis_job *node_reply(struct xrl_redis_pipe *p, struct xrl_red
 	struct xrl_redis_job *x;
 
 	if (r->type == REDIS_REPLY_ERROR)
-		st = xrl_cnode_redirect(p->node, r->str, r->len, &to);
+		st = p->nh->redirect(p->node, r->str, r->len, &to);
 	if (!st && r->type == REDIS_REPLY_ERROR && strstr(r->str, "non local key")) {
 		/* a key of the node's call is in a slot the node no longer
 		 * serves (the node script reads every key before it writes
@@ -709,9 +710,9 @@ static void node_end(struct xrl_redis_pipe *p)
 	pthread_rwlock_rdlock(p->rd->env.cfg_mu);
 	if (!skipped && !p->aborting) {
 		brk_result(p, ok, p->probe, p->t0, p->why);
-		xrl_cnode_batch(p->node, rd_now(p->rd) - p->t0, ok);
+		p->nh->batch(p->node, rd_now(p->rd) - p->t0, ok);
 	} else if (p->probe) {
-		atomic_store(&xrl_cnode_brk(p->node)->probe, 0);
+		atomic_store(&p->nh->brk(p->node)->probe, 0);
 	}
 	pthread_rwlock_unlock(p->rd->env.cfg_mu);
 	p->b = NULL;
@@ -720,7 +721,7 @@ static void node_end(struct xrl_redis_pipe *p)
 		next = j->next;
 		j->next = NULL;
 		p->handed++;
-		xrl_cpipe_job_done(p->cp, j);
+		p->nh->job_done(p->cp, j);
 	}
 }
 
@@ -906,26 +907,23 @@ static void pipe_read(struct xrl_redis_pipe *p)
 	pipe_end(p);
 }
 
-struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd)
+struct xrl_redis_pipe *xrl_redis_pipe_alloc(struct xrl_redis *rd)
 {
 	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
 
-	if (!p)
-		return NULL;
-	p->rd = rd;
-	if (rd->cl) {
-		/* a cluster: this pipe is the face of one per node */
-		p->cp = xrl_cpipe_new(rd);
-		if (!p->cp) {
-			free(p);
-			return NULL;
-		}
-	}
+	if (p)
+		p->rd = rd;
 	return p;
 }
 
+void xrl_redis_pipe_set_face(struct xrl_redis_pipe *p, struct xrl_cpipe *cp)
+{
+	p->cp = cp;
+}
+
 struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_redis *rd, struct xrl_cnode *node,
-					       struct xrl_cpipe *cp)
+					       struct xrl_cpipe *cp,
+					       const struct xrl_node_hooks *nh)
 {
 	struct xrl_redis_pipe *p = calloc(1, sizeof(*p));
 
@@ -933,6 +931,7 @@ struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_redis *rd, struct xrl_
 		p->rd = rd;
 		p->node = node;
 		p->cp = cp;
+		p->nh = nh;
 	}
 	return p;
 }
@@ -969,14 +968,10 @@ bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p)
 
 #define FRONT(p) ((p)->cp && !(p)->node) /* a cluster's pipe: cluster.c */
 
-void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
+void xrl_redis_pipe_abort(struct xrl_redis_pipe *p)
 {
 	struct xrl_redis_job **tail = &p->b;
 
-	if (FRONT(p)) {
-		xrl_cpipe_abort(p->cp);
-		return;
-	}
 	/* the batch in flight and the queue, as one failed batch; not a
 	 * failure of Redis: the breaker is left as it is */
 	while (*tail)
@@ -994,25 +989,18 @@ void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
 	p->aborting = false;
 }
 
-void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
+void xrl_redis_pipe_free(struct xrl_redis_pipe *p)
 {
 	if (!p)
 		return;
-	if (FRONT(p)) {
-		xrl_cpipe_free(p->cp);
-		free(p);
-		return;
-	}
-	xrl_limiter_pipe_abort(p);
+	xrl_redis_pipe_abort(p);
 	xrl_fl_drain(&p->spare);
 	free(p->wb);
 	free(p);
 }
 
-int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
+int xrl_redis_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
 {
-	if (FRONT(p))
-		return xrl_cpipe_poll(p->cp, events, timeout_ns, gen);
 	*events = 0;
 	*timeout_ns = UINT64_MAX;
 	*gen = p->gen;
@@ -1030,10 +1018,8 @@ int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeou
 	return p->c->fd;
 }
 
-int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
+int xrl_redis_pipe_run(struct xrl_redis_pipe *p, short revents)
 {
-	if (FRONT(p))
-		return xrl_cpipe_run(p->cp, revents);
 	p->handed = 0;
 	if (p->b) {
 		if (p->woff < p->wlen && (revents & (POLLOUT | POLLERR | POLLHUP)) && pipe_write(p))
@@ -1060,10 +1046,8 @@ int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
 	return (int)p->handed;
 }
 
-bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
+bool xrl_redis_pipe_busy(const struct xrl_redis_pipe *p)
 {
-	if (FRONT(p))
-		return xrl_cpipe_busy(p->cp);
 	return p->b || p->q;
 }
 
@@ -1185,30 +1169,9 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 	return 1;
 }
 
-/* Drive p with poll() until *done (sync_mu held). */
-void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done)
-{
-	xrl_limiter_pipe_run(p, 0);
-	while (!*done) {
-		struct pollfd pfd = { .fd = -1 };
-		__u64 left;
-		__u32 gen;
-		int ms;
-
-		pfd.fd = xrl_limiter_pipe_poll(p, &pfd.events, &left, &gen);
-		if (pfd.fd < 0) {
-			xrl_limiter_pipe_abort(p); /* nothing to wait for */
-			break;
-		}
-		ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
-		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
-			pfd.revents = POLLERR;
-		xrl_limiter_pipe_run(p, pfd.revents);
-	}
-}
 
 /* A cluster's pipe: the face of one per node (cluster.c), or NULL. */
-struct xrl_cpipe *xrl_redis_pipe_face(struct xrl_redis_pipe *p)
+struct xrl_cpipe *xrl_redis_pipe_face(const struct xrl_redis_pipe *p)
 {
 	return FRONT(p) ? p->cp : NULL;
 }

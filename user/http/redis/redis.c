@@ -7,6 +7,7 @@
  * in, never by a name of the limiter's.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -136,4 +137,87 @@ const struct xrl_backend_ops xrl_cluster_ops = {
 const struct xrl_backend_ops *xrl_redis_ops_of(const struct xrl_redis *rd)
 {
 	return rd->cl ? &xrl_cluster_ops : &xrl_redis_ops;
+}
+
+/* ---- the loops' pipes: one Redis's, or the face of a cluster's ---------------- */
+
+struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd)
+{
+	struct xrl_redis_pipe *p = xrl_redis_pipe_alloc(rd);
+	struct xrl_cpipe *cp;
+
+	if (!p || !rd->cl)
+		return p;
+	/* a cluster: this pipe is the face of one per node */
+	cp = xrl_cpipe_new(rd);
+	if (!cp) {
+		xrl_redis_pipe_free(p);
+		return NULL;
+	}
+	xrl_redis_pipe_set_face(p, cp);
+	return p;
+}
+
+void xrl_limiter_pipe_abort(struct xrl_redis_pipe *p)
+{
+	struct xrl_cpipe *cp = xrl_redis_pipe_face(p);
+
+	if (cp)
+		xrl_cpipe_abort(cp);
+	else
+		xrl_redis_pipe_abort(p);
+}
+
+void xrl_limiter_pipe_free(struct xrl_redis_pipe *p)
+{
+	if (p && xrl_redis_pipe_face(p)) {
+		xrl_cpipe_free(xrl_redis_pipe_face(p));
+		free(p);
+		return;
+	}
+	xrl_redis_pipe_free(p);
+}
+
+int xrl_limiter_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen)
+{
+	struct xrl_cpipe *cp = xrl_redis_pipe_face(p);
+
+	return cp ? xrl_cpipe_poll(cp, events, timeout_ns, gen)
+		  : xrl_redis_pipe_poll(p, events, timeout_ns, gen);
+}
+
+int xrl_limiter_pipe_run(struct xrl_redis_pipe *p, short revents)
+{
+	struct xrl_cpipe *cp = xrl_redis_pipe_face(p);
+
+	return cp ? xrl_cpipe_run(cp, revents) : xrl_redis_pipe_run(p, revents);
+}
+
+bool xrl_limiter_pipe_busy(const struct xrl_redis_pipe *p)
+{
+	struct xrl_cpipe *cp = xrl_redis_pipe_face(p);
+
+	return cp ? xrl_cpipe_busy(cp) : xrl_redis_pipe_busy(p);
+}
+
+/* Drive p with poll() until *done (sync_mu held). */
+void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done)
+{
+	xrl_redis_pipe_run(p, 0);
+	while (!*done) {
+		struct pollfd pfd = { .fd = -1 };
+		__u64 left;
+		__u32 gen;
+		int ms;
+
+		pfd.fd = xrl_redis_pipe_poll(p, &pfd.events, &left, &gen);
+		if (pfd.fd < 0) {
+			xrl_redis_pipe_abort(p); /* nothing to wait for */
+			break;
+		}
+		ms = left == UINT64_MAX ? -1 : (int)((left + 999999) / 1000000);
+		if (poll(&pfd, 1, ms) < 0 && errno != EINTR)
+			pfd.revents = POLLERR;
+		xrl_redis_pipe_run(p, pfd.revents);
+	}
 }

@@ -145,6 +145,8 @@ struct xrl_redis_job {
 /* gcra.lua, embedded at build time (build/gcra.lua.h); xrl_lua_gcra_len bytes. */
 extern const char xrl_lua_gcra[];
 extern const size_t xrl_lua_gcra_len;
+/* A cluster's refund of a decision's part (a Lua script's text). */
+extern const char xrl_lua_refund[];
 __u64 xrl_redis_now_ns(void);
 char *xrl_redis_put_us(char *p, __u64 ns);
 char *xrl_redis_put_bulk(char *p, const char *s, size_t n);
@@ -164,10 +166,35 @@ int xrl_redis_pipe_queue_release(struct xrl_redis_pipe *p, struct xrl_conc_item 
 				 const struct xrl_limiter_wait *w);
 void xrl_redis_pipe_sync_wait(struct xrl_redis_pipe *p, const bool *done);
 /* A cluster's pipe: the face of one per node (cluster.c), or NULL. */
-struct xrl_cpipe *xrl_redis_pipe_face(struct xrl_redis_pipe *p);
+struct xrl_cpipe *xrl_redis_pipe_face(const struct xrl_redis_pipe *p);
 /* A cluster node's pipe: connects to node, hands its jobs to cp. */
+/*
+ * What a node pipe asks of its cluster (cluster.c's): its node's address,
+ * breaker and script, what a redirect names, a batch's time; and where its
+ * jobs go once their batch is over.
+ */
+struct xrl_node_hooks {
+	const char *(*name)(const struct xrl_cnode *n, int *port);
+	struct xrl_brk *(*brk)(struct xrl_cnode *n);
+	void (*batch)(struct xrl_cnode *n, __u64 ns, bool ok);
+	const char *(*script)(struct xrl_cnode *n, const char **cmd, size_t *len);
+	int (*redirect)(struct xrl_cnode *from, const char *err, size_t n, __u16 *to);
+	void (*job_done)(struct xrl_cpipe *cp, struct xrl_redis_job *j);
+};
 struct xrl_redis_pipe *xrl_redis_node_pipe_new(struct xrl_redis *rd, struct xrl_cnode *node,
-					       struct xrl_cpipe *cp);
+					       struct xrl_cpipe *cp,
+					       const struct xrl_node_hooks *nh);
+/* A pipe of rd's that is no cluster's yet; set_face makes it the face of
+ * cp's node pipes (redis.c). */
+struct xrl_redis_pipe *xrl_redis_pipe_alloc(struct xrl_redis *rd);
+void xrl_redis_pipe_set_face(struct xrl_redis_pipe *p, struct xrl_cpipe *cp);
+/* One Redis's pipe (a node's, or a standalone's): xrl_limiter_pipe_* less
+ * the face of a cluster (redis.c hands those to cluster.c). */
+void xrl_redis_pipe_abort(struct xrl_redis_pipe *p);
+void xrl_redis_pipe_free(struct xrl_redis_pipe *p);
+int xrl_redis_pipe_poll(struct xrl_redis_pipe *p, short *events, __u64 *timeout_ns, __u32 *gen);
+int xrl_redis_pipe_run(struct xrl_redis_pipe *p, short revents);
+bool xrl_redis_pipe_busy(const struct xrl_redis_pipe *p);
 void xrl_redis_pipe_push(struct xrl_redis_pipe *p, struct xrl_redis_job *j);
 /* Jobs queued and no batch in flight: the next run sends them. */
 bool xrl_redis_pipe_waiting(const struct xrl_redis_pipe *p);
@@ -196,7 +223,6 @@ bool xrl_cpipe_busy(const struct xrl_cpipe *cp);
 int xrl_cpipe_queue(struct xrl_cpipe *cp, struct xrl_lim_item *it, int m,
 		    struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 		    const struct xrl_limiter_wait *w, const struct xrl_backend_done *done);
-extern const char xrl_lua_refund[];
 /* A cleared job of cp's (slot -1), or NULL; back to cp's spares. */
 struct xrl_redis_job *xrl_cpipe_job_get(struct xrl_cpipe *cp);
 void xrl_cpipe_job_put(struct xrl_cpipe *cp, struct xrl_redis_job *j);

@@ -295,3 +295,33 @@ int xrl_script_reply(const struct redisReply *r, const int *nkeys, int n, int *s
 }
 
 /* Breaker: may we call Redis now? One probe at a time once the cooldown is over. */
+
+/*
+ * Refund a decision's part: KEYS its buckets, ARGV[1] now (us since the
+ * 2024 epoch, as gcra.lua), ARGV[1+k] what the part added to key k (us).
+ * The TAT moves back by that much; one in the past is a full bucket,
+ * deleted. Another instance's admissions since stay counted: GCRA adds.
+ */
+const char xrl_lua_refund[] =
+	"local function split(v)\n"
+	"  local d = string.find(v, '.', 1, true)\n"
+	"  if not d then return tonumber(v) or 0, 0 end\n"
+	"  return tonumber(string.sub(v, 1, d - 1)) or 0, tonumber(string.sub(v, d)) or 0\n"
+	"end\n"
+	"local ni, nf = split(ARGV[1])\n"
+	"for k = 1, #KEYS do\n"
+	"  local v = redis.pcall('GET', KEYS[k])\n"
+	"  if type(v) == 'string' then\n"
+	"    local ti, tf = split(v)\n"
+	"    local r = (ti - ni) + (tf - nf) - tonumber(ARGV[1 + k])\n"
+	"    if r <= 0.0005 then redis.call('DEL', KEYS[k]) else\n"
+	"      local x = nf + r\n"
+	"      local xi = math.floor(x)\n"
+	"      local f = math.floor((x - xi) * 1000 + 0.5)\n"
+	"      if f >= 1000 then xi = xi + 1; f = f - 1000 end\n"
+	"      redis.call('SET', KEYS[k], string.format('%.0f.%03d', ni + xi, f), 'PX',\n"
+	"                 math.ceil(r / 1000) + 1)\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"return #KEYS\n";
