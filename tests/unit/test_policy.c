@@ -539,7 +539,7 @@ static void test_rule_compile_basic(void **state)
 	EQ(r.syn_cookies, XRL_COOKIES_OFF);
 	s.syn_cookies = XRL_COOKIES_ON;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "SYN cookies need match.proto: tcp"));
+	assert_non_null(strstr(err, "SYN cookies need proto tcp"));
 	s.proto = XRL_PROTO_TCP;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), 0);
 	EQ(r.syn_cookies, XRL_COOKIES_ON);
@@ -549,7 +549,7 @@ static void test_rule_compile_basic(void **state)
 	EQ(r.syn_cookies & XRL_COOKIES_LIVE, 0);
 	s.auto_off_rate = s.auto_on_rate; /* no hysteresis */
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
-	assert_non_null(strstr(err, "must be below on_rate"));
+	assert_non_null(strstr(err, "off_rate below on_rate"));
 	s.syn_cookies = 4;
 	EQ(xrl_rule_compile(&s, &r, err, sizeof(err)), -EINVAL);
 

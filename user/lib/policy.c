@@ -354,9 +354,14 @@ int xrl_rule_compile(const struct xrl_rule_spec *in, struct xrl_rule *out, char 
 	if (in->syn_cookies > XRL_COOKIES_AUTO_ON)
 		return fail(err, errlen, -EINVAL, "rule %s: syn_cookies must be on, auto or off",
 			    nm);
-	if ((in->syn_cookies >= XRL_COOKIES_AUTO && xrl_rule_auto_check(in, text, sizeof(text))) ||
-	    xrl_rule_cookies_check(in, text, sizeof(text)))
-		return fail(err, errlen, -EINVAL, "rule %s: %s", nm, text);
+	/* The checks are the parser's; the words are this API's (no YAML path). */
+	if (in->syn_cookies >= XRL_COOKIES_AUTO && xrl_rule_auto_check(in, text, sizeof(text)))
+		return fail(err, errlen, -EINVAL,
+			    "rule %s: syn_cookies_auto needs off_rate below on_rate, a hold above "
+			    "zero and queue_pct 0 to 100",
+			    nm);
+	if (xrl_rule_cookies_check(in, text, sizeof(text)))
+		return fail(err, errlen, -EINVAL, "rule %s: SYN cookies need proto tcp", nm);
 	if (in->n_ports > XRL_MAX_PORT_RANGES)
 		return fail(err, errlen, -EINVAL, "rule %s: at most %d port ranges", nm,
 			    XRL_MAX_PORT_RANGES);
