@@ -16,7 +16,8 @@
 
 #include <hiredis/hiredis.h>
 
-#include "fleet.h"
+#include "cluster_master.h"
+#include "config.h"
 #include "http/http.h"
 #include "log.h"
 #include "http/redis/slots.h"

@@ -58,6 +58,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cluster_master.h"
 #include "fleet.h"
 #include "http/http.h"
 #include "log.h"

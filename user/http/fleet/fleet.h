@@ -77,13 +77,4 @@ __u32 xrl_fleet_live(const struct xrl_fleet *f);
 void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s);
 const char *xrl_fleet_id(const struct xrl_fleet *f);
 
-/* cluster_master.c: the master that serves key's slot, asked of c's seeds
- * (CLUSTER SLOTS); 0, or -errno when no seed answered with one. */
-struct xrl_node_addr;
-int xrl_fleet_cluster_owner(const struct xrl_fleet_cfg *c, const char *key,
-			    struct xrl_node_addr *out);
-/* The same, each seed given cto_us to connect and to_us a command. */
-int xrl_fleet_cluster_owner_to(const struct xrl_fleet_cfg *c, const char *key,
-			       struct xrl_node_addr *out, __u64 cto_us, __u64 to_us);
-
 #endif /* XRL_FLEET_H */

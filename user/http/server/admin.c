@@ -33,6 +33,7 @@
 #include <hiredis/hiredis.h>
 
 #include "config.h"
+#include "http/fleet/cluster_master.h"
 #include "http/fleet/fleet.h"
 #include "admin.h"
 #include "log.h"

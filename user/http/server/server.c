@@ -571,22 +571,14 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 	rc = xrl_limiter_new(c, &s->lim);
 	if (rc) {
 		snprintf(err, errlen, "couldn't set up the buckets: %s", strerror(-rc));
-		xrl_topk_free(s->topk);
-		free(s->cfg);
 		free(s->loops);
-		free(s->lat);
-		free(s);
-		return rc;
+		goto fail;
 	}
 	rc = loops_start(s, c, flags, &ss, lfd, err, errlen);
 	if (rc) {
 		xrl_srv_loops_stop(s);
 		xrl_limiter_free(s->lim);
-		xrl_topk_free(s->topk);
-		free(s->cfg);
-		free(s->lat);
-		free(s);
-		return rc;
+		goto fail;
 	}
 	if (xrl_srv_ovr_sync_start(s))
 		log_warnx("http: couldn't start sharing overrides through Redis: overrides stay "
@@ -595,6 +587,12 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 		 c->n_rules, c->redis ? "redis" : "memory", n);
 	*out = s;
 	return 0;
+fail:
+	xrl_topk_free(s->topk);
+	free(s->cfg);
+	free(s->lat);
+	free(s);
+	return rc;
 }
 
 void xrl_http_stop(struct xrl_http_server *s)
