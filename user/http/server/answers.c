@@ -439,39 +439,6 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 	}
 }
 
-/* The loop of the thread running (a handler runs in its loop's thread). */
-void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg)
-{
-	atomic_store(&s->vouch_arg, arg);
-	atomic_store(&s->vouch_fn, fn);
-}
-
-/* An admitted request: the client vouched for if a rule that admitted it
- * (not one that only counted a shadow refusal) says vouch: true. */
-static void vouch_admitted(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-			   struct MHD_Connection *conn, const struct xrl_http_rule *const *rules,
-			   int n, const struct xrl_decision *d)
-{
-	xrl_http_vouch_fn fn = atomic_load(&s->vouch_fn);
-	char ip[INET6_ADDRSTRLEN] = "";
-	struct xrl_prefix p;
-	__u64 ttl = 0;
-
-	for (int i = 0; fn && i < n; i++) {
-		bool shadowed = false;
-
-		for (__u32 k = 0; k < d->n_shadow; k++)
-			shadowed |= d->shadow[k] == rules[i];
-		if (rules[i]->vouch && !shadowed && rules[i]->vouch_ttl_ns > ttl)
-			ttl = rules[i]->vouch_ttl_ns;
-	}
-	if (!ttl)
-		return;
-	xrl_srv_client_ip(c, conn, ip, sizeof(ip));
-	if (!xrl_http_addr_parse(ip, strlen(ip), &p))
-		fn(atomic_load(&s->vouch_arg), &p, ttl);
-}
-
 enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 				    struct MHD_Connection *conn, bool nginx,
 				    const struct xrl_http_rule *const *rules, int n,
@@ -488,8 +455,6 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_
 	if (d->allowed) {
 		status = MHD_HTTP_OK;
 		atomic_fetch_add(&s->status[ST_200], 1);
-		if (rules)
-			vouch_admitted(s, c, conn, rules, n, d);
 	} else if (d->shed) {
 		status = nginx ? MHD_HTTP_UNAUTHORIZED : MHD_HTTP_SERVICE_UNAVAILABLE;
 		atomic_fetch_add(&s->status[nginx ? ST_401 : ST_503], 1);

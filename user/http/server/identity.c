@@ -218,3 +218,33 @@ const char *xrl_srv_rule_key(const struct xrl_http_cfg *c, struct MHD_Connection
  * Forward-auth: which rules match the original request, their keys, one
  * decision. nginx: refusals as 403 and shedding as 401 (see the top).
  */
+
+void xrl_http_set_vouch(struct xrl_http_server *s, xrl_http_vouch_fn fn, void *arg)
+{
+	atomic_store(&s->vouch_arg, arg);
+	atomic_store(&s->vouch_fn, fn);
+}
+
+void xrl_srv_vouch_admitted(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			    struct MHD_Connection *conn, const struct xrl_http_rule *const *rules,
+			    int n, const struct xrl_decision *d)
+{
+	xrl_http_vouch_fn fn = atomic_load(&s->vouch_fn);
+	char ip[INET6_ADDRSTRLEN] = "";
+	struct xrl_prefix p;
+	__u64 ttl = 0;
+
+	for (int i = 0; fn && i < n; i++) {
+		bool shadowed = false;
+
+		for (__u32 k = 0; k < d->n_shadow; k++)
+			shadowed |= d->shadow[k] == rules[i];
+		if (rules[i]->vouch && !shadowed && rules[i]->vouch_ttl_ns > ttl)
+			ttl = rules[i]->vouch_ttl_ns;
+	}
+	if (!ttl)
+		return;
+	xrl_srv_client_ip(c, conn, ip, sizeof(ip));
+	if (!xrl_http_addr_parse(ip, strlen(ip), &p))
+		fn(atomic_load(&s->vouch_arg), &p, ttl);
+}

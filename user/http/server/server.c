@@ -136,6 +136,8 @@ static enum MHD_Result do_auth(struct xrl_http_server *s, struct xrl_srv_cfg *sc
 	rq->kind = nginx ? K_NGINX : K_AUTH;
 	if (xrl_srv_decide(s, sc, rq, rules, keys, NULL, n) == 1)
 		return MHD_YES; /* answered once Redis has decided */
+	if (rq->d.allowed)
+		xrl_srv_vouch_admitted(s, &sc->c, conn, rules, n, &rq->d);
 	return xrl_srv_auth_answer(s, sc, conn, nginx, rules, n, &rq->d);
 }
 
@@ -234,9 +236,12 @@ static enum MHD_Result answer_decided(struct xrl_http_server *s, struct MHD_Conn
 		ret = xrl_srv_charge_answer(s, conn, rq);
 	else if (rq->kind == K_RELEASE || rq->kind == K_LEASE_DEL)
 		ret = xrl_srv_release_answer(s, conn, rq);
-	else
+	else {
+		if (rq->d.allowed)
+			xrl_srv_vouch_admitted(s, &rq->cfg->c, conn, rq->rules, rq->n, &rq->d);
 		ret = xrl_srv_auth_answer(s, rq->cfg, conn, rq->kind == K_NGINX, rq->rules, rq->n,
 					  &rq->d);
+	}
 	xrl_srv_rq_release(rq);
 	pthread_rwlock_unlock(&s->mu);
 	if (rq->timed)

@@ -242,6 +242,12 @@ int xrl_srv_loop_init(struct xrl_srv_loop *lp);
 void xrl_srv_note_refused(struct xrl_http_server *s, const struct xrl_srv_cfg *sc,
 			  const struct xrl_decision *d, const struct xrl_http_rule *const *rules,
 			  const struct xrl_topk_key *tk, int n);
+/* identity.c: an admitted request's client vouched for (xrl_http_set_vouch's
+ * fn) when a rule that admitted it, not one that only counted a shadow
+ * refusal, says vouch: true. */
+void xrl_srv_vouch_admitted(struct xrl_http_server *s, const struct xrl_http_cfg *c,
+			    struct MHD_Connection *conn, const struct xrl_http_rule *const *rules,
+			    int n, const struct xrl_decision *d);
 /* identity.c: the direct peer's address as text into out; "unknown" and
  * false when it has none (AF_UNIX). */
 bool xrl_srv_peer_text(struct MHD_Connection *conn, char *out, size_t len);
