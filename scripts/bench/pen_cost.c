@@ -5,7 +5,7 @@
  * and on, for one rule and for three rules a request, keys drawn from a
  * pool of 100,000 (so the buckets are not all in cache) at a rate that
  * never refuses (a refusal's strike is not what is measured). Also the
- * SHA-256 of one key alone (EVP_Digest, as penalty_ledger.c computes it).
+ * SHA-256 of one key alone (EVP_Digest, as limiter/penalty.c computes it).
  *
  * Built by make (build/bench/pen_cost):
  *   build/bench/pen_cost [DECISIONS]

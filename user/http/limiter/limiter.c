@@ -128,6 +128,17 @@ static void shadow_refusal(struct xrl_limiter *l, struct xrl_decision *d,
 		d->shadow[d->n_shadow++] = r;
 }
 
+/* A refusal's strike (cfg_mu held); a penalty it makes is listed and told
+ * to the fleet. */
+static void strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now)
+{
+	__u64 ttl;
+	__u32 level;
+
+	if (xrl_lim_penalty_strike(l, x, now, &ttl, &level))
+		xrl_pen_made(l, x, now + ttl, ttl, level, now);
+}
+
 /* The end of every decision (cfg_mu held): the answer from the items, the
  * counters, the over-limit cache and penalties of a refusal. */
 static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
@@ -140,7 +151,7 @@ static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m
 		STAT_ADD(l, refused, 1);
 		for (int i = 0; i < m; i++)
 			if (!it[i].ok && !it[i].r->shadow && l->cfg.penalty.enabled)
-				xrl_lim_penalty_strike(l, &it[i], now);
+				strike(l, &it[i], now);
 	} else {
 		STAT_ADD(l, allowed, 1);
 	}
@@ -235,7 +246,7 @@ static bool overlimit_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, in
 	for (int i = 0; i < m && l->cfg.penalty.enabled; i++)
 		if (!it[i].r->shadow &&
 		    xrl_gcra_wait(it[i].tat, now, it[i].inc, it[i].r->g.tau_ns) > 0)
-			xrl_lim_penalty_strike(l, &it[i], now);
+			strike(l, &it[i], now);
 	tat = it[pick].tat;
 	d->allowed = false;
 	d->rule = it[pick].r;

@@ -127,12 +127,6 @@ bool xrl_lim_ovr_lookup(struct xrl_limiter *l, struct xrl_kd k, struct xrl_gcra_
 			struct xrl_rate *rate);
 
 /* ---- penalty.c ------------------------------------------------------------- */
-void xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now);
-bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
-			     struct xrl_decision *d);
-
-/* ---- penalty_ledger.c ------------------------------------------------------ */
-struct xrl_pen_ledger *xrl_pen_ledger_new(void);
 /* The identity of rule's penalty for the key whose SHA-256 starts kh. */
 struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
 /* it's pk and kh, once (SHA-256 of the key): false when they are not set
@@ -140,13 +134,21 @@ struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16]);
 bool xrl_pen_item(struct xrl_lim_item *it);
 /* A penalty of pk until until (lim_now ns) into pen_block. */
 void xrl_pen_block(struct xrl_limiter *l, struct xrl_kd pk, __u64 until, __u64 now);
+/* A refusal's strike: true when it made a penalty, of *pttl ns at *plevel. */
+bool xrl_lim_penalty_strike(struct xrl_limiter *l, struct xrl_lim_item *x, __u64 now,
+			    __u64 *pttl, __u32 *plevel);
+bool xrl_lim_penalty_refuses(struct xrl_limiter *l, struct xrl_lim_item *it, int m, __u64 now,
+			     struct xrl_decision *d);
+/* Forget the escalation state of pk. */
+void xrl_lim_penalty_forget(struct xrl_limiter *l, struct xrl_kd pk);
+/* Set pk's offence count to at least level. */
+void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level, __u64 now);
+
+/* ---- penalty_ledger.c ------------------------------------------------------ */
+struct xrl_pen_ledger *xrl_pen_ledger_new(void);
 /* A penalty was made here (until: monotonic ns): listed, and told to the fleet. */
 void xrl_pen_made(struct xrl_limiter *l, const struct xrl_lim_item *x, __u64 until, __u64 ttl,
 		  __u32 level, __u64 now);
-/* Forget the escalation state of pk (penalty.c). */
-void xrl_lim_penalty_forget(struct xrl_limiter *l, struct xrl_kd pk);
-/* Set pk's offence count to at least level (penalty.c). */
-void xrl_lim_penalty_level(struct xrl_limiter *l, struct xrl_kd pk, __u32 level, __u64 now);
 
 /* ---- node_share.c ---------------------------------------------------------- */
 /* Local fallback of a fleet: loc's rules replaced by copies at rate/live

@@ -5,11 +5,11 @@
  * must not reach a terminal or a log), what level, until when. Listed and
  * lifted by `xrlctl penalty list|del`, and shared with the fleet.
  *
- * A penalty's identity is the same in every instance: SHA-256 of the key
- * (a collision with a chosen victim's key is a second preimage of SHA-256),
- * its second half mixed with the rule's name. The buckets' SipHash key is
- * drawn per process and could not be. It is computed per item only when
- * penalties are on.
+ * A penalty's identity (penalty.c makes it) is the same in every
+ * instance: SHA-256 of the key (a collision with a chosen victim's key is a
+ * second preimage of SHA-256), its second half mixed with the rule's name.
+ * The buckets' SipHash key is drawn per process and could not be. It is
+ * computed per item only when penalties are on.
  *
  * The list is bounded (PEN_MAX slots, open addressing over PEN_PROBE): a
  * flood of penalised keys replaces the entries that end soonest; the
@@ -23,7 +23,6 @@
 #include <time.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 
 #include "http/fleet/fleet.h"
 #include "limiter_int.h"
@@ -53,69 +52,6 @@ struct xrl_pen_ledger *xrl_pen_ledger_new(void)
 	if (p)
 		pthread_mutex_init(&p->mu, NULL);
 	return p;
-}
-
-static __u64 le64(const __u8 *b)
-{
-	__u64 v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return v;
-}
-
-struct xrl_kd xrl_pen_identity(const char *rule, const __u8 kh[16])
-{
-	__u64 h = 0xcbf29ce484222325ULL; /* FNV-1a of the rule's name */
-	struct xrl_kd k;
-
-	for (const char *q = rule; *q; q++)
-		h = (h ^ (unsigned char)*q) * 0x100000001b3ULL;
-	k.a = le64(kh);
-	k.b = le64(kh + 8) ^ h;
-	if (!TAG(k.b))
-		k.b |= 1ULL << 16; /* a zero tag would read as empty */
-	return k;
-}
-
-static EVP_MD *sha256_md;
-static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
-
-/* Fetched once: EVP_sha256() makes EVP_Digest look the implementation up
- * at every call (OpenSSL 3), about 60 % of the digest's cost. */
-static void sha256_fetch(void)
-{
-	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
-}
-
-bool xrl_pen_item(struct xrl_lim_item *it)
-{
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
-
-	if (it->pk_set)
-		return true;
-	if (!it->key)
-		return false;
-	pthread_once(&sha256_once, sha256_fetch);
-	if (!EVP_Digest(it->key, strlen(it->key), md, &n, sha256_md ? sha256_md : EVP_sha256(),
-			NULL) ||
-	    n < 16)
-		memset(md, 0, 16); /* no digest: every key shares one (fails safe: a penalty
-				    * then blocks more, never none) */
-	memcpy(it->kh, md, 16);
-	it->pk = xrl_pen_identity(it->r->name, it->kh);
-	it->pk_set = true;
-	return true;
-}
-
-void xrl_pen_block(struct xrl_limiter *l, struct xrl_kd pk, __u64 until, __u64 now)
-{
-	__u64 was = atomic_load(&l->pen_until);
-
-	xrl_store_put(l->pen_block, pk, until, now);
-	while (until > was && !atomic_compare_exchange_weak(&l->pen_until, &was, until))
-		;
 }
 
 static void hex16(const __u8 *kh, char out[33])
