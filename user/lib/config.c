@@ -44,8 +44,7 @@ int cfg_parse_penalty(struct cfg_parse *x, yaml_node_t *n, bool packet)
 	X(F_STRIKES, "strikes") \
 	X(F_WINDOW, "window") X(F_BASE, "base") X(F_MAX, "max") X(F_FLOOR_V4, "floor_v4") \
 		X(F_FLOOR_V6, "floor_v6")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	static const char *const why[] = {
 		"refusal windows before a source is denied, e.g. 3",
@@ -109,8 +108,7 @@ static int parse_top(struct cfg_parse *x, yaml_node_t *root)
 	X(F_INTERFACES, "interfaces") \
 	X(F_XDP, "xdp") X(F_PENALTY, "penalty") X(F_METRICS, "metrics") X(F_ON_EXIT, "on_exit") \
 		X(F_LOG_LEVEL, "log_level") X(F_HTTP, "http") X(F_FLEET, "fleet")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	const char *s;
 	char d[64];

@@ -62,8 +62,7 @@ int cfg_parse_fleet(struct cfg_parse *x, yaml_node_t *n)
 {
 #define KEYS(X) \
 	X(F_NAME, "name") X(F_REDIS, "redis") X(F_PROTECT, "protect") X(F_MEMBERS, "max_members")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_fleet_cfg *fc = &x->c->fleet;
 	struct xrl_http_cfg *tmp;

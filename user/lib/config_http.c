@@ -49,15 +49,13 @@ static int parse_http_match(struct cfg_parse *x, yaml_node_t *n, const char *pat
 			    struct xrl_http_rule *r)
 {
 #define KEYS(X) X(M_METHOD, "method") X(M_PATH_PREFIX, "path_prefix")
-	enum { KEYS(CFG_KEY_ENUM) M_COUNT };
-	struct field m[M_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, M_COUNT, m);
 #undef KEYS
 	char p2[PATHLEN], d[64];
 	const char *s;
 	int rc;
 
-	cfg_subpath(p2, path, ".match");
-	if ((rc = cfg_mapping(x, n, p2, "match", m, M_COUNT)))
+	if ((rc = cfg_submapping(x, n, p2, path, "match", m, M_COUNT)))
 		return rc;
 	if (m[M_METHOD].v) {
 		cfg_subpath(p2, path, ".match.method");
@@ -217,8 +215,7 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 			X(F_SHADOW, "shadow") X(F_CONCURRENCY, "concurrency") \
 				X(F_LEASE_TTL, "lease_ttl") X(F_VOUCH, "vouch") \
 					X(F_VOUCH_TTL, "vouch_ttl")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
 	char path[PATHLEN], p2[PATHLEN], d[64];
@@ -469,29 +466,26 @@ static int parse_http_route(struct cfg_parse *x, yaml_node_t *n, const char *pat
 }
 
 /* http.exempt: routes that no rule and no shedding refuses, nor counts. */
-static int parse_http_exempt(struct cfg_parse *x, yaml_node_t *n)
+static int parse_exempt_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
 {
 	struct xrl_http_cfg *h = &x->c->http;
-	yaml_node_item_t *items;
-	size_t count;
+	char p2[PATHLEN];
 	int rc;
 
-	if ((rc = cfg_sequence(x, n, "http.exempt",
-			       "matches (- { method: GET, path_prefix: /healthz })", &items,
-			       &count)))
+	snprintf(p2, sizeof(p2), "http.exempt[%zu]", i);
+	if ((rc = parse_http_route(x, it, p2, &h->exempt[i])))
 		return rc;
-	for (size_t i = 0; i < count; i++) {
-		char p2[PATHLEN];
-
-		if (i >= XRL_HTTP_MAX_EXEMPT)
-			return cfg_error_at(x, cfg_item(x, items, i),
-					    "http.exempt: at most %d entries", XRL_HTTP_MAX_EXEMPT);
-		snprintf(p2, sizeof(p2), "http.exempt[%zu]", i);
-		if ((rc = parse_http_route(x, cfg_item(x, items, i), p2, &h->exempt[i])))
-			return rc;
-		h->n_exempt = (__u32)i + 1;
-	}
+	h->n_exempt = (__u32)i + 1;
 	return 0;
+}
+
+static int parse_http_exempt(struct cfg_parse *x, yaml_node_t *n)
+{
+	const struct cfg_list l = { "http.exempt",
+				    "matches (- { method: GET, path_prefix: /healthz })",
+				    "entries", XRL_HTTP_MAX_EXEMPT, true, parse_exempt_item, NULL };
+
+	return cfg_each(x, n, &l);
 }
 
 /* http.shed as a list: a capacity bucket per route, each { match, rate, burst }. */
@@ -545,8 +539,7 @@ static int parse_http_shed_list(struct cfg_parse *x, yaml_node_t *n)
 static int parse_http_shed_penalty(struct cfg_parse *x, yaml_node_t *shed, yaml_node_t *pen)
 {
 #define KEYS(X) X(SF_RATE, "rate") X(SF_BURST, "burst")
-	enum { KEYS(CFG_KEY_ENUM) SF_COUNT };
-	struct field sf[SF_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, SF_COUNT, sf);
 #undef KEYS
 	struct xrl_http_cfg *h = &x->c->http;
 	__u64 v;
@@ -591,8 +584,7 @@ static int parse_http_shed_penalty(struct cfg_parse *x, yaml_node_t *shed, yaml_
 static int parse_http_headers(struct cfg_parse *x, yaml_node_t *n)
 {
 #define KEYS(X) X(HF_IETF, "ietf") X(HF_X_RATELIMIT, "x_ratelimit")
-	enum { KEYS(CFG_KEY_ENUM) HF_COUNT };
-	struct field hf[HF_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, HF_COUNT, hf);
 #undef KEYS
 	struct xrl_http_cfg *h = &x->c->http;
 	int rc;
@@ -610,23 +602,17 @@ static int parse_http_headers(struct cfg_parse *x, yaml_node_t *n)
 }
 
 /* http.rules: the list, each through parse_http_rule. */
+static int parse_http_rule_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
+{
+	return parse_http_rule(x, it, i);
+}
+
 static int parse_http_rules(struct cfg_parse *x, yaml_node_t *n)
 {
-	yaml_node_item_t *items;
-	size_t count;
-	int rc;
+	const struct cfg_list l = { "http.rules", "rules (- name: ...)", "rules",
+				    XRL_HTTP_MAX_RULES, false, parse_http_rule_item, NULL };
 
-	if ((rc = cfg_sequence(x, n, "http.rules", "rules (- name: ...)", &items, &count)))
-		return rc;
-	for (size_t i = 0; i < count; i++) {
-		if (i >= XRL_HTTP_MAX_RULES)
-			return cfg_error_at(x, cfg_item(x, items, i),
-					    "http.rules[%zu]: at most %d rules", i,
-					    XRL_HTTP_MAX_RULES);
-		if ((rc = parse_http_rule(x, cfg_item(x, items, i), i)))
-			return rc;
-	}
-	return 0;
+	return cfg_each(x, n, &l);
 }
 
 /* http.listen and http.backend: where the identity tier answers and where
@@ -679,8 +665,7 @@ int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n)
 										  "head_timeout") \
 								X(F_MAX_CONN_PER_PEER, \
 								  "max_connections_per_peer")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_http_cfg *h = &x->c->http;
 	char msg[XRL_ERRLEN];

@@ -32,12 +32,15 @@ struct cfg_parse {
  * A mapping's keys are one table, KEYS(X) with an X(ID, "key") a key, from
  * which both the enum of indices and the struct field array are made:
  *   #define KEYS(X) X(F_NAME, "name") X(F_RATE, "rate")
- *   enum { KEYS(CFG_KEY_ENUM) F_COUNT };
- *   struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+ *   CFG_KEYS(KEYS, F_COUNT, f);
  *   #undef KEYS
+ * declares enum { F_NAME, F_RATE, F_COUNT } and struct field f[F_COUNT].
  */
 #define CFG_KEY_ENUM(id, k)  id,
 #define CFG_KEY_FIELD(id, k) [id] = { .key = k },
+#define CFG_KEYS(KEYS, count, f) \
+	enum { KEYS(CFG_KEY_ENUM) count }; \
+	struct field f[count] = { KEYS(CFG_KEY_FIELD) }
 
 /* A key a mapping may have; filled with the key and value nodes if present. */
 struct field {
@@ -103,9 +106,26 @@ int cfg_prefix_list(struct cfg_parse *x, yaml_node_t *n, const char *path, const
 		    size_t max, struct xrl_prefix *out, __u32 *n_out);
 int cfg_mapping(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
 		struct field *f, size_t nf);
+/* The mapping under key of parent: path is made "PARENT.KEY" (PATHLEN), then as
+ * cfg_mapping with key as what. */
+int cfg_submapping(struct cfg_parse *x, yaml_node_t *n, char *path, const char *parent,
+		   const char *key, struct field *f, size_t nf);
 int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
 		 yaml_node_item_t **items, size_t *count);
 yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i);
+/*
+ * A list at path (of what) whose items go one by one to one(x, item, i, ctx),
+ * at most max of them: the item past max is "PATH[i]: at most MAX NOUN"
+ * ("PATH: at most MAX NOUN" when bare_limit). Stops at the first error.
+ */
+struct cfg_list {
+	const char *path, *what, *noun;
+	size_t max;
+	bool bare_limit;
+	int (*one)(struct cfg_parse *x, yaml_node_t *item, size_t i, void *ctx);
+	void *ctx;
+};
+int cfg_each(struct cfg_parse *x, yaml_node_t *n, const struct cfg_list *l);
 int cfg_bool_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, bool *out);
 
 #endif /* XRL_CONFIG_INT_H */

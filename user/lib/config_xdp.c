@@ -32,71 +32,66 @@ static bool ifname_ok(const char *s)
 	return true;
 }
 
-int cfg_parse_ifaces(struct cfg_parse *x, yaml_node_t *n)
+/* interfaces[i]: { name, mode } */
+static int parse_iface(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
 {
 	static const char *const modes[] = { "native", "skb", "auto" };
 	static const int mvals[] = { XRL_MODE_NATIVE, XRL_MODE_SKB, XRL_MODE_AUTO };
-	yaml_node_item_t *items;
-	size_t count;
-	int rc;
+#define KEYS(X) X(F_NAME, "name") X(F_MODE, "mode")
+	CFG_KEYS(KEYS, F_COUNT, f);
+#undef KEYS
+	struct xrl_iface_cfg *ic;
+	char path[PATHLEN], p2[PATHLEN];
+	const char *s;
+	int mode, rc;
 
-	rc = cfg_sequence(x, n, "interfaces", "interfaces (- name: eth0)", &items, &count);
+	snprintf(path, sizeof(path), "interfaces[%zu]", i);
+	rc = cfg_mapping(x, it, path, "interface", f, F_COUNT);
 	if (rc)
 		return rc;
-	for (size_t i = 0; i < count; i++) {
-#define KEYS(X) X(F_NAME, "name") X(F_MODE, "mode")
-		enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-		struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
-#undef KEYS
-		yaml_node_t *it = cfg_item(x, items, i);
-		struct xrl_iface_cfg *ic;
-		char path[PATHLEN], p2[PATHLEN];
-		const char *s;
-		int mode;
+	if (!f[F_NAME].v)
+		return cfg_error_at(x, it,
+				    "%s: missing 'name' (the interface to attach to, e.g. eth0)",
+				    path);
+	cfg_subpath(p2, path, ".name");
+	rc = cfg_scalar(x, f[F_NAME].v, p2, "an interface name such as eth0", &s);
+	if (rc)
+		return rc;
+	if (!ifname_ok(s)) {
+		char d[64];
 
-		snprintf(path, sizeof(path), "interfaces[%zu]", i);
-		if (i >= XRL_CFG_MAX_IFACES)
-			return cfg_error_at(x, it, "%s: at most %d interfaces", path,
-					    XRL_CFG_MAX_IFACES);
-		rc = cfg_mapping(x, it, path, "interface", f, F_COUNT);
-		if (rc)
-			return rc;
-		if (!f[F_NAME].v)
-			return cfg_error_at(x, it,
-					    "%s: missing 'name' (the interface to attach to, e.g. eth0)",
-					    path);
-		cfg_subpath(p2, path, ".name");
-		rc = cfg_scalar(x, f[F_NAME].v, p2, "an interface name such as eth0", &s);
-		if (rc)
-			return rc;
-		if (!ifname_ok(s)) {
-			char d[64];
-
+		return cfg_error_at(
+			x, f[F_NAME].v,
+			"%s: expected an interface name of 1-%d characters without '/', ':' or spaces, got %s",
+			p2, IF_NAMESIZE - 1, cfg_desc(f[F_NAME].v, d, sizeof(d)));
+	}
+	for (size_t j = 0; j < i; j++)
+		if (!strcmp(x->c->ifaces[j].name, s))
 			return cfg_error_at(
 				x, f[F_NAME].v,
-				"%s: expected an interface name of 1-%d characters without '/', ':' or spaces, got %s",
-				p2, IF_NAMESIZE - 1, cfg_desc(f[F_NAME].v, d, sizeof(d)));
-		}
-		for (size_t j = 0; j < i; j++)
-			if (!strcmp(x->c->ifaces[j].name, s))
-				return cfg_error_at(
-					x, f[F_NAME].v,
-					"%s: interface '%s' is listed twice (first at line %d)", p2,
-					s, x->iface_line[j]);
-		ic = &x->c->ifaces[i];
-		snprintf(ic->name, sizeof(ic->name), "%s", s);
-		x->iface_line[i] = (int)f[F_NAME].v->start_mark.line + 1;
-		ic->mode = XRL_MODE_NATIVE;
-		if (f[F_MODE].v) {
-			cfg_subpath(p2, path, ".mode");
-			rc = ENUM(x, f[F_MODE].v, p2, modes, mvals, &mode);
-			if (rc)
-				return rc;
-			ic->mode = (enum xrl_attach_mode)mode;
-		}
-		x->c->n_ifaces = (__u32)i + 1;
+				"%s: interface '%s' is listed twice (first at line %d)", p2,
+				s, x->iface_line[j]);
+	ic = &x->c->ifaces[i];
+	snprintf(ic->name, sizeof(ic->name), "%s", s);
+	x->iface_line[i] = (int)f[F_NAME].v->start_mark.line + 1;
+	ic->mode = XRL_MODE_NATIVE;
+	if (f[F_MODE].v) {
+		cfg_subpath(p2, path, ".mode");
+		rc = ENUM(x, f[F_MODE].v, p2, modes, mvals, &mode);
+		if (rc)
+			return rc;
+		ic->mode = (enum xrl_attach_mode)mode;
 	}
+	x->c->n_ifaces = (__u32)i + 1;
 	return 0;
+}
+
+int cfg_parse_ifaces(struct cfg_parse *x, yaml_node_t *n)
+{
+	const struct cfg_list l = { "interfaces", "interfaces (- name: eth0)", "interfaces",
+				    XRL_CFG_MAX_IFACES, false, parse_iface, NULL };
+
+	return cfg_each(x, n, &l);
 }
 
 static int parse_allow(struct cfg_parse *x, yaml_node_t *n)
@@ -156,14 +151,12 @@ static int parse_match(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
 	static const int fvals[] = { XRL_TCP_SYN, XRL_TCP_ANY };
 #define KEYS(X) \
 	X(F_PROTO, "proto") X(F_TCP_FLAGS, "tcp_flags") X(F_DST_PORTS, "dst_ports") X(F_DST, "dst")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	char path[PATHLEN], p2[PATHLEN];
 	int rc, v;
 
-	cfg_subpath(path, rpath, ".match");
-	rc = cfg_mapping(x, n, path, "match", f, F_COUNT);
+	rc = cfg_submapping(x, n, path, rpath, "match", f, F_COUNT);
 	if (rc)
 		return rc;
 	v = (int)r->proto;
@@ -224,15 +217,13 @@ static int parse_key(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
 		     struct xrl_rule_spec *r)
 {
 #define KEYS(X) X(F_IPV4_PREFIX, "ipv4_prefix") X(F_IPV6_PREFIX, "ipv6_prefix")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
 	int rc;
 
-	cfg_subpath(path, rpath, ".key");
-	rc = cfg_mapping(x, n, path, "key", f, F_COUNT);
+	rc = cfg_submapping(x, n, path, rpath, "key", f, F_COUNT);
 	if (rc)
 		return rc;
 	if (f[F_IPV4_PREFIX].v) {
@@ -314,14 +305,12 @@ static int parse_aggregate(struct cfg_parse *x, yaml_node_t *n, const char *rpat
 {
 	static const char rate_what[] = "COUNT/PERIOD such as 1000/s";
 #define KEYS(X) X(F_RATE, "rate") X(F_BURST, "burst") X(F_SHARE, "vouched_share")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	char path[PATHLEN], p2[PATHLEN];
 	int rc;
 
-	cfg_subpath(path, rpath, ".aggregate");
-	rc = cfg_mapping(x, n, path, "aggregate", f, F_COUNT);
+	rc = cfg_submapping(x, n, path, rpath, "aggregate", f, F_COUNT);
 	if (rc)
 		return rc;
 	if (!f[F_RATE].v || !f[F_BURST].v)
@@ -366,15 +355,13 @@ static int parse_cookies_auto(struct cfg_parse *x, yaml_node_t *n, const char *r
 #define KEYS(X) \
 	X(F_ON, "on_rate") \
 	X(F_OFF, "off_rate") X(F_HOLD, "hold") X(F_QUEUE, "queue_pct") X(F_MIN_ON, "min_on")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	char path[PATHLEN], p2[PATHLEN];
 	__u64 v;
 	int rc;
 
-	cfg_subpath(path, rpath, ".syn_cookies_auto");
-	rc = cfg_mapping(x, n, path, "syn_cookies_auto", f, F_COUNT);
+	rc = cfg_submapping(x, n, path, rpath, "syn_cookies_auto", f, F_COUNT);
 	if (!rc && f[F_ON].v)
 		rc = per_sec_val(x, f[F_ON].v, (cfg_subpath(p2, path, ".on_rate"), p2),
 				 &r->auto_on_rate);
@@ -450,8 +437,7 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	X(F_RATE, "rate") X(F_BURST, "burst") X(F_ACTION, "action") X(F_PENALTY, "penalty") \
 		X(F_COOKIES, "syn_cookies") X(F_AGG, "aggregate") \
 			X(F_COOKIES_AUTO, "syn_cookies_auto")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
@@ -530,26 +516,17 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	return 0;
 }
 
+static int parse_rule_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
+{
+	return parse_rule(x, it, i);
+}
+
 static int parse_rules(struct cfg_parse *x, yaml_node_t *n)
 {
-	yaml_node_item_t *items;
-	size_t count;
-	int rc;
+	const struct cfg_list l = { "xdp.rules", "rules (- name: ...)", "rules", XRL_MAX_RULES,
+				    false, parse_rule_item, NULL };
 
-	rc = cfg_sequence(x, n, "xdp.rules", "rules (- name: ...)", &items, &count);
-	if (rc)
-		return rc;
-	for (size_t i = 0; i < count; i++) {
-		yaml_node_t *it = cfg_item(x, items, i);
-
-		if (i >= XRL_MAX_RULES)
-			return cfg_error_at(x, it, "xdp.rules[%zu]: at most %d rules", i,
-					    XRL_MAX_RULES);
-		rc = parse_rule(x, it, i);
-		if (rc)
-			return rc;
-	}
-	return 0;
+	return cfg_each(x, n, &l);
 }
 
 int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n)
@@ -559,8 +536,7 @@ int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n)
 	X(F_RULES, "rules") \
 	X(F_BUCKETS, "buckets") \
 	X(F_EVENT_INTERVAL, "event_interval") X(F_COOKIE_PATH, "cookie_path")
-	enum { KEYS(CFG_KEY_ENUM) F_COUNT };
-	struct field f[F_COUNT] = { KEYS(CFG_KEY_FIELD) };
+	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	static const char *const paths[] = { "auto", "kernel" };
 	static const int pvals[] = { 0, 1 };

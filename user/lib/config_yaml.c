@@ -426,9 +426,35 @@ int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const ch
 	return 0;
 }
 
+int cfg_submapping(struct cfg_parse *x, yaml_node_t *n, char *path, const char *parent,
+		   const char *key, struct field *f, size_t nf)
+{
+	cfg_subpath(path, parent, ".%s", key);
+	return cfg_mapping(x, n, path, key, f, nf);
+}
+
 yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i)
 {
 	return yaml_document_get_node(x->doc, items[i]);
+}
+
+int cfg_each(struct cfg_parse *x, yaml_node_t *n, const struct cfg_list *l)
+{
+	yaml_node_item_t *items;
+	size_t count;
+	int rc = cfg_sequence(x, n, l->path, l->what, &items, &count);
+
+	for (size_t i = 0; !rc && i < count; i++) {
+		yaml_node_t *it = cfg_item(x, items, i);
+
+		if (i >= l->max && l->bare_limit)
+			return cfg_error_at(x, it, "%s: at most %zu %s", l->path, l->max, l->noun);
+		if (i >= l->max)
+			return cfg_error_at(x, it, "%s[%zu]: at most %zu %s", l->path, i, l->max,
+					    l->noun);
+		rc = l->one(x, it, i, l->ctx);
+	}
+	return rc;
 }
 
 int cfg_bool_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, bool *out)
