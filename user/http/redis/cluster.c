@@ -96,6 +96,7 @@ struct xrl_creq {
 
 struct xrl_cpipe {
 	struct xrl_redis *rd;
+	const struct xrl_lease_hooks *lh; /* its leases' give-backs and releases */
 	struct xrl_cluster *cl;
 	int ep; /* the node pipes' fds; the loop polls this one */
 	struct xrl_redis_pipe *np[XRL_CLUSTER_NODES_MAX];
@@ -468,7 +469,7 @@ static void refund(struct xrl_cpipe *cp, struct xrl_creq *cr, int k)
 		char num[32], *e;
 
 		if (pj->nc && !cp->closing)
-			xrl_clease_give_back(cp, pj); /* cluster_lease.c */
+			cp->lh->give_back(cp, pj); /* cluster_lease.c */
 		if (!pj->m)
 			continue;
 		if (cp->closing || !(r = job_get(cp))) {
@@ -573,7 +574,7 @@ void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j)
 		return;
 	}
 	if (j->res) { /* a release, or a give-back (cluster_lease.c) */
-		xrl_clease_job_done(cp, j, st);
+		cp->lh->job_done(cp, j, st);
 		return;
 	}
 	if (st == J_MOVED || st == J_ASK)
@@ -720,13 +721,14 @@ oom:
 	return 0;
 }
 
-struct xrl_cpipe *xrl_cpipe_new(struct xrl_redis *rd)
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_redis *rd, const struct xrl_lease_hooks *lh)
 {
 	struct xrl_cpipe *cp = calloc(1, sizeof(*cp));
 
 	if (!cp)
 		return NULL;
 	cp->rd = rd;
+	cp->lh = lh;
 	cp->cl = rd->cl;
 	cp->ep = epoll_create1(EPOLL_CLOEXEC);
 	if (cp->ep < 0) {

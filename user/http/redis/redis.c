@@ -141,6 +141,11 @@ const struct xrl_backend_ops *xrl_redis_ops_of(const struct xrl_redis *rd)
 
 /* ---- the loops' pipes: one Redis's, or the face of a cluster's ---------------- */
 
+static const struct xrl_lease_hooks lease_hooks = {
+	.give_back = xrl_clease_give_back,
+	.job_done = xrl_clease_job_done,
+};
+
 struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd)
 {
 	struct xrl_redis_pipe *p = xrl_redis_pipe_alloc(rd);
@@ -149,7 +154,7 @@ struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd)
 	if (!p || !rd->cl)
 		return p;
 	/* a cluster: this pipe is the face of one per node */
-	cp = xrl_cpipe_new(rd);
+	cp = xrl_cpipe_new(rd, &lease_hooks);
 	if (!cp) {
 		xrl_redis_pipe_free(p);
 		return NULL;

@@ -214,7 +214,14 @@ const char *xrl_cnode_script(struct xrl_cnode *n, const char **cmd, size_t *len)
 int xrl_cnode_redirect(struct xrl_cnode *from, const char *err, size_t n, __u16 *to);
 /* A node pipe's batch is over: its jobs, each now the cluster's */
 void xrl_cpipe_job_done(struct xrl_cpipe *cp, struct xrl_redis_job *j);
-struct xrl_cpipe *xrl_cpipe_new(struct xrl_redis *rd);
+/* What a cluster's pipe asks of its leases (cluster_lease.c's, handed in by
+ * redis.c): give back the leases a decision's part took, and end a
+ * release's or give-back's job. */
+struct xrl_lease_hooks {
+	void (*give_back)(struct xrl_cpipe *cp, const struct xrl_redis_job *part);
+	void (*job_done)(struct xrl_cpipe *cp, struct xrl_redis_job *j, int st);
+};
+struct xrl_cpipe *xrl_cpipe_new(struct xrl_redis *rd, const struct xrl_lease_hooks *lh);
 void xrl_cpipe_free(struct xrl_cpipe *cp);
 void xrl_cpipe_abort(struct xrl_cpipe *cp);
 int xrl_cpipe_poll(struct xrl_cpipe *cp, short *events, __u64 *timeout_ns, __u32 *gen);
