@@ -1,3 +1,6 @@
+-- gcra.lua - the identity tier's decisions in Redis: rate (GCRA) and
+-- concurrency (lease sets) over the buckets of a batch, all admit or none is
+-- charged; releases and post-paid charges. The arguments: script.c.
 local function split(v)
   local d = string.find(v, '.', 1, true)
   if not d then return tonumber(v) or 0, 0, true end
