@@ -103,9 +103,9 @@ struct xrl_fleet {
 	struct xrl_fleet_entry q[FLEET_QUEUE];
 	unsigned q_head, q_n;
 	_Atomic __u32 live;
-	_Atomic __u64 connected, published, applied, errors, dropped, heartbeats;
-	_Atomic __u64 redirects, pruned, refused;
-	_Atomic __u64 live_read, live_over, log_reset;
+#define FLEET_ATOMIC(name) _Atomic __u64 name;
+	XRL_FLEET_COUNTERS(FLEET_ATOMIC)
+#undef FLEET_ATOMIC
 };
 
 static __u64 real_ms(void)
@@ -165,18 +165,9 @@ __u32 xrl_fleet_live(const struct xrl_fleet *f)
 void xrl_fleet_get_stats(const struct xrl_fleet *f, struct xrl_fleet_stats *s)
 {
 	s->live = xrl_fleet_live(f);
-	s->connected = atomic_load(&f->connected);
-	s->published = atomic_load(&f->published);
-	s->applied = atomic_load(&f->applied);
-	s->errors = atomic_load(&f->errors);
-	s->dropped = atomic_load(&f->dropped);
-	s->heartbeats = atomic_load(&f->heartbeats);
-	s->redirects = atomic_load(&f->redirects);
-	s->pruned = atomic_load(&f->pruned);
-	s->refused = atomic_load(&f->refused);
-	s->live_read = atomic_load(&f->live_read);
-	s->live_over = atomic_load(&f->live_over);
-	s->log_reset = atomic_load(&f->log_reset);
+#define FLEET_COPY(name) s->name = atomic_load(&f->name);
+	XRL_FLEET_COUNTERS(FLEET_COPY)
+#undef FLEET_COPY
 }
 
 /* The address of the node just connected to, to the deny kind's taker (a

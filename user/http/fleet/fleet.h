@@ -46,20 +46,26 @@ struct xrl_fleet_entry {
  * at a (re)connect, for every active entry of the hash). */
 typedef void (*xrl_fleet_apply_fn)(void *arg, const struct xrl_fleet_entry *e);
 
+/* The fleet's counters, one list: the fields of xrl_fleet_stats beside live,
+ * the fleet's atomics (fleet.c) and the copy between them. */
+#define XRL_FLEET_COUNTERS(X)                                                        \
+	X(connected)  /* 1: Redis answers */                                          \
+	X(published)  /* entries this instance sent */                                \
+	X(applied)    /* entries of others handed to the tiers */                     \
+	X(errors)     /* failed connects and commands */                              \
+	X(dropped)    /* entries not sent: the queue was full */                      \
+	X(heartbeats) /* heartbeats written */                                        \
+	X(redirects)  /* cluster: MOVED followed */                                   \
+	X(pruned)     /* expired hash entries deleted */                              \
+	X(refused)    /* entries read and refused (malformed, absurd expiry) */       \
+	X(live_read)  /* the live count Redis answered last (before the cap) */       \
+	X(live_over)  /* heartbeats that counted more than max_members */             \
+	X(log_reset)  /* the stream's ids went back (recreated): read again */
+#define XRL_FLEET_STAT_FIELD(name) __u64 name;
+
 struct xrl_fleet_stats {
-	__u64 live;	  /* instances with a heartbeat, this one included */
-	__u64 connected;  /* 1: Redis answers */
-	__u64 published;  /* entries this instance sent */
-	__u64 applied;	  /* entries of others handed to the tiers */
-	__u64 errors;	  /* failed connects and commands */
-	__u64 dropped;	  /* entries not sent: the queue was full */
-	__u64 heartbeats; /* heartbeats written */
-	__u64 redirects;  /* cluster: MOVED followed */
-	__u64 pruned;	  /* expired hash entries deleted */
-	__u64 refused;	  /* entries read and refused (malformed, absurd expiry) */
-	__u64 live_read;  /* the live count Redis answered last (before the cap) */
-	__u64 live_over;  /* heartbeats that counted more than max_members */
-	__u64 log_reset;  /* the stream's ids went back (recreated): read again */
+	__u64 live; /* instances with a heartbeat, this one included */
+	XRL_FLEET_COUNTERS(XRL_FLEET_STAT_FIELD)
 };
 
 struct xrl_fleet;

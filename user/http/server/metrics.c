@@ -152,13 +152,34 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 	    "Decisions sent to Redis in those calls.", st.redis_decisions);
 }
 
-/* A counter family of two series, by reason. */
-static void two_reasons(struct xrl_buf *b, const char *name, const char *help, const char *r1,
-			__u64 n1, const char *r2, __u64 n2)
+/* The counter families of two series by reason: a row each. */
+static void by_reason(struct xrl_http_server *s, struct xrl_buf *b)
 {
-	xrl_prom_family(b, name, "counter", help);
-	xrl_prom_u64(b, name, "reason", r1, n1);
-	xrl_prom_u64(b, name, "reason", r2, n2);
+	const struct {
+		const char *name, *help, *reason[2];
+		_Atomic __u64 *n;
+	} fam[] = {
+		{ "xrl_http_callers_refused_total",
+		  "Requests refused (403) before any decision: the peer is not loopback, a "
+		  "trusted proxy or in http.callers (address), or sent no right caller "
+		  "secret (secret).",
+		  { [XRL_CALLER_ADDRESS] = "address", [XRL_CALLER_SECRET] = "secret" },
+		  s->callers_refused },
+		{ "xrl_http_connections_closed_total",
+		  "Connections xrld closed: no whole request head within http.head_timeout "
+		  "(head_timeout), or the oldest waiting for its head while every slot was "
+		  "taken and another waited to be accepted (evicted).",
+		  { [XRL_CONN_HEAD_TIMEOUT] = "head_timeout", [XRL_CONN_EVICTED] = "evicted" },
+		  s->conn_closed },
+	};
+	_Static_assert(XRL_CALLER_MAX == 2 && XRL_CONN_MAX == 2, "two reasons a family");
+
+	for (size_t f = 0; f < sizeof(fam) / sizeof(fam[0]); f++) {
+		xrl_prom_family(b, fam[f].name, "counter", fam[f].help);
+		for (int r = 0; r < 2; r++)
+			xrl_prom_u64(b, fam[f].name, "reason", fam[f].reason[r],
+				     atomic_load(&fam[f].n[r]));
+	}
 }
 
 void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
@@ -171,18 +192,7 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 	for (int i = 0; i < ST_MAX; i++)
 		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
 			       (unsigned long long)atomic_load(&s->status[i]));
-	two_reasons(b, "xrl_http_callers_refused_total",
-		    "Requests refused (403) before any decision: the peer is not loopback, a "
-		    "trusted proxy or in http.callers (address), or sent no right caller "
-		    "secret (secret).",
-		    "address", atomic_load(&s->callers_refused[XRL_CALLER_ADDRESS]), "secret",
-		    atomic_load(&s->callers_refused[XRL_CALLER_SECRET]));
-	two_reasons(b, "xrl_http_connections_closed_total",
-		    "Connections xrld closed: no whole request head within http.head_timeout "
-		    "(head_timeout), or the oldest waiting for its head while every slot was "
-		    "taken and another waited to be accepted (evicted).",
-		    "head_timeout", atomic_load(&s->conn_closed[XRL_CONN_HEAD_TIMEOUT]), "evicted",
-		    atomic_load(&s->conn_closed[XRL_CONN_EVICTED]));
+	by_reason(s, b);
 	rule_decisions(s, b);
 	latency_histogram(s, b);
 	limiter_series(s, b);
