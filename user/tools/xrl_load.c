@@ -176,11 +176,34 @@ struct args {
 	__u64 ttl_ns;
 };
 
+/* --rule SPEC (rule) or --allow CIDR: one more entry of the policy; 0, or
+ * the exit code 2 with the reason said. */
+static int add_to_policy(struct args *a, bool rule)
+{
+	char err[XRL_ERRLEN] = "";
+	__u32 *n = rule ? &a->pol.n_rules : &a->pol.n_allow;
+	int rc = -1;
+
+	if (*n < (rule ? XRL_MAX_RULES : XRL_POLICY_MAX_ALLOW))
+		rc = rule ? parse_rule(optarg, &a->pol.rules[*n], err, sizeof(err))
+			  : xrl_prefix_parse(optarg, &a->pol.allow[*n], err, sizeof(err));
+	if (rc) {
+		if (!err[0])
+			snprintf(err, sizeof(err), "too many %s", rule ? "rules" : "entries");
+		if (rule)
+			fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg, err);
+		else
+			fprintf(stderr, "xrl-load: --allow: %s\n", err);
+		return 2;
+	}
+	(*n)++;
+	a->have_policy = true;
+	return 0;
+}
+
 /* One option into a; 0, or the exit code. */
 static int take_option(struct args *a, int c, const char **ttl)
 {
-	char err[XRL_ERRLEN] = "";
-
 	switch (c) {
 	case 'p':
 		a->o.pin_root = optarg;
@@ -199,25 +222,8 @@ static int take_option(struct args *a, int c, const char **ttl)
 		}
 		return 0;
 	case 'r':
-		if (a->pol.n_rules >= XRL_MAX_RULES ||
-		    parse_rule(optarg, &a->pol.rules[a->pol.n_rules], err, sizeof(err))) {
-			fprintf(stderr, "xrl-load: --rule '%s': %s\n", optarg,
-				err[0] ? err : "too many rules");
-			return 2;
-		}
-		a->pol.n_rules++;
-		a->have_policy = true;
-		return 0;
 	case 'a':
-		if (a->pol.n_allow >= XRL_POLICY_MAX_ALLOW ||
-		    xrl_prefix_parse(optarg, &a->pol.allow[a->pol.n_allow], err, sizeof(err))) {
-			fprintf(stderr, "xrl-load: --allow: %s\n",
-				err[0] ? err : "too many entries");
-			return 2;
-		}
-		a->pol.n_allow++;
-		a->have_policy = true;
-		return 0;
+		return add_to_policy(a, c == 'r');
 	case 't':
 		*ttl = optarg;
 		return 0;

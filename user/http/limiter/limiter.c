@@ -602,7 +602,7 @@ static const struct xrl_backend_ops mem_ops = {
 /* The backend of l->cfg (cfg_mu held for writing, or l not yet shared). */
 static void lim_pick(struct xrl_limiter *l)
 {
-	l->ops = l->cfg.redis ? xrl_redis_ops_of(l->rd) : &mem_ops;
+	l->ops = l->cfg.redis ? &xrl_redis_ops : &mem_ops;
 }
 
 /* The state ops work on: the limiter's for memory, Redis's otherwise. */

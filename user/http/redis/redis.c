@@ -73,11 +73,18 @@ static int redis_health(void *be)
 	return atomic_load(&rd->brk.state);
 }
 
-/* Cost: xrl_redis_pipe_queue's (a job formatted, no syscall). */
+/* One Redis or a Redis Cluster, one table: a cluster's decision split by
+ * slot, a part's slot sets taken in its own call (cluster.c), its release a
+ * call per slot (cluster_lease.c). Cost: xrl_redis_pipe_queue's (a job
+ * formatted, no syscall), or xrl_cpipe_queue's (a job a slot). */
 static int redis_decide(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
 			struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
 			const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
 {
+	const struct xrl_redis *rd = be;
+
+	if (rd->cl)
+		return xrl_cpipe_queue(xrl_redis_pipe_face(p), it, m, ci, nc, d, w, done);
 	return xrl_redis_pipe_queue(p, it, m, ci, nc, d, w, done);
 }
 
@@ -85,13 +92,17 @@ static int redis_charge(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item 
 			struct xrl_decision *d, const struct xrl_limiter_wait *w,
 			const struct xrl_backend_done *done)
 {
-	return xrl_redis_pipe_queue(p, it, 1, NULL, 0, d, w, done);
+	return redis_decide(be, p, it, 1, NULL, 0, d, w, done);
 }
 
 static int redis_release(void *be, struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
 			 const char *const *rules, struct xrl_release *res,
 			 const struct xrl_limiter_wait *w)
 {
+	const struct xrl_redis *rd = be;
+
+	if (rd->cl)
+		return xrl_cpipe_queue_release(xrl_redis_pipe_face(p), ci, nc, rules, res, w);
 	return xrl_redis_pipe_queue_release(p, ci, nc, rules, res, w);
 }
 
@@ -102,42 +113,6 @@ const struct xrl_backend_ops xrl_redis_ops = {
 	.release = redis_release,
 	.health = redis_health,
 };
-
-/* Redis Cluster: a decision split by slot, a part's slot sets taken in its
- * own call (cluster.c); a release a call per slot (cluster_lease.c). */
-static int cluster_decide(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it, int m,
-			  struct xrl_conc_item *ci, int nc, struct xrl_decision *d,
-			  const struct xrl_limiter_wait *w, const struct xrl_backend_done *done)
-{
-	return xrl_cpipe_queue(xrl_redis_pipe_face(p), it, m, ci, nc, d, w, done);
-}
-
-static int cluster_charge(void *be, struct xrl_redis_pipe *p, struct xrl_lim_item *it,
-			  struct xrl_decision *d, const struct xrl_limiter_wait *w,
-			  const struct xrl_backend_done *done)
-{
-	return xrl_cpipe_queue(xrl_redis_pipe_face(p), it, 1, NULL, 0, d, w, done);
-}
-
-static int cluster_release(void *be, struct xrl_redis_pipe *p, struct xrl_conc_item *ci, int nc,
-			   const char *const *rules, struct xrl_release *res,
-			   const struct xrl_limiter_wait *w)
-{
-	return xrl_cpipe_queue_release(xrl_redis_pipe_face(p), ci, nc, rules, res, w);
-}
-
-const struct xrl_backend_ops xrl_cluster_ops = {
-	.name = "redis-cluster",
-	.decide = cluster_decide,
-	.charge = cluster_charge,
-	.release = cluster_release,
-	.health = redis_health,
-};
-
-const struct xrl_backend_ops *xrl_redis_ops_of(const struct xrl_redis *rd)
-{
-	return rd->cl ? &xrl_cluster_ops : &xrl_redis_ops;
-}
 
 /* ---- the loops' pipes: one Redis's, or the face of a cluster's ---------------- */
 

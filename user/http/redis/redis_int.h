@@ -51,16 +51,14 @@ static inline __u64 rd_now(const struct xrl_redis *rd)
 #define RD_STAT_ADD(rd, f, n) ENV_STAT_ADD(&(rd)->env, f, n)
 
 /* ---- redis.c --------------------------------------------------------------- */
-/* The operations of a standalone Redis, and of a Redis Cluster. */
-extern const struct xrl_backend_ops xrl_redis_ops, xrl_cluster_ops;
+/* The operations of a standalone Redis or a Redis Cluster (rd->cl). */
+extern const struct xrl_backend_ops xrl_redis_ops;
 /* The backend of env's configuration: the script's SHA1 and SCRIPT LOAD,
  * and a cluster's slot map and nodes when it names redis-cluster://. */
 int xrl_redis_new(const struct xrl_lim_env *env, struct xrl_redis **out);
 void xrl_redis_free(struct xrl_redis *rd);
 /* A reload's configuration is in force (cfg_mu held for writing). */
 void xrl_redis_set_cfg(struct xrl_redis *rd);
-/* Its operations: the cluster's when it was made for one. */
-const struct xrl_backend_ops *xrl_redis_ops_of(const struct xrl_redis *rd);
 /* A pipe for one thread's loop (a cluster's: the face of one per node). */
 struct xrl_redis_pipe *xrl_redis_pipe_new(struct xrl_redis *rd);
 
