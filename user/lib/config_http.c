@@ -124,47 +124,42 @@ static int parse_http_rule_limits(struct cfg_parse *x, yaml_node_t *rate, yaml_n
 				  yaml_node_t *cost, yaml_node_t *conc, yaml_node_t *ttl,
 				  const char *path, struct xrl_http_rule *r)
 {
+	const struct cfg_num nums[] = {
+		{ "burst", CFG_UINT, CFG_AT(struct xrl_http_rule, burst),
+		  "a whole number from 1 to 100000000", 1, XRL_GCRA_BURST_MAX },
+		{ "cost", CFG_UINT, CFG_AT(struct xrl_http_rule, cost),
+		  "a whole number of tokens, 0 or more, at most the burst", 0, 1 },
+		{ "concurrency", CFG_UINT, CFG_AT(struct xrl_http_rule, concurrency),
+		  "a whole number of requests from 1 to 65536", 1, XRL_HTTP_CONC_MAX },
+	};
+	yaml_node_t *const given[] = { rate ? burst : NULL, cost, conc };
 	char p2[PATHLEN], d[64];
-	__u64 v;
 	int rc;
 
 	if (rate) {
 		cfg_subpath(p2, path, ".rate");
 		if ((rc = cfg_rate_val(x, rate, p2, &r->rate)))
 			return rc;
-		cfg_subpath(p2, path, ".burst");
-		if ((rc = cfg_uint_val(x, burst, p2, "a whole number from 1 to 100000000", 1,
-				       XRL_GCRA_BURST_MAX, &v)))
-			return rc;
-		r->burst = (__u32)v;
 	}
-	if (cost) {
-		cfg_subpath(p2, path, ".cost");
-		if ((rc = cfg_uint_val(x, cost, p2,
-				       "a whole number of tokens, 0 or more, at most the burst", 0,
-				       rate ? r->burst : 1, &v)))
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
+		struct cfg_num t = nums[i];
+
+		if (i == 1 && rate)
+			t.max = r->burst; /* cost: at most the burst, when there is one */
+		if (given[i] && (rc = cfg_number(x, given[i], path, &t, r)))
 			return rc;
-		r->cost = (__u32)v;
-		r->cost_zero = !v;
 	}
-	if (conc) {
-		cfg_subpath(p2, path, ".concurrency");
-		if ((rc = cfg_uint_val(x, conc, p2, "a whole number of requests from 1 to 65536", 1,
-				       XRL_HTTP_CONC_MAX, &v)))
-			return rc;
-		r->concurrency = (__u32)v;
-	}
+	r->cost_zero = cost && !r->cost;
 	if (ttl) {
 		cfg_subpath(p2, path, ".lease_ttl");
 		if (!conc)
 			return cfg_error_at(x, ttl, "%s: only a rule with concurrency has leases",
 					    p2);
-		if ((rc = cfg_dur_val(x, ttl, p2, &v)))
+		if ((rc = cfg_dur_val(x, ttl, p2, &r->lease_ttl_ns)))
 			return rc;
-		if (v < XRL_NSEC_PER_SEC || v > 86400 * XRL_NSEC_PER_SEC)
+		if (r->lease_ttl_ns < XRL_NSEC_PER_SEC || r->lease_ttl_ns > 86400 * XRL_NSEC_PER_SEC)
 			return cfg_error_at(x, ttl, "%s: expected 1s to 1d, got %s", p2,
 					    cfg_desc(ttl, d, sizeof(d)));
-		r->lease_ttl_ns = v;
 	}
 	return 0; /* the defaults: xrl_http_cfg_finish, for every caller */
 }
@@ -581,25 +576,10 @@ static int parse_http_shed_penalty(struct cfg_parse *x, yaml_node_t *shed, yaml_
 }
 
 /* http.headers: which quota headers the answers carry. */
-static int parse_http_headers(struct cfg_parse *x, yaml_node_t *n)
-{
-#define KEYS(X) X(HF_IETF, "ietf") X(HF_X_RATELIMIT, "x_ratelimit")
-	CFG_KEYS(KEYS, HF_COUNT, hf);
-#undef KEYS
-	struct xrl_http_cfg *h = &x->c->http;
-	int rc;
-
-	if ((rc = cfg_mapping(x, n, "http.headers", "headers", hf, HF_COUNT)))
-		return rc;
-	if (hf[HF_IETF].v &&
-	    (rc = cfg_bool_val(x, hf[HF_IETF].v, "http.headers.ietf", &h->ietf_headers)))
-		return rc;
-	if (hf[HF_X_RATELIMIT].v &&
-	    (rc = cfg_bool_val(x, hf[HF_X_RATELIMIT].v, "http.headers.x_ratelimit",
-			       &h->x_ratelimit_headers)))
-		return rc;
-	return 0;
-}
+static const struct cfg_num header_nums[] = {
+	{ .key = "ietf", .kind = CFG_BOOL, CFG_AT(struct xrl_http_cfg, ietf_headers) },
+	{ .key = "x_ratelimit", .kind = CFG_BOOL, CFG_AT(struct xrl_http_cfg, x_ratelimit_headers) },
+};
 
 /* http.rules: the list, each through parse_http_rule. */
 static int parse_http_rule_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
@@ -668,7 +648,7 @@ int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n)
 	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_http_cfg *h = &x->c->http;
-	char msg[XRL_ERRLEN];
+	char msg[XRL_ERRLEN], path[PATHLEN];
 	int rc;
 
 	xrl_http_cfg_init(h);
@@ -690,7 +670,8 @@ int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n)
 	    (rc = cfg_bool_val(x, f[F_IGNORE_PATH_CASE].v, "http.ignore_path_case",
 			       &h->ignore_path_case)))
 		return rc;
-	if (f[F_HEADERS].v && (rc = parse_http_headers(x, f[F_HEADERS].v)))
+	if (f[F_HEADERS].v &&
+	    (rc = NUMBERS(x, f[F_HEADERS].v, path, "http", "headers", header_nums, h)))
 		return rc;
 	if ((rc = parse_http_bounds(x, f[F_MAX_CONNECTIONS].v, f[F_IDLE_TIMEOUT].v,
 				    f[F_MAX_HEADER_BYTES].v, f[F_MAX_KEYS].v, f[F_THREADS].v,

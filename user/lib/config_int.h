@@ -112,6 +112,43 @@ int cfg_submapping(struct cfg_parse *x, yaml_node_t *n, char *path, const char *
 		   const char *key, struct field *f, size_t nf);
 int cfg_sequence(struct cfg_parse *x, yaml_node_t *n, const char *path, const char *what,
 		 yaml_node_item_t **items, size_t *count);
+/*
+ * A mapping of numbers said once, as a table: each key, its kind, what it
+ * may be and where in dst it goes, so the parser has no code of its own.
+ * CFG_UINT: a whole number min..max ("what" names it in the message);
+ * CFG_DUR: a duration in ns; CFG_PER_SEC: a rate as events a second (>= 1);
+ * CFG_BOOL: true or false, into a bool.
+ */
+enum cfg_num_kind { CFG_UINT, CFG_DUR, CFG_PER_SEC, CFG_BOOL };
+struct cfg_num {
+	const char *key;
+	enum cfg_num_kind kind;
+	size_t off, size; /* dst's member: CFG_AT(type, member) */
+	const char *what;
+	__u64 min, max;
+};
+#define CFG_AT(type, m) offsetof(type, m), sizeof(((type *)0)->m)
+#define CFG_NUMS_MAX 8
+/* The mapping under key of parent (path made "PARENT.KEY", as
+ * cfg_submapping), its numbers t[0..nt) into dst; a key not given leaves
+ * its member as it was. */
+int cfg_numbers(struct cfg_parse *x, yaml_node_t *n, char *path, const char *parent,
+		const char *key, const struct cfg_num *t, size_t nt, void *dst);
+#define NUMBERS(x, n, path, parent, key, t, dst)                                          \
+	cfg_numbers(x, n, path, parent, key, t,                                            \
+		    sizeof(t) / sizeof(t[0]) +                                             \
+			    0 * sizeof(struct {                                            \
+				    _Static_assert(sizeof(t) / sizeof(t[0]) <= CFG_NUMS_MAX, \
+						   "more numbers than CFG_NUMS_MAX");      \
+				    int i;                                                 \
+			    }),                                                            \
+		    dst)
+/* One such number, the value n of PARENT.KEY, into dst. */
+int cfg_number(struct cfg_parse *x, const yaml_node_t *n, const char *parent,
+	       const struct cfg_num *t, void *dst);
+/* A rate as events a second (>= 1): "5000/s", "300000/min". */
+int cfg_per_sec_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out);
+
 yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i);
 /*
  * A list at path (of what) whose items go one by one to one(x, item, i, ctx),

@@ -213,38 +213,13 @@ static int parse_match(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
 	return 0;
 }
 
-static int parse_key(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
-		     struct xrl_rule_spec *r)
-{
-#define KEYS(X) X(F_IPV4_PREFIX, "ipv4_prefix") X(F_IPV6_PREFIX, "ipv6_prefix")
-	CFG_KEYS(KEYS, F_COUNT, f);
-#undef KEYS
-	char path[PATHLEN], p2[PATHLEN];
-	__u64 v;
-	int rc;
-
-	rc = cfg_submapping(x, n, path, rpath, "key", f, F_COUNT);
-	if (rc)
-		return rc;
-	if (f[F_IPV4_PREFIX].v) {
-		cfg_subpath(p2, path, ".ipv4_prefix");
-		rc = cfg_uint_val(x, f[F_IPV4_PREFIX].v, p2,
-				  "a prefix length 0-32 (32: each address its own bucket)", 0, 32,
-				  &v);
-		if (rc)
-			return rc;
-		r->key_plen4 = (__u8)v;
-	}
-	if (f[F_IPV6_PREFIX].v) {
-		cfg_subpath(p2, path, ".ipv6_prefix");
-		rc = cfg_uint_val(x, f[F_IPV6_PREFIX].v, p2,
-				  "a prefix length 0-128 (64: one bucket per /64)", 0, 128, &v);
-		if (rc)
-			return rc;
-		r->key_plen6 = (__u8)v;
-	}
-	return 0;
-}
+/* key: { ipv4_prefix: 24, ipv6_prefix: 64 }, how much of a source is one bucket. */
+static const struct cfg_num key_nums[] = {
+	{ "ipv4_prefix", CFG_UINT, CFG_AT(struct xrl_rule_spec, key_plen4),
+	  "a prefix length 0-32 (32: each address its own bucket)", 0, 32 },
+	{ "ipv6_prefix", CFG_UINT, CFG_AT(struct xrl_rule_spec, key_plen6),
+	  "a prefix length 0-128 (64: one bucket per /64)", 0, 128 },
+};
 
 /* A share written 0 to 0.9 with at most three decimals, in per mille. */
 static int share_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u16 *out)
@@ -329,59 +304,26 @@ static int parse_aggregate(struct cfg_parse *x, yaml_node_t *n, const char *rpat
 	return rc;
 }
 
-/* A rate as SYNs per second (>= 1): "5000/s", "300000/min". */
-static int per_sec_val(struct cfg_parse *x, yaml_node_t *n, const char *path, __u64 *out)
-{
-	static const char what[] = "COUNT/PERIOD such as 5000/s";
-	struct xrl_rate r;
-	char d[64];
-	int rc;
-
-	rc = cfg_parsed_val(x, n, path, what, cfg_rate_parse, &r);
-	if (rc)
-		return rc;
-	*out = r.tokens * XRL_NSEC_PER_SEC / r.period_ns;
-	if (!*out)
-		return cfg_error_at(x, n, "%s: expected %s, got %s: at least 1/s", path, what,
-				    cfg_desc(n, d, sizeof(d)));
-	return 0;
-}
-
 /* syn_cookies_auto: { on_rate: 5000/s, off_rate: 1000/s, hold: 10s, min_on: 5m,
  * queue_pct: 50 } */
+static const struct cfg_num cookies_auto_nums[] = {
+	{ .key = "on_rate", .kind = CFG_PER_SEC, CFG_AT(struct xrl_rule_spec, auto_on_rate) },
+	{ .key = "off_rate", .kind = CFG_PER_SEC, CFG_AT(struct xrl_rule_spec, auto_off_rate) },
+	{ .key = "hold", .kind = CFG_DUR, CFG_AT(struct xrl_rule_spec, auto_hold_ns) },
+	{ "queue_pct", CFG_UINT, CFG_AT(struct xrl_rule_spec, auto_queue_pct),
+	  "a percentage from 0 (not watched) to 100", 0, 100 },
+	{ .key = "min_on", .kind = CFG_DUR, CFG_AT(struct xrl_rule_spec, auto_min_on_ns) },
+};
+
 static int parse_cookies_auto(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
 			      struct xrl_rule_spec *r)
 {
-#define KEYS(X) \
-	X(F_ON, "on_rate") \
-	X(F_OFF, "off_rate") X(F_HOLD, "hold") X(F_QUEUE, "queue_pct") X(F_MIN_ON, "min_on")
-	CFG_KEYS(KEYS, F_COUNT, f);
-#undef KEYS
-	char path[PATHLEN], p2[PATHLEN];
-	__u64 v;
+	char path[PATHLEN], err[PATHLEN];
 	int rc;
 
-	rc = cfg_submapping(x, n, path, rpath, "syn_cookies_auto", f, F_COUNT);
-	if (!rc && f[F_ON].v)
-		rc = per_sec_val(x, f[F_ON].v, (cfg_subpath(p2, path, ".on_rate"), p2),
-				 &r->auto_on_rate);
-	if (!rc && f[F_OFF].v)
-		rc = per_sec_val(x, f[F_OFF].v, (cfg_subpath(p2, path, ".off_rate"), p2),
-				 &r->auto_off_rate);
-	if (!rc && f[F_HOLD].v)
-		rc = cfg_dur_val(x, f[F_HOLD].v, (cfg_subpath(p2, path, ".hold"), p2),
-				 &r->auto_hold_ns);
-	if (!rc && f[F_MIN_ON].v)
-		rc = cfg_dur_val(x, f[F_MIN_ON].v, (cfg_subpath(p2, path, ".min_on"), p2),
-				 &r->auto_min_on_ns);
-	if (!rc && f[F_QUEUE].v) {
-		cfg_subpath(p2, path, ".queue_pct");
-		rc = cfg_uint_val(x, f[F_QUEUE].v, p2, "a percentage from 0 (not watched) to 100",
-				  0, 100, &v);
-		r->auto_queue_pct = (__u8)v;
-	}
-	if (!rc && xrl_rule_auto_check(r, p2, sizeof(p2)) == XRL_CK_RATES)
-		return cfg_error_at(x, n, "%s: %s", path, p2);
+	rc = NUMBERS(x, n, path, rpath, "syn_cookies_auto", cookies_auto_nums, r);
+	if (!rc && xrl_rule_auto_check(r, err, sizeof(err)) == XRL_CK_RATES)
+		return cfg_error_at(x, n, "%s: %s", path, err);
 	return rc;
 }
 
@@ -489,7 +431,7 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 			return rc;
 	}
 	if (f[F_KEY].v) {
-		rc = parse_key(x, f[F_KEY].v, path, r);
+		rc = NUMBERS(x, f[F_KEY].v, p2, path, "key", key_nums, r);
 		if (rc)
 			return rc;
 	}

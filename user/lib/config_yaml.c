@@ -433,6 +433,83 @@ int cfg_submapping(struct cfg_parse *x, yaml_node_t *n, char *path, const char *
 	return cfg_mapping(x, n, path, key, f, nf);
 }
 
+int cfg_per_sec_val(struct cfg_parse *x, const yaml_node_t *n, const char *path, __u64 *out)
+{
+	static const char what[] = "COUNT/PERIOD such as 5000/s";
+	struct xrl_rate r;
+	char d[64];
+	int rc;
+
+	rc = cfg_parsed_val(x, n, path, what, cfg_rate_parse, &r);
+	if (rc)
+		return rc;
+	*out = r.tokens * XRL_NSEC_PER_SEC / r.period_ns;
+	if (!*out)
+		return cfg_error_at(x, n, "%s: expected %s, got %s: at least 1/s", path, what,
+				    cfg_desc(n, d, sizeof(d)));
+	return 0;
+}
+
+/* v into a member of 1, 2, 4 or 8 bytes (a CFG_UINT's max fits it). */
+static void put_number(void *at, size_t size, __u64 v)
+{
+	switch (size) {
+	case 1:
+		*(__u8 *)at = (__u8)v;
+		break;
+	case 2:
+		*(__u16 *)at = (__u16)v;
+		break;
+	case 4:
+		*(__u32 *)at = (__u32)v;
+		break;
+	default:
+		*(__u64 *)at = v;
+	}
+}
+
+int cfg_number(struct cfg_parse *x, const yaml_node_t *n, const char *parent,
+	       const struct cfg_num *t, void *dst)
+{
+	char path[PATHLEN];
+	__u64 v;
+	int rc;
+
+	cfg_subpath(path, parent, ".%s", t->key);
+	if (t->kind == CFG_BOOL) {
+		bool b = false;
+
+		rc = cfg_bool_val(x, n, path, &b);
+		v = b;
+	} else if (t->kind == CFG_DUR)
+		rc = cfg_dur_val(x, n, path, &v);
+	else if (t->kind == CFG_PER_SEC)
+		rc = cfg_per_sec_val(x, n, path, &v);
+	else
+		rc = cfg_uint_val(x, n, path, t->what, t->min, t->max, &v);
+	if (!rc && t->kind == CFG_BOOL)
+		*(bool *)((char *)dst + t->off) = v;
+	else if (!rc)
+		put_number((char *)dst + t->off, t->size, v);
+	return rc;
+}
+
+/* nt <= CFG_NUMS_MAX: NUMBERS checks it at build time. */
+int cfg_numbers(struct cfg_parse *x, yaml_node_t *n, char *path, const char *parent,
+		const char *key, const struct cfg_num *t, size_t nt, void *dst)
+{
+	struct field f[CFG_NUMS_MAX];
+	int rc;
+
+	for (size_t i = 0; i < nt; i++)
+		f[i].key = t[i].key;
+	rc = cfg_submapping(x, n, path, parent, key, f, nt);
+	for (size_t i = 0; !rc && i < nt; i++)
+		if (f[i].v)
+			rc = cfg_number(x, f[i].v, path, &t[i], dst);
+	return rc;
+}
+
 yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i)
 {
 	return yaml_document_get_node(x->doc, items[i]);
