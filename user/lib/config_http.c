@@ -195,7 +195,8 @@ static int parse_http_vouch(struct cfg_parse *x, yaml_node_t *vn, yaml_node_t *t
 	return 0;
 }
 
-static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
+static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t idx,
+			   void *ctx)
 {
 	static const char *const be[] = { "open", "closed", "local" };
 	static const int bev[] = { XRL_BE_OPEN, XRL_BE_CLOSED, XRL_BE_LOCAL };
@@ -213,11 +214,10 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
-	char path[PATHLEN], p2[PATHLEN], d[64];
+	char p2[PATHLEN];
 	const char *s;
 	int rc, e;
 
-	snprintf(path, sizeof(path), "http.rules[%zu]", idx);
 	rc = cfg_mapping(x, n, path, "http rule", f, F_COUNT);
 	if (rc)
 		return rc;
@@ -229,14 +229,8 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	if (!f[F_RATE].v != !f[F_BURST].v)
 		return cfg_error_at(x, n, "%s: rate and burst go together", path);
 	memset(r, 0, sizeof(*r));
-	cfg_subpath(p2, path, ".name");
-	if ((rc = cfg_scalar(x, f[F_NAME].v, p2, "a rule name", &s)))
+	if ((rc = cfg_rule_name(x, f[F_NAME].v, path, p2, &s)))
 		return rc;
-	if (!cfg_rule_name_ok(s))
-		return cfg_error_at(
-			x, f[F_NAME].v,
-			"%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
-			p2, XRL_RULE_NAME_LEN - 1, cfg_desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(x->c->http.rules[j].name, s))
 			return cfg_error_at(x, f[F_NAME].v, "%s: rule name '%s' is used twice", p2,
@@ -461,14 +455,13 @@ static int parse_http_route(struct cfg_parse *x, yaml_node_t *n, const char *pat
 }
 
 /* http.exempt: routes that no rule and no shedding refuses, nor counts. */
-static int parse_exempt_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
+static int parse_exempt_item(struct cfg_parse *x, yaml_node_t *it, const char *path, size_t i,
+			     void *ctx)
 {
 	struct xrl_http_cfg *h = &x->c->http;
-	char p2[PATHLEN];
 	int rc;
 
-	snprintf(p2, sizeof(p2), "http.exempt[%zu]", i);
-	if ((rc = parse_http_route(x, it, p2, &h->exempt[i])))
+	if ((rc = parse_http_route(x, it, path, &h->exempt[i])))
 		return rc;
 	h->n_exempt = (__u32)i + 1;
 	return 0;
@@ -582,15 +575,10 @@ static const struct cfg_num header_nums[] = {
 };
 
 /* http.rules: the list, each through parse_http_rule. */
-static int parse_http_rule_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
-{
-	return parse_http_rule(x, it, i);
-}
-
 static int parse_http_rules(struct cfg_parse *x, yaml_node_t *n)
 {
 	const struct cfg_list l = { "http.rules", "rules (- name: ...)", "rules",
-				    XRL_HTTP_MAX_RULES, false, parse_http_rule_item, NULL };
+				    XRL_HTTP_MAX_RULES, false, parse_http_rule, NULL };
 
 	return cfg_each(x, n, &l);
 }

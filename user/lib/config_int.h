@@ -62,6 +62,10 @@ int cfg_parse_http(struct cfg_parse *x, yaml_node_t *n);
 /* config_xdp.c */
 int cfg_parse_ifaces(struct cfg_parse *x, yaml_node_t *n);
 bool cfg_rule_name_ok(const char *s);
+/* PATH.name of a rule of either tier, n its value: *s the name if
+ * cfg_rule_name_ok takes it; p2 (PATHLEN) is made "PATH.name". */
+int cfg_rule_name(struct cfg_parse *x, const yaml_node_t *n, const char *path, char *p2,
+		  const char **s);
 int cfg_parse_xdp(struct cfg_parse *x, yaml_node_t *n);
 
 /* config_yaml.c */
@@ -151,7 +155,8 @@ int cfg_per_sec_val(struct cfg_parse *x, const yaml_node_t *n, const char *path,
 
 yaml_node_t *cfg_item(struct cfg_parse *x, yaml_node_item_t *items, size_t i);
 /*
- * A list at path (of what) whose items go one by one to one(x, item, i, ctx),
+ * A list at path (of what) whose items go one by one to one(x, item, ITEMPATH,
+ * i, ctx), ITEMPATH "PATH[i]",
  * at most max of them: the item past max is "PATH[i]: at most MAX NOUN"
  * ("PATH: at most MAX NOUN" when bare_limit). Stops at the first error.
  */
@@ -159,7 +164,7 @@ struct cfg_list {
 	const char *path, *what, *noun;
 	size_t max;
 	bool bare_limit;
-	int (*one)(struct cfg_parse *x, yaml_node_t *item, size_t i, void *ctx);
+	int (*one)(struct cfg_parse *x, yaml_node_t *item, const char *path, size_t i, void *ctx);
 	void *ctx;
 };
 int cfg_each(struct cfg_parse *x, yaml_node_t *n, const struct cfg_list *l);

@@ -33,7 +33,8 @@ static bool ifname_ok(const char *s)
 }
 
 /* interfaces[i]: { name, mode } */
-static int parse_iface(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
+static int parse_iface(struct cfg_parse *x, yaml_node_t *it, const char *path, size_t i,
+		       void *ctx)
 {
 	static const char *const modes[] = { "native", "skb", "auto" };
 	static const int mvals[] = { XRL_MODE_NATIVE, XRL_MODE_SKB, XRL_MODE_AUTO };
@@ -41,11 +42,10 @@ static int parse_iface(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx
 	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_iface_cfg *ic;
-	char path[PATHLEN], p2[PATHLEN];
+	char p2[PATHLEN];
 	const char *s;
 	int mode, rc;
 
-	snprintf(path, sizeof(path), "interfaces[%zu]", i);
 	rc = cfg_mapping(x, it, path, "interface", f, F_COUNT);
 	if (rc)
 		return rc;
@@ -369,7 +369,24 @@ bool cfg_rule_name_ok(const char *s)
 	return true;
 }
 
-static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
+int cfg_rule_name(struct cfg_parse *x, const yaml_node_t *n, const char *path, char *p2,
+		  const char **s)
+{
+	char d[64];
+	int rc;
+
+	cfg_subpath(p2, path, ".name");
+	if ((rc = cfg_scalar(x, n, p2, "a rule name", s)))
+		return rc;
+	if (!cfg_rule_name_ok(*s))
+		return cfg_error_at(
+			x, n, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			p2, XRL_RULE_NAME_LEN - 1, cfg_desc(n, d, sizeof(d)));
+	return 0;
+}
+
+static int parse_rule(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t idx,
+		      void *ctx)
 {
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
 #define KEYS(X) \
@@ -383,11 +400,10 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 #undef KEYS
 	struct xrl_policy *pol = &x->c->policy;
 	struct xrl_rule_spec *r = &pol->rules[idx];
-	char path[PATHLEN], p2[PATHLEN], msg[XRL_ERRLEN], d[64];
+	char p2[PATHLEN], msg[XRL_ERRLEN];
 	const char *s;
 	int rc;
 
-	snprintf(path, sizeof(path), "xdp.rules[%zu]", idx);
 	rc = cfg_mapping(x, n, path, "rule", f, F_COUNT);
 	if (rc)
 		return rc;
@@ -408,15 +424,8 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 			"%s: missing 'burst' (how many packets may come at once, e.g. burst: 50)",
 			path);
 
-	cfg_subpath(p2, path, ".name");
-	rc = cfg_scalar(x, f[F_NAME].v, p2, "a rule name", &s);
-	if (rc)
+	if ((rc = cfg_rule_name(x, f[F_NAME].v, path, p2, &s)))
 		return rc;
-	if (!cfg_rule_name_ok(s))
-		return cfg_error_at(
-			x, f[F_NAME].v,
-			"%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
-			p2, XRL_RULE_NAME_LEN - 1, cfg_desc(f[F_NAME].v, d, sizeof(d)));
 	for (size_t j = 0; j < idx; j++)
 		if (!strcmp(pol->rules[j].name, s))
 			return cfg_error_at(x, f[F_NAME].v,
@@ -458,15 +467,10 @@ static int parse_rule(struct cfg_parse *x, yaml_node_t *n, size_t idx)
 	return 0;
 }
 
-static int parse_rule_item(struct cfg_parse *x, yaml_node_t *it, size_t i, void *ctx)
-{
-	return parse_rule(x, it, i);
-}
-
 static int parse_rules(struct cfg_parse *x, yaml_node_t *n)
 {
 	const struct cfg_list l = { "xdp.rules", "rules (- name: ...)", "rules", XRL_MAX_RULES,
-				    false, parse_rule_item, NULL };
+				    false, parse_rule, NULL };
 
 	return cfg_each(x, n, &l);
 }

@@ -523,13 +523,15 @@ int cfg_each(struct cfg_parse *x, yaml_node_t *n, const struct cfg_list *l)
 
 	for (size_t i = 0; !rc && i < count; i++) {
 		yaml_node_t *it = cfg_item(x, items, i);
+		char ip[PATHLEN];
 
 		if (i >= l->max && l->bare_limit)
 			return cfg_error_at(x, it, "%s: at most %zu %s", l->path, l->max, l->noun);
 		if (i >= l->max)
 			return cfg_error_at(x, it, "%s[%zu]: at most %zu %s", l->path, i, l->max,
 					    l->noun);
-		rc = l->one(x, it, i, l->ctx);
+		cfg_subpath(ip, l->path, "[%zu]", i);
+		rc = l->one(x, it, ip, i, l->ctx);
 	}
 	return rc;
 }
