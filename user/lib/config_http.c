@@ -218,8 +218,7 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, const char *path
 	const char *s;
 	int rc, e;
 
-	rc = cfg_mapping(x, n, path, "http rule", f, F_COUNT);
-	if (rc)
+	if ((rc = cfg_mapping(x, n, path, "http rule", f, F_COUNT)))
 		return rc;
 	if (cfg_is_null(n) || !f[F_NAME].v ||
 	    (!f[F_CONCURRENCY].v && (!f[F_RATE].v || !f[F_BURST].v)))

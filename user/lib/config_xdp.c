@@ -41,7 +41,7 @@ static int parse_iface(struct cfg_parse *x, yaml_node_t *it, const char *path, s
 #define KEYS(X) X(F_NAME, "name") X(F_MODE, "mode")
 	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
-	struct xrl_iface_cfg *ic;
+	struct xrl_iface_cfg *ic = &x->c->ifaces[i];
 	char p2[PATHLEN];
 	const char *s;
 	int mode, rc;
@@ -71,7 +71,6 @@ static int parse_iface(struct cfg_parse *x, yaml_node_t *it, const char *path, s
 				x, f[F_NAME].v,
 				"%s: interface '%s' is listed twice (first at line %d)", p2,
 				s, x->iface_line[j]);
-	ic = &x->c->ifaces[i];
 	snprintf(ic->name, sizeof(ic->name), "%s", s);
 	x->iface_line[i] = (int)f[F_NAME].v->start_mark.line + 1;
 	ic->mode = XRL_MODE_NATIVE;
