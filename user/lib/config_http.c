@@ -157,7 +157,8 @@ static int parse_http_rule_limits(struct cfg_parse *x, yaml_node_t *rate, yaml_n
 					    p2);
 		if ((rc = cfg_dur_val(x, ttl, p2, &r->lease_ttl_ns)))
 			return rc;
-		if (r->lease_ttl_ns < XRL_NSEC_PER_SEC || r->lease_ttl_ns > 86400 * XRL_NSEC_PER_SEC)
+		if (r->lease_ttl_ns < XRL_NSEC_PER_SEC ||
+		    r->lease_ttl_ns > 86400 * XRL_NSEC_PER_SEC)
 			return cfg_error_at(x, ttl, "%s: expected 1s to 1d, got %s", p2,
 					    cfg_desc(ttl, d, sizeof(d)));
 	}

@@ -132,21 +132,22 @@ struct cfg_num {
 	__u64 min, max;
 };
 #define CFG_AT(type, m) offsetof(type, m), sizeof(((type *)0)->m)
-#define CFG_NUMS_MAX 8
+#define CFG_NUMS_MAX	8
 /* The mapping under key of parent (path made "PARENT.KEY", as
  * cfg_submapping), its numbers t[0..nt) into dst; a key not given leaves
  * its member as it was. */
 int cfg_numbers(struct cfg_parse *x, yaml_node_t *n, char *path, const char *parent,
 		const char *key, const struct cfg_num *t, size_t nt, void *dst);
-#define NUMBERS(x, n, path, parent, key, t, dst)                                          \
-	cfg_numbers(x, n, path, parent, key, t,                                            \
-		    sizeof(t) / sizeof(t[0]) +                                             \
-			    0 * sizeof(struct {                                            \
-				    _Static_assert(sizeof(t) / sizeof(t[0]) <= CFG_NUMS_MAX, \
-						   "more numbers than CFG_NUMS_MAX");      \
-				    int i;                                                 \
-			    }),                                                            \
-		    dst)
+#define CFG_COUNT_OF(t) (sizeof(t) / sizeof((t)[0]))
+/* t's length, which must fit CFG_NUMS_MAX: checked at build time. */
+#define CFG_NUMS_OF(t) \
+	(CFG_COUNT_OF(t) + 0 * sizeof(struct { \
+				   _Static_assert(CFG_COUNT_OF(t) <= CFG_NUMS_MAX, \
+						  "more than CFG_NUMS_MAX"); \
+				   int i; \
+			   }))
+#define NUMBERS(x, n, path, parent, key, t, dst) \
+	cfg_numbers(x, n, path, parent, key, t, CFG_NUMS_OF(t), dst)
 /* One such number, the value n of PARENT.KEY, into dst. */
 int cfg_number(struct cfg_parse *x, const yaml_node_t *n, const char *parent,
 	       const struct cfg_num *t, void *dst);

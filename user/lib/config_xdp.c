@@ -33,8 +33,7 @@ static bool ifname_ok(const char *s)
 }
 
 /* interfaces[i]: { name, mode } */
-static int parse_iface(struct cfg_parse *x, yaml_node_t *it, const char *path, size_t i,
-		       void *ctx)
+static int parse_iface(struct cfg_parse *x, yaml_node_t *it, const char *path, size_t i, void *ctx)
 {
 	static const char *const modes[] = { "native", "skb", "auto" };
 	static const int mvals[] = { XRL_MODE_NATIVE, XRL_MODE_SKB, XRL_MODE_AUTO };
@@ -379,13 +378,13 @@ int cfg_rule_name(struct cfg_parse *x, const yaml_node_t *n, const char *path, c
 		return rc;
 	if (!cfg_rule_name_ok(*s))
 		return cfg_error_at(
-			x, n, "%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
+			x, n,
+			"%s: expected a rule name of 1-%d letters, digits, '-', '_' or '.', got %s",
 			p2, XRL_RULE_NAME_LEN - 1, cfg_desc(n, d, sizeof(d)));
 	return 0;
 }
 
-static int parse_rule(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t idx,
-		      void *ctx)
+static int parse_rule(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t idx, void *ctx)
 {
 	static const char rate_what[] = "COUNT/PERIOD such as 100/s or 10/min";
 #define KEYS(X) \
