@@ -12,8 +12,9 @@
 # Idempotent: installs only what is missing, and runs apt-get update only
 # when something is. Services that Debian starts on install (nginx,
 # redis-server, prometheus) are not started: the tests start their own on
-# free ports (and use only prometheus's promtool, to check /metrics), and a
-# front end must not gain a web server by installing a rate limiter.
+# free ports (and use only prometheus's promtool, to check /metrics and the
+# alerting rules), and a front end must not gain a web server by installing
+# a rate limiter.
 set -euo pipefail
 
 RUNTIME=(
@@ -26,7 +27,8 @@ LAB=(
 	libcmocka-dev libyaml-dev libmicrohttpd-dev libhiredis-dev libjansson-dev libssl-dev
 	redis-server nginx wrk
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin ethtool
-	nftables iptables gnuplot-nox dpkg-dev caddy prometheus xxd debootstrap universal-ctags
+	nftables iptables gnuplot-nox dpkg-dev caddy prometheus python3-yaml xxd debootstrap
+	universal-ctags
 )
 
 usage() {

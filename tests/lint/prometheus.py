@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+"""prometheus.py - checks of the alerting rules that need no xrld
+(tests/lint/prometheus.sh runs `check`), and what an end-to-end test asks
+of them against a running one (`exprs`, `names`).
+
+  check      promtool check rules on the rules file; promtool test rules on
+             its tests (run on a copy without annotations: promtool compares
+             them whole, so they are checked here instead); every alert has a
+             severity, a summary, a description that names docs/operations.md
+             and a runbook anchor that is a heading there; every alert is
+             tested firing and not firing; docs/operations.md's alert table
+             names exactly the file's alerts; every metric a rule names is a
+             family xrld writes (its source, user/xrld and user/http).
+  exprs      a JSON list of [where, expr]: each rule's expression, for
+             Prometheus's query API.
+  names      the metric names the rules use, one a line.
+
+Exit: 0 when every check passed, 1 if not, 77 when promtool is missing.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+
+TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+RULES = "scripts/prometheus/xrl.rules.yml"
+RULES_TEST = "tests/prometheus/xrl.rules.test.yml"
+RUNBOOK = "docs/operations.md"
+SEVERITIES = ("critical", "warning", "info")
+
+fails = 0
+
+
+def ok(what):
+    print("  ok   " + what)
+
+
+def fail(what):
+    global fails
+    fails += 1
+    print("  FAIL " + what)
+
+
+def check(cond, what):
+    (ok if cond else fail)(what)
+    return cond
+
+
+def load_rules():
+    with open(os.path.join(TOP, RULES)) as f:
+        return yaml.safe_load(f)
+
+
+def alerts(rules):
+    return [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
+
+
+def all_exprs():
+    return [["alert %s" % r["alert"], r["expr"]] for r in alerts(load_rules())]
+
+
+KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
+            "group_right", "bool", "offset", "inf", "nan"}
+
+
+def metric_names(expr):
+    """The metric names an expression selects. PromQL without a parser: strings,
+    label matchers, ranges and grouping lists taken out, function names (an
+    identifier before "(") and keywords skipped; what is left names series."""
+    e = re.sub(r'"(\\.|[^"\\])*"|\'(\\.|[^\'\\])*\'', '""', expr)
+    e = re.sub(r"\{[^}]*\}", "{}", e)
+    e = re.sub(r"\[[^\]]*\]", "[]", e)
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    names = set()
+    for m in re.finditer(r"(?<![\w.])([a-zA-Z_:][\w:]*)(\s*\()?", e):
+        w = m.group(1)
+        if m.group(2) or w.lower() in KEYWORDS or re.fullmatch(r"\d+\w*", w):
+            continue
+        names.add(w)
+    return names
+
+
+def source_families():
+    """Every family name xrld's metric writers hold as a string literal."""
+    fams = set()
+    files = glob.glob(os.path.join(TOP, "user/xrld/*.c"))
+    files += glob.glob(os.path.join(TOP, "user/http/**/*.c"), recursive=True)
+    for fn in files:
+        with open(fn) as f:
+            for line in f:
+                if line.lstrip().startswith("#"):
+                    continue
+                fams.update(re.findall(r'"(xrl_[a-z0-9_]*[a-z0-9])[{" ]', line))
+    return fams
+
+
+def exported(name, fams):
+    if name in fams:
+        return True
+    for suf in ("_bucket", "_sum", "_count"):
+        if name.endswith(suf) and name[: -len(suf)] in fams:
+            return True
+    return False
+
+
+def slug(heading):
+    """A heading's anchor, as GitHub makes it."""
+    s = heading.strip().lower()
+    s = re.sub(r"[^\w\- ]", "", s)
+    return s.replace(" ", "-")
+
+
+def runbook_anchors():
+    with open(os.path.join(TOP, RUNBOOK)) as f:
+        return {slug(m.group(1)) for m in re.finditer(r"^#+ (.*)$", f.read(), re.M)}
+
+
+def runbook_alert_table():
+    """The alert names in the first column of the table under "### Alerts"."""
+    with open(os.path.join(TOP, RUNBOOK)) as f:
+        text = f.read()
+    m = re.search(r"^### Alerts\n(.*?)(?=^#)", text, re.M | re.S)
+    if not m:
+        return None
+    return re.findall(r"^\| `(Xrl\w+)` \|", m.group(1), re.M)
+
+
+def promtool(*args):
+    r = subprocess.run(["promtool", *args], capture_output=True, text=True)
+    return r.returncode, (r.stdout + r.stderr).strip()
+
+
+def check_rules(tmp):
+    print("rules: " + RULES)
+    rc, out = promtool("check", "rules", os.path.join(TOP, RULES))
+    check(rc == 0, "promtool check rules %s" % RULES) or print(out)
+
+    rules = load_rules()
+    al = alerts(rules)
+    names = [r["alert"] for r in al]
+    check(len(names) == len(set(names)), "%d alerts, no name twice" % len(names))
+    anchors = runbook_anchors()
+    for r in al:
+        n, lab, ann = r["alert"], r.get("labels", {}), r.get("annotations", {})
+        check(lab.get("severity") in SEVERITIES,
+              "%s: severity %r is one of %s" % (n, lab.get("severity"), "/".join(SEVERITIES)))
+        check(bool(ann.get("summary")), "%s: has a summary" % n)
+        check(RUNBOOK in ann.get("description", ""), "%s: its description names %s" % (n, RUNBOOK))
+        rb = ann.get("runbook", "")
+        a = rb.split("#", 1)[1] if rb.startswith(RUNBOOK + "#") else None
+        check(a in anchors, "%s: runbook %r is a heading of %s" % (n, rb, RUNBOOK))
+
+    # the tests, on a copy without annotations
+    for r in al:
+        r.pop("annotations", None)
+    with open(os.path.join(tmp, os.path.basename(RULES)), "w") as f:
+        yaml.safe_dump(rules, f, sort_keys=False)
+    shutil.copy(os.path.join(TOP, RULES_TEST), tmp)
+    rc, out = promtool("test", "rules", os.path.join(tmp, os.path.basename(RULES_TEST)))
+    check(rc == 0, "promtool test rules %s" % RULES_TEST) or print(out)
+
+    with open(os.path.join(TOP, RULES_TEST)) as f:
+        tests = yaml.safe_load(f)
+    firing, quiet = set(), set()
+    for t in tests.get("tests", []):
+        for a in t.get("alert_rule_test", []):
+            (firing if a.get("exp_alerts") else quiet).add(a["alertname"])
+    for n in names:
+        check(n in firing and n in quiet, "%s: tested firing and not firing" % n)
+    for n in sorted((firing | quiet) - set(names)):
+        fail("%s: tested, but no such alert" % n)
+
+    table = runbook_alert_table()
+    if check(table is not None, "%s has an \"### Alerts\" table" % RUNBOOK):
+        check(sorted(table) == sorted(names),
+              "%s's alert table names the rules file's %d alerts" % (RUNBOOK, len(names))) or \
+            print("    only in the doc: %s\n    only in the file: %s" % (
+                sorted(set(table) - set(names)), sorted(set(names) - set(table))))
+
+
+def check_names():
+    print("metric names")
+    fams = source_families()
+    check(len(fams) >= 60, "%d families found in xrld's source" % len(fams))
+    for w, e in all_exprs():
+        for n in sorted(metric_names(e)):
+            if not exported(n, fams):
+                fail("%s: %s is no family xrld exports" % (w, n))
+    used = {n for _, e in all_exprs() for n in metric_names(e)}
+    ok("%d metric names used, all exported" % len(used)) if not fails else None
+
+
+def main():
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "check"
+    if cmd == "exprs":
+        json.dump(all_exprs(), sys.stdout, indent=1)
+        print()
+        return 0
+    if cmd == "names":
+        for n in sorted({n for _, e in all_exprs() for n in metric_names(e)}):
+            print(n)
+        return 0
+    if cmd != "check":
+        print("usage: prometheus.py [check|exprs|names]", file=sys.stderr)
+        return 2
+    if not shutil.which("promtool"):
+        print("promtool is missing (Debian's prometheus package: scripts/install-deps.sh)")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="xrl-prom.") as tmp:
+        check_rules(tmp)
+    check_names()
+    print("prometheus: %s" % ("%d check(s) failed" % fails if fails else "all checks passed"))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
