@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-"""prometheus.py - checks of the alerting rules that need no xrld
-(tests/lint/prometheus.sh runs `check`), and what an end-to-end test asks
-of them against a running one (`exprs`, `names`).
+"""prometheus.py - checks of the alerting rules and the Grafana dashboard
+that need no xrld (tests/lint/prometheus.sh runs `check`), and what the
+end-to-end test asks of them against a running one (`exprs`, `names`).
 
   check      promtool check rules on the rules file; promtool test rules on
              its tests (run on a copy without annotations: promtool compares
@@ -10,11 +10,15 @@ of them against a running one (`exprs`, `names`).
              severity, a summary, a description that names docs/operations.md
              and a runbook anchor that is a heading there; every alert is
              tested firing and not firing; docs/operations.md's alert table
-             names exactly the file's alerts; every metric a rule names is a
+             names exactly the file's alerts; the dashboard is JSON Grafana
+             imports (schemaVersion, a datasource variable, ids, gridPos) and
+             every query in it parses (promtool check rules on each, wrapped
+             in a recording rule); every metric a rule or a query names is a
              family xrld writes (its source, user/xrld and user/http).
-  exprs      a JSON list of [where, expr]: each rule's expression, for
+  exprs      a JSON list of [where, expr]: each rule's and each dashboard
+             query's expression, Grafana's variables replaced, for
              Prometheus's query API.
-  names      the metric names the rules use, one a line.
+  names      the metric names the rules and the dashboard use, one a line.
 
 Exit: 0 when every check passed, 1 if not, 77 when promtool is missing.
 """
@@ -32,8 +36,19 @@ import yaml
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 RULES = "scripts/prometheus/xrl.rules.yml"
 RULES_TEST = "tests/prometheus/xrl.rules.test.yml"
+DASHBOARD = "scripts/grafana/xrl.json"
 RUNBOOK = "docs/operations.md"
 SEVERITIES = ("critical", "warning", "info")
+MIN_SCHEMA = 36  # Grafana 9.4; 39 is Grafana 10.4 and 11.0
+
+# Grafana's own variables, as a query would see them; the dashboard's are
+# regexes matched with =~, so ".*" stands for "All"
+GRAFANA_VARS = {
+    "__rate_interval": "1m",
+    "__interval": "30s",
+    "__range": "1h",
+    "__range_s": "3600",
+}
 
 fails = 0
 
@@ -62,8 +77,51 @@ def alerts(rules):
     return [r for g in rules["groups"] for r in g["rules"] if "alert" in r]
 
 
+def load_dashboard():
+    with open(os.path.join(TOP, DASHBOARD)) as f:
+        return json.load(f)
+
+
+def grafana_subst(expr):
+    """Grafana's variables replaced: its own by durations, the dashboard's
+    ($job, ${instance}, ${interface:regex}) by ".*"."""
+    def one(m):
+        name = m.group(1) or m.group(2)
+        return GRAFANA_VARS.get(name, ".*")
+    return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", one, expr)
+
+
+def dashboard_queries(d):
+    """[where, expr] for every target of every panel (rows' panels too) and
+    every query variable (label_values(SELECTOR, label): its selector)."""
+    out = []
+
+    def panels(ps):
+        for p in ps:
+            yield p
+            yield from panels(p.get("panels", []))
+
+    for p in panels(d.get("panels", [])):
+        for t in p.get("targets", []):
+            if t.get("expr"):
+                out.append(["panel %r %s" % (p.get("title"), t.get("refId")), t["expr"]])
+    for v in d.get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query", "") if isinstance(q, dict) else q or ""
+        m = re.fullmatch(r"\s*label_values\((.*),\s*\w+\s*\)\s*", q, re.S)
+        if m:
+            out.append(["variable %s" % v["name"], m.group(1)])
+        elif q.strip():
+            out.append(["variable %s" % v["name"], q])
+    return out
+
+
 def all_exprs():
-    return [["alert %s" % r["alert"], r["expr"]] for r in alerts(load_rules())]
+    out = [["alert %s" % r["alert"], r["expr"]] for r in alerts(load_rules())]
+    out += [[w, grafana_subst(e)] for w, e in dashboard_queries(load_dashboard())]
+    return out
 
 
 KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
@@ -185,6 +243,51 @@ def check_rules(tmp):
                 sorted(set(table) - set(names)), sorted(set(names) - set(table))))
 
 
+def check_dashboard(tmp):
+    print("dashboard: " + DASHBOARD)
+    try:
+        d = load_dashboard()
+    except ValueError as e:
+        fail("%s is JSON: %s" % (DASHBOARD, e))
+        return
+    check(isinstance(d.get("schemaVersion"), int) and d["schemaVersion"] >= MIN_SCHEMA,
+          "schemaVersion %r >= %d" % (d.get("schemaVersion"), MIN_SCHEMA))
+    check(bool(d.get("title")) and bool(d.get("uid")), "has a title and a uid")
+    tv = d.get("templating", {}).get("list", [])
+    dsv = [v["name"] for v in tv if v.get("type") == "datasource" and v.get("query") == "prometheus"]
+    check(len(dsv) == 1, "one Prometheus datasource variable (%s)" % ", ".join(dsv))
+    want_ds = "${%s}" % dsv[0] if dsv else None
+    ids, bad_ds, bad_grid = [], [], []
+    for p in d.get("panels", []):
+        ids.append(p.get("id"))
+        g = p.get("gridPos", {})
+        if not all(isinstance(g.get(k), int) for k in "hwxy") or g["x"] + g["w"] > 24:
+            bad_grid.append(p.get("title"))
+        if p.get("type") == "row":
+            continue
+        for t in [p] + p.get("targets", []):
+            if (t.get("datasource") or {}).get("uid") != want_ds:
+                bad_ds.append(p.get("title"))
+    check(len(ids) == len(set(ids)) and None not in ids, "%d panels, each its own id" % len(ids))
+    check(not bad_grid, "every panel has a gridPos within 24 columns %s" % (bad_grid or ""))
+    check(not bad_ds, "every panel and query uses %s %s" % (want_ds, sorted(set(bad_ds)) or ""))
+
+    qs = dashboard_queries(d)
+    rec = {"groups": [{"name": "dashboard", "rules": [
+        {"record": "xrl_dashboard:q%d" % i, "expr": grafana_subst(e)} for i, (_, e) in enumerate(qs)]}]}
+    fn = os.path.join(tmp, "dashboard.rules.yml")
+    with open(fn, "w") as f:
+        yaml.safe_dump(rec, f, sort_keys=False)
+    rc, out = promtool("check", "rules", fn)
+    if not check(rc == 0, "every one of the %d queries parses (promtool check rules)" % len(qs)):
+        print(out)
+        for i, (w, e) in enumerate(qs):
+            print("    q%d %s: %s" % (i, w, e))
+    titles = [p.get("title", "") for p in d.get("panels", [])]
+    for what in ("Packet tier", "Identity tier", "Fleet and penalties"):
+        check(what in titles, "a row %r" % what)
+
+
 def check_names():
     print("metric names")
     fams = source_families()
@@ -215,6 +318,7 @@ def main():
         return 77
     with tempfile.TemporaryDirectory(prefix="xrl-prom.") as tmp:
         check_rules(tmp)
+        check_dashboard(tmp)
     check_names()
     print("prometheus: %s" % ("%d check(s) failed" % fails if fails else "all checks passed"))
     return 1 if fails else 0
