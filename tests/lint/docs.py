@@ -12,9 +12,10 @@ What it checks, in README.md and docs/*.md (and docs/examples/*.yaml):
     <!-- xrl-check: error "MESSAGE" -->      a deliberate mistake: xrld
         --check must refuse the block with MESSAGE in its error;
     <!-- xrl-check: error below -->          the same, where the fenced
-        block after it shows the error: each of its lines must be in what
-        xrld says (the file is called policy.yaml, so a line reads
-        "policy.yaml:5:7: xdp.rules[0]: ...", as xrlctl policy check says it);
+        block after it shows the error: each of its lines must be a whole
+        line of what xrld says, with or without xrld's "xrld: error: " (the
+        file is called policy.yaml, so a line reads "policy.yaml:5:7:
+        xdp.rules[0]: ...", as xrlctl policy check says it);
     <!-- xrl-check: skip: REASON -->         not checked (a shell block
         too), with the reason said.
   A block passes when xrld --check prints "FILE: ok": what it says after
@@ -456,6 +457,7 @@ def check_yaml(xrld, b, after, tmpdir, counts):
     depth, dedent = 0, 0
     text = "\n".join(b.lines) + "\n"
     want_err = None
+    whole_lines = False  # error below: the shown lines are xrld's, whole
     if mark.startswith("skip"):
         if not re.match(r"^skip:\s*\S", mark):
             fail(f"{b.path}:{b.mark_line}", "skip needs a reason: <!-- xrl-check: skip: REASON -->")
@@ -473,6 +475,7 @@ def check_yaml(xrld, b, after, tmpdir, counts):
             fail(f"{b.path}:{b.mark_line}", "error below, but no block of xrld's output follows")
             return
         want_err = [l.strip() for l in after.lines if l.strip()]
+        whole_lines = True
         counts["errors"] += 1
     elif mark.startswith("error"):
         m = re.match(r'^error\s+"(.+)"$', mark)
@@ -492,8 +495,10 @@ def check_yaml(xrld, b, after, tmpdir, counts):
     if want_err is not None:
         if ok:
             fail(where, "marked as a deliberate error, but xrld --check takes it")
+        lines = raw.splitlines()
+        lines += [re.sub(r"^xrld: (error: )?", "", l) for l in lines]
         for w in want_err:
-            if not ok and w not in raw:
+            if not ok and not (w in lines if whole_lines else w in raw):
                 fail(where, f"xrld --check refuses it, but does not say \"{w}\"; it says: {raw}")
         return
     if not ok:
@@ -640,9 +645,9 @@ def main():
     for f in failures:
         print(f"  FAIL {f}")
     c = counts
-    print(f"docs: {c['whole']} whole policies, {c['fragments']} fragments, {c['errors']} deliberate "
-          f"errors, {c['examples']} example files, {c['skipped']} blocks skipped; "
-          f"{c['xrlctl']} xrlctl and {c['xrld']} xrld command lines: "
+    print(f"docs: YAML: {c['whole']} whole, {c['fragments']} fragment, {c['errors']} deliberate "
+          f"error, {c['examples']} example file, {c['skipped']} skipped; command lines: "
+          f"{c['xrlctl']} xrlctl, {c['xrld']} xrld; "
           + (f"{len(failures)} failed" if failures else "all pass"))
     return 1 if failures else 0
 

@@ -58,6 +58,15 @@ penalty: { strikes: 0, window: 60s, base: 60s, max: 1h }
 ```
 
 ```
+policy.yaml:1:21: penalty.strikes: expected a whole number of strikes, 1 or more, got '0'
+```
+
+<!-- xrl-check: error below -->
+```yaml
+penalty: { strikes: 0, window: 61s, base: 60s, max: 1h }
+```
+
+```
 policy.yaml:1:21: penalty.strikes
 ```
 
@@ -112,6 +121,7 @@ expect() {
 }
 expect "a whole policy's error, at the line and column xrld says" "rate: 1000" "13: xrld --check refuses the policy (the block from line 4): xdp.rules[0].rate"
 expect "a fragment's error, at its line in the page" "burts: 40" "7: xrld --check refuses the fragment (under xdp.rules"
+expect "an error shown cut short" "window: 61s" 'does not say "policy.yaml:1:21: penalty.strikes"'
 expect "an error marked with the wrong message" "log_level: loud" 'does not say "no such message"'
 expect "skip without a reason" "xrl-check: skip -->" "skip needs a reason"
 expect "an unmarked fragment" "- name: unmarked" "expected a mapping"
@@ -123,10 +133,10 @@ expect "a word out of on|off" "syn maybe" "want on or off, got 'maybe'"
 expect "an unknown verb" "xrlctl frob" "unknown verb 'frob'"
 expect "xrld's usages taken together" "--check y" "no usage of xrld takes --config --check"
 n=$(grep -c '^  FAIL' "$T/out")
-if [ "$n" -eq 12 ] && [ "$rc" -eq 1 ]; then
+if [ "$n" -eq 13 ] && [ "$rc" -eq 1 ]; then
 	printf '  ok   nothing else fails (the right parts pass), exit 1\n'
 else
-	printf '  FAIL %s failures and exit %s, want 12 and 1\n' "$n" "$rc"
+	printf '  FAIL %s failures and exit %s, want 13 and 1\n' "$n" "$rc"
 	fails=$((fails + 1))
 fi
 if [ "$fails" -gt 0 ]; then
