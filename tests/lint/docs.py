@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 """docs.py - the docs cannot drift from the programs (tests/lint/docs.sh).
 
-What it checks, in README.md and docs/*.md (and docs/examples/*.yaml):
+What it checks, in README.md and docs/*.md (and docs/examples/*.yaml, and
+the manual pages docs/man/*.5 and *.8, below):
 
 - Every fenced ```yaml block is a policy `xrld --check` takes. The line
   before a block may say otherwise, in an HTML comment (not rendered):
@@ -33,6 +34,14 @@ What it checks, in README.md and docs/*.md (and docs/examples/*.yaml):
   (`[--ttl D]`) only mark what is optional. Values are checked by the
   shape each metavariable stands for (META_TYPES below: CIDR, DURATION,
   RATE, ...), as user/lib/verbs.c checks them.
+
+A manual page has no fenced blocks: its examples (.EX/.EE) are shell
+lines, or a policy when they start with one of a policy's top-level keys
+(as xrld --check names them); its synopses (.SY/.YS, and .nf/.fi) are
+command lines in synopsis notation, with italic words as placeholders; and
+a bold run of its prose that starts with xrlctl or xrld is a mention, as
+an inline span is in Markdown. A `.\\" xrl-check: ...` comment before a
+block marks it as the HTML comment does.
 
 Every failure is printed as FILE:LINE: what is wrong, with xrld's own
 message for a policy; the last line sums up. Exit 0, or 1 on any failure.
@@ -257,6 +266,8 @@ class Xrlctl:
         rest = [a for a in args[i:] if a not in ("--json", "--help", "-h")]
         if not rest:
             return None if (special or not whole) else "no verb"
+        if PLACEHOLDER.match(rest[0]):
+            return None  # xrlctl [options] VERB ...: the general form
         if rest[0] not in self.words:
             return f"unknown verb '{rest[0]}'"
         v, used = self.find(rest)
@@ -545,7 +556,9 @@ def expand(args):
     placeholders such as KEY|HASH stay whole)."""
     outs = [[]]
     for a in args:
-        a = a.strip("[]")
+        a = a.replace("[", "").replace("]", "")
+        if a.endswith("...") and a != "...":
+            a = a[:-3]  # -v... : repeatable
         if not a or a == "...":
             continue
         alts = a.split("|") if ("|" in a and not PLACEHOLDER.match(a)) else [a]
@@ -608,6 +621,168 @@ def check_spans(progs, path, text, counts, seen):
         check_command(progs, words, f"{path}:{line}", False, counts, seen)
 
 
+# ---- manual pages ---------------------------------------------------------
+
+ROFF_ESC = [("\\-", "-"), ("\\(aq", "'"), ("\\(dq", '"'), ("\\(em", "-"), ("\\(en", "-"),
+            ("\\e", "\\"), ("\\&", ""), ("\\ ", " "), ("\\|", ""), ("\\^", ""), ("\\%", "")]
+ALTERNATING = {"BR": "BR", "RB": "RB", "IR": "IR", "RI": "RI", "BI": "BI", "IB": "IB"}
+
+
+def roff_args(rest):
+    """A request's arguments: words, or "quoted" with "" for a quote."""
+    out, k = [], 0
+    while k < len(rest):
+        if rest[k] in " \t":
+            k += 1
+            continue
+        if rest[k] == '"':
+            j, a = k + 1, ""
+            while j < len(rest):
+                if rest[j] == '"':
+                    if rest[j + 1:j + 2] == '"':
+                        a += '"'
+                        j += 2
+                        continue
+                    break
+                a += rest[j]
+                j += 1
+            out.append(a)
+            k = j + 1
+        else:
+            j = k
+            while j < len(rest) and rest[j] not in " \t":
+                j += 2 if rest[j] == "\\" else 1
+            out.append(rest[k:j])
+            k = j
+    return out
+
+
+def roff_segments(text, font="R"):
+    """(text, font) runs of roff text, \\f escapes followed."""
+    segs = []
+    for part in re.split(r"(\\f(?:\(..|\[[^]]*\]|.))", text):
+        m = re.match(r"\\f(?:\((..)|\[([^]]*)\]|(.))", part)
+        if m:
+            f = (m.group(1) or m.group(2) or m.group(3) or "R")[0]
+            font = "R" if f in "RP" else f
+            continue
+        for a, b in ROFF_ESC:
+            part = part.replace(a, b)
+        if part:
+            segs.append((part, font))
+    return segs
+
+
+def roff_line(line):
+    """A line of a page as (text, font) runs; None for a request that
+    writes no text."""
+    if not line.startswith((".", "'")):
+        return roff_segments(line)
+    m = re.match(r"^[.'](\S+)\s*(.*)$", line)
+    if not m:
+        return None
+    req, rest = m.group(1), m.group(2)
+    if req in ("B", "I"):
+        return roff_segments(rest.replace('"', ""), req)
+    if req in ALTERNATING:
+        fonts = ALTERNATING[req]
+        segs = []
+        for k, a in enumerate(roff_args(rest)):
+            segs += roff_segments(a, fonts[k % 2])
+        return segs
+    if req == "OP":
+        a = roff_args(rest)
+        return [("[", "R")] + roff_segments(a[0], "B") + \
+            ([(" ", "R")] + roff_segments(" ".join(a[1:]), "I") if len(a) > 1 else []) + [("]", "R")]
+    return None
+
+
+def plain(segs, mark_italic):
+    """The text of runs; italic words as <word> (a placeholder) when asked."""
+    out = ""
+    for t, f in segs:
+        if f == "I" and mark_italic:
+            t = re.sub(r"[^\s\[\]|.]+", lambda m: f"<{m.group(0)}>", t)
+        out += t
+    return out
+
+
+def policy_keys(xrld, tmpdir):
+    """The top-level keys of a policy, as xrld --check lists them when it
+    is given something else."""
+    ok, p, _ = run_check(xrld, "- x\n", tmpdir, "top-level-keys")
+    m = re.search(r"expected a mapping \(([^)]*)\)", p.stderr)
+    if ok or not m:
+        sys.exit(f"docs: can't learn the policy's top-level keys from xrld --check: {p.stderr.strip()}")
+    return {k.strip() for k in m.group(1).split(",")}
+
+
+def read_roff(path, top_keys):
+    """A manual page's examples (.EX/.EE) and synopses (.nf/.fi, .SY/.YS)
+    as blocks, and the bold runs of its prose that start with xrlctl or
+    xrld as (line, text) mentions."""
+    lines = open(path, encoding="utf-8").read().split("\n")
+    blocks, mentions = [], []
+    k = 0
+    mark = None
+    while k < len(lines):
+        ln = lines[k]
+        mk = re.match(r'^\.\\"\s*xrl-check:\s*(.*?)\s*$', ln)
+        if mk:
+            mark = (mk.group(1), k + 1)
+            k += 1
+            continue
+        end = {".EX": ".EE", ".nf": ".fi", ".SY": ".YS"}.get(ln.split(" ")[0])
+        if end:
+            kind = ln.split(" ")[0]
+            j = k + 1
+            body = []
+            if kind == ".SY":
+                body = [ln.split(" ", 1)[1] if " " in ln else ""]
+            while j < len(lines) and lines[j].split(" ")[0] != end:
+                segs = roff_line(lines[j])
+                body.append(plain(segs, kind != ".EX") if segs is not None else "")
+                j += 1
+            if kind == ".SY":
+                body = [" ".join(t.strip() for t in body if t.strip())]
+            text = [t for t in body if t.strip()]
+            # a page's example is a policy when it starts with a policy's key
+            first = re.match(r"^([a-z_]+):(\s|$)", text[0]) if text else None
+            looks_yaml = bool(first and first.group(1) in top_keys) or \
+                bool(mark and mark[0].startswith(("fragment", "error")))
+            lang = "yaml" if looks_yaml else ("sh" if kind == ".EX" else "synopsis")
+            m_text, m_line = mark or (None, None)
+            blocks.append(Block(path, k + 2 if kind != ".SY" else k + 1, lang, body, m_text, m_line))
+            mark = None
+            k = j + 1
+            continue
+        mark = None
+        segs = roff_line(ln) or []
+        bold = ""
+        for t, f in segs + [("", "R")]:
+            if f == "B":
+                bold += t
+                continue
+            if re.match(r"^(xrlctl|xrld)\s+\S", bold.strip()):
+                mentions.append((k + 1, bold.strip()))
+            bold = ""
+        k += 1
+    return blocks, mentions
+
+
+def check_synopsis_block(progs, b, counts, seen):
+    """Synopsis lines (.nf, .SY): one command each in synopsis notation."""
+    for n, line in enumerate(b.lines):
+        line = re.sub(r"\s*\|\s*", "|", line.strip())  # native | skb: native|skb
+        if not re.match(r"^(xrlctl|xrld)(\s|$)", line):
+            continue
+        try:
+            words = shlex.split(line)
+        except ValueError:
+            words = line.split()
+        check_command(progs, words, f"{b.path}:{b.start + n}", True, counts, seen)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--xrld", required=True)
@@ -618,6 +793,7 @@ def main():
     counts = dict(whole=0, fragments=0, errors=0, skipped=0, examples=0, xrlctl=0, xrld=0)
     seen = set()
     with tempfile.TemporaryDirectory(prefix="xrl-docs.") as tmpdir:
+        top_keys = None
         for path in o.files:
             if path.endswith((".yaml", ".yml")):
                 counts["examples"] += 1
@@ -630,6 +806,19 @@ def main():
                     fail(at or path, f"xrld --check refuses the example: {said}")
                 elif p.returncode != 0:
                     notes.append(f"{path}: valid; xrld --check adds about this host: {raw}")
+                continue
+            if re.search(r"\.\d$", path):
+                top_keys = top_keys or policy_keys(o.xrld, tmpdir)
+                blocks, mentions = read_roff(path, top_keys)
+                for k, b in enumerate(blocks):
+                    if b.lang == "yaml":
+                        check_yaml(o.xrld, b, blocks[k + 1] if k + 1 < len(blocks) else None, tmpdir, counts)
+                    elif b.lang == "sh":
+                        check_shell_block(progs, b, counts, seen)
+                    else:
+                        check_synopsis_block(progs, b, counts, seen)
+                for line, c in mentions:
+                    check_command(progs, c.split(), f"{path}:{line}", False, counts, seen)
                 continue
             blocks, prose = read_markdown(path)
             for k, b in enumerate(blocks):

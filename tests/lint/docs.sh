@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
-# docs.sh - docs that cannot drift: every YAML block of README.md and
-# docs/*.md (and every docs/examples/*.yaml) passes `xrld --check`, or is
-# marked as a fragment, a deliberate error or skipped; every xrlctl and
-# xrld command line in them parses by the programs' own --help. The
-# conventions and what is checked: tests/lint/docs.py.
+# docs.sh - docs that cannot drift: every YAML block of README.md,
+# docs/*.md and the manual pages (and every docs/examples/*.yaml) passes
+# `xrld --check`, or is marked as a fragment, a deliberate error or
+# skipped; every xrlctl and xrld command line in them parses by the
+# programs' own --help. The conventions and what is checked:
+# tests/lint/docs.py.
 #
-# First the checker on a made-up page whose every mistake it must name at
-# its line (and whose right parts it must pass), then on the real docs.
+# First the checker on made-up pages (Markdown and a manual page) whose
+# every mistake it must name at its line, and whose right parts it must
+# pass; then on the real docs.
 #
 # Needs python3 and the built xrld and xrlctl ($BUILD, default build/).
 # Usage: tests/lint/docs.sh
@@ -104,18 +106,47 @@ Prose may name `xrlctl stats --watch`, `xrlctl vouch add|del PREFIX` and
 `xrlctl vouch add PREFIX [--ttl D]`, not `xrlctl shadow syn maybe`,
 nor `xrlctl frob`, nor `xrld --config x --check y`.
 PAGE
-check_docs "$T/page.md" >"$T/out" 2>&1
+# and a manual page: a synopsis, an example policy, a shell example, prose
+cat >"$T/page.8" <<'PAGE'
+.TH PAGE 8
+.SH SYNOPSIS
+.SY xrld
+.B \-\-config
+.I FILE
+.OP \-\-daemon
+.YS
+.nf
+.RB "xrlctl " shadow " \fIRULE\fR " on | off
+.RB "xrlctl " "vouch add" " \fIPREFIX\fR [" \-\-tll " \fIDURATION\fR]"
+.fi
+.SH EXAMPLE
+.EX
+xdp:
+  rules:
+    \- name: a
+      rate: 1/s
+.EE
+.EX
+xrlctl deny add 10.0.0.0/8 \-\-ttl 0s
+.EE
+Then
+.B xrlctl cookies web sometimes
+and
+.BR "xrlctl shadow" .
+PAGE
+check_docs "$T/page.md" "$T/page.8" >"$T/out" 2>&1
 rc=$?
 fails=0
-# expect WHAT AT TEXT: a failure reported at the line of page.md that holds
-# AT, saying TEXT
+# expect WHAT AT TEXT [PAGE]: a failure reported at the line of PAGE
+# (page.md) that holds AT, saying TEXT
 expect() {
 	local ln
-	ln=$(grep -nF -- "$2" "$T/page.md" | head -n 1 | cut -d: -f1)
-	if grep -F "FAIL $T/page.md:$ln:" "$T/out" | grep -qF -- "$3"; then
+	local page=${4:-page.md} ln
+	ln=$(grep -nF -- "$2" "$T/$page" | head -n 1 | cut -d: -f1)
+	if grep -F "FAIL $T/$page:$ln:" "$T/out" | grep -qF -- "$3"; then
 		printf '  ok   %s\n' "$1"
 	else
-		printf '  FAIL %s: want "page.md:%s: ... %s"\n' "$1" "$ln" "$3"
+		printf '  FAIL %s: want "%s:%s: ... %s"\n' "$1" "$page" "$ln" "$3"
 		fails=$((fails + 1))
 	fi
 }
@@ -132,11 +163,16 @@ expect "an option xrld --help does not show" "xrld -n" "unknown option '-n'"
 expect "a word out of on|off" "syn maybe" "want on or off, got 'maybe'"
 expect "an unknown verb" "xrlctl frob" "unknown verb 'frob'"
 expect "xrld's usages taken together" "--check y" "no usage of xrld takes --config --check"
+expect "a manual page's synopsis with an option xrld lacks" ".SY xrld" "unknown option '--daemon'" page.8
+expect "an option misspelt in a synopsis" "tll" "has no option '--tll'" page.8
+expect "a manual page's example policy" "name: a" "missing 'burst'" page.8
+expect "a manual page's shell example" "ttl 0s" "'0s' must be above zero" page.8
+expect "a bold mention in a manual page" "sometimes" "want on or auto or off" page.8
 n=$(grep -c '^  FAIL' "$T/out")
-if [ "$n" -eq 13 ] && [ "$rc" -eq 1 ]; then
+if [ "$n" -eq 18 ] && [ "$rc" -eq 1 ]; then
 	printf '  ok   nothing else fails (the right parts pass), exit 1\n'
 else
-	printf '  FAIL %s failures and exit %s, want 13 and 1\n' "$n" "$rc"
+	printf '  FAIL %s failures and exit %s, want 18 and 1\n' "$n" "$rc"
 	fails=$((fails + 1))
 fi
 if [ "$fails" -gt 0 ]; then
@@ -146,4 +182,4 @@ if [ "$fails" -gt 0 ]; then
 fi
 echo "docs: the checker names each mistake of a made-up page; now the docs"
 
-check_docs README.md docs/*.md docs/examples/*.yaml
+check_docs README.md docs/*.md docs/examples/*.yaml docs/man/*.[0-9]
