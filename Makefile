@@ -73,15 +73,19 @@ $(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-# The version xrld and xrlctl print: `git describe` of the tree, or the
-# VERSION file outside git. Rewritten only when it changes, so a build that
-# changes nothing relinks nothing.
+# The version xrld, xrlctl and xrl-load print, and the Debian package's:
+# scripts/version.sh (VERSION, and the commits since it changed; it says
+# how). Rewritten only when it changes, so a build that changes nothing
+# relinks nothing.
 # XRL_COMMIT (xrl_build_info's commit label) is the commit's hash, or
 # "unknown" outside git.
-XRL_GIT_VERSION := $(shell git describe --always --dirty 2>/dev/null || cat VERSION)
+XRL_VERSION_STR := $(shell scripts/version.sh)
+ifeq ($(XRL_VERSION_STR),)
+$(error scripts/version.sh printed no version (see its message above))
+endif
 XRL_GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 $(BUILD)/xrl_version.h: FORCE | $(BUILD)
-	$(Q)v='#define XRL_VERSION "$(XRL_GIT_VERSION)"'; \
+	$(Q)v='#define XRL_VERSION "$(XRL_VERSION_STR)"'; \
 	v="$$v$$(printf '\n#define XRL_COMMIT "%s"' '$(XRL_GIT_COMMIT)')"; \
 	[ "$$(cat $@ 2>/dev/null)" = "$$v" ] || echo "$$v" > $@
 .PHONY: FORCE

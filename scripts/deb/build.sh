@@ -10,9 +10,8 @@ B=${1:-build}
 ROOT=$B/deb/root
 WORK=$B/deb/work
 
-ver=$(git describe --tags --match 'v[0-9]*' 2>/dev/null | sed 's/^v//; s/-/+/g') ||
-	ver=
-[ -n "$ver" ] || ver=0.1.$(git rev-list --count HEAD 2>/dev/null || echo 0)
+# the one version (scripts/version.sh): what the programs print too
+ver=$(scripts/version.sh)
 arch=$(dpkg --print-architecture)
 
 rm -rf "$B/deb"

@@ -17,11 +17,13 @@
 #include "log.h"
 #include "report.h"
 #include "xrl.h"
+#include "xrl_version.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: xrl-load [--pin-dir DIR] [-v] COMMAND IFACE [ARGS]\n"
+		"       xrl-load --help | --version\n"
 		"  attach IFACE [--mode native|skb|auto] [--fine-clock] [--kernel-cookies] [--rule SPEC]... [--allow CIDR]...\n"
 		"  policy IFACE [--rule SPEC]... [--allow CIDR]...\n"
 		"  stats  IFACE\n"
@@ -239,6 +241,9 @@ static int take_option(struct args *a, int c, const char **ttl)
 	case 'h':
 		usage(stdout);
 		return -1;
+	case 'V':
+		printf("xrl-load %s\n", XRL_VERSION);
+		return -1;
 	default:
 		usage(stderr);
 		return 2;
@@ -258,6 +263,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 		{ "kernel-cookies", no_argument, NULL, 'K' },
 		XRL_OPT_VERBOSE,
 		XRL_OPT_HELP,
+		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
 	const char *ttl = NULL;
@@ -265,7 +271,7 @@ static int parse_args(struct args *a, int argc, char **argv)
 	int c, rc;
 
 	/* GNU getopt permutes: options may come before or after the words */
-	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fKvh", lo, NULL)) != -1)
+	while ((c = getopt_long(argc, argv, "p:m:r:a:t:fKvhV", lo, NULL)) != -1)
 		if ((rc = take_option(a, c, &ttl)))
 			return rc;
 	if (argc - optind < 2 || argc - optind > 3) {
