@@ -316,7 +316,8 @@ install: all
 		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)/etc/xrl
 	install -m 0755 $(TOOL) $(XRLD) $(XRLCTL) $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0644 $(BUILD)/xrl.bpf.o $(DESTDIR)$(PREFIX)/lib/xrl/
-	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/man/xrld.8 docs/man/xrlctl.8 docs/man/xrl-load.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 docs/man/xrl-policy.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 0644 scripts/completion/xrlctl.bash \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl
@@ -332,6 +333,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/sbin/xrl-load $(DESTDIR)$(PREFIX)/sbin/xrld \
 		$(DESTDIR)$(PREFIX)/sbin/xrlctl $(DESTDIR)$(PREFIX)/lib/xrl/xrl.bpf.o \
 		$(DESTDIR)$(PREFIX)/share/man/man8/xrld.8 $(DESTDIR)$(PREFIX)/share/man/man8/xrlctl.8 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/xrl-load.8 \
 		$(DESTDIR)$(PREFIX)/share/man/man5/xrl-policy.5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/xrlctl \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/xrld.service
