@@ -5,10 +5,12 @@
 # stands in for a fresh front-end host. Into it: the runtime set only
 # (scripts/install-deps.sh --runtime's packages, by apt), then the package
 # (dpkg -i: its Depends must be met by exactly that set). Then, inside it:
-# xrld --version, xrld --check of the shipped policy, the unit's ExecStart by
-# hand in a network namespace whose interface is eth0 (it must come up, in
-# shadow), dpkg -r (nothing of the package left but its conffile, no
-# program attached) and dpkg -P. Root; about 3 minutes, most of it the
+# xrld --version (the package's Version), the group xrl and the user xrl
+# (not in it) made, xrld --check of the shipped policy, the unit's
+# ExecStart by hand in a network namespace whose interface is eth0 (it must
+# come up, in shadow), dpkg -r (nothing of the package left but its
+# conffile and the accounts, no program attached) and dpkg -P (the
+# accounts it made go too). Root; about 3 minutes, most of it the
 # download. The README names it; `make test` runs tests/e2e/test_deb.sh on
 # this machine instead.
 #
@@ -52,7 +54,14 @@ if chroot "$ROOT" dpkg -i /tmp/xrl.deb >/dev/null 2>&1; then
 else
 	bad "dpkg -i: $(chroot "$ROOT" dpkg -i /tmp/xrl.deb 2>&1 | tail -n 3)"
 fi
-v=$(chroot "$ROOT" /usr/sbin/xrld --version 2>&1) && ok "xrld --version: $v" || bad "xrld --version: $v"
+v=$(chroot "$ROOT" /usr/sbin/xrld --version 2>&1)
+[ "$v" = "xrld $(dpkg-deb -f "$DEB" Version)" ] && ok "xrld --version is the package's: $v" ||
+	bad "xrld --version: $v, the package: $(dpkg-deb -f "$DEB" Version)"
+gid=$(chroot "$ROOT" getent group xrl | cut -d: -f3)
+[ -n "$gid" ] && ok "the group xrl made (gid $gid)" || bad "no group xrl"
+ugid=$(chroot "$ROOT" id -g xrl 2>/dev/null || echo none)
+[ "$ugid" != none ] && [ "$ugid" != "$gid" ] && ok "the user xrl made, its group not xrl" ||
+	bad "the user xrl: group $ugid (xrl is $gid)"
 c=$(chroot "$ROOT" /usr/sbin/xrld --check /etc/xrl/policy.yaml 2>&1) &&
 	ok "xrld --check of the shipped policy" || bad "xrld --check: $c"
 grep -q ', shadow$' <<<"$c" && ! grep -q ', drop$' <<<"$c" &&
@@ -87,8 +96,11 @@ ip -n "$NS" link show dev eth0 | grep -q 'prog/xdp' && bad "a program is left on
 left=$(for f in $files; do [ ! -e "$ROOT$f" ] || echo "$f"; done | tr '\n' ' ')
 [ "$left" = "/etc/xrl/policy.yaml " ] && ok "dpkg -r left only the conffile" ||
 	bad "dpkg -r left: $left"
+chroot "$ROOT" getent group xrl >/dev/null && ok "dpkg -r kept the group xrl" || bad "dpkg -r deleted the group xrl"
 chroot "$ROOT" dpkg -P xrl >/dev/null 2>&1
 [ -e "$ROOT/etc/xrl" ] && bad "dpkg -P left /etc/xrl" || ok "dpkg -P removed /etc/xrl"
+chroot "$ROOT" getent group xrl >/dev/null || chroot "$ROOT" getent passwd xrl >/dev/null &&
+	bad "dpkg -P left the accounts it made" || ok "dpkg -P deleted the group and user it made"
 pgrep -f "$ROOT" >/dev/null && bad "a process of the package still runs" || ok "nothing left running"
 
 [ $fails -eq 0 ] && { echo "clean-check: PASS"; exit 0; }
