@@ -29,6 +29,7 @@ LAB=(
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin ethtool
 	nftables iptables gnuplot-nox dpkg-dev caddy prometheus python3-yaml xxd debootstrap
 	universal-ctags
+	lintian man-db binutils
 )
 
 usage() {
