@@ -27,7 +27,7 @@ BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall -Werror 
 
 .DELETE_ON_ERROR:
 .PHONY: all help test test-unit test-bpf test-e2e demo bench bench-flood clean install uninstall deb deps \
-        fuzz fuzz-build asan-build san-targets tsan-build
+        fuzz fuzz-build asan-build san-targets tsan-build docs-img
 
 # user/lib: libxrl, the loader library (no server dependencies)
 LIB_SRCS   := $(wildcard user/lib/*.c)
@@ -67,6 +67,7 @@ help:
 	@echo 'make install    PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)'
 	@echo 'make uninstall  what install put (an edited /etc/xrl/policy.yaml stays)'
 	@echo 'make deb        $(BUILD)/xrl_VERSION_ARCH.deb (shadow-only policy; starts nothing)'
+	@echo 'make docs-img   docs/img/*.svg from their .dot (graphviz; not part of make)'
 	@echo 'make V=1        echo the commands'
 
 $(BUILD)/xrl.bpf.o: bpf/xrl.bpf.c | $(BUILD)
@@ -348,6 +349,11 @@ uninstall:
 # policy as its conffile; installing it starts nothing (scripts/deb/).
 deb: all
 	$(Q)scripts/deb/build.sh $(BUILD)
+
+# The docs' diagrams, drawn from their .dot sources; not in `all`, so a
+# build needs no graphviz. tests/lint/docs_img.sh keeps them in step.
+docs-img:
+	$(Q)scripts/docs-img.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -28,7 +28,7 @@ LAB=(
 	redis-server nginx wrk
 	iproute2 iputils-ping procps util-linux curl python3 tcpdump libcap2-bin ethtool
 	nftables iptables gnuplot-nox dpkg-dev caddy prometheus python3-yaml xxd debootstrap
-	universal-ctags
+	universal-ctags graphviz
 	lintian man-db binutils
 )
 
