@@ -12,9 +12,9 @@
 # Idempotent: installs only what is missing, and runs apt-get update only
 # when something is. Services that Debian starts on install (nginx,
 # redis-server, prometheus) are not started: the tests start their own on
-# free ports (and use only prometheus's promtool, to check /metrics and the
-# alerting rules), and a front end must not gain a web server by installing
-# a rate limiter.
+# free ports (promtool checks /metrics and the alerting rules;
+# test_prometheus.sh runs a prometheus of its own in a lab namespace), and a
+# front end must not gain a web server by installing a rate limiter.
 set -euo pipefail
 
 RUNTIME=(
