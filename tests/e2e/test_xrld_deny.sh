@@ -13,7 +13,12 @@
 #   3. a permanent entry on a /26 (no --ttl): expires_in_s null, a source
 #      inside it is dropped, `deny del` removes it (exit 0) and a second
 #      `deny del` exits 1
-#   4. xrld logs every change with the caller's uid (SO_PEERCRED): the
+#   4. guard rails: a deny add that would cut off too much is refused,
+#      naming why, and nothing is denied: 0.0.0.0/0 and ::/0 (wider than
+#      the penalty floor), xrld's own address, a prefix covering an
+#      allowlist entry or inside one, a source inside a vouched /24; with
+#      --force a /23 is denied (and logged with --force)
+#   5. xrld logs every change with the caller's uid (SO_PEERCRED): the
 #      adds and dels above by uid 0, a refused `deny del` as refused, and,
 #      with the socket opened to all for the test, an `allow add` and
 #      `allow del` by uid 65534
@@ -104,7 +109,38 @@ check_rc "deny del 198.51.100.64/26 again" "$?" 1
 flood_measure 198.51.100.70/32 --threads 1 --cpus 0 --duration 1
 check_expect "after del: 198.51.100.70 limited, not denied (InSegs)" "$ADM" "$EXP" "$TOL"
 
-log "4. the log of changes: who, what, how it ended"
+log "4. guard rails: deny add refuses what would cut off too much, unless --force"
+# refused WHAT CIDR PATTERN: deny add CIDR exits 1 saying PATTERN, and
+# denies nothing
+refused() {
+	local out rc
+	out=$(ctl deny add "$2" 2>&1); rc=$?
+	info "deny add $2: $out"
+	check_rc "deny add $2 ($1): refused" "$rc" 1
+	check_match "deny add $2: why" "$out" "not denying $2: $3; deny add --force if that is meant"
+	check_eq "deny add $2: not on the denylist" "$(deny_field "$2" origin)" absent
+}
+refused "everything" 0.0.0.0/0 "it is wider than the penalty floor \(/24 for IPv4, /48 for IPv6\)"
+refused "every IPv6 source" ::/0 "it is wider than the penalty floor"
+refused "a /16" 198.51.0.0/16 "it is wider than the penalty floor"
+refused "xrld's own address" "$LAB_PROT_IP/32" "it covers this host's own address $LAB_PROT_IP/32"
+ctl allow add 198.51.100.128/28 >/dev/null || fatal "allow add failed"
+refused "covering an allowlist entry" 198.51.100.128/25 "it covers an allowlist entry of $LAB_PROT_IF"
+refused "inside an allowlist entry" 198.51.100.130/32 "it covers an allowlist entry of $LAB_PROT_IF"
+ctl allow del 198.51.100.128/28 >/dev/null || fatal "allow del failed"
+ctl vouch add 203.0.113.0/24 --ttl 1m >/dev/null || fatal "vouch add failed"
+refused "inside a vouched /24" 203.0.113.7/32 "it covers a source this host vouches for"
+ctl vouch del 203.0.113.0/24 >/dev/null || fatal "vouch del failed"
+out=$(ctl deny add 203.0.113.7/32 2>&1); rc=$?
+check_rc "deny add 203.0.113.7/32 once the vouch is gone" "$rc" 0
+ctl deny del 203.0.113.7/32 >/dev/null 2>&1
+out=$(ctl deny add 198.50.0.0/23 --force 2>&1); rc=$?
+check_rc "deny add 198.50.0.0/23 --force" "$rc" 0
+check_eq "deny add --force: on the denylist" "$(deny_field 198.50.0.0/23 origin)" runtime
+ctl deny del 198.50.0.0/23 >/dev/null 2>&1
+check_rc "deny del 198.50.0.0/23" "$?" 0
+
+log "5. the log of changes: who, what, how it ended"
 chmod 0666 "$XRLD_SOCK"
 nobody() { in_prot setpriv --reuid=65534 --regid=65534 --clear-groups "$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"; }
 nobody allow add 198.51.100.5/32 >/dev/null 2>&1
@@ -124,6 +160,10 @@ check_match "log: allow add by uid 65534" "$lg" \
 	"info: change: \`allow add 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
 check_match "log: allow del by uid 65534" "$lg" \
 	"info: change: \`allow del 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
+check_match "log: a refused deny add, refused" "$lg" \
+	"warning: change refused: \`deny add 0.0.0.0/0\` by uid 0 \(pid [0-9]+\): not denying 0.0.0.0/0: it is wider"
+check_match "log: deny add --force" "$lg" \
+	"info: change: \`deny add 198.50.0.0/23 --force\` by uid 0 \(pid [0-9]+\): deny added 198.50.0.0/23"
 check_eq "log: no change line for a read (deny list)" "$(grep -c 'change: .deny list' "$XRLD_LOG")" 0
 
 log "summary: $R"

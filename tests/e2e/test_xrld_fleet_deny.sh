@@ -20,7 +20,7 @@
 #   5. entries wider than the penalty floor (/24), written straight into
 #      Redis (0.0.0.0/0 in the stream, 100.64.0.0/10 in the hash) are not
 #      applied (a /24 written alike is: the path works), counted as
-#      skipped{reason="wide"}; an operator's `deny add` of a /16 on A stays
+#      skipped{reason="wide"}; an operator's `deny add --force` of a /16 on A stays
 #      on A and says so; C restarted on a hash of 6000 denials applies all
 #      of them (none dropped between the fleet's thread and the loop)
 #   6. a host's own deny entry is neither replaced (a shorter TTL) nor
@@ -190,7 +190,7 @@ check_eq "C: none dropped (queue_full)" "$qf" 0
 wide=$(nsenter --net="/run/netns/${H_PROT[b]}" -- curl -s http://127.0.0.1:9101/metrics |
 	awk '$1 == "xrl_fleet_entries_skipped_total{reason=\"wide\"}" { print $2 }')
 check_eq "B: xrl_fleet_entries_skipped_total{reason=wide}" "$wide" 1
-out=$(ctl deny add 10.99.0.0/16 --ttl 20s)
+out=$(ctl deny add 10.99.0.0/16 --ttl 20s --force)
 check_eq "A: a /16 stays on A, said" "$(grep -c 'this host only' <<<"$out")" 1
 sleep 0.5
 check_eq "B: A's /16 not applied" "$(in_deny b 10.99.0.0/16)" no

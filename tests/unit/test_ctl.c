@@ -5,16 +5,18 @@
  * or hostile frames are refused without reading a byte past the frame. Each
  * frame is decoded from the very end of a page whose next page is PROT_NONE,
  * so a read past `len` is a SIGSEGV here (issue 11, finding 13a: strtol
- * read past len).
+ * read past len). Also the verbs a frame carries: a flag option.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "check.h"
 
 #include "control_wire.h"
+#include "verbs.h"
 
 static char *guard; /* two pages: read-write, then PROT_NONE */
 static size_t page;
@@ -127,12 +129,36 @@ static void test_hostile(void **state)
 	EQ(decode_at_end("XRL1 1\0\n1\nx", 11, &argc, argv), -EPROTO);
 }
 
+/* A flag option (deny add --force) takes no value and may stand anywhere
+ * after the verb; a verb without it refuses it; left out, its text is NULL. */
+static void test_verb_flag(void **state)
+{
+	char d[] = "deny", add[] = "add", del[] = "del", all[] = "0.0.0.0/0", force[] = "--force",
+	     ttl[] = "--ttl", m[] = "1m";
+	char *const a1[] = { d, add, force, all, ttl, m };
+	char *const a2[] = { d, del, all, force };
+	char *const a3[] = { d, add, all };
+	struct xrl_verb_call c;
+	const char *w;
+	char err[256];
+
+	assert_int_equal(xrl_verb_parse(6, a1, true, &c, &w, err, sizeof(err)), 0);
+	assert_string_equal(c.a.deny.force.text, "--force");
+	assert_string_equal(c.a.deny.ttl.text, "1m");
+	assert_string_equal(c.a.deny.prefix.text, all);
+	assert_int_equal(xrl_verb_parse(4, a2, true, &c, &w, err, sizeof(err)), 2);
+	assert_non_null(strstr(err, "--force"));
+	assert_int_equal(xrl_verb_parse(3, a3, true, &c, &w, err, sizeof(err)), 0);
+	assert_null(c.a.deny.force.text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
+		cmocka_unit_test(test_verb_flag),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

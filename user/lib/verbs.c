@@ -24,6 +24,7 @@
 #define VAL_ONOFF    struct xrl_val_onoff
 #define VAL_COOKIES  struct xrl_val_cookies
 #define VAL_RATE     struct xrl_val_rate
+#define VAL_FLAG     struct xrl_val_text
 
 /*
  * Where an argument of type T lands: field f of the verb's struct S in
@@ -91,7 +92,8 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		"drop everything from CIDR (for DURATION; without it, until removed)",
 		"take CIDR off the denylist",
 		"the denylist with origins and expiry (from the pins if xrld is down)",
-		{ OPT("--ttl", DURATION, "DURATION", deny, ttl) }),
+		{ OPT("--ttl", DURATION, "DURATION", deny, ttl),
+		  OPT("--force", FLAG, NULL, deny, force) }),
 	[XRL_VERB_SHADOW] = { XRL_VERB_SHADOW, "shadow", NULL,
 		{ POS("RULE", NAME, shadow, rule), POS("on|off", ONOFF, shadow, on) }, {},
 		XRL_VERB_CHANGES,
@@ -146,7 +148,10 @@ void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len)
 	for (int i = 0; i < XRL_VERB_POS && v->pos[i].name; i++)
 		PUT(" %s", v->pos[i].name);
 	for (int i = 0; i < XRL_VERB_OPTS && v->opt[i].name; i++)
-		PUT(" [%s %s]", v->opt[i].name, v->opt[i].meta);
+		if (v->opt[i].meta)
+			PUT(" [%s %s]", v->opt[i].name, v->opt[i].meta);
+		else
+			PUT(" [%s]", v->opt[i].name);
 #undef PUT
 }
 
@@ -333,7 +338,9 @@ static int parse_args(const struct xrl_verb *v, int argc, char *const *argv, boo
 				a = &v->opt[k];
 				break;
 			}
-		if (a) {
+		if (a && a->type == XRL_ARG_FLAG) {
+			take_value(a, a->name, &c->a, err, errlen);
+		} else if (a) {
 			if (i + 1 >= argc)
 				return usage_err(NULL, v, err, errlen);
 			if (take_value(a, argv[++i], &c->a, err, errlen))

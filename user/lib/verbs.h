@@ -63,6 +63,7 @@ enum xrl_arg_type {
 	XRL_ARG_COOKIES,  /* on | auto | off */
 	XRL_ARG_VOUCH,	  /* a CIDR at least /24 (IPv4) or /48 (IPv6) long */
 	XRL_ARG_RATE,	  /* xrl_rate_parse: "10/s", "100/min" */
+	XRL_ARG_FLAG,	  /* an option without a value: given or not */
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
@@ -74,7 +75,7 @@ enum xrl_arg_type {
  * means, parsed once. Every kind starts with its text (the log of changes
  * reads it through xrl_verb_text).
  */
-/* NAME, FILE */
+/* NAME, FILE, FLAG (a flag's text: its name, when given) */
 struct xrl_val_text {
 	const char *text;
 };
@@ -136,10 +137,12 @@ struct xrl_args_top {
 	struct xrl_val_seconds watch;
 	struct xrl_val_text http;
 };
-/* allow, deny and vouch: add and del (ttl: deny add and vouch add) */
+/* allow, deny and vouch: add and del (ttl: deny add and vouch add; force:
+ * deny add) */
 struct xrl_args_prefix {
 	struct xrl_val_prefix prefix;
 	struct xrl_val_duration ttl;
+	struct xrl_val_text force;
 };
 struct xrl_args_shadow {
 	struct xrl_val_text rule;
@@ -178,7 +181,7 @@ union xrl_verb_args {
 struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */
 	enum xrl_arg_type type;
-	const char *meta; /* an option's value in usage: "native|skb|auto" */
+	const char *meta; /* an option's value in usage: "native|skb|auto"; NULL: a flag */
 	size_t off;	  /* its value's place in union xrl_verb_args */
 };
 

@@ -76,6 +76,13 @@ static const char *const skip_name[SKIP_N] = {
 	[SKIP_PROTECT] = "protect", [SKIP_REDIS] = "fleet_redis", [SKIP_OWN] = "own_address",
 };
 
+/* This host's addresses, and when they were read (CLOCK_MONOTONIC). */
+struct own_addrs {
+	struct xrl_prefix a[OWN_MAX];
+	int n;
+	__u64 ns;
+};
+
 struct xrld_fleet {
 	__u64 applied;	    /* deny entries, on this loop */
 	__u64 skip[SKIP_N]; /* not applied, by reason */
@@ -86,10 +93,7 @@ struct xrld_fleet {
 	 * the nodes the fleet connected to (PEER entries), oldest first out */
 	struct xrl_prefix redis[REDIS_ADDRS];
 	int n_redis, n_conf;
-	/* this host's addresses, and when they were read (CLOCK_MONOTONIC) */
-	struct xrl_prefix own[OWN_MAX];
-	int n_own;
-	__u64 own_ns;
+	struct own_addrs own;
 	/* a read of the deny hash under way (loop only): the prefixes it
 	 * named, and whether they outgrew SEEN_MAX (then nothing is lifted) */
 	bool syncing, seen_over;
@@ -129,12 +133,14 @@ static bool overlap(const struct xrl_prefix *a, const struct xrl_prefix *b)
 	return true;
 }
 
-static bool overlaps_any(const struct xrl_prefix *p, const struct xrl_prefix *l, int n)
+/* The first of l[0..n) that p overlaps, or NULL. */
+static const struct xrl_prefix *overlaps_any(const struct xrl_prefix *p,
+					     const struct xrl_prefix *l, int n)
 {
 	for (int i = 0; i < n; i++)
 		if (overlap(p, &l[i]))
-			return true;
-	return false;
+			return &l[i];
+	return NULL;
 }
 
 /* sa as a host prefix (/32, /128) into p; false: not an IP address. */
@@ -197,22 +203,22 @@ static void redis_addrs(struct xrld_fleet *x, const struct xrl_fleet_cfg *c)
 
 /* This host's addresses, read again when older than OWN_REFRESH_NS (an
  * address added since must not be denied by the fleet for long). */
-static void own_refresh(struct xrld_fleet *x)
+static void own_refresh(struct own_addrs *o)
 {
 	struct ifaddrs *ifa, *i;
 	__u64 now = xrl_now_ns();
 
-	if (x->own_ns && now - x->own_ns < OWN_REFRESH_NS)
+	if (o->ns && now - o->ns < OWN_REFRESH_NS)
 		return;
 	if (getifaddrs(&ifa))
 		return; /* the last known ones stay */
-	x->own_ns = now;
-	x->n_own = 0;
-	for (i = ifa; i && x->n_own < OWN_MAX; i = i->ifa_next) {
+	o->ns = now;
+	o->n = 0;
+	for (i = ifa; i && o->n < OWN_MAX; i = i->ifa_next) {
 		struct xrl_prefix p;
 
 		if (sa_prefix(i->ifa_addr, &p))
-			x->own[x->n_own++] = p;
+			o->a[o->n++] = p;
 	}
 	freeifaddrs(ifa);
 }
@@ -225,8 +231,8 @@ static enum fleet_skip protected(struct xrld *d, struct xrld_fleet *x, const str
 
 	if (overlaps_any(p, c->protect, (int)c->n_protect)) return SKIP_PROTECT;
 	if (overlaps_any(p, x->redis, x->n_redis)) return SKIP_REDIS;
-	own_refresh(x);
-	if (overlaps_any(p, x->own, x->n_own)) return SKIP_OWN;
+	own_refresh(&x->own);
+	if (overlaps_any(p, x->own.a, x->own.n)) return SKIP_OWN;
 	return SKIP_N;
 }
 
@@ -531,6 +537,50 @@ static bool fleet_stats(struct xrld *d, struct xrl_fleet_stats *st, char *id, si
 		snprintf(id, idlen, "%s", s ? s : "-");
 	json_decref(r);
 	return true;
+}
+
+/* why = printf(fmt, hit as text); 1. */
+static int guard_says(char *why, size_t len, const char *fmt, const struct xrl_prefix *hit)
+{
+	char s[64];
+
+	xrl_prefix_str(hit, s, sizeof(s));
+	snprintf(why, len, fmt, s);
+	return 1;
+}
+
+int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_t len)
+{
+	static struct own_addrs host_own; /* without a fleet; the main loop's */
+	const struct xrl_penalty_cfg *pc = &d->cfg->penalty;
+	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
+	struct own_addrs *o = d->fleet ? &d->fleet->own : &host_own;
+	const struct xrl_prefix *hit;
+
+	if (too_wide(d, p)) {
+		snprintf(why, len, "it is wider than the penalty floor (/%u for IPv4, /%u for IPv6)",
+			 pc->floor4 ? pc->floor4 : 24, pc->floor6 ? pc->floor6 : 48);
+		return 1;
+	}
+	own_refresh(o);
+	if ((hit = overlaps_any(p, o->a, o->n)))
+		return guard_says(why, len, "it covers this host's own address %s", hit);
+	if ((hit = overlaps_any(p, c->protect, (int)c->n_protect)))
+		return guard_says(why, len, "it covers %s of fleet.protect", hit);
+	if (d->fleet && (hit = overlaps_any(p, d->fleet->redis, d->fleet->n_redis)))
+		return guard_says(why, len, "it covers the fleet's Redis at %s", hit);
+	for (int i = 0; i < d->n_ifs; i++) {
+		if (xrld_allow_overlaps(&d->ifs[i], p)) {
+			snprintf(why, len, "it covers an allowlist entry of %s (xrlctl allow list)",
+				 d->ifs[i].name);
+			return 1;
+		}
+		if (xrl_vouched(d->ifs[i].h, p)) {
+			snprintf(why, len, "it covers a source this host vouches for (xrlctl vouch list)");
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add)

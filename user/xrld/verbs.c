@@ -292,10 +292,14 @@ static int cmd_list_change(struct xrld *d, const struct xrl_verb_call *c, struct
 	const struct xrl_args_prefix *o = deny ? &c->a.deny : &c->a.allow;
 	const struct xrl_prefix p = o->prefix.p;
 	__u64 ttl = o->ttl.text ? o->ttl.ns : 0;
+	char why[XRL_ERRLEN];
 	int rc = 0;
 
 	if (!d->n_ifs)
 		return fail(r, 1, "no interface is attached");
+	if (deny && add && !o->force.text && xrld_deny_guard(d, &p, why, sizeof(why)))
+		return fail(r, 1, "not denying %s: %s; deny add --force if that is meant",
+			    o->prefix.text, why);
 	for (int i = 0; i < d->n_ifs; i++) {
 		struct xrl_handle *h = d->ifs[i].h;
 
@@ -652,7 +656,9 @@ static void log_change(const struct ucred *who, const struct xrl_verb_call *c, i
 	for (int i = 0; i < XRL_VERB_OPTS && c->v->opt[i].name && o < sizeof(cmd); i++) {
 		const char *t = xrl_verb_text(c, &c->v->opt[i]);
 
-		if (t)
+		if (t && c->v->opt[i].type == XRL_ARG_FLAG)
+			o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s", t);
+		else if (t)
 			o += (size_t)snprintf(cmd + o, sizeof(cmd) - o, " %s %s", c->v->opt[i].name,
 					      t);
 	}

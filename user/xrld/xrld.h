@@ -210,6 +210,14 @@ int xrld_fleet_start(struct xrld *d);
 void xrld_fleet_stop(struct xrld *d);
 /* A deny made here (an operator's, or a verified penalty's): to the fleet.
  * 0, or -ERANGE for an add wider than the penalty floor (stays here). */
+/*
+ * Would a deny of p cut off what no denial should, unless the operator
+ * insists (deny add --force)? Wider than the penalty floor, this host's
+ * own addresses, fleet.protect, the fleet's Redis, an allowlist entry or a
+ * vouched source, either way round: 1 with why said, else 0. The fleet's
+ * entries meet the same bounds, each counted (fleet.c).
+ */
+int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_t len);
 int xrld_fleet_deny_out(struct xrld *d, const struct xrl_prefix *p, __u64 ttl_ns, bool add);
 /* `status` lines or fields ({} when there is no fleet). */
 void xrld_fleet_status(struct xrld *d, struct xrl_buf *b, json_t *o);
