@@ -134,8 +134,8 @@ static bool overlap(const struct xrl_prefix *a, const struct xrl_prefix *b)
 }
 
 /* The first of l[0..n) that p overlaps, or NULL. */
-static const struct xrl_prefix *overlaps_any(const struct xrl_prefix *p,
-					     const struct xrl_prefix *l, int n)
+static const struct xrl_prefix *overlaps_any(const struct xrl_prefix *p, const struct xrl_prefix *l,
+					     int n)
 {
 	for (int i = 0; i < n; i++)
 		if (overlap(p, &l[i]))
@@ -558,7 +558,8 @@ int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_
 	const struct xrl_prefix *hit;
 
 	if (too_wide(d, p)) {
-		snprintf(why, len, "it is wider than the penalty floor (/%u for IPv4, /%u for IPv6)",
+		snprintf(why, len,
+			 "it is wider than the penalty floor (/%u for IPv4, /%u for IPv6)",
 			 pc->floor4 ? pc->floor4 : 24, pc->floor6 ? pc->floor6 : 48);
 		return 1;
 	}
@@ -576,7 +577,8 @@ int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_
 			return 1;
 		}
 		if (xrl_vouched(d->ifs[i].h, p)) {
-			snprintf(why, len, "it covers a source this host vouches for (xrlctl vouch list)");
+			snprintf(why, len,
+				 "it covers a source this host vouches for (xrlctl vouch list)");
 			return 1;
 		}
 	}
