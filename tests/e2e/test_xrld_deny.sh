@@ -20,8 +20,8 @@
 #      --force a /23 is denied (and logged with --force)
 #   5. xrld logs every change with the caller's uid (SO_PEERCRED): the
 #      adds and dels above by uid 0, a refused `deny del` as refused, and,
-#      with the socket opened to all for the test, an `allow add` and
-#      `allow del` by uid 65534
+#      with the socket opened to all for the test, an `allow add` by uid
+#      65534, refused (permission denied: changes are root's)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317  # helpers with optional arguments; functions run through wait_for
@@ -143,10 +143,11 @@ check_rc "deny del 198.50.0.0/23" "$?" 0
 log "5. the log of changes: who, what, how it ended"
 chmod 0666 "$XRLD_SOCK"
 nobody() { in_prot setpriv --reuid=65534 --regid=65534 --clear-groups "$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"; }
-nobody allow add 198.51.100.5/32 >/dev/null 2>&1
-check_rc "allow add as uid 65534" "$?" 0
-nobody allow del 198.51.100.5/32 >/dev/null 2>&1
-check_rc "allow del as uid 65534" "$?" 0
+out=$(nobody allow add 198.51.100.5/32 2>&1); rc=$?
+check_rc "allow add as uid 65534: refused" "$rc" 1
+check_match "allow add as uid 65534: why" "$out" "permission denied: .allow add. changes what xrld enforces"
+check_eq "allow add as uid 65534: not on the allowlist" \
+	"$(ctl --json allow list | jq_py "'198.51.100.5/32' in [e['prefix'] for e in d]")" false
 chmod 0600 "$XRLD_SOCK"
 lg=$(cat "$XRLD_LOG")
 grep 'change' "$XRLD_LOG" | sed 's/^/    /'
@@ -156,10 +157,8 @@ check_match "log: deny del by uid 0" "$lg" \
 	"info: change: \`deny del 198.51.100.64/26\` by uid 0 \(pid [0-9]+\): deny removed"
 check_match "log: the second deny del, refused" "$lg" \
 	"warning: change refused: \`deny del 198.51.100.64/26\` by uid 0 \(pid [0-9]+\): 198.51.100.64/26 is not on the deny list"
-check_match "log: allow add by uid 65534" "$lg" \
-	"info: change: \`allow add 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
-check_match "log: allow del by uid 65534" "$lg" \
-	"info: change: \`allow del 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\)"
+check_match "log: allow add by uid 65534, refused" "$lg" \
+	"warning: change refused: \`allow add 198.51.100.5/32\` by uid 65534 \(pid [0-9]+\): permission denied"
 check_match "log: a refused deny add, refused" "$lg" \
 	"warning: change refused: \`deny add 0.0.0.0/0\` by uid 0 \(pid [0-9]+\): not denying 0.0.0.0/0: it is wider"
 check_match "log: deny add --force" "$lg" \

@@ -91,8 +91,18 @@ static int call_get(int argc, const char *const *argv, char **payload)
 	return xrl_ctl_call(sock_path, n, args, payload, 10000);
 }
 
+static bool denied(int rc)
+{
+	return rc == -EACCES || rc == -EPERM;
+}
+
 static int unreachable(int rc)
 {
+	if (denied(rc))
+		return fail(1,
+			    "permission denied: xrld's socket %s is root's; members of group %s "
+			    "may read (status, stats, top, the lists)",
+			    sock_path, XRL_READ_GROUP);
 	return fail(1, "couldn't reach xrld at %s: %s%s", sock_path, strerror(-rc),
 		    rc == -ENOENT || rc == -ECONNREFUSED ? " (is xrld running?)" : "");
 }
@@ -111,14 +121,21 @@ static int call(int argc, const char *const *argv)
 	return rc;
 }
 
-static bool daemon_up(void)
+/* 0: xrld answers; else why not (-errno): down, or not ours to ask. */
+static int daemon_state(void)
 {
 	const char *argv[] = { "status" };
 	char *payload = NULL;
 	int rc = xrl_ctl_call(sock_path, 1, argv, &payload, 3000);
 
 	free(payload);
-	return rc >= 0;
+	return rc >= 0 ? 0 : rc;
+}
+
+/* xrld's answer, or, for st (daemon_state) not 0, why there is none. */
+static int ask(int st, int argc, const char *const *argv)
+{
+	return st ? unreachable(st) : call(argc, argv);
 }
 
 /* Interfaces with pinned state under pin_root. */
@@ -192,20 +209,25 @@ struct snap {
 	long buckets;
 };
 
+/* The pinned interfaces' counters into s; how many, or -errno (-EACCES
+ * too when every one there was refused us). */
 static int take_snaps(const char *only, struct snap *s, int max)
 {
 	char names[XRL_CFG_MAX_IFACES][IF_NAMESIZE];
-	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES), m = 0;
+	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES), m = 0, refused = 0;
 
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n && m < max; i++) {
 		struct xrl_handle *h;
+		int rc;
 
 		if (only && strcmp(only, names[i]))
 			continue;
-		if (xrl_open_pinned(pin_root, names[i], &h))
+		if ((rc = xrl_open_pinned(pin_root, names[i], &h))) {
+			refused += denied(rc);
 			continue;
+		}
 		memcpy(s[m].name, names[i], IF_NAMESIZE);
 		s[m].name[IF_NAMESIZE - 1] = '\0';
 		if (!xrl_read_stats(h, &s[m].st) && !xrl_read_rule_names(h, &s[m].meta)) {
@@ -214,7 +236,7 @@ static int take_snaps(const char *only, struct snap *s, int max)
 		}
 		xrl_close(h);
 	}
-	return m;
+	return !m && refused ? -EACCES : m;
 }
 
 /* {"rules":[{"name":..,"interface":..,"passed":..}],"global":{summed},"interfaces":[...]} */
@@ -345,7 +367,55 @@ static double elapsed_s(struct timespec *t0)
 	return dt;
 }
 
-static int cmd_stats(const struct xrl_verb_call *c)
+/*
+ * xrld's answer to argv, once, or with --watch N (watch > 0) again every N
+ * seconds (without --watch on the wire: the daemon answers one screen);
+ * with_http, the identity tier's table after each (stats' text). What
+ * `top --watch` is, and `stats` for a caller who may not read the pins.
+ */
+static int poll_xrld(const char *what, double watch, int argc, char **argv, bool with_http)
+{
+	const char *args[XRL_CTL_MAXARGS];
+	struct watch_out w;
+	int n = 0, rc;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--watch") && i + 1 < argc)
+			i++;
+		else
+			args[n++] = argv[i];
+	}
+	if (watch)
+		watch_begin(&w, watch, what);
+	do {
+		struct xrl_buf b = {};
+		char *payload;
+		json_t *http;
+
+		rc = call_get(n, args, &payload);
+		if (rc < 0)
+			return unreachable(rc);
+		if (rc) {
+			fputs(payload, json ? stdout : stderr);
+			free(payload);
+			return rc;
+		}
+		xrl_buf_printf(&b, "%s", payload);
+		free(payload);
+		if (with_http && (http = xrlctl_http_stats(sock_path))) {
+			xrlctl_http_text(&b, http);
+			json_decref(http);
+		}
+		if (watch)
+			watch_show(&w, b.p ? b.p : "");
+		else
+			fputs(b.p ? b.p : "", stdout);
+		xrl_buf_free(&b);
+	} while (watch && watch_sleep(watch));
+	return 0;
+}
+
+static int cmd_stats(const struct xrl_verb_call *c, int argc, char **argv)
 {
 	static struct snap cur[XRL_CFG_MAX_IFACES], prev[XRL_CFG_MAX_IFACES];
 	const char *only = c->a.stats.iface.text;
@@ -359,6 +429,10 @@ static int cmd_stats(const struct xrl_verb_call *c)
 	int n, pn = 0;
 
 	n = take_snaps(only, cur, XRL_CFG_MAX_IFACES);
+	/* the pins are root's (bpf(2) is): a member of the read-only group
+	 * sees the packet tier through xrld, which reads its own maps */
+	if (denied(n))
+		return poll_xrld("stats", watch, argc, argv, !json);
 	http = xrlctl_http_stats(sock_path);
 	if (n < 0)
 		n = 0;
@@ -399,39 +473,6 @@ static int cmd_stats(const struct xrl_verb_call *c)
 		http = xrlctl_http_stats(sock_path);
 		dt = elapsed_s(&t0);
 	}
-}
-
-/* `top --watch N`: xrld's answer, again every N seconds (without --watch
- * on the wire: the daemon answers one screen). */
-static int cmd_top_watch(const struct xrl_verb_call *c, int argc, char **argv)
-{
-	const char *args[XRL_CTL_MAXARGS];
-	double watch = c->a.top.watch.s;
-	struct watch_out w;
-	int n = 0, rc;
-
-	for (int i = 0; i < argc; i++) {
-		if (!strcmp(argv[i], "--watch") && i + 1 < argc)
-			i++;
-		else
-			args[n++] = argv[i];
-	}
-	watch_begin(&w, watch, "top");
-	do {
-		char *payload;
-
-		rc = call_get(n, args, &payload);
-		if (rc < 0)
-			return unreachable(rc);
-		if (rc) {
-			fputs(payload, json ? stdout : stderr);
-			free(payload);
-			return rc;
-		}
-		watch_show(&w, payload);
-		free(payload);
-	} while (watch_sleep(watch));
-	return 0;
 }
 
 static int cmd_policy_check(const char *path)
@@ -574,26 +615,37 @@ static int cmd_penalty_del(const char *arg)
 static int run(const struct xrl_verb_call *c, int argc, char **argv)
 {
 	const char *const *args = (const char *const *)argv;
+	int st;
 
 	switch (c->v->id) {
 	case XRL_VERB_STATUS:
-		return daemon_up() ? call(argc, args) : status_from_pins();
+		/* through xrld when it answers; when it is down, from the pins (the
+		 * data plane's state); a caller its socket refuses is told so */
+		if (!(st = daemon_state()) || denied(st))
+			return ask(st, argc, args);
+		return status_from_pins();
 	case XRL_VERB_DETACH:
-		return daemon_up() ? call(argc, args) : detach_from_pins(c->a.detach.iface.text);
+		if (!(st = daemon_state()) || denied(st))
+			return ask(st, argc, args);
+		return detach_from_pins(c->a.detach.iface.text);
 	case XRL_VERB_ALLOW_LIST:
 	case XRL_VERB_DENY_LIST:
-		return daemon_up() ? call(argc, args)
-				   : list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
+		if (!(st = daemon_state()) || denied(st))
+			return ask(st, argc, args);
+		return list_from_pins(c->v->id == XRL_VERB_DENY_LIST);
 	case XRL_VERB_VOUCH_LIST:
-		return daemon_up() ? call(argc, args) : vouch_from_pins();
+		if (!(st = daemon_state()) || denied(st))
+			return ask(st, argc, args);
+		return vouch_from_pins();
 	case XRL_VERB_POLICY_CHECK:
 		return cmd_policy_check(c->a.policy.file.text);
 	case XRL_VERB_POLICY_APPLY:
 		return cmd_policy_apply(c->a.policy.file.text);
 	case XRL_VERB_STATS:
-		return cmd_stats(c);
+		return cmd_stats(c, argc, argv);
 	case XRL_VERB_TOP:
-		return c->a.top.watch.text ? cmd_top_watch(c, argc, argv) : call(argc, args);
+		return c->a.top.watch.text ? poll_xrld("top", c->a.top.watch.s, argc, argv, false)
+					   : call(argc, args);
 	case XRL_VERB_PENALTY_DEL:
 		return cmd_penalty_del(c->a.penalty.key.text);
 	case XRL_VERB_OVERRIDE:

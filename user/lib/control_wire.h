@@ -20,6 +20,8 @@
 #define XRL_CTL_MAX	   (1 << 20)
 #define XRL_CTL_MAXARGS	   64
 #define XRL_SOCKET_DEFAULT "/run/xrl/xrld.sock"
+/* The group whose members may read through xrld's socket (changes stay root's). */
+#define XRL_READ_GROUP "xrl"
 
 /* The getopt_long options xrld and xrlctl share, spelled once: where the
  * socket and the pins are, help and version (short names s, p, h, V). */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <grp.h>
 #include <sys/epoll.h>
 #include <limits.h>
 #include <stdio.h>
@@ -31,8 +32,10 @@
  * request is read as it arrives, handled when the client shuts down its
  * write side, and the answer written as the socket takes it. Each phase has
  * CTL_DEADLINE_NS in total, however the client dribbles its bytes, so no
- * client holds the loop or a slot for longer. The socket is 0600 (root's),
- * so the slots bound mistakes more than attacks.
+ * client holds the loop or a slot for longer. The socket is root's (0600),
+ * or, when a group XRL_READ_GROUP exists, 0660 and that group's: its members
+ * read (status, stats, top, the lists) and every change stays root's
+ * (xrld_handle), so the slots bound mistakes more than attacks.
  */
 struct ctl_client {
 	struct xrld *d;
@@ -235,6 +238,34 @@ static void ctl_expire(void *ctx)
 	xrld_timer_at(ctl_timer, next);
 }
 
+/*
+ * The socket to XRL_READ_GROUP (0660) when that group exists. Under the
+ * unit xrld has no CAP_CHOWN, but an owner may give a file to a group it is
+ * in, and CAP_SETGID (kept for the identity process) puts xrld in it. A
+ * failure leaves the socket root's, said; it never stops the start.
+ */
+static int sock_group(const char *path)
+{
+	struct group *g = getgrnam(XRL_READ_GROUP);
+	gid_t gs[NGROUPS_MAX + 1];
+	int rc, n;
+
+	if (!g)
+		return 0; /* no such group: root's alone */
+	rc = chown(path, (uid_t)-1, g->gr_gid);
+	if (rc && errno == EPERM && (n = getgroups(NGROUPS_MAX, gs)) >= 0) {
+		gs[n++] = g->gr_gid;
+		rc = setgroups((size_t)n, gs) ? -1 : chown(path, (uid_t)-1, g->gr_gid);
+	}
+	if (rc || chmod(path, 0660)) {
+		log_warn("control socket %s stays root's alone: couldn't give it to group %s", path,
+			 XRL_READ_GROUP);
+		return 0;
+	}
+	log_info("control socket %s: members of group %s may read", path, XRL_READ_GROUP);
+	return 0;
+}
+
 static int listen_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -260,7 +291,8 @@ static int listen_socket(const char *path)
 		return -EADDRINUSE;
 	}
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) || listen(fd, 16)) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) || sock_group(path) ||
+	    listen(fd, 16)) {
 		err = -errno;
 		close(fd);
 		return err;

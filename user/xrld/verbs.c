@@ -687,7 +687,15 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 	if (!handlers[c.v->id])
 		return fail(&r, 2, "'%s %s' is xrlctl's alone", c.v->word,
 			    c.v->sub ? c.v->sub : "");
-	rc = handlers[c.v->id](d, &c, &r);
+	/* the socket may be open to a read-only group (control_sock.c):
+	 * what changes enforcement is root's, or xrld's own user's */
+	if ((c.v->flags & XRL_VERB_CHANGES) && (!who || (who->uid && who->uid != geteuid())))
+		rc = fail(&r, 1,
+			  "permission denied: `%s%s%s` changes what xrld enforces, which only "
+			  "root may; the xrl group may only read",
+			  c.v->word, c.v->sub ? " " : "", c.v->sub ? c.v->sub : "");
+	else
+		rc = handlers[c.v->id](d, &c, &r);
 	if (c.v->flags & XRL_VERB_CHANGES)
 		log_change(who, &c, rc, &r);
 	return rc;

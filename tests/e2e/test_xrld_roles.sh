@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+#
+# test_xrld_roles.sh - end to end: who may read and who may change.
+#
+# With a group `xrl` on the host (the package creates it; the test makes it
+# when missing and removes what it made), xrld starts with an interface:
+#
+#   1. its control socket is 0660, owned by root and group xrl
+#   2. as uid 65534 in group xrl: `status`, `stats` (the packet tier read
+#      through xrld: the pins are root's), `top` and `deny list` work (exit
+#      0, with the interface and its rule in the answers); `deny add` and
+#      `allow add` are refused with "permission denied" (exit 1) and nothing
+#      is denied; xrld logs each as a refused change by uid 65534
+#   3. as uid 65534 in no such group: `status` and `deny list` say
+#      "permission denied" (exit 1), never that xrld is not running
+#   4. root: `deny add` and `deny del` still work
+#
+# Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
+set -u
+XRL_TEST_NAME=test_xrld_roles
+# shellcheck source=tests/e2e/lib_xrld.sh
+. "$(dirname "$0")/lib_xrld.sh"
+
+require_xrld setpriv getent groupadd groupdel
+MADE_GROUP=
+if ! getent group xrl >/dev/null; then
+	groupadd --system xrl || fatal "groupadd xrl failed"
+	MADE_GROUP=1
+fi
+# the group goes when the test does, if the test made it
+roles_cleanup() {
+	local rc=$?
+	[ -n "$MADE_GROUP" ] && groupdel xrl 2>/dev/null
+	(exit "$rc")
+	xrld_cleanup
+}
+xrld_lab ro$$
+trap roles_cleanup EXIT
+GID=$(getent group xrl | cut -d: -f3)
+
+write_config "$XRLD_CONF" 50 20
+xrld_start
+
+# as USER [GROUPS]: xrlctl as uid 65534, in the given supplementary groups
+as() {
+	local groups=$1
+	shift
+	in_prot setpriv --reuid=65534 --regid=65534 \
+		$([ -n "$groups" ] && echo "--groups=$groups" || echo --clear-groups) \
+		"$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"
+}
+
+log "1. the socket: 0660, root and group xrl"
+check_eq "socket mode" "$(stat -c %a "$XRLD_SOCK")" 660
+check_eq "socket owner:group" "$(stat -c %U:%G "$XRLD_SOCK")" root:xrl
+check_match "xrld says so" "$(cat "$XRLD_LOG")" "members of group xrl may read"
+
+log "2. a member of xrl reads, and may not change"
+out=$(as "$GID" status 2>&1); rc=$?
+info "status: $(head -n 3 <<<"$out")"
+check_rc "member: status" "$rc" 0
+check_match "member: status names the interface" "$out" "$LAB_PROT_IF"
+out=$(as "$GID" stats 2>&1); rc=$?
+info "stats: $(head -n 4 <<<"$out")"
+check_rc "member: stats" "$rc" 0
+check_match "member: stats shows the rule (through xrld)" "$out" "syn"
+out=$(as "$GID" --json stats 2>&1); rc=$?
+check_rc "member: --json stats" "$rc" 0
+check_eq "member: --json stats names the interface" \
+	"$(jq_py "[i['interface'] for i in d['interfaces']]" <<<"$out" 2>&1)" "$LAB_PROT_IF"
+out=$(as "$GID" top 2>&1); rc=$?
+check_rc "member: top" "$rc" 0
+out=$(as "$GID" deny list 2>&1); rc=$?
+check_rc "member: deny list" "$rc" 0
+out=$(as "$GID" deny add 198.51.100.7/32 2>&1); rc=$?
+check_rc "member: deny add refused" "$rc" 1
+check_match "member: deny add says permission denied" "$out" \
+	"permission denied: .deny add. changes what xrld enforces, which only root may"
+check_eq "member: nothing denied" "$(deny_field 198.51.100.7/32 origin)" absent
+out=$(as "$GID" allow add 198.51.100.8/32 2>&1); rc=$?
+check_rc "member: allow add refused" "$rc" 1
+check_match "member: allow add says permission denied" "$out" "permission denied"
+check_match "log: the refused change, by uid 65534" "$(cat "$XRLD_LOG")" \
+	"warning: change refused: \`deny add 198.51.100.7/32\` by uid 65534 \(pid [0-9]+\): permission denied"
+
+log "3. anyone else: permission denied, never 'not running'"
+for verb in status "deny list" stats; do
+	# shellcheck disable=SC2086  # the verb's words
+	out=$(as "" $verb 2>&1); rc=$?
+	info "$verb: $out"
+	check_rc "other: $verb" "$rc" 1
+	check_match "other: $verb says permission denied" "$out" "permission denied"
+	check_eq "other: $verb does not say xrld is down" "$(grep -ci 'not running' <<<"$out")" 0
+done
+
+log "4. root still changes"
+ctl deny add 198.51.100.9/32 >/dev/null 2>&1
+check_rc "root: deny add" "$?" 0
+check_eq "root: denied" "$(deny_field 198.51.100.9/32 origin)" runtime
+ctl deny del 198.51.100.9/32 >/dev/null 2>&1
+check_rc "root: deny del" "$?" 0
+
+finish
