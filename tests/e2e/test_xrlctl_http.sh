@@ -12,6 +12,11 @@
 #   1. VERB --help for every verb, with no xrld: exit 0, its usage
 #   2. status: the listener, the backend, the rules, "packet tier is not
 #      loaded"; --json .http
+#   2b. G: a rule of key: global with concurrency alone, one of rate and
+#      concurrency with cost and lease_ttl, exempt, shed per route, trusted
+#      proxies: status, policy show, policy check and --json of each show
+#      them in full (a concurrency-only rule read "0/0ns 0" before, and
+#      policy show "http: present")
 #   3. stats: allowed/refused per HTTP rule next to "packet tier: not
 #      loaded" (it failed "no xrl state" before); --json .http.rules,
 #      .packet_tier_loaded; --watch: per-second rates
@@ -83,7 +88,7 @@ log "2. status"
 xc M status
 check_eq "status: exit" "$XC_RC" 0
 check_match "status: the listener and backend" "$XC_OUT" "identity tier: listening on 127.0.0.1:$P, backend memory"
-check_match "status: rule holds" "$XC_OUT" '^holds +POST +/api/holds +header:X-User-Id +1/min +3 +no +skip +open'
+check_match "status: rule holds" "$XC_OUT" '^holds +POST +/api/holds +header:X-User-Id +1/min +3 +1 +- +- +no +skip +open'
 check_match "status: rule api" "$XC_OUT" '^api +\* +/api/ +bearer'
 check_match "status: the packet tier" "$XC_OUT" 'packet tier is not loaded'
 xc M status --json
@@ -92,6 +97,61 @@ check_eq "status --json: .http.listen" "$(jget "d['http']['listen']" <<<"$XC_OUT
 check_eq "status --json: .http.backend" "$(jget "d['http']['backend']" <<<"$XC_OUT")" memory
 check_eq "status --json: .http.rules names" "$(jq_py "[r['name'] for r in d['http']['rules']]" <<<"$XC_OUT")" "holds api flood"
 check_eq "status --json: .interfaces" "$(jget "d['interfaces']" <<<"$XC_OUT")" "[]"
+
+log "2b. the policy in full: key global, concurrency, shed, exempt"
+PG=$(free_port)
+cat >"$HT_TMP/G.yaml" <<EOF
+$(http_yaml "$PG" nginx)
+  exempt: [{method: GET, path_prefix: /healthz}]
+  shed:
+    - {match: {method: POST, path_prefix: /api/checkout}, rate: 200/s, burst: 50}
+  rules:
+    - {name: checkout, match: {method: POST, path_prefix: /api/checkout}, key: global, concurrency: 2}
+    - {name: holds, match: {path_prefix: /api/holds}, key: "header:X-User-Id", rate: 10/s, burst: 5, cost: 2, concurrency: 3, lease_ttl: 30s, on_missing_key: refuse, on_backend_error: closed}
+EOF
+xrld_http_start G "$HT_TMP/G.yaml" "$PG"
+row_checkout='checkout +POST +/api/checkout +global +- +- +1 +2 +1min +no +skip +open'
+row_holds='holds +\* +/api/holds +header:X-User-Id +10/s +5 +2 +3 +30s +no +refuse +closed'
+xc G status
+check_eq "G status: exit" "$XC_RC" 0
+check_match "G status: checkout (global, concurrency 2, no rate)" "$XC_OUT" "^$row_checkout"
+check_match "G status: holds (rate, cost, concurrency, lease)" "$XC_OUT" "^$row_holds"
+check_match "G status: trusted proxies" "$XC_OUT" "trusted proxies: 127.0.0.1/32 \(forwarded_from nginx\)"
+check_match "G status: exempt" "$XC_OUT" "exempt: GET /healthz"
+check_match "G status: shed" "$XC_OUT" "shed: POST /api/checkout, 200/s burst 50"
+xc G --json status
+jr() { jq_py "[r['$1'] for r in d['http']['rules'] if r['name'] == '$2'][0]" <<<"$XC_OUT"; }
+check_eq "G status --json: checkout key" "$(jr key checkout)" global
+check_eq "G status --json: checkout rate, burst" "$(jr rate checkout) $(jr burst checkout)" "null null"
+check_eq "G status --json: checkout concurrency, lease_ttl" "$(jr concurrency checkout) $(jr lease_ttl checkout)" "2 1min"
+check_eq "G status --json: holds cost, on_missing_key" "$(jr cost holds) $(jr on_missing_key holds)" "2 refuse"
+check_eq "G status --json: exempt" "$(jq_py "[e['method'] + ' ' + e['path_prefix'] for e in d['http']['exempt']]" <<<"$XC_OUT")" "GET /healthz"
+check_eq "G status --json: shed" \
+	"$(jq_py "['%s %s %s' % (x['match']['path_prefix'], x['rate'], x['burst']) for x in d['http']['shed']]" <<<"$XC_OUT")" \
+	"/api/checkout 200/s 50"
+check_eq "G status --json: trusted_proxies, forwarded_from" \
+	"$(jq_py "d['http']['trusted_proxies'] + [d['http']['forwarded_from']]" <<<"$XC_OUT")" "127.0.0.1/32 nginx"
+xc G policy show
+check_eq "G policy show: exit" "$XC_RC" 0
+check_match "G policy show: the listener" "$XC_OUT" "http: listening on 127.0.0.1:$PG, backend memory"
+check_match "G policy show: checkout" "$XC_OUT" "^ +$row_checkout"
+check_match "G policy show: holds" "$XC_OUT" "^ +$row_holds"
+check_match "G policy show: exempt" "$XC_OUT" "exempt: GET /healthz"
+check_match "G policy show: shed" "$XC_OUT" "shed: POST /api/checkout, 200/s burst 50"
+shown=$(sed -n '/^http:/,/^[a-z]/p' <<<"$XC_OUT" | grep -v '^[a-z]' )
+xc G policy check "$HT_TMP/G.yaml"
+check_eq "G policy check: exit" "$XC_RC" 0
+check_eq "G policy check: its http lines are policy show's" \
+	"$(sed -n '/^http:/,/^[a-z]/p' <<<"$XC_OUT" | grep -v '^[a-z]')" "$shown"
+xc G --json policy show
+pr() { jq_py "[r['$1'] for r in d['policy']['http']['rules'] if r['name'] == '$2'][0]" <<<"$XC_OUT"; }
+check_eq "G policy show --json: checkout key, concurrency" "$(pr key checkout) $(pr concurrency checkout)" "global 2"
+check_eq "G policy show --json: holds key, on_missing_key, on_backend_error" \
+	"$(pr key holds) $(pr on_missing_key holds) $(pr on_backend_error holds)" "header:X-User-Id refuse closed"
+check_eq "G policy show --json: trusted_proxies" "$(jq_py "d['policy']['http']['trusted_proxies']" <<<"$XC_OUT")" "127.0.0.1/32"
+xc G --json policy check "$HT_TMP/G.yaml"
+check_eq "G --json policy check: holds key" \
+	"$(jq_py "[r['key'] for r in d['policy']['http']['rules'] if r['name'] == 'holds'][0]" <<<"$XC_OUT")" "header:X-User-Id"
 
 log "3. stats"
 c=()

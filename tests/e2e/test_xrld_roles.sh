@@ -7,14 +7,17 @@
 # when missing and removes what it made), xrld starts with an interface:
 #
 #   1. its control socket is 0660, owned by root and group xrl
-#   2. as uid 65534 in group xrl: `status`, `stats` (the packet tier read
+#   2. as uid 64123 in group xrl: `status`, `stats` (the packet tier read
 #      through xrld: the pins are root's), `top` and `deny list` work (exit
 #      0, with the interface and its rule in the answers); `deny add` and
 #      `allow add` are refused with "permission denied" (exit 1) and nothing
-#      is denied; xrld logs each as a refused change by uid 65534
-#   3. as uid 65534 in no such group: `status` and `deny list` say
+#      is denied; xrld logs each as a refused change by uid 64123
+#   3. as uid 64123 in no such group: `status` and `deny list` say
 #      "permission denied" (exit 1), never that xrld is not running
-#   4. root: `deny add` and `deny del` still work
+#   4. the identity process's user (whose own group is xrl when the
+#      package made it) is refused even `status`: the tier facing the
+#      network never reads the control side
+#   5. root: `deny add` and `deny del` still work
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -40,13 +43,17 @@ trap roles_cleanup EXIT
 GID=$(getent group xrl | cut -d: -f3)
 
 write_config "$XRLD_CONF" 50 20
+printf 'http:\n  listen: 127.0.0.1:%s\n  rules:\n    - {name: api, key: client_ip, rate: 10/s, burst: 5}\n' \
+	"$(free_port)" >>"$XRLD_CONF"
 xrld_start
 
-# as USER [GROUPS]: xrlctl as uid 65534, in the given supplementary groups
+# as GROUPS ARGS...: xrlctl as uid 64123 (AS_UID), in the given
+# supplementary groups
+AS_UID=64123
 as() {
 	local groups=$1
 	shift
-	in_prot setpriv --reuid=65534 --regid=65534 \
+	in_prot setpriv --reuid="$AS_UID" --regid="$AS_UID" \
 		$([ -n "$groups" ] && echo "--groups=$groups" || echo --clear-groups) \
 		"$XRLCTL" --socket "$XRLD_SOCK" --pin-dir "$PIN_DIR" "$@"
 }
@@ -81,8 +88,8 @@ check_eq "member: nothing denied" "$(deny_field 198.51.100.7/32 origin)" absent
 out=$(as "$GID" allow add 198.51.100.8/32 2>&1); rc=$?
 check_rc "member: allow add refused" "$rc" 1
 check_match "member: allow add says permission denied" "$out" "permission denied"
-check_match "log: the refused change, by uid 65534" "$(cat "$XRLD_LOG")" \
-	"warning: change refused: \`deny add 198.51.100.7/32\` by uid 65534 \(pid [0-9]+\): permission denied"
+check_match "log: the refused change, by uid 64123" "$(cat "$XRLD_LOG")" \
+	"warning: change refused: \`deny add 198.51.100.7/32\` by uid 64123 \(pid [0-9]+\): permission denied"
 
 log "3. anyone else: permission denied, never 'not running'"
 for verb in status "deny list" stats; do
@@ -94,7 +101,20 @@ for verb in status "deny list" stats; do
 	check_eq "other: $verb does not say xrld is down" "$(grep -ci 'not running' <<<"$out")" 0
 done
 
-log "4. root still changes"
+log "4. the identity process's user may not ask"
+id_user=$(ctl --json status | jq_py "d['http']['process']['user']")
+info "the identity process runs as $id_user"
+if id_uid=$(id -u "$id_user" 2>/dev/null) && [ "$id_uid" != 0 ]; then
+	out=$(AS_UID=$id_uid as "$GID" status 2>&1); rc=$?
+	check_rc "identity user: status refused" "$rc" 1
+	check_match "identity user: why" "$out" "permission denied: the identity process's user may not ask xrld"
+else
+	id_uid=$(ctl --json status | jq_py "d['http']['process']['user']")
+	out=$(AS_UID=$id_uid as "$GID" status 2>&1); rc=$?
+	check_rc "identity uid $id_uid: status refused" "$rc" 1
+fi
+
+log "5. root still changes"
 ctl deny add 198.51.100.9/32 >/dev/null 2>&1
 check_rc "root: deny add" "$?" 0
 check_eq "root: denied" "$(deny_field 198.51.100.9/32 origin)" runtime

@@ -1165,7 +1165,46 @@ static void test_summary(void **state)
 	HAS(sum, "metrics: 127.0.0.1:8434\n");
 	HAS(sum, "on exit: detach\n");
 	HAS(sum, "log level: info\n");
-	HAS(sum, "http: present");
+	HAS(sum, "http: listening on 127.0.0.1:8433, backend memory, 2 threads\n");
+	HAS(sum, "  trusted proxies: none (forwarded headers are not believed)\n");
+
+	CTX("summary of the identity tier in full: key global, concurrency, shed, exempt");
+	PARSE_OK("http:\n"
+		 "  listen: 127.0.0.1:9000\n"
+		 "  backend: redis://user:s3cret@10.0.0.5:6380/2\n"
+		 "  trusted_proxies: [10.0.0.0/8]\n"
+		 "  forwarded_from: traefik\n"
+		 "  exempt: [{method: GET, path_prefix: /healthz}]\n"
+		 "  shed: {rate: 2000/s, burst: 500}\n"
+		 "  rules:\n"
+		 "    - {name: checkout, match: {method: POST, path_prefix: /api/checkout}, key: global, "
+		 "concurrency: 2}\n"
+		 "    - {name: login, key: \"header:X-Login\", rate: 5/min, burst: 3, cost: 0, "
+		 "on_missing_key: refuse, on_backend_error: closed, shadow: true}\n");
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "http: listening on 127.0.0.1:9000, backend redis://10.0.0.5:6380/2, 2 threads\n");
+	HAS(sum, "  trusted proxies: 10.0.0.0/8 (forwarded_from traefik)\n");
+	HAS(sum, "  exempt: GET /healthz\n");
+	HAS(sum, "  shed: every request, 2000/s burst 500 (503 beyond)\n");
+	HAS(sum, "  checkout         POST    /api/checkout        global               -              -"
+		 "    1     2 1min   no     skip      open\n");
+	HAS(sum, "  login            *       /                    header:X-Login       5/min          3"
+		 "    0     - -      yes    refuse    closed\n");
+	EQ(strstr(sum, "s3cret") == NULL, 1);
+	{
+		json_t *j = xrl_config_json(cfg), *h = json_object_get(j, "http");
+		json_t *r0 = json_array_get(json_object_get(h, "rules"), 0);
+		char *dump = json_dumps(j, 0);
+
+		STR_EQ(json_string_value(json_object_get(r0, "key")), "global");
+		EQ(json_is_null(json_object_get(r0, "rate")), 1);
+		EQ(json_integer_value(json_object_get(r0, "concurrency")), 2);
+		STR_EQ(json_string_value(json_object_get(h, "forwarded_from")), "traefik");
+		STR_EQ(json_string_value(json_object_get(h, "backend")), "redis://10.0.0.5:6380/2");
+		EQ(strstr(dump, "s3cret") == NULL, 1);
+		free(dump);
+		json_decref(j);
+	}
 
 	CTX("summary of an empty config");
 	PARSE_OK("");

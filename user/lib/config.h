@@ -112,6 +112,20 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len);
 json_t *xrl_config_json(const struct xrld_config *c);
 /* A rate as a policy file writes it: "100/s", "10/min", "1/6s". */
 const char *xrl_rate_str(const struct xrl_rate *r, char *buf, size_t len);
+/* An http rule in full, as `policy show --json` and the identity tier's
+ * status give it: key, rate and burst or null, concurrency and lease_ttl or
+ * null, cost, shadow, on_missing_key, on_backend_error, vouch. */
+json_t *xrl_http_rule_json(const struct xrl_http_rule *r);
+/* The http section as `policy show --json` gives it (no secret in it). */
+json_t *xrl_http_cfg_json(const struct xrl_http_cfg *h);
+/* "client_ip", "global", "bearer", "header:X-Api-Key". */
+const char *xrl_http_key_str(const struct xrl_http_rule *r, char *buf, size_t len);
+/* "memory", "redis://HOST:PORT/DB", "redis-cluster://SEEDS": never a
+ * user or password. */
+const char *xrl_http_backend_str(const struct xrl_http_cfg *h, char *buf, size_t len);
+struct xrl_buf;
+/* The http section as policy check and policy show print it. */
+void xrl_http_summary(struct xrl_buf *b, const struct xrl_http_cfg *h);
 /* --check and `policy check`: load path into a new *cfg and its summary
  * into a new *summary (free both), or fail with err saying why. */
 int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,

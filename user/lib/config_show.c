@@ -228,6 +228,82 @@ static int summary_out(struct xrl_buf *b, char *buf, size_t len)
 	return rc;
 }
 
+static const char *const missing_names[] = { "skip", "refuse", "client_ip" };
+static const char *const backend_err_names[] = { "open", "closed", "local" };
+static const char *const fwd_names[] = { "nginx", "traefik", "caddy", "envoy", "none" };
+
+/* "GET /healthz" of a route; "*" and "/" for any. */
+static const char *route_str(const struct xrl_http_route *m, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %s", m->method[0] ? m->method : "*",
+		 m->path_prefix[0] ? m->path_prefix : "/");
+	return buf;
+}
+
+static void prefix_list(struct xrl_buf *b, const struct xrl_prefix *p, __u32 n)
+{
+	char s[64];
+
+	for (__u32 i = 0; i < n; i++)
+		xrl_buf_printf(b, "%s%s", i ? ", " : "", xrl_prefix_str(&p[i], s, sizeof(s)));
+}
+
+void xrl_http_summary(struct xrl_buf *b, const struct xrl_http_cfg *h)
+{
+	char be[700], r[48], d[32], rt[300];
+
+	xrl_buf_printf(b, "http: listening on %s, backend %s, %u thread%s\n", h->listen,
+		       xrl_http_backend_str(h, be, sizeof(be)), h->threads,
+		       h->threads == 1 ? "" : "s");
+	xrl_buf_printf(b, "  trusted proxies: ");
+	if (h->n_trusted) {
+		prefix_list(b, h->trusted, h->n_trusted);
+		xrl_buf_printf(b, " (forwarded_from %s)\n", fwd_names[h->forwarded_from % 5]);
+	} else
+		xrl_buf_printf(b, "none (forwarded headers are not believed)\n");
+	xrl_buf_printf(b, "  callers: loopback%s", h->n_trusted ? ", the trusted proxies" : "");
+	if (h->n_callers) {
+		xrl_buf_printf(b, ", ");
+		prefix_list(b, h->callers, h->n_callers);
+	}
+	xrl_buf_printf(b, "%s\n", h->caller_secret_len ? "; with the caller secret" : "");
+	if (h->n_exempt) {
+		xrl_buf_printf(b, "  exempt:");
+		for (__u32 i = 0; i < h->n_exempt; i++)
+			xrl_buf_printf(b, "%s %s", i ? "," : "",
+				       route_str(&h->exempt[i], rt, sizeof(rt)));
+		xrl_buf_printf(b, "\n");
+	}
+	if (h->shed_enabled)
+		xrl_buf_printf(b, "  shed: every request, %s burst %u (503 beyond)\n",
+			       rate_str(&h->shed_rate, r, sizeof(r)), h->shed_burst);
+	for (__u32 i = 0; i < h->n_shed; i++)
+		xrl_buf_printf(b, "  shed: %s, %s burst %u (503 beyond)\n",
+			       route_str(&h->shed[i].match, rt, sizeof(rt)),
+			       rate_str(&h->shed[i].rate, r, sizeof(r)), h->shed[i].burst);
+	xrl_buf_printf(b, "  %-16s %-7s %-20s %-20s %-9s %6s %4s %5s %-6s %-6s %-9s %s\n", "RULE",
+		       "METHOD", "PATH", "KEY", "RATE", "BURST", "COST", "CONC", "LEASE", "SHADOW",
+		       "MISSING", "REDIS DOWN");
+	for (__u32 i = 0; i < h->n_rules; i++) {
+		const struct xrl_http_rule *x = &h->rules[i];
+		char k[80], bu[16] = "-", co[16] = "-";
+
+		if (x->has_rate)
+			snprintf(bu, sizeof(bu), "%u", x->burst);
+		if (x->concurrency)
+			snprintf(co, sizeof(co), "%u", x->concurrency);
+		xrl_buf_printf(b, "  %-16s %-7s %-20s %-20s %-9s %6s %4u %5s %-6s %-6s %-9s %s%s\n",
+			       x->name, x->method[0] ? x->method : "*",
+			       x->path_prefix[0] ? x->path_prefix : "/",
+			       xrl_http_key_str(x, k, sizeof(k)),
+			       x->has_rate ? rate_str(&x->rate, r, sizeof(r)) : "-", bu, x->cost,
+			       co, x->concurrency ? dur_str(x->lease_ttl_ns, d, sizeof(d)) : "-",
+			       x->shadow ? "yes" : "no", missing_names[x->on_missing_key % 3],
+			       backend_err_names[x->on_backend_error % 3],
+			       x->vouch ? ", vouch" : "");
+	}
+}
+
 int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 {
 	static const char *const levels[] = { "error", "warning", "info", "debug" };
@@ -309,7 +385,7 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 	if (c->log_level >= 0 && c->log_level <= XRL_LOG_DEBUG)
 		xrl_buf_printf(&b, "log level: %s\n", levels[c->log_level]);
 	if (c->has_http) {
-		xrl_buf_printf(&b, "http: present (read by the identity tier)\n");
+		xrl_http_summary(&b, &c->http);
 		http_warnings(&b, &c->http);
 	}
 	fleet_summary(&b, c);
@@ -389,35 +465,78 @@ static void http_json_shed(const struct xrl_http_cfg *h, json_t *o)
 	json_object_set_new(o, "shed", shed);
 }
 
-static json_t *http_json(const struct xrl_http_cfg *h)
+const char *xrl_http_key_str(const struct xrl_http_rule *r, char *buf, size_t len)
+{
+	static const char *const kinds[] = { "header", "bearer", "client_ip", "global" };
+
+	if (r->key_kind == XRL_KEY_HEADER)
+		snprintf(buf, len, "header:%s", r->header);
+	else
+		snprintf(buf, len, "%s", kinds[r->key_kind % 4]);
+	return buf;
+}
+
+const char *xrl_http_backend_str(const struct xrl_http_cfg *h, char *buf, size_t len)
+{
+	/* the Redis user and password are never shown */
+	if (h->redis_cluster)
+		snprintf(buf, len, "redis-cluster://%s", h->redis_seeds);
+	else if (h->redis)
+		snprintf(buf, len, "redis://%s:%d/%d", h->redis_host, h->redis_port, h->redis_db);
+	else
+		snprintf(buf, len, "memory");
+	return buf;
+}
+
+json_t *xrl_http_rule_json(const struct xrl_http_rule *x)
+{
+	char r[48], d[32], v[32], k[80];
+
+	/* a rule of concurrency only has no rate and burst: null */
+	return json_pack("{s:s,s:s,s:s,s:s,s:s?,s:o,s:I,s:o,s:s?,s:b,s:s,s:s,s:b,s:s?}", "name",
+			 x->name, "method", x->method[0] ? x->method : "*", "path_prefix",
+			 x->path_prefix[0] ? x->path_prefix : "/", "key",
+			 xrl_http_key_str(x, k, sizeof(k)), "rate",
+			 x->has_rate ? rate_str(&x->rate, r, sizeof(r)) : NULL, "burst",
+			 x->has_rate ? json_integer(x->burst) : json_null(), "cost",
+			 (json_int_t)x->cost, "concurrency",
+			 x->concurrency ? json_integer(x->concurrency) : json_null(), "lease_ttl",
+			 x->concurrency ? dur_str(x->lease_ttl_ns, d, sizeof(d)) : NULL, "shadow",
+			 x->shadow, "on_missing_key", missing_names[x->on_missing_key % 3],
+			 "on_backend_error", backend_err_names[x->on_backend_error % 3], "vouch",
+			 x->vouch, "vouch_ttl",
+			 x->vouch ? dur_str(x->vouch_ttl_ns, v, sizeof(v)) : NULL);
+}
+
+static json_t *prefixes_json(const struct xrl_prefix *p, __u32 n)
+{
+	json_t *a = json_array();
+	char s[64];
+
+	for (__u32 i = 0; i < n; i++)
+		json_array_append_new(a, json_string(xrl_prefix_str(&p[i], s, sizeof(s))));
+	return a;
+}
+
+json_t *xrl_http_cfg_json(const struct xrl_http_cfg *h)
 {
 	json_t *rules = json_array(), *o;
-	char r[48], d[32];
+	char be[700], d1[32], d2[32];
 
-	for (__u32 i = 0; i < h->n_rules; i++) {
-		const struct xrl_http_rule *x = &h->rules[i];
-
-		/* a rule of concurrency only has no rate and burst: null */
-		json_array_append_new(rules,
-				      json_pack("{s:s,s:s,s:s,s:s?,s:o,s:I,s:b,s:o,s:s?}", "name",
-						x->name, "method", x->method, "path_prefix",
-						x->path_prefix, "rate",
-						x->has_rate ? rate_str(&x->rate, r, sizeof(r))
-							    : NULL,
-						"burst",
-						x->has_rate ? json_integer(x->burst) : json_null(),
-						"cost", (json_int_t)x->cost, "shadow", x->shadow,
-						"concurrency",
-						x->concurrency ? json_integer(x->concurrency)
-							       : json_null(),
-						"lease_ttl",
-						x->concurrency
-							? dur_str(x->lease_ttl_ns, d, sizeof(d))
-							: NULL));
-	}
-	/* the Redis password is never shown */
-	o = json_pack("{s:s,s:s,s:o}", "listen", h->listen, "backend",
-		      h->redis ? "redis" : "memory", "rules", rules);
+	for (__u32 i = 0; i < h->n_rules; i++)
+		json_array_append_new(rules, xrl_http_rule_json(&h->rules[i]));
+	o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:o,s:b,s:b,s:I,s:s,s:s,s:I,s:I,s:{s:b,s:b},s:s?}",
+		      "listen", h->listen, "backend", xrl_http_backend_str(h, be, sizeof(be)),
+		      "rules", rules, "trusted_proxies", prefixes_json(h->trusted, h->n_trusted),
+		      "forwarded_from", fwd_names[h->forwarded_from % 5], "callers",
+		      prefixes_json(h->callers, h->n_callers), "caller_secret",
+		      h->caller_secret_len > 0, "ignore_path_case", h->ignore_path_case,
+		      "max_connections", (json_int_t)h->max_connections, "idle_timeout",
+		      dur_str(h->idle_timeout_ns, d1, sizeof(d1)), "head_timeout",
+		      dur_str(h->head_timeout_ns, d2, sizeof(d2)), "max_header_bytes",
+		      (json_int_t)h->max_header_bytes, "threads", (json_int_t)h->threads, "headers",
+		      "ietf", h->ietf_headers, "x_ratelimit", h->x_ratelimit_headers, "fleet",
+		      h->fleet[0] ? h->fleet : NULL);
 	if (o)
 		http_json_shed(h, o);
 	return o;
@@ -442,7 +561,7 @@ json_t *xrl_config_json(const struct xrld_config *c)
 			 c->has_xdp ? xdp_json(c) : json_null(), "penalty", pen, "metrics",
 			 c->metrics[0] ? c->metrics : NULL, "on_exit",
 			 c->on_exit_detach ? "detach" : "keep", "http",
-			 c->has_http ? http_json(&c->http) : json_null());
+			 c->has_http ? xrl_http_cfg_json(&c->http) : json_null());
 }
 
 int xrl_config_check(const char *path, struct xrld_config **cfg, char **summary, char *err,

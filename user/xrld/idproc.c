@@ -96,6 +96,11 @@ static void pick_user(struct xrld_idp *p)
 	snprintf(p->user, sizeof(p->user), "%s", pw ? pw->pw_name : "65534");
 }
 
+bool xrld_idp_user(const struct xrld *d, uid_t uid)
+{
+	return d->idp && uid && d->idp->uid == uid;
+}
+
 /* The child's sockets and pidfd closed (it is reaped, or is to be). */
 static void child_gone(struct xrld *d, struct xrld_idp *p)
 {

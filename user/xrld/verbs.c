@@ -689,7 +689,11 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 			    c.v->sub ? c.v->sub : "");
 	/* the socket may be open to a read-only group (control_sock.c):
 	 * what changes enforcement is root's, or xrld's own user's */
-	if ((c.v->flags & XRL_VERB_CHANGES) && (!who || (who->uid && who->uid != geteuid())))
+	/* the identity process's user (in that group too: its own) asks for
+	 * nothing: the tier facing the network never reads the control side */
+	if (who && xrld_idp_user(d, who->uid))
+		rc = fail(&r, 1, "permission denied: the identity process's user may not ask xrld");
+	else if ((c.v->flags & XRL_VERB_CHANGES) && (!who || (who->uid && who->uid != geteuid())))
 		rc = fail(&r, 1,
 			  "permission denied: `%s%s%s` changes what xrld enforces, which only "
 			  "root may; the xrl group may only read",

@@ -54,6 +54,48 @@ json_t *xrld_http_status_json(struct xrld *d)
 	return j;
 }
 
+/* "GET /healthz" of a route's JSON; "*" and "/" for any. */
+static void route_text(struct xrl_buf *b, json_t *m)
+{
+	const char *meth = json_string_value(json_object_get(m, "method"));
+	const char *path = json_string_value(json_object_get(m, "path_prefix"));
+
+	xrl_buf_printf(b, "%s %s", meth ? meth : "*", path ? path : "/");
+}
+
+/* Who is believed, what is exempt, what sheds: the policy in force. */
+static void policy_lines(struct xrl_buf *b, json_t *j)
+{
+	json_t *tp = json_object_get(j, "trusted_proxies"), *ex = json_object_get(j, "exempt");
+	json_t *shed = json_object_get(j, "shed"), *x;
+	size_t i;
+
+	xrl_buf_printf(b, "  trusted proxies: ");
+	json_array_foreach (tp, i, x)
+		xrl_buf_printf(b, "%s%s", i ? ", " : "", json_string_value(x));
+	if (json_array_size(tp))
+		xrl_buf_printf(b, " (forwarded_from %s)\n", str(j, "forwarded_from"));
+	else
+		xrl_buf_printf(b, "none (forwarded headers are not believed)\n");
+	if (json_array_size(ex)) {
+		xrl_buf_printf(b, "  exempt:");
+		json_array_foreach (ex, i, x) {
+			xrl_buf_printf(b, "%s ", i ? "," : "");
+			route_text(b, x);
+		}
+		xrl_buf_printf(b, "\n");
+	}
+	if (json_is_object(shed))
+		xrl_buf_printf(b, "  shed: every request, %s burst %lld (503 beyond)\n",
+			       str(shed, "rate"), num(shed, "burst"));
+	json_array_foreach (shed, i, x) {
+		xrl_buf_printf(b, "  shed: ");
+		route_text(b, json_object_get(x, "match"));
+		xrl_buf_printf(b, ", %s burst %lld (503 beyond)\n", str(x, "rate"),
+			       num(x, "burst"));
+	}
+}
+
 void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 {
 	json_t *j, *r;
@@ -82,15 +124,28 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 	xrl_buf_printf(b, ", %lld threads, %lld override(s)%s%s\n", num(j, "threads"),
 		       num(j, "overrides"),
 		       json_is_true(json_object_get(j, "penalty")) ? ", penalty" : "",
-		       json_is_object(json_object_get(j, "shed")) ? ", shedding" : "");
-	xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6s %-6s %-9s %s\n", "RULE", "METHOD",
-		       "PATH", "KEY", "RATE", "BURST", "SHADOW", "MISSING", "REDIS DOWN");
-	json_array_foreach (json_object_get(j, "rules"), i, r)
-		xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6lld %-6s %-9s %s\n",
+		       !json_is_null(json_object_get(j, "shed")) ? ", shedding" : "");
+	policy_lines(b, j);
+	xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6s %4s %5s %-6s %-6s %-9s %s\n", "RULE",
+		       "METHOD", "PATH", "KEY", "RATE", "BURST", "COST", "CONC", "LEASE", "SHADOW",
+		       "MISSING", "REDIS DOWN");
+	json_array_foreach (json_object_get(j, "rules"), i, r) {
+		char bu[24] = "-", co[24] = "-";
+
+		/* a rule of concurrency alone has no rate and burst; one of rate
+		 * alone no concurrency (null: "-") */
+		if (json_is_integer(json_object_get(r, "burst")))
+			snprintf(bu, sizeof(bu), "%lld", num(r, "burst"));
+		if (json_is_integer(json_object_get(r, "concurrency")))
+			snprintf(co, sizeof(co), "%lld", num(r, "concurrency"));
+		xrl_buf_printf(b, "%-16s %-7s %-20s %-20s %-9s %6s %4lld %5s %-6s %-6s %-9s %s%s\n",
 			       str(r, "name"), str(r, "method"), str(r, "path_prefix"),
-			       str(r, "key"), str(r, "rate"), num(r, "burst"),
+			       str(r, "key"), str(r, "rate"), bu, num(r, "cost"), co,
+			       str(r, "lease_ttl"),
 			       json_is_true(json_object_get(r, "shadow")) ? "yes" : "no",
-			       str(r, "on_missing_key"), str(r, "on_backend_error"));
+			       str(r, "on_missing_key"), str(r, "on_backend_error"),
+			       json_is_true(json_object_get(r, "vouch")) ? ", vouch" : "");
+	}
 	json_decref(j);
 }
 

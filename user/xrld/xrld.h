@@ -245,6 +245,9 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 /* After the privileges are dropped: the child for cfg's http: and fleet:
  * sections (none: nothing), given text, the policy as read; and the 1 s
  * timer that restarts it (a child a later reload brings too). */
+/* Is uid the identity process's (never root)? Its user is in the group
+ * that may read the control socket (its own group, xrl), yet is refused. */
+bool xrld_idp_user(const struct xrld *d, uid_t uid);
 int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen);
 void xrld_idp_stop(struct xrld *d);
 /* Can the identity tier take next (its text)? 0 or -errno with err. */

@@ -485,55 +485,28 @@ int xrl_http_shadow(struct xrl_http_server *s, const char *rule, bool on, char *
 
 /* ---- status and stats ----------------------------------------------------- */
 
-static const char *const missing_name[] = { "skip", "refuse", "client_ip" };
-static const char *const backend_err_name[] = { "open", "closed", "local" };
-
-static json_t *rule_json(const struct xrl_http_rule *r)
-{
-	char rate[48], key[80];
-
-	if (r->key_kind == XRL_KEY_HEADER)
-		snprintf(key, sizeof(key), "header:%s", r->header);
-	else
-		snprintf(key, sizeof(key), "%s",
-			 r->key_kind == XRL_KEY_BEARER ? "bearer" : "client_ip");
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:b,s:s,s:s}", "name", r->name, "method",
-			 r->method[0] ? r->method : "*", "path_prefix",
-			 r->path_prefix[0] ? r->path_prefix : "/", "key", key, "rate",
-			 xrl_rate_str(&r->rate, rate, sizeof(rate)), "burst", (json_int_t)r->burst,
-			 "cost", (json_int_t)r->cost, "shadow", r->shadow, "on_missing_key",
-			 missing_name[r->on_missing_key % 3], "on_backend_error",
-			 backend_err_name[r->on_backend_error % 3]);
-}
-
 json_t *xrl_http_status_json(struct xrl_http_server *s)
 {
 	static const char *const brk[] = { "closed", "open", "half-open" };
 	struct xrl_ovr *o = calloc(XRL_OVR_MAX, sizeof(*o));
 	const struct xrl_http_cfg *c;
 	json_t *rules = json_array(), *j;
-	char be[200], rate[48];
+	char be[700];
 	int n_ovr = o ? xrl_limiter_override_list(s->lim, o, XRL_OVR_MAX) : 0;
 
 	free(o);
 	pthread_rwlock_rdlock(&s->mu);
 	c = &s->cfg->c;
 	for (__u32 i = 0; i < c->n_rules; i++)
-		json_array_append_new(rules, rule_json(&c->rules[i]));
-	/* the Redis password is never shown */
-	if (c->redis)
-		snprintf(be, sizeof(be), "redis://%s:%d/%d", c->redis_host, c->redis_port,
-			 c->redis_db);
-	else
-		snprintf(be, sizeof(be), "memory");
-	j = json_pack("{s:s,s:s,s:s?,s:I,s:o,s:b,s:i,s:o}", "listen", c->listen, "backend", be,
+		json_array_append_new(rules, xrl_http_rule_json(&c->rules[i]));
+	xrl_http_backend_str(c, be, sizeof(be));
+	j = json_pack("{s:s,s:s,s:s?,s:I,s:b,s:i,s:o}", "listen", c->listen, "backend", be,
 		      "breaker", c->redis ? brk[xrl_limiter_breaker_state(s->lim) % 3] : NULL,
-		      "threads", (json_int_t)s->n_loops, "shed",
-		      c->shed_enabled ? json_pack("{s:s,s:I}", "rate",
-						  xrl_rate_str(&c->shed_rate, rate, sizeof(rate)),
-						  "burst", (json_int_t)c->shed_burst)
-				      : json_null(),
-		      "penalty", c->penalty.enabled, "overrides", n_ovr, "rules", rules);
+		      "threads", (json_int_t)s->n_loops, "penalty", c->penalty.enabled,
+		      "overrides", n_ovr, "rules", rules);
+	/* and the rest of the policy in force: shed, exempt, who is believed */
+	if (j)
+		json_object_update_missing_new(j, xrl_http_cfg_json(c));
 	pthread_rwlock_unlock(&s->mu);
 	return j;
 }
