@@ -10,7 +10,11 @@
 #   2. SIGHUP after editing the file (50/s -> 200/s): xrld reloads, the
 #      counters are not reset, a flood from a new source sees 200/s (+-10 %);
 #      a broken file and SIGHUP: refused, 200/s stays in force
-#   3. a valid `xrlctl policy apply` (100/s): exit 0, a new source sees 100/s
+#   3. a valid `xrlctl policy apply` (100/s): exit 0, a new source sees 100/s;
+#      one that also changes xdp.buckets and metrics (restart-only) is
+#      applied saying those two wait for a restart, and policy show and
+#      the metrics listener show what runs (was: "applied", and policy
+#      show printed the new buckets while the maps kept the old size)
 #   4. `xrlctl shadow syn on`: a flood is fully admitted (Tcp InSegs delta =
 #      frames sent), shadow_dropped > 0, dropped unchanged, passed still
 #      burst + rate * t; `shadow syn off` restores refusals
@@ -123,6 +127,19 @@ RATE=100
 flood_measure 198.51.100.23/32 --threads 1 --cpus 0 --duration 1
 check_expect "after apply: admitted at 100/s (InSegs)" "$ADM" "$EXP" "$TOL"
 RES+=("apply 100/s: admitted $ADM, expected $EXP")
+ro=$LAB_TMP/restart-only.yaml
+sed "s|^metrics: .*|metrics: 127.0.0.1:9202|" "$good" >"$ro"
+sed -i 's|^xdp:$|xdp:\n  buckets: 4096|' "$ro"
+info "$(grep -n 'buckets\|metrics' "$ro")"
+out=$(ctl policy apply "$ro" 2>&1); rc=$?
+info "$out"
+check_rc "policy apply, buckets and metrics changed" "$rc" 0
+check_match "apply: says what waits for a restart" "$out" \
+	"applied to 1 interface\(s\), but for xdp.buckets 4096, metrics 127.0.0.1:9202: that takes effect at the next restart"
+check_match "policy show: the running buckets" "$(ctl policy show)" "buckets: 1048576 \(default\)"
+check_match "policy show: the running metrics" "$(ctl policy show)" "metrics: 127.0.0.1:9101"
+check_eq "the metrics listener stays" "$(in_prot curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9101/metrics)" 200
+check_match "log: the warning" "$(cat "$XRLD_LOG")" "warning: policy: xdp.buckets 4096, metrics 127.0.0.1:9202: that takes effect at the next restart"
 
 log "4. shadow syn on: nothing refused, would-be refusals counted"
 out=$(ctl shadow syn on 2>&1); rc=$?

@@ -192,6 +192,39 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
 }
 
 /*
+ * What next changes that only a restart applies: the maps' size (made at
+ * attach) and the metrics listener (bound at start). Those keep their
+ * running values in next, so policy show shows what runs, and
+ * d->reload_note names them for the one who asked (and the log).
+ */
+static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
+			      struct xrld_config *next)
+{
+	char *note = d->reload_note;
+	size_t len = sizeof(d->reload_note);
+
+	note[0] = '\0';
+	if (next->buckets_max != old->buckets_max) {
+		snprintf(note, len, "xdp.buckets %u",
+			 next->buckets_max ? next->buckets_max : XRL_BUCKETS_DEFAULT);
+		next->buckets_max = old->buckets_max;
+	}
+	if (strcmp(next->metrics, old->metrics)) {
+		size_t o = strlen(note);
+
+		snprintf(note + o, len - o, "%smetrics %s", o ? ", " : "",
+			 next->metrics[0] ? next->metrics : "off");
+		memcpy(next->metrics, old->metrics, sizeof(next->metrics));
+		memcpy(next->metrics_host, old->metrics_host, sizeof(next->metrics_host));
+		next->metrics_port = old->metrics_port;
+	}
+	if (note[0])
+		log_warnx("policy: %s: that takes effect at the next restart; until then the "
+			  "running values stay (policy show shows them)",
+			  note);
+}
+
+/*
  * Replace the running config by `next` (already parsed and valid). The new
  * policy is validated before anything is touched; an interface that cannot
  * be attached is reported and the rest goes on.
@@ -209,6 +242,7 @@ static int install_config(struct xrld *d, struct xrld_config *next, const char *
 		rc = xrld_idp_reload_check(d, next, text, len, err, errlen);
 	if (rc)
 		return rc;
+	keep_restart_only(d, old, next);
 	/* the metrics thread reads d->cfg and d->http under d->lock */
 	pthread_mutex_lock(&d->lock);
 	d->cfg = next;

@@ -382,6 +382,11 @@ static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struc
 	/* file: the file's name; text: its contents */
 	if (xrld_reload_notified(d, c->text, strlen(c->text), file, err, sizeof(err)))
 		return fail(r, 1, "policy refused, the running policy stays in force: %s", err);
+	if (d->reload_note[0])
+		return done(r,
+			    "policy from %s applied to %d interface(s), but for %s: that takes "
+			    "effect at the next restart (policy show shows what runs)",
+			    file, d->n_ifs, d->reload_note);
 	return done(r, "policy from %s applied to %d interface(s)", file, d->n_ifs);
 }
 

@@ -129,6 +129,9 @@ struct xrld {
 	 * refused; and the wall-clock time of the last one installed, seconds
 	 * since the epoch (xrl_config_last_reload_*, as Prometheus's own) */
 	__u64 last_reload_ok, last_reload_time_s;
+	/* the last reload's fields that wait for a restart ("xdp.buckets
+	 * 4096, metrics 127.0.0.1:9200"); "": none (iface.c) */
+	char reload_note[256];
 	__u64 pen_skipped[PEN_SKIP_MAX]; /* escalations not made, by reason */
 	struct MHD_Daemon *mhd;
 	/* the identity process (idproc.c) when an http: or fleet: section
