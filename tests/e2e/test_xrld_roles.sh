@@ -18,6 +18,11 @@
 #      package made it) is refused even `status`: the tier facing the
 #      network never reads the control side
 #   5. root: `deny add` and `deny del` still work
+#   6. one xrld a pin directory: a second on the same pins (a socket of
+#      its own) exits 1 naming the other, before anything is touched (no
+#      socket made, the first answers and keeps its maps)
+#   7. started through `ip netns exec` (which mounts a /sys without
+#      bpffs), xrld mounts bpffs itself and starts
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -120,5 +125,32 @@ check_rc "root: deny add" "$?" 0
 check_eq "root: denied" "$(deny_field 198.51.100.9/32 origin)" runtime
 ctl deny del 198.51.100.9/32 >/dev/null 2>&1
 check_rc "root: deny del" "$?" 0
+
+log "6. one xrld a pin directory"
+sock2=/run/xrl-test-ro2-$$.sock
+out=$(nsenter --net="/run/netns/$LAB_PROT" -- "$XRLD" --config "$XRLD_CONF" --foreground \
+	--socket "$sock2" --pin-dir "$PIN_DIR" 2>&1); rc=$?
+info "second xrld: $out"
+check_rc "a second xrld on the same pins" "$rc" 1
+check_match "it names the other" "$out" "the pin directory $PIN_DIR is another running xrld's; nothing was touched"
+check_eq "no socket made" "$([ -e "$sock2" ] && echo yes || echo no)" no
+rm -f "$sock2"
+check_match "the first still answers" "$(ctl status 2>&1)" "^xrld pid $XRLD_PID"
+
+log "7. through ip netns exec: xrld mounts bpffs"
+P7=$(free_port)
+printf 'http:\n  listen: 127.0.0.1:%s\n  rules:\n    - {name: a, key: client_ip, rate: 1/s, burst: 1}\n' "$P7" \
+	>"$LAB_TMP/netns.yaml"
+sock3=/run/xrl-test-ro3-$$.sock
+ip netns exec "$LAB_PROT" "$XRLD" --config "$LAB_TMP/netns.yaml" --foreground --socket "$sock3" \
+	--pin-dir /sys/fs/bpf/xrl-ro3-$$ >"$LAB_TMP/netns.log" 2>&1 &
+pid3=$!
+XRLD_PIDS+=("$pid3")
+wait_for 10 eval '[ -S "$sock3" ]'
+check_eq "xrld under ip netns exec: running" "$(kill -0 "$pid3" 2>/dev/null && echo yes || echo no)" yes
+check_match "it mounted bpffs" "$(cat "$LAB_TMP/netns.log")" "mounted bpffs at /sys/fs/bpf"
+kill "$pid3" 2>/dev/null
+wait "$pid3" 2>/dev/null
+rm -f "$sock3"
 
 finish

@@ -13,15 +13,23 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <bpf/libbpf.h>
 #include <microhttpd.h>
@@ -35,6 +43,7 @@
 
 static struct xrld D = { .sock_path = XRL_SOCKET_DEFAULT,
 			 .pin_root = XRL_PIN_ROOT_DEFAULT,
+			 .pin_lock_fd = -1,
 			 .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- the daemon's own events ------------------------------------------------ */
@@ -268,6 +277,62 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 	return -1;
 }
 
+#define BPFFS "/sys/fs/bpf"
+
+/*
+ * The pin directory, this xrld's alone while it runs: two on the same pins
+ * (each with its own socket) would fight over one set of maps, so the
+ * second is refused before anything is touched. flock(2) on the directory
+ * (the identity process closes its copy: close_range at its start) goes
+ * with the process, however it ends. Where bpffs is missing at /sys/fs/bpf
+ * (`ip netns exec` mounts a /sys of its own), it is mounted first, as
+ * bpftool does. 0, or -1 said.
+ */
+static int claim_pins(struct xrld *d)
+{
+	char path[PATH_MAX];
+	struct statfs sf;
+	int fd;
+
+	if (!strncmp(d->pin_root, BPFFS "/", sizeof(BPFFS)) &&
+	    (statfs(BPFFS, &sf) || sf.f_type != BPF_FS_MAGIC)) {
+		if (mount("bpf", BPFFS, "bpf", 0, "mode=0700")) {
+			log_warn("bpffs is not mounted at %s and couldn't be", BPFFS);
+			return -1;
+		}
+		log_info("mounted bpffs at %s (it was not there)", BPFFS);
+	}
+	snprintf(path, sizeof(path), "%s", d->pin_root);
+	for (char *p = path + 1;; p++) {
+		bool end = !*p;
+
+		if (*p != '/' && !end)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			log_warn("couldn't make the pin directory %s", path);
+			return -1;
+		}
+		if (end)
+			break;
+		*p = '/';
+	}
+	fd = open(d->pin_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB)) {
+		d->pin_lock_fd = fd; /* held for xrld's life */
+		return 0;
+	}
+	if (errno == EWOULDBLOCK)
+		log_err("the pin directory %s is another running xrld's; nothing was touched "
+			"(give this one a --pin-dir of its own)",
+			d->pin_root);
+	else
+		log_warn("couldn't take the pin directory %s", d->pin_root);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
 /*
  * Everything before the loop: the config, the tables, the loop's fds, the
  * control socket, the interfaces, the privileges, the identity tier and
@@ -290,6 +355,8 @@ static int start(struct xrld *d, int verbose)
 	}
 	if (d->cfg->log_level >= 0 && !verbose)
 		log_set_level(d->cfg->log_level);
+	if (claim_pins(d))
+		return 1;
 	if ((rc = loop_open(d))) {
 		errno = -rc;
 		log_warn("couldn't set up the event loop");

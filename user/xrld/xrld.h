@@ -114,6 +114,7 @@ struct xrld {
 	const char *config_path;
 	const char *sock_path;
 	const char *pin_root;
+	int pin_lock_fd; /* pin_root's flock, held while xrld runs (main.c) */
 	bool foreground;
 	struct xrld_config *cfg;
 	struct xrld_iface ifs[MAX_IFACES];
