@@ -1191,6 +1191,7 @@ static void test_summary(void **state)
 	HAS(sum, "  login            *       /                    header:X-Login       5/min          3"
 		 "    0     - -      yes    refuse    closed\n");
 	EQ(strstr(sum, "s3cret") == NULL, 1);
+	EQ(strstr(sum, "are never believed") == NULL, 1); /* a trusted proxy is listed */
 	{
 		json_t *j = xrl_config_json(cfg), *h = json_object_get(j, "http");
 		json_t *r0 = json_array_get(json_object_get(h, "rules"), 0);
@@ -1205,6 +1206,25 @@ static void test_summary(void **state)
 		free(dump);
 		json_decref(j);
 	}
+
+	CTX("xrld --check names a rule that can never match: a path behind a proxy none trusts");
+	PARSE_OK("http:\n"
+		 "  listen: 127.0.0.1:9000\n"
+		 "  rules:\n"
+		 "    - {name: all, key: client_ip, rate: 5/s, burst: 3}\n"
+		 "    - {name: login, match: {path_prefix: /login}, key: client_ip, rate: 5/min, "
+		 "burst: 3}\n");
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	HAS(sum, "warning: http.rules[1] (login) matches * /login, but with no http.trusted_proxies "
+		 "the X-Original-Method/-URI headers that carry them are never believed");
+	PARSE_OK("http:\n"
+		 "  listen: 127.0.0.1:9000\n"
+		 "  forwarded_from: envoy\n"
+		 "  rules:\n"
+		 "    - {name: login, match: {path_prefix: /login}, key: client_ip, rate: 5/min, "
+		 "burst: 3}\n");
+	EQ(xrl_config_summary(cfg, sum, sizeof(sum)), 0);
+	EQ(strstr(sum, "are never believed") == NULL, 1); /* envoy: the request's own path */
 
 	CTX("summary of an empty config");
 	PARSE_OK("");

@@ -153,6 +153,25 @@ static void http_warnings(struct xrl_buf *b, const struct xrl_http_cfg *h)
 	char t[64];
 	bool any, lo;
 
+	/* behind nginx, Traefik or Caddy the request's method and path come in
+	 * headers believed only from a trusted proxy: with none, a rule that
+	 * matches on them never sees them */
+	for (__u32 i = 0; !h->n_trusted && h->forwarded_from <= XRL_FWD_CADDY && i < h->n_rules;
+	     i++) {
+		const struct xrl_http_rule *r = &h->rules[i];
+
+		if (!r->method[0] && !r->path_prefix[0])
+			continue;
+		xrl_buf_printf(b,
+			       "warning: http.rules[%u] (%s) matches %s %s, but with no "
+			       "http.trusted_proxies the %s headers that carry them are never believed: "
+			       "behind the proxy it matches nothing (list the proxy's address there)\n",
+			       i, r->name, r->method[0] ? r->method : "*",
+			       r->path_prefix[0] ? r->path_prefix : "/",
+			       h->forwarded_from == XRL_FWD_NGINX ? "X-Original-Method/-URI"
+								  : "X-Forwarded-Method/-Uri");
+		break;
+	}
 	if (!http_listen_addr(h, &a, &any))
 		return;
 	lo = !any && xrl_http_loopback(&a);
