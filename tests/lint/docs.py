@@ -176,7 +176,7 @@ class Verb:
 
     def synopsis(self):
         return " ".join(self.words + self.pos +
-                        [f"[{o} {m}]" for o, m in self.opts.items()])
+                        [f"[{o} {m}]" if m else f"[{o}]" for o, m in self.opts.items()])
 
 
 def is_meta(t):
@@ -201,7 +201,10 @@ def parse_verb_line(line):
     pos, opts = [], {}
     while i < len(toks):
         t = toks[i]
-        if t.startswith("[-") and i + 1 < len(toks) and toks[i + 1].endswith("]"):
+        if t.startswith("[-") and t.endswith("]"):
+            opts[t[1:-1]] = None  # a flag: no value (deny add --force)
+            i += 1
+        elif t.startswith("[-") and i + 1 < len(toks) and toks[i + 1].endswith("]"):
             opts[t[1:]] = toks[i + 1][:-1]
             i += 2
         elif not opts and is_meta(t):
@@ -282,6 +285,9 @@ class Xrlctl:
         k = 0
         while k < len(args):
             a = args[k]
+            if a in v.opts and v.opts[a] is None:
+                k += 1
+                continue
             if a in v.opts:
                 if k + 1 >= len(args):
                     return f"{a} needs {v.opts[a]} (usage: {v.synopsis()})" if whole else None
