@@ -117,7 +117,7 @@ refused() {
 	out=$(ctl deny add "$2" 2>&1); rc=$?
 	info "deny add $2: $out"
 	check_rc "deny add $2 ($1): refused" "$rc" 1
-	check_match "deny add $2: why" "$out" "not denying $2: $3; deny add --force if that is meant"
+	check_match "deny add $2: why" "$out" "not denying $2: $3.*; deny add --force if that is meant"
 	check_eq "deny add $2: not on the denylist" "$(deny_field "$2" origin)" absent
 }
 refused "everything" 0.0.0.0/0 "it is wider than the penalty floor \(/24 for IPv4, /48 for IPv6\)"
