@@ -234,7 +234,7 @@ xc M stats --json
 check_ge "stats: holds shadow_refused" \
 	"$(jq_py "[r['shadow_refused'] for r in d['http']['rules'] if r['name'] == 'holds'][0]" <<<"$XC_OUT")" 1
 xc M status
-check_match "status: holds SHADOW yes" "$XC_OUT" '^holds +POST +/api/holds +header:X-User-Id +1/min +3 +yes'
+check_match "status: holds SHADOW yes" "$XC_OUT" '^holds +POST +/api/holds +header:X-User-Id +1/min +3 +1 +- +- +yes'
 xc M shadow holds off
 check_eq "shadow holds off: exit" "$XC_RC" 0
 holds s1
