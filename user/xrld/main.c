@@ -286,7 +286,7 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
  * (the identity process closes its copy: close_range at its start) goes
  * with the process, however it ends. Where bpffs is missing at /sys/fs/bpf
  * (`ip netns exec` mounts a /sys of its own), it is mounted first, as
- * bpftool does. 0, or -1 said.
+ * bpftool does. 0, or -1 said (fatal when an interface is to be attached).
  */
 static int claim_pins(struct xrld *d)
 {
@@ -355,7 +355,9 @@ static int start(struct xrld *d, int verbose)
 	}
 	if (d->cfg->log_level >= 0 && !verbose)
 		log_set_level(d->cfg->log_level);
-	if (claim_pins(d))
+	/* an identity tier alone keeps no pins: where there is no bpffs (a
+	 * container) it still starts, said; an interface needs them */
+	if (claim_pins(d) && d->cfg->n_ifaces)
 		return 1;
 	if ((rc = loop_open(d))) {
 		errno = -rc;
