@@ -286,13 +286,13 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
  * (the identity process closes its copy: close_range at its start) goes
  * with the process, however it ends. Where bpffs is missing at /sys/fs/bpf
  * (`ip netns exec` mounts a /sys of its own), it is mounted first, as
- * bpftool does. 0, or -1 said (fatal when an interface is to be attached).
+ * bpftool does. 0; -2: another xrld's (said); -1: not taken (said).
  */
 static int claim_pins(struct xrld *d)
 {
 	char path[PATH_MAX];
 	struct statfs sf;
-	int fd;
+	int fd, rc;
 
 	if (!strncmp(d->pin_root, BPFFS "/", sizeof(BPFFS)) &&
 	    (statfs(BPFFS, &sf) || sf.f_type != BPF_FS_MAGIC)) {
@@ -322,7 +322,8 @@ static int claim_pins(struct xrld *d)
 		d->pin_lock_fd = fd; /* held for xrld's life */
 		return 0;
 	}
-	if (errno == EWOULDBLOCK)
+	rc = errno == EWOULDBLOCK ? -2 : -1;
+	if (rc == -2)
 		log_err("the pin directory %s is another running xrld's; nothing was touched "
 			"(give this one a --pin-dir of its own)",
 			d->pin_root);
@@ -330,7 +331,7 @@ static int claim_pins(struct xrld *d)
 		log_warn("couldn't take the pin directory %s", d->pin_root);
 	if (fd >= 0)
 		close(fd);
-	return -1;
+	return rc;
 }
 
 /*
@@ -357,7 +358,7 @@ static int start(struct xrld *d, int verbose)
 		log_set_level(d->cfg->log_level);
 	/* an identity tier alone keeps no pins: where there is no bpffs (a
 	 * container) it still starts, said; an interface needs them */
-	if (claim_pins(d) && d->cfg->n_ifaces)
+	if ((rc = claim_pins(d)) == -2 || (rc && d->cfg->n_ifaces))
 		return 1;
 	if ((rc = loop_open(d))) {
 		errno = -rc;
