@@ -170,10 +170,10 @@ check_eq "metric xrl_syn_cookie_path" \
 	"$(xrld_metric 'xrl_syn_cookie_path{interface="'"$LAB_PROT_IF"'",path="xrl"}')" 1
 out=$(ctl cookies nope on 2>&1); rc=$?
 check_rc "cookies nope on" "$rc" 1
-check_match "... says so" "$out" "no rule named 'nope'"
+check_match "... says so, naming the rules there are" "$out" "no rule named 'nope' \\(packet rules: [a-z]"
 out=$(ctl --json cookies nope on); rc=$?
 check_rc "cookies nope on --json" "$rc" 1
-check_match "... an error document" "$out" "\"error\": ?\"no rule named 'nope'\""
+check_match "... an error document" "$out" "\"error\": ?\"no rule named 'nope' \\(packet rules: "
 out=$(ctl cookies web maybe 2>&1); rc=$?
 check_rc "cookies web maybe" "$rc" 2
 check_match "... says what it wants" "$out" "want on, auto or off, got 'maybe'"

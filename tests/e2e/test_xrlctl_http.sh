@@ -242,7 +242,8 @@ check_eq "s1 after shadow off" "$H_CODE" 429
 xc M shadow nosuch on
 check_eq "shadow nosuch on: exit" "$XC_RC" 1
 xc M --json shadow nosuch on
-check_eq "shadow nosuch on --json: error" "$(jget "d['error']" <<<"$XC_OUT")" "no rule named 'nosuch'"
+check_eq "shadow nosuch on --json: error, naming the rules" "$(jget "d['error']" <<<"$XC_OUT")" \
+	"no rule named 'nosuch' (HTTP rules: holds, api, flood)"
 xc M shadow holds maybe
 check_eq "shadow holds maybe: exit 2" "$XC_RC" 2
 check_match "xrld logs the change with the caller's uid" "$(cat "${HT_LOG[M]}")" \

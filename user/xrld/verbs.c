@@ -56,6 +56,28 @@ static int fail(struct reply *r, int code, const char *fmt, ...)
 	return code;
 }
 
+/* "no rule named 'X' (packet rules: syn; HTTP rules: holds, api)": the
+ * names an operator may have meant, from the policy in force. */
+static int no_rule(struct xrld *d, struct reply *r, const char *rule)
+{
+	const struct xrl_policy *p = &d->cfg->policy;
+	const struct xrl_http_cfg *h = &d->cfg->http;
+	struct xrl_buf b = {};
+	int rc;
+
+	for (__u32 i = 0; i < p->n_rules; i++)
+		xrl_buf_printf(&b, "%s%s", i ? ", " : "packet rules: ", p->rules[i].name);
+	for (__u32 i = 0; d->cfg->has_http && i < h->n_rules; i++)
+		xrl_buf_printf(&b, "%s%s",
+			       i     ? ", "
+			       : b.p ? "; HTTP rules: "
+				     : "HTTP rules: ",
+			       h->rules[i].name);
+	rc = fail(r, 1, "no rule named '%s' (%s)", rule, b.p ? b.p : "the policy has none");
+	xrl_buf_free(&b);
+	return rc;
+}
+
 /* A success message. */
 static int done(struct reply *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int done(struct reply *r, const char *fmt, ...)
@@ -246,7 +268,7 @@ static int cmd_top(struct xrld *d, const struct xrl_verb_call *c, struct reply *
 		return rc ? fail(r, 1, "%s", err) : 0;
 	}
 	if (rule && !rule_id(d, rule, &want_id))
-		return fail(r, 1, "no rule named '%s'", rule);
+		return no_rule(d, r, rule);
 	v = malloc(sizeof(*v) * TOP_SLOTS);
 	if (!v)
 		return fail(r, 1, "couldn't list the sources: %s", strerror(ENOMEM));
@@ -411,7 +433,7 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		json_decref(h);
 	}
 	if (!xdp && !http)
-		return fail(r, 1, "no rule named '%s'", rule);
+		return no_rule(d, r, rule);
 	if (http) {
 		int rc;
 		json_t *h = xrld_idp_call(d,
@@ -542,7 +564,7 @@ static int cmd_cookies(struct xrld *d, const struct xrl_verb_call *c, struct rep
 	for (int i = 0; i < d->n_ifs; i++) {
 		rc = xrl_rule_cookies_set(d->ifs[i].h, rule, o->mode.mode, &was);
 		if (rc == -ENOENT)
-			return fail(r, 1, "no rule named '%s'", rule);
+			return no_rule(d, r, rule);
 		if (rc == -EPROTONOSUPPORT)
 			return fail(r, 1, "rule %s does not match tcp: SYN cookies need proto tcp",
 				    rule);
