@@ -87,6 +87,7 @@ check_eq "vouch list --json, empty" "$(ctl --json vouch list)" "[]"
 out=$(ctl vouch add 192.0.2.7 --ttl 1m); rc=$?
 check_rc "vouch add 192.0.2.7 --ttl 1m" "$rc" 0
 check_match "... answers the /24 it vouched" "$out" "vouched for 192.0.2.0/24 for 1m"
+check_match "... and says it widened the address" "$out" "192.0.2.7 widened to its /24: a vouch covers one /24 of IPv4"
 check_eq "vouch list --json: the /24, runtime" \
 	"$(ctl --json vouch list | jq_py "[len(d), d[0]['prefix'], d[0]['origin']]")" \
 	"1 192.0.2.0/24 runtime"

@@ -603,7 +603,7 @@ static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struc
 	const struct xrl_prefix p = o->prefix.p;
 	__u64 ttl = add && o->ttl.text ? o->ttl.ns : 0;
 	struct xrl_prefix k;
-	char buf[64];
+	char buf[64], why[160] = "";
 	int rc;
 
 	if (!d->n_ifs)
@@ -631,10 +631,16 @@ static int cmd_vouch_change(struct xrld *d, const struct xrl_verb_call *c, struc
 			return fail(r, 1, "couldn't update the vouched sources of %s: %s",
 				    d->ifs[i].name, strerror(-rc));
 	}
+	/* a vouch is one /24 or /48: one given narrower is widened, said */
+	if (p.plen > k.plen)
+		snprintf(why, sizeof(why),
+			 " (%s widened to its /%u: a vouch covers one /%u of "
+			 "IPv4 or /%u of IPv6)",
+			 o->prefix.text, k.plen, XRL_VOUCH_PLEN4, XRL_VOUCH_PLEN6);
 	if (!add)
-		return done(r, "vouch for %s removed", buf);
-	return done(r, "vouched for %s%s%s", buf, o->ttl.text ? " for " : " until removed",
-		    o->ttl.text ? o->ttl.text : "");
+		return done(r, "vouch for %s removed%s", buf, why);
+	return done(r, "vouched for %s%s%s%s", buf, o->ttl.text ? " for " : " until removed",
+		    o->ttl.text ? o->ttl.text : "", why);
 }
 
 /* The handler of each verb of lib/verbs.c's table; NULL: xrlctl's alone. */
