@@ -268,6 +268,33 @@ static void test_original_table(void **state)
 	}
 }
 
+/* The 400 for a trusted proxy that left the original method or URI out
+ * names the header(s) it did not send. */
+static void test_original_names_missing(void **state)
+{
+	struct xrl_http_cfg c;
+	const char *om = NULL, *why = NULL;
+	char path[256];
+
+	(void)state;
+	xrl_http_cfg_init(&c);
+	c.forwarded_from = XRL_FWD_NGINX;
+	EQ(xrl_http_original(&c, true, "GET", "/v1/auth/nginx", "POST", NULL, false, &om, path,
+			     sizeof(path), &why),
+	   -EINVAL);
+	HAS(why, "the trusted proxy did not send X-Original-URI (");
+	EQ(strstr(why, "X-Original-Method") == NULL, 1);
+	EQ(xrl_http_original(&c, true, "GET", "/v1/auth/nginx", NULL, NULL, false, &om, path,
+			     sizeof(path), &why),
+	   -EINVAL);
+	HAS(why, "did not send X-Original-Method and X-Original-URI");
+	c.forwarded_from = XRL_FWD_TRAEFIK;
+	EQ(xrl_http_original(&c, true, "GET", "/v1/auth", "", "/x", false, &om, path, sizeof(path),
+			     &why),
+	   -EINVAL);
+	HAS(why, "did not send X-Forwarded-Method (");
+}
+
 static void test_fwd_headers(void **state)
 {
 	const char *m, *u;
@@ -615,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_rule_match_table),
 		cmocka_unit_test(test_original_table),
 		cmocka_unit_test(test_fwd_headers),
+		cmocka_unit_test(test_original_names_missing),
 		cmocka_unit_test(test_xff_table),
 		cmocka_unit_test(test_config_table),
 		cmocka_unit_test(test_restart_diff),

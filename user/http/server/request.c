@@ -184,8 +184,16 @@ int xrl_http_original(const struct xrl_http_cfg *c, bool trusted, const char *me
 			return -EINVAL;
 		}
 		if (!fm || !*fm || !fu) {
-			*why = "the trusted proxy did not send the original method and URI "
-			       "(the headers of http.forwarded_from)";
+			/* the answer names what is missing (this thread's buffer:
+			 * the problem is written before the next request) */
+			static __thread char miss[160];
+			bool no_m = !fm || !*fm;
+
+			snprintf(miss, sizeof(miss),
+				 "the trusted proxy did not send %s%s%s (the headers of "
+				 "http.forwarded_from)",
+				 no_m ? mh : "", no_m && !fu ? " and " : "", !fu ? uh : "");
+			*why = miss;
 			return -EINVAL;
 		}
 		*om = fm;
