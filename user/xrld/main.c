@@ -102,6 +102,23 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR] [-v]\n"
 		   "       xrld --check FILE\n"
 		   "       xrld --version\n");
+	if (f != stdout)
+		return; /* a usage error: the lines above; --help: what each is */
+	fprintf(f,
+		"\n"
+		"  -c, --config FILE   the policy to enforce (required to run; see xrl-policy(5));\n"
+		"                      SIGHUP or `xrlctl policy apply` reloads it\n"
+		"  -n, --check FILE    parse and validate FILE, print what it would do and the\n"
+		"                      warnings, then exit: 0 valid, 1 not (nothing is touched)\n"
+		"  -f, --foreground    stay in the foreground and log to stderr (as under\n"
+		"                      systemd); without it xrld detaches and logs to syslog\n"
+		"  -s, --socket PATH   the control socket xrlctl talks to (default %s)\n"
+		"  -p, --pin-dir DIR   where the XDP maps are pinned, one xrld a directory\n"
+		"                      (default %s)\n"
+		"  -v, --verbose       log info lines whatever log_level says; -vv: debug too\n"
+		"      --version       print the version and exit\n"
+		"  -h, --help          this help\n",
+		XRL_SOCKET_DEFAULT, XRL_PIN_ROOT_DEFAULT);
 }
 
 /*
