@@ -171,12 +171,14 @@ def synopsis_tokens(text):
 
 
 class Verb:
-    def __init__(self, words, pos, opts):
+    def __init__(self, words, pos, opts, required=()):
         self.words, self.pos, self.opts = words, pos, opts
+        self.required = set(required)  # options shown without brackets
 
     def synopsis(self):
         return " ".join(self.words + self.pos +
-                        [f"[{o} {m}]" if m else f"[{o}]" for o, m in self.opts.items()])
+                        [f"{o} {m}" if o in self.required else f"[{o} {m}]" if m else f"[{o}]"
+                         for o, m in self.opts.items()])
 
 
 def is_meta(t):
@@ -198,10 +200,14 @@ def parse_verb_line(line):
             len(parts) > 1 or (i + 1 < len(toks) and (is_meta(toks[i + 1]) or toks[i + 1].startswith("[-")))):
         words.append(toks[i])
         i += 1
-    pos, opts = [], {}
+    pos, opts, required = [], {}, []
     while i < len(toks):
         t = toks[i]
-        if t.startswith("[-") and t.endswith("]"):
+        if t.startswith("--") and i + 1 < len(toks) and is_meta(toks[i + 1]):
+            opts[t] = toks[i + 1]  # a required option: no brackets
+            required.append(t)
+            i += 2
+        elif t.startswith("[-") and t.endswith("]"):
             opts[t[1:-1]] = None  # a flag: no value (deny add --force)
             i += 1
         elif t.startswith("[-") and i + 1 < len(toks) and toks[i + 1].endswith("]"):
@@ -212,7 +218,7 @@ def parse_verb_line(line):
             i += 1
         else:
             break  # the help text of a synopsis longer than its column
-    return Verb(words, pos, opts)
+    return Verb(words, pos, opts, required)
 
 
 class Xrlctl:
@@ -307,6 +313,9 @@ class Xrlctl:
             k += 1
         if whole and npos < len(v.pos):
             return f"missing {' '.join(v.pos[npos:])} (usage: {v.synopsis()})"
+        missing = [o for o in v.opts if o in v.required and o not in args]
+        if whole and missing:
+            return f"missing {' '.join(missing)} (usage: {v.synopsis()})"
         return None
 
 

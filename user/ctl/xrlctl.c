@@ -648,13 +648,6 @@ static int run(const struct xrl_verb_call *c, int argc, char **argv)
 					   : call(argc, args);
 	case XRL_VERB_PENALTY_DEL:
 		return cmd_penalty_del(c->a.penalty.key.text);
-	case XRL_VERB_OVERRIDE:
-		if (!c->a.override.rate.text || !c->a.override.burst.text ||
-		    !c->a.override.ttl.text)
-			return fail(
-				2,
-				"override RULE KEY needs --rate RATE, --burst N and --ttl DURATION");
-		return call(argc, args);
 	default:
 		return call(argc, args);
 	}

@@ -38,6 +38,11 @@
 	{ \
 		.name = (n), .type = XRL_ARG_##T, .off = AT(S, f, T) \
 	}
+/* an option the verb needs: shown without brackets, a usage error when left out */
+#define OPT_REQ(n, T, m, S, f) \
+	{ \
+		.name = (n), .type = XRL_ARG_##T, .meta = (m), .off = AT(S, f, T), .required = true \
+	}
 #define OPT(n, T, m, S, f) \
 	{ \
 		.name = (n), .type = XRL_ARG_##T, .meta = (m), .off = AT(S, f, T) \
@@ -119,10 +124,10 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		XRL_VERB_CHANGES, "remove KEY's override of HTTP rule RULE" },
 	[XRL_VERB_OVERRIDE] = { XRL_VERB_OVERRIDE, "override", NULL,
 		{ POS("RULE", NAME, override, rule), POS("KEY", NAME, override, key) },
-		{ OPT("--rate", RATE, "RATE", override, rate),
-		  OPT("--burst", COUNT, "N", override, burst),
-		  OPT("--ttl", DURATION, "DURATION", override, ttl) }, XRL_VERB_CHANGES,
-		"KEY's own rate and burst on HTTP rule RULE for DURATION (all three required)" },
+		{ OPT_REQ("--rate", RATE, "RATE", override, rate),
+		  OPT_REQ("--burst", COUNT, "N", override, burst),
+		  OPT_REQ("--ttl", DURATION, "DURATION", override, ttl) }, XRL_VERB_CHANGES,
+		"KEY's own rate and burst on HTTP rule RULE for DURATION" },
 };
 /* clang-format on */
 
@@ -148,7 +153,9 @@ void xrl_verb_synopsis(const struct xrl_verb *v, char *buf, size_t len)
 	for (int i = 0; i < XRL_VERB_POS && v->pos[i].name; i++)
 		PUT(" %s", v->pos[i].name);
 	for (int i = 0; i < XRL_VERB_OPTS && v->opt[i].name; i++)
-		if (v->opt[i].meta)
+		if (v->opt[i].required)
+			PUT(" %s %s", v->opt[i].name, v->opt[i].meta);
+		else if (v->opt[i].meta)
 			PUT(" [%s %s]", v->opt[i].name, v->opt[i].meta);
 		else
 			PUT(" [%s]", v->opt[i].name);
@@ -358,6 +365,16 @@ static int parse_args(const struct xrl_verb *v, int argc, char *const *argv, boo
 	if ((npos < XRL_VERB_POS && v->pos[npos].name) ||
 	    (wire && (v->flags & XRL_VERB_SENDS_FILE) && !c->text))
 		return usage_err(NULL, v, err, errlen);
+	for (int k = 0; k < XRL_VERB_OPTS && v->opt[k].name; k++)
+		if (v->opt[k].required && !xrl_verb_text(c, &v->opt[k])) {
+			char syn[128];
+
+			xrl_verb_synopsis(v, syn, sizeof(syn));
+			snprintf(err, errlen, "%s%s%s needs %s %s (usage: %s)", v->word,
+				 v->sub ? " " : "", v->sub ? v->sub : "", v->opt[k].name,
+				 v->opt[k].meta, syn);
+			return 2;
+		}
 	return 0;
 }
 

@@ -182,6 +182,7 @@ struct xrl_verb_arg {
 	const char *name; /* "IFACE" for a positional; "--mode" for an option */
 	enum xrl_arg_type type;
 	const char *meta; /* an option's value in usage: "native|skb|auto"; NULL: a flag */
+	bool required;	  /* an option the verb cannot do without (override --rate) */
 	size_t off;	  /* its value's place in union xrl_verb_args */
 };
 
