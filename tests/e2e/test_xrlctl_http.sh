@@ -172,6 +172,7 @@ wp=$!
 out=$(timeout -s INT 2.6 "$XRLCTL" --socket "$HT_TMP/M.sock" --pin-dir /nonexistent stats --watch 1)
 wait "$wp"
 check_match "stats --watch: the rate columns" "$out" 'REFUSED/s'
+check_eq "stats --watch: every line fits 80 columns (was 116)" "$(awk 'length > 80' <<<"$out" | wc -l)" 0
 check_match "stats --watch: a refusal rate above 0 on holds" "$out" '^holds( +[0-9]+){4}( +[0-9.]+){0} +[0-9.]*[1-9][0-9.]* +[0-9.]*[1-9]'
 out=$(timeout -s INT 2.6 "$XRLCTL" --socket "$HT_TMP/M.sock" --pin-dir /nonexistent --json stats --watch 1)
 check_match "stats --watch --json: refused_per_s" "$out" '"refused_per_s"'

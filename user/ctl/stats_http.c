@@ -70,6 +70,30 @@ void xrlctl_http_rates(json_t *cur, json_t *prev, double dt)
 	}
 }
 
+/* n in at most 7 characters: as it is, or 123.4k, 12.3M, 1.2G. */
+static const char *compact(char *buf, size_t len, long long n)
+{
+	static const char unit[] = { 'k', 'M', 'G', 'T' };
+	double v = (double)n;
+	int u = -1;
+
+	if (n < 1000000) {
+		snprintf(buf, len, "%lld", n);
+		return buf;
+	}
+	while (v >= 1000 && u < 3) {
+		v /= 1000;
+		u++;
+	}
+	snprintf(buf, len, "%.1f%c", v, unit[u]);
+	return buf;
+}
+
+/*
+ * The identity tier's rules: totals, and with rates (stats --watch) the
+ * three that move per second; 80 columns either way (a rule name longer
+ * than 16 pushes its own row only).
+ */
 void xrlctl_http_text(struct xrl_buf *b, json_t *cur)
 {
 	bool rates = false;
@@ -79,21 +103,33 @@ void xrlctl_http_text(struct xrl_buf *b, json_t *cur)
 	json_array_foreach (json_object_get(cur, "rules"), i, r)
 		rates |= json_object_get(r, "allowed_per_s") != NULL;
 	xrl_buf_printf(b, "identity tier (HTTP rules, since the last reload):\n");
-	xrl_buf_printf(b, "%-16s %12s %12s %14s %10s%s\n", "RULE", "ALLOWED", "REFUSED",
-		       "SHADOW-REFUSED", "FALLBACKS",
-		       rates ? "   ALLOWED/s   REFUSED/s    SHADOW/s  FALLBACK/s" : "");
+	if (rates)
+		xrl_buf_printf(b, "%-16s %7s %7s %7s %7s %10s %10s %9s\n", "RULE", "ALLOWED",
+			       "REFUSED", "SHADOW", "FALLBK", "ALLOWED/s", "REFUSED/s", "SHADOW/s");
+	else
+		xrl_buf_printf(b, "%-16s %12s %12s %14s %10s\n", "RULE", "ALLOWED", "REFUSED",
+			       "SHADOW-REFUSED", "FALLBACKS");
 	json_array_foreach (json_object_get(cur, "rules"), i, r) {
-		xrl_buf_printf(b, "%-16s %12lld %12lld %14lld %10lld",
-			       json_string_value(json_object_get(r, "name")),
-			       (long long)json_integer_value(json_object_get(r, "allowed")),
-			       (long long)json_integer_value(json_object_get(r, "refused")),
-			       (long long)json_integer_value(json_object_get(r, "shadow_refused")),
-			       (long long)json_integer_value(json_object_get(r, "fallbacks")));
-		for (int k = 0; rates && k < 4; k++) {
-			char name[40];
+		const char *name = json_string_value(json_object_get(r, "name"));
+		long long v[4];
+		char c[4][24];
 
-			snprintf(name, sizeof(name), "%s_per_s", cols[k]);
-			xrl_buf_printf(b, " %11.1f", json_real_value(json_object_get(r, name)));
+		for (int k = 0; k < 4; k++)
+			v[k] = (long long)json_integer_value(json_object_get(r, cols[k]));
+		if (!rates) {
+			xrl_buf_printf(b, "%-16s %12lld %12lld %14lld %10lld\n", name, v[0], v[1], v[2],
+				       v[3]);
+			continue;
+		}
+		for (int k = 0; k < 4; k++)
+			compact(c[k], sizeof(c[k]), v[k]);
+		xrl_buf_printf(b, "%-16s %7s %7s %7s %7s", name, c[0], c[1], c[2], c[3]);
+		for (int k = 0; k < 3; k++) {
+			char nm[40];
+
+			snprintf(nm, sizeof(nm), "%s_per_s", cols[k]);
+			xrl_buf_printf(b, " %*.1f", k == 2 ? 9 : 10,
+				       json_real_value(json_object_get(r, nm)));
 		}
 		xrl_buf_printf(b, "\n");
 	}
