@@ -3,12 +3,12 @@
 #
 # test_xrld_deny.sh - end to end: `xrlctl deny` through xrld.
 #
-#   1. `xrlctl deny add SRC/32 --ttl 2s`: `deny list` shows it (origin
-#      runtime, expiring in <= 2 s); during the two seconds nothing from SRC
+#   1. `xrlctl deny add SRC/32 --ttl 3s`: `deny list` shows it (origin
+#      runtime, expiring in <= 3 s); during the three seconds nothing from SRC
 #      gets through: a SYN flood and a UDP flood (not matched by any rule)
 #      are both admitted 0 times by the kernel counters (Tcp InSegs, Udp
 #      InDatagrams + NoPorts), xrl counts them as denylisted
-#   2. 3 s after the add: `deny list` no longer shows it (xrld's 1 s GC
+#   2. 4 s after the add: `deny list` no longer shows it (xrld's 1 s GC
 #      tick), and SRC's SYNs are admitted again: burst + rate * t +-10 %
 #   3. a permanent entry on a /26 (no --ttl): expires_in_s null, a source
 #      inside it is dropped, `deny del` removes it (exit 0) and a second
@@ -54,16 +54,16 @@ flood --udp --dst "$LAB_PROT_IP" --dport 9 --sources 198.51.100.49/32 --rate 200
 sleep 0.2
 check_eq "UDP from 198.51.100.49 received (Udp InDatagrams+NoPorts)" "$(( $(udp_in) - u0 ))" "$FLOOD_SENT"
 
-log "1. deny add $SRC/32 --ttl 2s"
+log "1. deny add $SRC/32 --ttl 3s"
 seg0=$(snmp prot Tcp InSegs); u0=$(udp_in); den0=$(global_count denylisted)
 t_add=$(now_ms)
-out=$(ctl deny add "$SRC/32" --ttl 2s 2>&1); rc=$?
+out=$(ctl deny add "$SRC/32" --ttl 3s 2>&1); rc=$?
 info "$out"
-check_rc "deny add $SRC/32 --ttl 2s" "$rc" 0
+check_rc "deny add $SRC/32 --ttl 3s" "$rc" 0
 dl=$(ctl --json deny list)
 info "deny list: $dl"
 check_eq "deny list: origin" "$(deny_field "$SRC/32" origin)" runtime
-check_float "deny list: expires_in_s" "$(deny_field "$SRC/32" expires_in_s)" 1.0 2.0
+check_float "deny list: expires_in_s" "$(deny_field "$SRC/32" expires_in_s)" 2.0 3.0
 flood --dst "$LAB_PROT_IP" --dport 80 --sources "$SRC/32" --threads 1 --cpus 0 --duration 0.8
 syn_sent=$FLOOD_SENT
 flood --udp --dst "$LAB_PROT_IP" --dport 9 --sources "$SRC/32" --rate 20000 --duration 0.3
@@ -71,7 +71,9 @@ udp_sent=$FLOOD_SENT
 t_done=$(now_ms)
 sleep 0.2
 info "SYN flood: $syn_sent frames, UDP flood: $udp_sent frames, both within $((t_done - t_add)) ms of the add"
-check_range "both floods ended within the TTL (ms after the add)" "$((t_done - t_add))" 0 1900
+# (a 3 s TTL: the floods take ~1 s, up to ~2 s on a loaded host, and the
+# metrics scrape after them must still see the entry)
+check_range "both floods ended within the TTL (ms after the add)" "$((t_done - t_add))" 0 2600
 check_eq "denied: SYNs admitted (Tcp InSegs delta)" "$(( $(snmp prot Tcp InSegs) - seg0 ))" 0
 check_eq "denied: UDP admitted (Udp InDatagrams+NoPorts delta)" "$(( $(udp_in) - u0 ))" 0
 check_eq "xrl global.denylisted delta = frames sent" "$(( $(global_count denylisted) - den0 ))" \
@@ -79,10 +81,10 @@ check_eq "xrl global.denylisted delta = frames sent" "$(( $(global_count denylis
 # (after the counters: the metrics request is TCP in the protected namespace)
 check_eq "metrics: xrl_denylist_entries" "$(denylist_metric)" 1
 
-log "2. 3 s after the add: expired"
-left=$(( t_add + 3000 - $(now_ms) ))
+log "2. 4 s after the add: expired"
+left=$(( t_add + 4000 - $(now_ms) ))
 [ "$left" -gt 0 ] && sleep "$(awk -v l="$left" 'BEGIN { printf "%.3f", l / 1000 }')"
-check_eq "deny list 3 s after the add" "$(deny_field "$SRC/32" origin)" absent
+check_eq "deny list 4 s after the add" "$(deny_field "$SRC/32" origin)" absent
 check_eq "deny list --json: empty" "$(ctl --json deny list | jq_py 'len(d)')" 0
 check_nomatch "deny list (table)" "$(ctl deny list)" "$SRC"
 check_eq "metrics: xrl_denylist_entries after expiry" "$(denylist_metric)" 0
@@ -152,7 +154,7 @@ chmod 0600 "$XRLD_SOCK"
 lg=$(cat "$XRLD_LOG")
 grep 'change' "$XRLD_LOG" | sed 's/^/    /'
 check_match "log: deny add by uid 0" "$lg" \
-	"info: change: \`deny add $SRC/32 --ttl 2s\` by uid 0 \(pid [0-9]+\): deny added $SRC/32"
+	"info: change: \`deny add $SRC/32 --ttl 3s\` by uid 0 \(pid [0-9]+\): deny added $SRC/32"
 check_match "log: deny del by uid 0" "$lg" \
 	"info: change: \`deny del 198.51.100.64/26\` by uid 0 \(pid [0-9]+\): deny removed"
 check_match "log: the second deny del, refused" "$lg" \
