@@ -1122,7 +1122,7 @@ static void test_examples(void **state)
 
 static void test_summary(void **state)
 {
-	char sum[2048], small[40];
+	char sum[4096], small[40];
 
 	CTX("summary of the example");
 	PARSE_OK(example);
@@ -1131,10 +1131,14 @@ static void test_summary(void **state)
 	HAS(sum, "allow: 2 prefixes (1 IPv4, 1 IPv6)\n");
 	HAS(sum, "rules: 2\n");
 	HAS(sum, "  syn: tcp syn ports 80,443, key /32 /64, 100/s burst 50, drop, "
-		 "penalty on verified sources\n");
+		 "penalty never earned (see the warning)\n");
 	HAS(sum,
 	    "  login: tcp syn to 203.0.113.10/32 port 443, key /32 /64, 10/min burst 10, drop, "
-	    "penalty on verified sources\n");
+	    "penalty never earned (see the warning)\n");
+	/* a penalty a rule can never earn is named (SYNs without cookies) */
+	HAS(sum, "warning: xdp.rules[0] (syn) never earns its penalty: under penalty: verified "
+		 "(the default) a refused SYN proves nothing without SYN cookies; write "
+		 "syn_cookies: on, penalty: unverified (trusted sources) or penalty: off\n");
 	HAS(sum, "penalty: 3 strikes within 1min -> deny 1min, doubling up to 1h; "
 		 "never shorter than /24 (IPv4) /48 (IPv6)\n");
 	HAS(sum, "metrics: off\n");

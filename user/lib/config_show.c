@@ -108,6 +108,8 @@ static const char *mode_str(enum xrl_attach_mode m)
 }
 
 /* What a rule's refusals may earn, for the summary ("" without penalties). */
+static bool never_proven(const struct xrl_rule_spec *s);
+
 static const char *penalty_str(const struct xrld_config *c, const struct xrl_rule_spec *s)
 {
 	if (!c->penalty.enabled || s->action == XRL_ACT_SHADOW)
@@ -118,8 +120,43 @@ static const char *penalty_str(const struct xrld_config *c, const struct xrl_rul
 		return s->key_plen4 < c->penalty.floor4 && s->key_plen6 < c->penalty.floor6
 			       ? ", no penalty (keyed shorter than the floor)"
 			       : ", penalty for one family only (the other is keyed shorter than the floor)";
+	if (s->penalty != XRL_PEN_UNVERIFIED && never_proven(s))
+		return ", penalty never earned (see the warning)";
 	return s->penalty == XRL_PEN_UNVERIFIED ? ", penalty on any refusal (sources trusted)"
 						: ", penalty on verified sources";
+}
+
+/*
+ * Can no refusal of rule s ever prove its source (penalty: verified)? A
+ * source proves itself by a live TCP connection (verify.c: sock_diag of the
+ * refused packet's 4-tuple) or by a valid cookie ACK: a UDP rule has
+ * neither, and a rule of SYNs alone has neither without SYN cookies (a new
+ * connection has no socket yet).
+ */
+static bool never_proven(const struct xrl_rule_spec *s)
+{
+	return s->proto == XRL_PROTO_UDP ||
+	       (s->tcp_class == XRL_TCP_SYN && s->syn_cookies == XRL_COOKIES_OFF);
+}
+
+/* A penalty a rule can never earn: named, not found on the day. */
+static void penalty_warnings(struct xrl_buf *b, const struct xrld_config *c)
+{
+	for (__u32 i = 0; c->penalty.enabled && i < c->policy.n_rules; i++) {
+		const struct xrl_rule_spec *s = &c->policy.rules[i];
+
+		if (s->action == XRL_ACT_SHADOW || s->penalty != XRL_PEN_VERIFIED ||
+		    !never_proven(s))
+			continue;
+		xrl_buf_printf(b,
+			       "warning: xdp.rules[%u] (%s) never earns its penalty: under penalty: "
+			       "verified (the default) %s; write %spenalty: unverified (trusted "
+			       "sources) or penalty: off\n",
+			       i, s->name,
+			       s->proto == XRL_PROTO_UDP ? "a UDP refusal proves no source"
+							 : "a refused SYN proves nothing without SYN cookies",
+			       s->proto == XRL_PROTO_UDP ? "" : "syn_cookies: on, ");
+	}
 }
 
 /* The listening address of h as a prefix; false when it is not one
@@ -388,6 +425,7 @@ int xrl_config_summary(const struct xrld_config *c, char *buf, size_t len)
 			       c->event_interval_ns ? "" : " (default)");
 	}
 
+	penalty_warnings(&b, c);
 	if (c->penalty.enabled)
 		xrl_buf_printf(&b,
 			       "penalty: %u strike%s within %s -> deny %s, doubling up to %s; "
