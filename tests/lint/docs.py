@@ -95,22 +95,24 @@ def v_prefix(s, vouch=False):
     return None
 
 
-def v_duration(s):
-    m = DURATION.match(s)
-    if not m:
-        return f"'{s}' is not a duration (want e.g. 2s, 500ms, 10m, 1h, 1d)"
-    if float(m.group(1)) == 0:
-        return f"'{s}' must be above zero"
-    return None
+def v_matched(rx, what, zero):
+    """A value checker: s must match rx (else "is not WHAT"), and zero(m)
+    names what may not be zero in it."""
+    def check(s):
+        m = rx.match(s)
+        if not m:
+            return f"'{s}' is not {what}"
+        why = zero(m)
+        return f"'{s}'{why}" if why else None
+    return check
 
 
-def v_rate(s):
-    m = RATE.match(s)
-    if not m:
-        return f"'{s}' is not a rate (want COUNT/PERIOD: 100/s, 10/min, 1/6s)"
-    if float(m.group(1)) == 0 or (m.group(2) is not None and float(m.group(2)) == 0):
-        return f"'{s}': neither the count nor the period may be zero"
-    return None
+v_duration = v_matched(DURATION, "a duration (want e.g. 2s, 500ms, 10m, 1h, 1d)",
+                       lambda m: " must be above zero" if float(m.group(1)) == 0 else None)
+v_rate = v_matched(RATE, "a rate (want COUNT/PERIOD: 100/s, 10/min, 1/6s)",
+                   lambda m: ": neither the count nor the period may be zero"
+                   if float(m.group(1)) == 0 or (m.group(2) is not None and float(m.group(2)) == 0)
+                   else None)
 
 
 def v_count(s):
@@ -622,15 +624,21 @@ def check_shell_block(progs, b, counts, seen):
             check_command(progs, c, f"{b.path}:{b.start + start}", True, counts, seen)
 
 
+def split_words(text):
+    """text's words as a shell splits them, or at spaces when it is not
+    quoted whole (an apostrophe in prose)."""
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()
+
+
 def check_spans(progs, path, text, counts, seen):
     for line, c in code_spans(text):
         if not re.match(r"^(sudo\s+)?(\S*/)?(xrlctl|xrld)\s+\S", c):
             continue
         # one command in synopsis notation: a '|' is an alternative, not a pipe
-        try:
-            words = shlex.split(c)
-        except ValueError:
-            words = c.split()
+        words = split_words(c)
         while words and words[0] == "sudo":
             words = words[1:]
         check_command(progs, words, f"{path}:{line}", False, counts, seen)
@@ -791,11 +799,7 @@ def check_synopsis_block(progs, b, counts, seen):
         line = re.sub(r"\s*\|\s*", "|", line.strip())  # native | skb: native|skb
         if not re.match(r"^(xrlctl|xrld)(\s|$)", line):
             continue
-        try:
-            words = shlex.split(line)
-        except ValueError:
-            words = line.split()
-        check_command(progs, words, f"{b.path}:{b.start + n}", True, counts, seen)
+        check_command(progs, split_words(line), f"{b.path}:{b.start + n}", True, counts, seen)
 
 
 def main():
