@@ -5,7 +5,7 @@
 # the Grafana dashboard (scripts/grafana/xrl.json), without root or xrld:
 #   1. `promtool check rules`, and `promtool test rules` on
 #      tests/prometheus/xrl.rules.test.yml, where every alert fires and
-#      does not;
+#      does not, and every label its annotations name is on it;
 #   2. every alert has a severity, a summary, a description naming
 #      docs/operations.md and a runbook anchor that is a heading there, and
 #      the runbook's "Alerts" table names exactly the file's alerts;
