@@ -24,7 +24,8 @@
 #   5. a refused policy apply puts XrlReloadFailed pending; a good apply
 #      takes it away again
 #   6. Redis killed, with requests coming: XrlRedisBreakerOpen and
-#      XrlFleetCutOff pending
+#      XrlFleetCutOff pending; the pending alerts' annotations expand, with
+#      every label they name
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2317 # functions run through wait_for
@@ -198,5 +199,9 @@ wait_for 20 both
 check_eq "XrlRedisBreakerOpen pending" "$(pending XrlRedisBreakerOpen && echo yes || echo no)" yes
 check_eq "XrlFleetCutOff pending" "$(pending XrlFleetCutOff && echo yes || echo no)" yes
 info "alerts now: $(prom_get /api/v1/alerts | jq_py "sorted(a['labels']['alertname'] + '/' + a['state'] for a in d['data']['alerts'])")"
+bad=$(prom_get /api/v1/alerts | jq_py "[a['labels']['alertname'] + '.' + k for a in d['data']['alerts'] for k, v in a['annotations'].items() if '<no value>' in v or 'error expanding' in v or not v.strip()]")
+check_eq "their annotations expanded, every label they name present" "$bad" ""
+prom_get /api/v1/alerts | jq_py "'\\n'.join(a['annotations']['summary'] for a in d['data']['alerts'])" |
+	while read -r l; do info "summary: $l"; done
 
 finish
