@@ -900,6 +900,35 @@ void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 	json_decref(r);
 }
 
+/*
+ * For process_*{process="identity"} (metrics.c): the pid is read under mu,
+ * and the directory opened for it is checked against the pidfd afterwards,
+ * so a child reaped meanwhile, whose pid another process may have taken,
+ * gives -1. Signal 0 through the pidfd says ESRCH once the child is
+ * reaped, EPERM while it lives (the metrics thread holds no CAP_KILL).
+ */
+int xrld_idp_proc_dir(struct xrld *d)
+{
+	struct xrld_idp *p = __atomic_load_n(&d->idp, __ATOMIC_ACQUIRE);
+	char path[32];
+	int fd = -1;
+
+	if (!p || __atomic_load_n(&p->off, __ATOMIC_ACQUIRE))
+		return -1;
+	pthread_mutex_lock(&p->mu);
+	if (p->pid && p->pid_fd >= 0) {
+		snprintf(path, sizeof(path), "/proc/%d", (int)p->pid);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && syscall(SYS_pidfd_send_signal, p->pid_fd, 0, NULL, 0) &&
+		    errno == ESRCH) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return fd;
+}
+
 /* A deny entry of this host's for the fleet: on the events socket, never
  * waited for (a full socket drops it, counted by the caller). */
 int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e)

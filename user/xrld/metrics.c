@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "http/http.h"
 #include "log.h"
 #include "privs.h"
+#include "procstat.h"
 #include "xrl_version.h"
 #include "xrld.h"
 
@@ -215,6 +217,38 @@ static void daemon_series(struct xrld *d, struct xrl_buf *b)
 			       pen_skip_name[i], (unsigned long long)READ(d->pen_skipped[i]));
 }
 
+/*
+ * process_*, as the client libraries define them, for xrld's main process
+ * without a label (what any exporter's process_* means: the process that
+ * serves /metrics) and for the identity process with process="identity".
+ * That one is exported too because it is where a Prometheus user would look
+ * for trouble: it holds the identity tier's connections (open fds against
+ * max_connections) and its in-process buckets (resident memory against
+ * max_keys), and it restarts on its own. Its series are read here, from
+ * its /proc/PID, not asked of it: a wedged child still shows its CPU and
+ * memory, and it cannot report them false. Its fd/ is readable while xrld
+ * runs as root (the child is not dumpable, so its /proc/PID is root's);
+ * otherwise process_open_fds{process="identity"} is left out.
+ */
+static void process_series(struct xrld *d, struct xrl_buf *b)
+{
+	static const char *const label[] = { "", "process=\"identity\"" };
+	struct xrl_proc_stat st[2] = {};
+	int n = 1, fd = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		xrl_proc_read(fd, true, &st[0]);
+		close(fd);
+	}
+	fd = xrld_idp_proc_dir(d);
+	if (fd >= 0) {
+		xrl_proc_read(fd, false, &st[1]);
+		close(fd);
+		n = 2;
+	}
+	xrl_proc_metrics(b, st, label, n);
+}
+
 static void metrics_text(struct xrld *d, struct xrl_buf *b)
 {
 	struct xrl_buf idb = {};
@@ -223,6 +257,7 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 
 	/* what the identity process tells, asked before d->lock is taken: a
 	 * slow child must not hold up the main loop through it */
+	process_series(d, b);
 	xrld_idp_metrics(d, &idb);
 	fok = xrld_fleet_stats_get(d, &fst);
 	pthread_mutex_lock(&d->lock);

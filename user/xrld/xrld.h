@@ -267,6 +267,9 @@ json_t *xrld_idp_call(struct xrld *d, json_t *q, const char *payload, size_t ple
 int xrld_idp_publish(struct xrld *d, const struct xrl_fleet_entry *e);
 json_t *xrld_idp_status_json(struct xrld *d);
 void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b);
+/* The running identity process's /proc/PID, open (O_DIRECTORY), or -1:
+ * none runs, or it was reaped meanwhile (never another process's). */
+int xrld_idp_proc_dir(struct xrld *d);
 
 /* ---- vouch.c: the identity tier's vouches into the packet tier -------------- */
 /* After the identity tier started: its admits by vouch: true rules queued
