@@ -86,7 +86,7 @@ XRL_PREFIX=warm- timeout 10 wrk -t2 -c32 -d2s -s "$HT_TMP/flood.lua" "http://127
 sleep 0.5
 rss0=$(rss_kib "$PID")
 d0=$(metric "$M" xrl_http_decisions_total)
-ok0=$(metric "$M" 'xrl_http_responses_total{status="200"}')
+ok0=$(metric "$M" 'xrl_http_responses_total{code="200"}')
 info "RSS before: $rss0 KiB; decisions so far: $d0; table: $TABLE slots"
 
 log "2. $KEYS unique keys via /v1/check (wrk, at most ${FLOOD_MAX_S}s)"
@@ -113,7 +113,7 @@ wait "$WRK" 2>/dev/null
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 sleep 0.3
 d1=$(metric "$M" xrl_http_decisions_total)
-ok1=$(metric "$M" 'xrl_http_responses_total{status="200"}')
+ok1=$(metric "$M" 'xrl_http_responses_total{code="200"}')
 n=$((d1 - d0 - ${#victim[@]}))
 info "$n flood decisions in $ms ms ($((n * 1000 / (ms > 0 ? ms : 1))) per second)"
 check_ge "unique keys decided" "$n" "$KEYS"

@@ -54,7 +54,7 @@ for n in M R; do
 	check_eq "[$n] metrics: xrl_http_shadow_refusals_total" \
 		"$(metric "$MP" xrl_http_shadow_refusals_total)" 4
 	check_eq "[$n] metrics: responses 429" \
-		"$(metric "$MP" 'xrl_http_responses_total{status="429"}')" 0
+		"$(metric "$MP" 'xrl_http_responses_total{code="429"}')" 0
 	check_eq "[$n] metrics: try-holds refused" \
 		"$(metric "$MP" 'xrl_http_rule_decisions_total{rule="try-holds",verdict="refused"}')" 0
 

@@ -188,9 +188,9 @@ void xrl_http_metrics(struct xrl_http_server *s, struct xrl_buf *b)
 					  "413", "414", "429", "503", "431" };
 
 	xrl_prom_family(b, "xrl_http_responses_total", "counter",
-			"Identity-tier answers by HTTP status.");
+			"Identity-tier answers by HTTP status code.");
 	for (int i = 0; i < ST_MAX; i++)
-		xrl_buf_printf(b, "xrl_http_responses_total{status=\"%s\"} %llu\n", sn[i],
+		xrl_buf_printf(b, "xrl_http_responses_total{code=\"%s\"} %llu\n", sn[i],
 			       (unsigned long long)atomic_load(&s->status[i]));
 	by_reason(s, b);
 	rule_decisions(s, b);
