@@ -102,7 +102,7 @@ void xrlctl_http_text(struct xrl_buf *b, json_t *cur)
 
 	json_array_foreach (json_object_get(cur, "rules"), i, r)
 		rates |= json_object_get(r, "allowed_per_s") != NULL;
-	xrl_buf_printf(b, "identity tier (HTTP rules, since the last reload):\n");
+	xrl_buf_printf(b, "identity tier (HTTP rules, since the identity process started):\n");
 	if (rates)
 		xrl_buf_printf(b, "%-16s %7s %7s %7s %7s %10s %10s %9s\n", "RULE", "ALLOWED",
 			       "REFUSED", "SHADOW", "FALLBK", "ALLOWED/s", "REFUSED/s", "SHADOW/s");

@@ -1411,6 +1411,34 @@ int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out)
 			  sizeof(out->global) / 8);
 }
 
+/*
+ * xrl_read_stats with the names of the same ruleset slot. Two separate
+ * reads can straddle a reload's flip and pair one slot's counts with the
+ * other slot's names: a reload that reorders rules would show each rule
+ * another's count for one scrape (a counter reset and a jump, to
+ * Prometheus). The config is read before and after; when a flip came
+ * between (its epoch moved), it is read again, up to three times.
+ */
+int xrl_read_stats_named(struct xrl_handle *h, struct xrl_stats *out, struct xrl_ruleset_meta *meta)
+{
+	for (int tries = 0;; tries++) {
+		struct xrl_config c0, c1;
+		int err = read_config(h, &c0);
+
+		memset(meta, 0, sizeof(*meta));
+		if (!err &&
+		    bpf_map_lookup_elem(xrl_map_fd(h, XRL_MAP_META), &c0.active_ruleset, meta))
+			err = -errno;
+		if (!err)
+			err = xrl_read_stats(h, out);
+		if (!err)
+			err = read_config(h, &c1);
+		if (err || tries == 2 ||
+		    (c1.epoch == c0.epoch && c1.active_ruleset == c0.active_ruleset))
+			return err;
+	}
+}
+
 /* p's compiled rules, with the clock and lease each needs on h. */
 static void ruleset_fill(struct xrl_handle *h, const struct xrl_policy *p, struct xrl_ruleset *rs,
 			 struct xrl_ruleset_meta *meta)
@@ -1436,27 +1464,41 @@ static void ruleset_fill(struct xrl_handle *h, const struct xrl_policy *p, struc
 	}
 }
 
+/* For each rule i of rs, the index of the rule of the same name in old, or
+ * UINT32_MAX: a new rule. */
+static void kept_rules(const struct xrl_ruleset *rs, const struct xrl_ruleset_meta *meta,
+		       const struct xrl_ruleset *old, const struct xrl_ruleset_meta *old_meta,
+		       __u32 src_of[XRL_MAX_RULES])
+{
+	for (__u32 i = 0; i < XRL_MAX_RULES; i++) {
+		src_of[i] = UINT32_MAX;
+		for (__u32 j = 0; i < rs->n_rules && j < old->n_rules && j < XRL_MAX_RULES; j++)
+			if (!strncmp(meta->names[i], old_meta->names[j], XRL_RULE_NAME_LEN))
+				src_of[i] = j;
+	}
+}
+
 /*
  * The counters of slot `next`: a rule keeps its totals across reloads when
- * its name does (copied from the active slot), the others start at zero.
+ * its name does (copied from the active slot), the others start at zero
+ * (all), or are left as they are (!all: the second pass, right before the
+ * flip, which copies again what the kept rules counted meanwhile, so what
+ * is lost is what they count between that copy and the flip, a few
+ * syscalls). next is not in force: nothing else writes it.
  */
 static int carry_counters(struct xrl_handle *h, __u32 active, __u32 next,
-			  const struct xrl_ruleset *rs, const struct xrl_ruleset_meta *meta,
-			  const struct xrl_ruleset *old, const struct xrl_ruleset_meta *old_meta)
+			  const __u32 src_of[XRL_MAX_RULES], bool all)
 {
 	int sfd = xrl_map_fd(h, XRL_MAP_RULE_STATS), rc = 0;
 	size_t ctr_sz = sizeof(struct xrl_rule_ctr);
 	void *ctrs = calloc((size_t)h->ncpus, ctr_sz), *zeros = calloc((size_t)h->ncpus, ctr_sz);
 
 	for (__u32 i = 0; ctrs && zeros && !rc && i < XRL_MAX_RULES; i++) {
-		__u32 dst = next * XRL_MAX_RULES + i, src = UINT32_MAX;
+		__u32 dst = next * XRL_MAX_RULES + i, src = active * XRL_MAX_RULES + src_of[i];
 
-		for (__u32 j = 0; i < rs->n_rules && j < old->n_rules && j < XRL_MAX_RULES; j++)
-			if (!strncmp(meta->names[i], old_meta->names[j], XRL_RULE_NAME_LEN))
-				src = active * XRL_MAX_RULES + j;
-		if (src != UINT32_MAX && !bpf_map_lookup_elem(sfd, &src, ctrs))
+		if (src_of[i] != UINT32_MAX && !bpf_map_lookup_elem(sfd, &src, ctrs))
 			rc = bpf_map_update_elem(sfd, &dst, ctrs, BPF_ANY);
-		else
+		else if (all)
 			rc = bpf_map_update_elem(sfd, &dst, zeros, BPF_ANY);
 		if (rc)
 			rc = -errno;
@@ -1568,8 +1610,9 @@ static bool carry_auto(struct xrl_ruleset *rs, const struct xrl_ruleset_meta *me
 }
 
 /* The ruleset slot not in force, with p's rules and carried counters;
- * *live: a rule of it has cookies live. */
-static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 active, bool *live)
+ * *live: a rule of it has cookies live; src_of: kept_rules's. */
+static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 active, bool *live,
+		      __u32 src_of[XRL_MAX_RULES])
 {
 	int rfd = xrl_map_fd(h, XRL_MAP_RULESETS), mfd = xrl_map_fd(h, XRL_MAP_META);
 	struct xrl_ruleset_meta *old_meta = calloc(1, sizeof(*old_meta));
@@ -1587,7 +1630,8 @@ static int write_next(struct xrl_handle *h, const struct xrl_policy *p, __u32 ac
 	ruleset_fill(h, p, rs, meta);
 	*live = carry_auto(rs, meta, old, old_meta);
 	rs->generation = old->generation + 1;
-	rc = carry_counters(h, active, next, rs, meta, old, old_meta);
+	kept_rules(rs, meta, old, old_meta, src_of);
+	rc = carry_counters(h, active, next, src_of, true);
 	if (!rc && (bpf_map_update_elem(rfd, &next, rs, BPF_ANY) ||
 		    bpf_map_update_elem(mfd, &next, meta, BPF_ANY)))
 		rc = -errno;
@@ -1631,6 +1675,7 @@ int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size
 {
 	struct xrl_config cfg;
 	bool cookies = false;
+	__u32 src_of[XRL_MAX_RULES];
 	int rc;
 
 	if (err && errlen)
@@ -1639,7 +1684,7 @@ int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size
 	if (!rc)
 		rc = read_config(h, &cfg);
 	if (!rc)
-		rc = write_next(h, p, cfg.active_ruleset, &cookies);
+		rc = write_next(h, p, cfg.active_ruleset, &cookies, src_of);
 	/* set before the cookie rules are in force, restored after they left */
 	if (!rc && cookies) {
 		rc = cookie_sysctls(h, true);
@@ -1651,6 +1696,8 @@ int xrl_apply_policy(struct xrl_handle *h, struct xrl_policy *p, char *err, size
 		rc = sync_allowlist(h, p, fam);
 	if (!rc)
 		rc = sync_list_counts(h);
+	if (!rc) /* what kept rules counted since write_next, just before the flip */
+		rc = carry_counters(h, cfg.active_ruleset, cfg.active_ruleset ^ 1, src_of, false);
 	if (!rc)
 		rc = flip_ruleset(h, cfg.active_ruleset ^ 1);
 	if (!rc && !cookies)

@@ -284,6 +284,11 @@ struct xrl_stats {
 	struct xrl_global_ctr global;
 };
 int xrl_read_stats(struct xrl_handle *h, struct xrl_stats *out);
+/* The same with the rule names of the slot the counts are of (a reload's
+ * flip between two reads cannot pair them wrong). */
+struct xrl_ruleset_meta;
+int xrl_read_stats_named(struct xrl_handle *h, struct xrl_stats *out,
+			 struct xrl_ruleset_meta *meta);
 /*
  * Set the SYN-cookie mode (enum xrl_syn_cookies) of the rule named name in
  * the ruleset in force, without a reload: the byte in the rule is

@@ -64,6 +64,29 @@ static struct xrld_auto *auto_slot(struct xrld *d, int i, const char *name)
 	return free_slot;
 }
 
+/*
+ * Interface i's auto slots of rules no longer in its ruleset (meta) let go:
+ * their transition counters leave /metrics with the rule (one kept by name
+ * keeps its slot and counts), and the slots are free for rules to come
+ * (they are XRL_MAX_RULES an interface: never freed, renames would use them
+ * up and leave new auto rules unwatched).
+ */
+static void autos_forget(struct xrld *d, int i, const struct xrl_ruleset_meta *meta, __u32 n)
+{
+	for (int k = 0; k < XRL_MAX_RULES; k++) {
+		struct xrld_auto *a = &d->autos[i][k];
+		bool kept = false;
+
+		for (__u32 r = 0; a->rule[0] && !kept && r < n && r < XRL_MAX_RULES; r++)
+			kept = !strncmp(a->rule, meta->names[r], XRL_RULE_NAME_LEN);
+		if (!a->rule[0] || kept)
+			continue;
+		pthread_mutex_lock(&d->lock); /* the metrics thread reads the names */
+		memset(a, 0, sizeof(*a));
+		pthread_mutex_unlock(&d->lock);
+	}
+}
+
 /* Flip rule name on interface f to mode; logs why. */
 static void transition(struct xrld *d, struct xrld_iface *f, struct xrld_auto *a,
 		       const struct xrl_rule_spec *sp, __u8 mode)
@@ -271,8 +294,9 @@ static void cookies_tick(void *ctx)
 		struct xrld_iface *f = &d->ifs[i];
 		__u64 now;
 
-		if (xrl_read_stats(f->h, &st) || xrl_read_rule_names(f->h, &meta))
+		if (xrl_read_stats_named(f->h, &st, &meta))
 			continue;
+		autos_forget(d, i, &meta, st.n_rules);
 		now = xrl_now_ns();
 		iface_tick(f, &st, now);
 		if (!xrl_info(f->h)->own_cookies) {
@@ -329,8 +353,7 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b)
 	bool ok[MAX_IFACES];
 
 	for (int i = 0; i < d->n_ifs; i++)
-		ok[i] = !xrl_read_stats(d->ifs[i].h, &st[i]) &&
-			!xrl_read_rule_names(d->ifs[i].h, &meta[i]);
+		ok[i] = !xrl_read_stats_named(d->ifs[i].h, &st[i], &meta[i]);
 	xrl_prom_family(b, "xrl_rule_syns_total", "counter",
 			"SYNs (no ACK) a rule matched, whatever became of them: the rate "
 			"syn_cookies auto watches.");
@@ -409,7 +432,7 @@ void xrld_cookies_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o)
 	struct xrl_stats *st = malloc(sizeof(*st)); /* per-rule counters: not on a stack */
 	struct xrl_ruleset_meta meta;
 
-	if (!st || xrl_read_stats(d->ifs[i].h, st) || xrl_read_rule_names(d->ifs[i].h, &meta)) {
+	if (!st || xrl_read_stats_named(d->ifs[i].h, st, &meta)) {
 		if (b)
 			xrl_buf_printf(b, "  %s: couldn't read the rules' SYN-cookie modes\n",
 				       d->ifs[i].name);

@@ -56,7 +56,7 @@ static void rule_series(struct xrld *d, struct xrl_buf *b, bool bytes)
 			bytes ? "Bytes (whole frames) a rule matched, by verdict."
 			      : "Packets a rule matched, by verdict.");
 	for (int i = 0; i < d->n_ifs; i++) {
-		if (xrl_read_stats(d->ifs[i].h, &st) || xrl_read_rule_names(d->ifs[i].h, &meta))
+		if (xrl_read_stats_named(d->ifs[i].h, &st, &meta))
 			continue;
 		for (__u32 r = 0; r < st.n_rules; r++)
 			for (int v = 0; v < XRL_V_MAX; v++)

@@ -527,13 +527,13 @@ json_t *xrl_http_stats_json(struct xrl_http_server *s)
 		json_array_append_new(rules,
 				      json_pack("{s:s,s:I,s:I,s:I,s:I,s:b}", "name",
 						s->cfg->c.rules[i].name, "allowed",
-						(json_int_t)atomic_load(&s->rule_allowed[i]),
+						(json_int_t)atomic_load(&s->cfg->ctr[i]->allowed),
 						"refused",
-						(json_int_t)atomic_load(&s->rule_refused[i]),
+						(json_int_t)atomic_load(&s->cfg->ctr[i]->refused),
 						"shadow_refused",
-						(json_int_t)atomic_load(&s->rule_shadow[i]),
+						(json_int_t)atomic_load(&s->cfg->ctr[i]->shadow),
 						"fallbacks",
-						(json_int_t)atomic_load(&s->rule_fallback[i]),
+						(json_int_t)atomic_load(&s->cfg->ctr[i]->fallback),
 						"shadow", s->cfg->c.rules[i].shadow));
 	pthread_rwlock_unlock(&s->mu);
 	return json_pack(

@@ -407,23 +407,25 @@ static int rule_index(const struct xrl_http_cfg *c, const struct xrl_http_rule *
 	return r ? (int)(r - c->rules) : -1;
 }
 
-static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg *c,
-			   const struct xrl_http_rule *const *rules, int n,
-			   const struct xrl_decision *d)
+/* Each rule's verdict into its counters (sc's: the configuration the
+ * request was decided under, whose rules those are). */
+static void count_decision(const struct xrl_srv_cfg *sc, const struct xrl_http_rule *const *rules,
+			   int n, const struct xrl_decision *d)
 {
+	const struct xrl_http_cfg *c = &sc->c;
 	int ri = rule_index(c, d->rule);
 
 	/* Redis did not decide: every rule of the request fell back to its
 	 * on_backend_error (a closed one stops at the first) */
 	for (int i = 0; d->backend_error && i < n; i++)
-		atomic_fetch_add(&s->rule_fallback[rule_index(c, rules[i])], 1);
+		atomic_fetch_add(&sc->ctr[rule_index(c, rules[i])]->fallback, 1);
 	/* a shadow rule that would have refused is counted as such, not as
 	 * allowed: each rule's request is in one verdict, as in the packet tier */
 	for (__u32 i = 0; i < d->n_shadow; i++) {
 		int si = rule_index(c, d->shadow[i]);
 
 		if (si >= 0 && si < XRL_HTTP_MAX_RULES)
-			atomic_fetch_add(&s->rule_shadow[si], 1);
+			atomic_fetch_add(&sc->ctr[si]->shadow, 1);
 	}
 	if (d->allowed) {
 		for (int i = 0; i < n; i++) {
@@ -432,10 +434,10 @@ static void count_decision(struct xrl_http_server *s, const struct xrl_http_cfg 
 			for (__u32 k = 0; k < d->n_shadow; k++)
 				shadowed |= d->shadow[k] == rules[i];
 			if (!shadowed)
-				atomic_fetch_add(&s->rule_allowed[rule_index(c, rules[i])], 1);
+				atomic_fetch_add(&sc->ctr[rule_index(c, rules[i])]->allowed, 1);
 		}
 	} else if (ri >= 0 && ri < XRL_HTTP_MAX_RULES) {
-		atomic_fetch_add(&s->rule_refused[ri], 1);
+		atomic_fetch_add(&sc->ctr[ri]->refused, 1);
 	}
 }
 
@@ -451,7 +453,7 @@ enum MHD_Result xrl_srv_auth_answer(struct xrl_http_server *s, const struct xrl_
 
 	/* the per-rule counters are by index in the configuration in force */
 	if (rules && sc == s->cfg)
-		count_decision(s, c, rules, n, d);
+		count_decision(sc, rules, n, d);
 	if (d->allowed) {
 		status = MHD_HTTP_OK;
 		atomic_fetch_add(&s->status[ST_200], 1);
@@ -488,7 +490,7 @@ enum MHD_Result xrl_srv_check_answer(struct xrl_http_server *s, const struct xrl
 	unsigned status;
 
 	if (sc == s->cfg)
-		count_decision(s, c, &r, 1, d);
+		count_decision(sc, &r, 1, d);
 	if (!d->rule) {
 		d->rule = r;
 		d->limit = r->burst;

@@ -81,11 +81,12 @@ static void rule_decisions(struct xrl_http_server *s, struct xrl_buf *b)
 	static const char *const verdict[] = { "allowed", "refused", "shadow_refused" };
 
 	xrl_prom_family(b, "xrl_http_rule_decisions_total", "counter",
-			"Identity-tier decisions per rule and verdict (since the last reload).");
+			"Identity-tier decisions per rule and verdict (a rule's counts carried "
+			"across reloads by its name).");
 	pthread_rwlock_rdlock(&s->mu);
 	for (__u32 i = 0; i < s->cfg->c.n_rules; i++) {
-		_Atomic __u64 *v[] = { &s->rule_allowed[i], &s->rule_refused[i],
-				       &s->rule_shadow[i] };
+		struct xrl_srv_rule_ctr *k = s->cfg->ctr[i];
+		_Atomic __u64 *v[] = { &k->allowed, &k->refused, &k->shadow };
 
 		for (int k = 0; k < 3; k++)
 			xrl_buf_printf(b,

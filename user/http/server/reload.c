@@ -3,8 +3,9 @@
  * reload.c - a new configuration into a running tier, once: what the
  * running server was started with is kept (and said), xrlctl's shadow
  * switches carried over, the configuration swapped in under the write
- * lock and handed to the limiter; the per-rule counters and the top-k
- * start again (they are by rule index).
+ * lock and handed to the limiter; the per-rule counters carried by rule
+ * name (a rule kept keeps counting), the top-k started again (it is by
+ * rule index).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -94,6 +95,46 @@ void xrl_srv_shadow_apply(struct xrl_http_server *s, struct xrl_http_cfg *c)
 				c->rules[i].shadow = s->shadow_on[k];
 }
 
+/* Counted where no scrape reads: a rule whose counters could not be had. */
+static struct xrl_srv_rule_ctr ctr_spare;
+
+int xrl_srv_cfg_counters(struct xrl_srv_cfg *n, const struct xrl_srv_cfg *from)
+{
+	int spare = 0;
+
+	for (__u32 i = 0; i < n->c.n_rules; i++) {
+		struct xrl_srv_rule_ctr *k = NULL;
+
+		for (__u32 j = 0; from && !k && j < from->c.n_rules; j++)
+			if (from->ctr[j] && from->ctr[j] != &ctr_spare &&
+			    !strcmp(from->c.rules[j].name, n->c.rules[i].name))
+				k = from->ctr[j];
+		if (!k)
+			k = calloc(1, sizeof(*k));
+		if (!k) {
+			n->ctr[i] = &ctr_spare;
+			spare++;
+			continue;
+		}
+		k->refs++;
+		n->ctr[i] = k;
+	}
+	return spare;
+}
+
+void xrl_srv_cfg_free(struct xrl_srv_cfg *x)
+{
+	if (!x)
+		return;
+	for (__u32 i = 0; i < x->c.n_rules; i++) {
+		struct xrl_srv_rule_ctr *k = x->ctr[i];
+
+		if (k && k != &ctr_spare && !--k->refs)
+			free(k);
+	}
+	free(x);
+}
+
 /*
  * n becomes the configuration in force (write lock held): the shadow
  * switches of xrlctl carried over, the old one retired, and every retired
@@ -105,6 +146,8 @@ void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n)
 	struct xrl_srv_cfg **pp, *x;
 
 	xrl_srv_shadow_apply(s, &n->c); /* xrlctl shadow outlives a reload */
+	if (n->c.n_rules && !n->ctr[0] && xrl_srv_cfg_counters(n, s->cfg))
+		log_warnx("http: out of memory: a new rule's decisions go uncounted");
 	s->cfg->next = s->retired;
 	s->retired = s->cfg;
 	s->cfg = n;
@@ -113,7 +156,7 @@ void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n)
 			pp = &x->next;
 		} else {
 			*pp = x->next;
-			free(x);
+			xrl_srv_cfg_free(x);
 		}
 	}
 	atomic_fetch_add(&s->gen, 1);
@@ -145,12 +188,8 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	/* libmicrohttpd was started with these: they stay as they run, and the
 	 * configuration in force says so */
 	keep_running(&s->cfg->c, &n->c, changed, sizeof(changed));
-	xrl_srv_cfg_swap(s, n);
-	memset((void *)s->rule_refused, 0, sizeof(s->rule_refused));
-	memset((void *)s->rule_allowed, 0, sizeof(s->rule_allowed));
-	memset((void *)s->rule_shadow, 0, sizeof(s->rule_shadow));
-	memset((void *)s->rule_fallback, 0, sizeof(s->rule_fallback));
-	xrl_topk_reset(s->topk); /* by rule index, as the counters */
+	xrl_srv_cfg_swap(s, n);	 /* the counters carried by rule name */
+	xrl_topk_reset(s->topk); /* by rule index */
 	pthread_rwlock_unlock(&s->mu);
 	if (changed[0])
 		log_warnx("http: couldn't apply %s on reload: the server keeps running as started "

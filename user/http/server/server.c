@@ -503,6 +503,8 @@ static struct xrl_http_server *server_new(const struct xrl_http_cfg *c, unsigned
 	memset(s->lat, 0, (n + 1) * sizeof(*s->lat));
 	s->n_loops = n;
 	s->cfg->c = *c;
+	if (xrl_srv_cfg_counters(s->cfg, NULL))
+		log_warnx("http: out of memory: some rules' decisions go uncounted");
 	pthread_rwlock_init(&s->mu, NULL);
 	return s;
 }
@@ -594,7 +596,7 @@ int xrl_http_start_fd(const struct xrl_http_cfg *c, int listen_fd, struct xrl_ht
 	return 0;
 fail:
 	xrl_topk_free(s->topk);
-	free(s->cfg);
+	xrl_srv_cfg_free(s->cfg);
 	free(s->lat);
 	free(s);
 	return rc;
@@ -612,9 +614,9 @@ void xrl_http_stop(struct xrl_http_server *s)
 	xrl_topk_free(s->topk);
 	while ((x = s->retired)) {
 		s->retired = x->next;
-		free(x);
+		xrl_srv_cfg_free(x);
 	}
-	free(s->cfg);
+	xrl_srv_cfg_free(s->cfg);
 	free(s->lat);
 	free(s);
 }

@@ -39,17 +39,43 @@ enum { XRL_CALLER_ADDRESS, XRL_CALLER_SECRET, XRL_CALLER_MAX };
 enum { XRL_CONN_HEAD_TIMEOUT, XRL_CONN_EVICTED, XRL_CONN_MAX };
 
 /*
- * A configuration with the count of requests waiting for Redis with rules
- * of it: a retired one is freed once none does.
+ * One rule's decision counters, found by the rule's name: every
+ * configuration that has the rule points at the same one (reload.c), so a
+ * rule a reload keeps goes on counting, a request still waiting under a
+ * retired configuration counts where the new one is read, and a rule the
+ * reload removed loses its counters with the last configuration that has
+ * it; a new rule starts at 0. The request path only adds to them (atomics,
+ * no lock, as before they were by name); refs changes with s->mu held for
+ * writing, or before and after the threads run.
+ */
+struct xrl_srv_rule_ctr {
+	_Atomic __u64 allowed, refused, shadow;
+	_Atomic __u64 fallback; /* decided by on_backend_error */
+	unsigned refs;		/* configurations that point at it */
+};
+
+/*
+ * A configuration with its rules' counters and the count of requests
+ * waiting for Redis with rules of it: a retired one is freed once none
+ * does.
  */
 struct xrl_srv_cfg {
 	struct xrl_http_cfg c;
+	struct xrl_srv_rule_ctr *ctr[XRL_HTTP_MAX_RULES]; /* by index of c.rules */
 	_Atomic __u32 held;
 	struct xrl_srv_cfg *next; /* retired */
 };
 
-/* n in force, the old one retired (s->mu held for writing; reload.c). */
+/* n in force, the old one retired (s->mu held for writing; reload.c); n's
+ * rules take over the counters of the rules of the same name. */
 void xrl_srv_cfg_swap(struct xrl_http_server *s, struct xrl_srv_cfg *n);
+/* reload.c: n's counters, each rule's the one of the same name in from
+ * (NULL: none), else a new one at 0 (if none can be had, a shared spare
+ * that no scrape reads: the count is lost, not the request). Returns how
+ * many rules got the spare. Called by xrl_srv_cfg_swap when n has none. */
+int xrl_srv_cfg_counters(struct xrl_srv_cfg *n, const struct xrl_srv_cfg *from);
+/* reload.c: x freed, and its hold on its counters let go. */
+void xrl_srv_cfg_free(struct xrl_srv_cfg *x);
 
 struct xrl_srv_loop;
 
@@ -122,10 +148,6 @@ struct xrl_http_server {
 	_Atomic __u64 callers_refused[XRL_CALLER_MAX];
 	_Atomic __u64 conn_closed[XRL_CONN_MAX];
 	_Atomic __u64 status[ST_MAX];
-	_Atomic __u64 rule_refused[XRL_HTTP_MAX_RULES];
-	_Atomic __u64 rule_shadow[XRL_HTTP_MAX_RULES];
-	_Atomic __u64 rule_allowed[XRL_HTTP_MAX_RULES];
-	_Atomic __u64 rule_fallback[XRL_HTTP_MAX_RULES]; /* decided by on_backend_error */
 	struct xrl_srv_lat *lat; /* n_loops + 1 */
 	_Atomic(xrl_http_vouch_fn) vouch_fn; /* xrl_http_set_vouch */
 	void *_Atomic vouch_arg;
