@@ -146,7 +146,7 @@ struct xrl_limiter_stats {
 	__u64 redis_round_trips; /* writes of a batch of EVALSHA */
 	__u64 redis_calls;	 /* EVALSHA sent (each up to XRL_REDIS_CALL_MAX decisions) */
 	__u64 redis_decisions;	 /* decisions sent in them */
-	__u64 leases_full;	 /* slots refused: the lease table was full */
+	__u64 leases_full;	 /* slots not taken (admitted): the lease table was full */
 };
 
 int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out);

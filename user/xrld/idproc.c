@@ -877,7 +877,9 @@ void xrld_idp_metrics(struct xrld *d, struct xrl_buf *b)
 	pthread_mutex_unlock(&p->mu);
 	xrl_prom_family(b, "xrl_identity_process_up", "gauge",
 			"1 while the identity process (identity tier, overrides sync, fleet) "
-			"answers xrld");
+			"runs and xrld holds its call socket (one without a sign of life for 3 s "
+			"is killed and started again)");
+	_Static_assert(XRL_IDP_DEAD_MS == 3000, "the HELP of xrl_identity_process_up says 3 s");
 	xrl_buf_printf(b, "xrl_identity_process_up %d\n", up);
 	xrl_prom_family(b, "xrl_identity_process_restarts_total", "counter",
 			"Times xrld started the identity process again after it died");

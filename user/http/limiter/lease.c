@@ -9,9 +9,10 @@
  * chains its sets in a fixed array of heads. A set is allocated when its
  * key first takes a slot, with room for the rule's concurrency (at most
  * XRL_HTTP_CONC_MAX), and freed when its last lease goes. The number of
- * sets is bounded (max_sets): when it is reached, a new key's slot is
- * refused (counted) rather than an old key's leases being forgotten, which
- * would let more requests in than the rule allows. Work per operation is
+ * sets is bounded (max_sets): when it is reached, a new key's request is
+ * admitted without a slot (counted) rather than an old key's leases being
+ * forgotten, which would let more of that key's requests in than the rule
+ * allows, or every new caller being refused. Work per operation is
  * linear in the key's own leases, at most its concurrency.
  */
 #include <errno.h>
@@ -46,7 +47,7 @@ struct xrl_lease_store {
 	struct xrl_lease_shard sh[SHARDS];
 	_Atomic __u32 sets;
 	__u32 max_sets;
-	_Atomic __u64 full; /* slots refused because max_sets was reached */
+	_Atomic __u64 full; /* slots not taken because max_sets was reached */
 };
 
 struct xrl_lease_store *xrl_lease_store_new(__u32 max_sets)

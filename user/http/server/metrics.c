@@ -121,7 +121,9 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 	one(b, "xrl_http_overlimit_cache_hits_total", "counter",
 	    "Refusals answered from the over-limit cache, without Redis.", st.overlimit_cache_hits);
 	xrl_prom_family(b, "xrl_http_fallback_total", "counter",
-			"Decisions a rule's on_backend_error made, by mode.");
+			"What on_backend_error decided when the backend failed a decision, by "
+			"mode: open counts each rule let through, local each decision made in "
+			"this instance's memory, closed each decision answered 503.");
 	xrl_buf_printf(b,
 		       "xrl_http_fallback_total{mode=\"open\"} %llu\n"
 		       "xrl_http_fallback_total{mode=\"closed\"} %llu\n"
@@ -139,8 +141,9 @@ static void limiter_series(struct xrl_http_server *s, struct xrl_buf *b)
 	one(b, "xrl_http_penalties_total", "counter", "Key penalties given (identity tier).",
 	    st.penalties);
 	one(b, "xrl_http_lease_table_full_total", "counter",
-	    "Concurrency slots refused because the lease table (max_keys / 16 keys, at least "
-	    "1024) was full: a new key's request answered 429 or 503 as if over its limit.",
+	    "Concurrency slots not taken because the in-process lease table (max_keys / 16 "
+	    "keys, at least 1024) was full: a new key's request was admitted without a slot "
+	    "or a lease id, not refused.",
 	    st.leases_full);
 	one(b, "xrl_http_redis_breaker_open", "gauge",
 	    "1 while the Redis breaker is open or half-open.",
