@@ -16,6 +16,12 @@
 #   1. xrld is alive after the reloads, and reports 20 of them, 0 failed
 #   2. its log has no sanitizer report
 #   3. the last policy (with http:) answers: 200 on POST /v1/check
+#   4. counters carried by rule name under load: 300 checks of rule api
+#      while 6 reloads keep the http: section but move api behind a new
+#      rule and back; xrl_http_rule_decisions_total{rule="api"} allowed
+#      and xrl_http_responses_total{code="200"} equal the 200s the client
+#      got (no count lost or doubled across a reload), and the moving
+#      rule's series comes and goes
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -34,6 +40,13 @@ write_policy() {
 		cat >>"$HT_TMP/x.yaml.new" <<EOF
 $(http_yaml "$P")
   rules:
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-User-Id 100/s 100)
+EOF
+	elif [ "$1" = moved ]; then # api's index moves behind a new rule
+		cat >>"$HT_TMP/x.yaml.new" <<EOF
+$(http_yaml "$P")
+  rules:
+$(yaml_rule first '{ path_prefix: /first/ }' header:X-User-Id 100/s 100)
 $(yaml_rule api '{ path_prefix: /api/ }' header:X-User-Id 100/s 100)
 EOF
 	fi
@@ -81,4 +94,39 @@ log "3. the identity tier answers after the last reload"
 code=$(curl -s -o /dev/null -w '%{http_code}' -m 2 -X POST -H 'Content-Type: application/json' \
 	--data-binary '{"rule":"api","key":"u1","cost":1}' "http://127.0.0.1:$P/v1/check")
 check_eq "a check answered" "$code" 200
+
+log "4. counters carried by rule name: 300 checks while 6 reloads move rule api"
+checks() {
+	for i in $(seq 300); do
+		curl -s -o /dev/null -w '%{http_code}\n' -m 2 -X POST -H 'Content-Type: application/json' \
+			--data-binary "{\"rule\":\"api\",\"key\":\"k$i\",\"cost\":1}" \
+			"http://127.0.0.1:$P/v1/check"
+	done >"$HT_TMP/codes.txt"
+}
+checks &
+CHECKS=$!
+for w in moved with moved with moved with; do
+	write_policy "$w"
+	kill -HUP "${HT_PID[x]}"
+	n=$((n + 1))
+	for _ in $(seq 100); do
+		[ "$(grep -c '^xrld: info: reloaded ' "${HT_LOG[x]}")" -ge "$n" ] && break
+		sleep 0.05
+	done
+	[ "$w" = moved ] && mid=$(curl -s -m 2 "http://127.0.0.1:$M/metrics")
+	sleep 0.2
+done
+wait "$CHECKS"
+st=$(curl -s -m 2 "http://127.0.0.1:$M/metrics")
+ok=$(grep -c '^200$' "$HT_TMP/codes.txt")
+info "answers: $(sort "$HT_TMP/codes.txt" | uniq -c | tr '\n' ' ')"
+check_eq "the client's checks: all 200" "$ok" 300
+check_eq "reloads counted" "$(awk '$1 == "xrl_config_reloads_total{result=\"success\"}" { print $2 }' <<<"$st")" 26
+check_eq "api allowed = the 200s (and step 3's), across 6 reloads" \
+	"$(awk '$1 == "xrl_http_rule_decisions_total{rule=\"api\",verdict=\"allowed\"}" { print $2 }' <<<"$st")" \
+	$((ok + 1))
+check_eq "xrl_http_responses_total{code=\"200\"} = the 200s" \
+	"$(awk '$1 == "xrl_http_responses_total{code=\"200\"}" { print $2 }' <<<"$st")" $((ok + 1))
+check_eq "with rule first in force: its series" "$(grep -c '^xrl_http_rule_decisions_total{rule="first"' <<<"$mid")" 3
+check_eq "after it went: no series of rule first" "$(grep -c 'rule="first"' <<<"$st")" 0
 finish

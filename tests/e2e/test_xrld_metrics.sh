@@ -10,7 +10,7 @@
 #   3. a parser check: every family has HELP and TYPE before its samples,
 #      every sample belongs to a family, no family mixes units (no label that
 #      names other counters, no label value naming another unit), one
-#      namespace (xrl_), the old names gone
+#      namespace (xrl_; process_* are the client libraries'), the old names gone
 #   4. values: xrl_build_info{version,commit} 1; packets by rule and verdict
 #      (allowed/refused) = xrlctl's; identity-tier verdicts per rule:
 #      api allowed 2 refused 3, trial allowed 2 shadow_refused 3; the latency
@@ -21,6 +21,16 @@
 #      success timestamp
 #   6. the cookie counters in `xrlctl stats` (table line "syn cookies:",
 #      --json global.cookies_*)
+#   7. process_* as the client libraries define them, for xrld (no label)
+#      and its identity process (process="identity"): start time within
+#      this test's run, resident memory and open fds > 0, open fds <=
+#      max fds, CPU seconds growing under scrapes
+#   8. the HTTP status label is code (as the client libraries name it): 7
+#      answers 200, 3 answers 429; no status label left
+#   9. counters survive reloads by rule name: an apply that puts a new
+#      packet rule and a new http rule first and drops trial keeps syn's
+#      and api's counts, trial's series gone, the new rules at 0; then a
+#      SIGHUP back to the first file: the same again, trial back at 0
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 # shellcheck disable=SC2119,SC2317
@@ -50,7 +60,9 @@ scrape() { in_prot curl -s --max-time 5 http://127.0.0.1:9101/metrics; }
 series() { awk -v k="$1" '$1 == k { print $2 }' <<<"$M"; }
 
 log "1. xrld with $LAB_PROT_IF and an http: section; a flood; 10 http decisions"
+T0=$(date +%s)
 xrld_start
+T1=$(date +%s)
 flood_measure "$SRC/32" --threads 1 --cpus 0 --duration 1
 check_ge "xrlctl stats: syn dropped" "$XD" 1
 for p in api trial; do
@@ -103,7 +115,7 @@ for n, line in enumerate(open(sys.argv[1]), 1):
     for k, v in re.findall(r'(\w+)="([^"]*)"', labels):
         fams[fam].add((k, v))
 for fam, lv in sorted(fams.items()):
-    if not fam.startswith("xrl_"):
+    if not fam.startswith("xrl_") and not fam.startswith("process_"):
         bad.append("%s: not in the xrl_ namespace" % fam)
     if fam.startswith("xrld_"):
         bad.append("%s: the old xrld_ prefix" % fam)
@@ -197,5 +209,108 @@ js=$(ctl --json stats)
 check_eq "stats --json: cookie counters" \
 	"$(jq_py "sorted(k for k in d['global'] if k.startswith('cookie'))" <<<"$js")" \
 	"cookie_fallback cookie_no_meta cookie_primers cookie_reqsk cookie_reqsk_fail cookies_bad cookies_sent cookies_valid"
+
+log "7. process_*: xrld's own and the identity process's"
+M=$(scrape)
+for l in '' '{process="identity"}'; do
+	who=${l:+identity}
+	who=${who:-xrld}
+	for fam in process_cpu_seconds_total process_resident_memory_bytes \
+		process_virtual_memory_bytes process_start_time_seconds process_open_fds process_max_fds; do
+		check_eq "$who: $fam, one series" "$(grep -c "^$fam$l " <<<"$M")" 1
+	done
+	check_float "$who: start time within this run" "$(series "process_start_time_seconds$l")" \
+		$((T0 - 2)) $((T1 + 2))
+	check_ge "$who: resident memory > 0" "$(series "process_resident_memory_bytes$l")" 1
+	check_ge "$who: virtual >= resident" "$(series "process_virtual_memory_bytes$l")" \
+		"$(series "process_resident_memory_bytes$l")"
+	check_ge "$who: open fds > 0" "$(series "process_open_fds$l")" 1
+	check_ge "$who: max fds >= open fds" "$(series "process_max_fds$l")" "$(series "process_open_fds$l")"
+done
+for fam in process_cpu_seconds_total process_start_time_seconds; do
+	check_eq "$fam: HELP and TYPE once" "$(grep -cE "^# (HELP|TYPE) $fam " <<<"$M")" 2
+done
+check_eq "process_cpu_seconds_total is a counter" \
+	"$(grep '^# TYPE process_cpu_seconds_total ' <<<"$M")" "# TYPE process_cpu_seconds_total counter"
+cpu0=$(series process_cpu_seconds_total)
+# each scrape counts the bucket table and writes the page: xrld's CPU
+grows() {
+	M=$(scrape)
+	awk -v a="$cpu0" -v b="$(series process_cpu_seconds_total)" 'BEGIN { exit !(b > a) }'
+}
+wait_for 20 grows
+check_float "cpu seconds grow under scrapes (from $cpu0)" "$(series process_cpu_seconds_total)" \
+	"$(awk -v a="$cpu0" 'BEGIN { printf "%.2f", a + 0.01 }')" 100000
+
+log "8. the HTTP status label: code"
+check_eq "xrl_http_responses_total{code=\"200\"}" "$(series 'xrl_http_responses_total{code="200"}')" 7
+check_eq "xrl_http_responses_total{code=\"429\"}" "$(series 'xrl_http_responses_total{code="429"}')" 3
+check_nomatch "no status label" "$M" '[{,]status="'
+
+log "9. counters survive reloads by rule name"
+M=$(scrape)
+syn_ref=$(series "xrl_rule_packets_total{interface=\"$IF\",rule=\"syn\",verdict=\"refused\"}")
+syn_syns=$(series "xrl_rule_syns_total{interface=\"$IF\",rule=\"syn\"}")
+info "before: syn refused $syn_ref, its SYNs $syn_syns"
+# a new packet rule and a new http rule first (every index moves), trial gone
+cat >"$LAB_TMP/moved.yaml" <<EOF
+interfaces:
+  - name: $LAB_PROT_IF
+    mode: native
+xdp:
+  rules:
+    - name: dns
+      match: { proto: udp, dst_ports: [53] }
+      rate: 10/s
+      burst: 10
+    - name: syn
+      match: { proto: tcp, tcp_flags: syn, dst_ports: [80] }
+      rate: $RATE/s
+      burst: $BURST
+      action: drop
+metrics: 127.0.0.1:9101
+$(http_yaml "$HP" traefik)
+  rules:
+$(yaml_rule fresh '{ path_prefix: /fresh/ }' header:X-Key 1/min 2)
+$(yaml_rule api '{ path_prefix: /api/ }' header:X-Key 1/min 2)
+EOF
+ctl policy apply "$LAB_TMP/moved.yaml" >/dev/null
+check_rc "policy apply: rules added first, trial removed" "$?" 0
+M=$(scrape)
+srf() { series "xrl_rule_packets_total{interface=\"$IF\",rule=\"$1\",verdict=\"refused\"}"; }
+check_range "after apply: syn refused kept (no flood since)" "$(srf syn)" "$syn_ref" $((syn_ref + 10))
+check_ge "after apply: syn's SYNs kept" "$(series "xrl_rule_syns_total{interface=\"$IF\",rule=\"syn\"}")" \
+	"$syn_syns"
+check_eq "after apply: the new rule dns starts at 0" "$(srf dns)" 0
+check_eq "after apply: http api allowed kept" "$(d api allowed)" 2
+check_eq "after apply: http api refused kept" "$(d api refused)" 3
+check_eq "after apply: http fresh (new, first) at 0" "$(d fresh allowed)" 0
+check_eq "after apply: http trial (removed) has no series" "$(grep -c 'rule="trial"' <<<"$M")" 0
+# one more of api after the apply: counted on what was carried
+in_prot curl -s -o /dev/null -H 'X-Forwarded-Method: GET' -H 'X-Forwarded-Uri: /api/x' \
+	-H 'X-Key: k1' "http://127.0.0.1:$HP/v1/auth"
+M=$(scrape)
+check_eq "after apply: http api refused, one more" "$(d api refused)" 4
+ok0=$(series 'xrl_config_reloads_total{result="success"}')
+kill -HUP "$XRLD_PID"
+reloaded() {
+	M=$(scrape)
+	[ "$(series 'xrl_config_reloads_total{result="success"}')" -gt "$ok0" ]
+}
+wait_for 10 reloaded
+check_eq "SIGHUP: a reload counted" "$(series 'xrl_config_reloads_total{result="success"}')" $((ok0 + 1))
+sleep 0.3
+M=$(scrape)
+check_range "after SIGHUP: syn refused kept" "$(srf syn)" "$syn_ref" $((syn_ref + 10))
+check_eq "after SIGHUP: dns (removed) has no series" "$(grep -c 'rule="dns"' <<<"$M")" 0
+check_eq "after SIGHUP: http api allowed kept" "$(d api allowed)" 2
+check_eq "after SIGHUP: http api refused kept" "$(d api refused)" 4
+check_eq "after SIGHUP: http trial (back) starts at 0" "$(d trial shadow_refused)" 0
+check_eq "after SIGHUP: http fresh (removed) has no series" "$(grep -c 'rule="fresh"' <<<"$M")" 0
+check_eq "xrlctl stats --json: api refused kept" \
+	"$(ctl --json stats | jq_py "[r['refused'] for r in d['http']['rules'] if r['name'] == 'api'][0]")" 4
+out=$(promtool check metrics <<<"$M" 2>&1)
+[ -n "$out" ] && info "promtool: $out"
+check_eq "promtool check metrics after the reloads: problems" "$(printf '%s' "$out" | grep -c .)" 0
 
 finish
