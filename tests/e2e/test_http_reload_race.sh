@@ -21,7 +21,8 @@
 #      rule and back; xrl_http_rule_decisions_total{rule="api"} allowed
 #      and xrl_http_responses_total{code="200"} equal the 200s the client
 #      got (no count lost or doubled across a reload), and the moving
-#      rule's series comes and goes
+#      rule's series comes and goes; `promtool check metrics` of the
+#      scrapes in the middle and at the end finds no problem
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -29,7 +30,7 @@ XRL_TEST_NAME=test_http_reload_race
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-require_http
+require_http promtool
 http_setup
 
 P=$(free_port)
@@ -129,4 +130,9 @@ check_eq "xrl_http_responses_total{code=\"200\"} = the 200s" \
 	"$(awk '$1 == "xrl_http_responses_total{code=\"200\"}" { print $2 }' <<<"$st")" $((ok + 1))
 check_eq "with rule first in force: its series" "$(grep -c '^xrl_http_rule_decisions_total{rule="first"' <<<"$mid")" 3
 check_eq "after it went: no series of rule first" "$(grep -c 'rule="first"' <<<"$st")" 0
+for w in mid st; do
+	out=$(promtool check metrics <<<"${!w}" 2>&1)
+	[ -n "$out" ] && info "promtool ($w): $out"
+	check_eq "promtool check metrics ($w): problems" "$(printf '%s' "$out" | grep -c .)" 0
+done
 finish
