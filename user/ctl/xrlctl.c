@@ -480,12 +480,8 @@ static int cmd_policy_check(const char *path)
 	struct xrld_config *c;
 	char err[XRL_ERRLEN], *sum;
 
-	if (xrl_config_check(path, &c, &sum, err, sizeof(err))) {
-		if (json)
-			return fail(1, "%s", err);
-		fprintf(stderr, "%s\n", err);
-		return 1;
-	}
+	if (xrl_config_check(path, &c, &sum, err, sizeof(err)))
+		return fail(1, "%s", err); /* "xrlctl: FILE:LINE:COL: ...", as every error */
 	if (json)
 		put_json(json_pack("{s:s,s:b,s:o}", "file", path, "valid", 1, "policy",
 				   xrl_config_json(c)));
