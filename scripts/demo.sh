@@ -9,11 +9,13 @@
 #   1. 2 s of SYN flood with no protection: every SYN reaches the TCP stack
 #   2. a policy file (per-source SYN limit on port 80, penalty escalation,
 #      metrics on the namespace's loopback): `xrld --check`, xrld started
-#      with it, `xrlctl status`
+#      with it, `xrlctl status`; a real Prometheus scraping it every second
+#      with the shipped alerting rules (their for: cut to 0 s)
 #   3. flood from 64 spoofed sources while a client fetches the page every
 #      0.2 s; `xrlctl stats --watch 1` runs in the foreground meanwhile
-#   4. `xrlctl top`, `xrlctl deny list` (the penalty denials), a summary
-#      (admitted vs the budget, refused, how the client fared)
+#   4. `xrlctl top`, `xrlctl deny list` (the penalty denials), the alerts
+#      Prometheus's rules fired (XrlFloodInProgress), a summary (admitted
+#      vs the budget, refused, how the client fared)
 #   5. a spoofed flood (every SYN from a new address of 100.64.0.0/10),
 #      2 s before and 2 s after `syn_cookies: on` is added to the rule
 #      (SIGHUP): what the buckets admitted, new buckets, cookies made by
@@ -21,8 +23,8 @@
 #      `xrlctl detach`
 #
 # Builds nothing (make demo has built build/). Exits 0 when the client was
-# served throughout, the flood was refused and xrl made the spoofed flood's
-# cookies, 1 otherwise. The lab (xrld
+# served throughout, the flood was refused, an alert fired and xrl made the
+# spoofed flood's cookies, 1 otherwise. The lab (xrld
 # included) is torn down on exit, on failure and on Ctrl-C.
 # Knobs: DEMO_SECS (5), DEMO_RATE (20), DEMO_BURST (10).
 set -u
@@ -45,7 +47,7 @@ done
 if [ "$(id -u)" -ne 0 ]; then
 	die "needs root for network namespaces and XDP: sudo make demo"
 fi
-for t in ip nsenter curl ss awk timeout "$XRL_PY"; do
+for t in ip nsenter curl ss awk timeout prometheus "$XRL_PY"; do
 	command -v "$t" >/dev/null 2>&1 || die "'$t' is missing: sudo make deps"
 done
 for b in "$XRL_LOAD" "$XRL_FLOOD" "$XRLD" "$XRLCTL"; do
@@ -131,6 +133,28 @@ st=$(ctl status 2>&1) || fatal "xrlctl status failed: $st"
 out <<<"$st"
 grep -Eq "^$LAB_PROT_IF +[0-9]+ +native +yes" <<<"$st" ||
 	fatal "xrld did not attach $LAB_PROT_IF in native mode"
+# A real Prometheus scrapes xrld every second with the shipped alerting
+# rules (scripts/prometheus/xrl.rules.yml), their for: cut to 0 s for a
+# demo of seconds; step 4 asks it which alerts fired.
+PROM=127.0.0.1:19390
+mkdir -p "$LAB_TMP/prom"
+sed -E 's/^( *)for: .*/\1for: 0s/' "$XRL_ROOT/scripts/prometheus/xrl.rules.yml" >"$LAB_TMP/xrl.rules.yml"
+cat >"$LAB_TMP/prometheus.yml" <<EOF
+global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }
+rule_files: [ "$LAB_TMP/xrl.rules.yml" ]
+scrape_configs:
+  - job_name: xrld
+    static_configs: [ { targets: [ "$METRICS" ] } ]
+EOF
+bg_prot prometheus --config.file="$LAB_TMP/prometheus.yml" --storage.tsdb.path="$LAB_TMP/prom" \
+	--web.listen-address="$PROM" >"$LAB_TMP/prometheus.log" 2>&1
+prom_get() { in_prot curl -s --max-time 5 "http://$PROM$1"; }
+prom_up() {
+	prom_get /api/v1/targets | jq_py "[t['health'] for t in d['data']['activeTargets']]" 2>/dev/null |
+		grep -qx up
+}
+wait_for 30 prom_up || fatal "Prometheus did not scrape xrld: $(tail -n 3 "$LAB_TMP/prometheus.log")"
+cmd "prometheus --config.file=prometheus.yml   # scrapes $METRICS, rules: xrl.rules.yml"
 say
 
 # ---- 3. protected flood ---------------------------------------------------------------
@@ -250,6 +274,14 @@ fi
 cmd "curl -s http://$METRICS/metrics   # in $LAB_PROT"
 in_prot curl -s --max-time 3 "http://$METRICS/metrics" |
 	grep -E '^(xrl_penalties_total|xrl_denylist_entries)' | out
+cmd "curl -s http://$PROM/api/v1/alerts   # what Prometheus's rules made of it"
+fired() {
+	prom_get /api/v1/alerts | jq_py "'\\n'.join(sorted('%s %s{%s}: %s' % (a['state'], a['labels']['alertname'], ','.join('%s=%s' % (k, v) for k, v in sorted(a['labels'].items()) if k in ('rule', 'interface')), a['annotations'].get('summary', '')) for a in d['data']['alerts'] if a['state'] == 'firing'))"
+}
+wait_for 10 eval '[ -n "$(fired)" ]'
+alerts=$(fired)
+[ -n "$alerts" ] || fatal "no alert fired in Prometheus: $(prom_get /api/v1/alerts | head -c 300)"
+out <<<"$alerts"
 
 tries=$(wc -l <"$LAB_TMP/client")
 ok=$(grep -c '^200 ' "$LAB_TMP/client")
