@@ -6,7 +6,9 @@
  * refused), rule matching (methods case-sensitive), which forwarded headers
  * count for each http.forwarded_from and peer, the X-Forwarded-For walk
  * with ports, brackets and quotes, the http: keys that go with them in the
- * policy parser, and the reload check of start-time fields. No root.
+ * policy parser, the reload check of start-time fields, and the per-rule
+ * counters a reload carries by rule name (user/http/server/reload.c). No
+ * root.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 
 #include "config.h"
 #include "http/http.h"
+#include "http/server/server_int.h"
 #include "http/server/topk.h"
 #include "xrl.h"
 
@@ -634,6 +637,66 @@ static void test_secret_file(void **state)
 	unlink(path);
 }
 
+/* ---- per-rule counters across reloads -------------------------------------------- */
+
+/* A configuration of the rules named in names (space-separated), with its
+ * counters found in from by name. */
+static struct xrl_srv_cfg *cfg_of(const char *names, const struct xrl_srv_cfg *from)
+{
+	struct xrl_srv_cfg *c = calloc(1, sizeof(*c));
+	char buf[128], *save = NULL;
+
+	assert_non_null(c);
+	snprintf(buf, sizeof(buf), "%s", names);
+	for (char *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save))
+		snprintf(c->c.rules[c->c.n_rules++].name, sizeof(c->c.rules[0].name), "%s", w);
+	EQ(xrl_srv_cfg_counters(c, from), 0);
+	return c;
+}
+
+static void test_rule_counters_carry(void **state)
+{
+	struct xrl_srv_cfg *a, *b, *c, *d;
+
+	(void)state;
+	CTX("the first configuration: each rule's counters new, at 0");
+	a = cfg_of("x y", NULL);
+	EQ(a->ctr[0] != a->ctr[1], true);
+	EQ(atomic_load(&a->ctr[0]->allowed), 0);
+	EQ(a->ctr[0]->refs, 1);
+	atomic_fetch_add(&a->ctr[0]->allowed, 5);
+	atomic_fetch_add(&a->ctr[1]->refused, 3);
+
+	CTX("a reload that puts z first: x and y keep theirs at new indices, z at 0");
+	b = cfg_of("z y x", a);
+	EQ(b->ctr[1] == a->ctr[1], true);
+	EQ(b->ctr[2] == a->ctr[0], true);
+	EQ(atomic_load(&b->ctr[2]->allowed), 5);
+	EQ(atomic_load(&b->ctr[1]->refused), 3);
+	EQ(atomic_load(&b->ctr[0]->allowed), 0);
+	EQ(b->ctr[2]->refs, 2);
+
+	CTX("a request still under a: it counts where b is read");
+	atomic_fetch_add(&a->ctr[0]->allowed, 1);
+	EQ(atomic_load(&b->ctr[2]->allowed), 6);
+
+	CTX("a retired, then a reload that drops x and z: y goes on");
+	xrl_srv_cfg_free(a);
+	EQ(b->ctr[2]->refs, 1);
+	c = cfg_of("y", b);
+	EQ(c->ctr[0] == b->ctr[1], true);
+	xrl_srv_cfg_free(b); /* x's and z's counters go with it */
+	EQ(c->ctr[0]->refs, 1);
+	EQ(atomic_load(&c->ctr[0]->refused), 3);
+
+	CTX("x added back: it starts again at 0");
+	d = cfg_of("x y", c);
+	EQ(atomic_load(&d->ctr[0]->allowed), 0);
+	EQ(d->ctr[1] == c->ctr[0], true);
+	xrl_srv_cfg_free(c);
+	xrl_srv_cfg_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -649,6 +712,7 @@ int main(void)
 		cmocka_unit_test(test_topk),
 		cmocka_unit_test(test_callers_table),
 		cmocka_unit_test(test_secret_file),
+		cmocka_unit_test(test_rule_counters_carry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
