@@ -147,16 +147,18 @@ def metric_names(expr):
 
 
 def source_families():
-    """Every family name xrld's metric writers hold as a string literal."""
+    """Every family name xrld's metric writers hold as a string literal (process_*
+    included, written by user/lib/procstat.c)."""
     fams = set()
     files = glob.glob(os.path.join(TOP, "user/xrld/*.c"))
     files += glob.glob(os.path.join(TOP, "user/http/**/*.c"), recursive=True)
+    files.append(os.path.join(TOP, "user/lib/procstat.c"))  # the client libraries' process_*
     for fn in files:
         with open(fn) as f:
             for line in f:
                 if line.lstrip().startswith("#"):
                     continue
-                fams.update(re.findall(r'"(xrl_[a-z0-9_]*[a-z0-9])[{" ]', line))
+                fams.update(re.findall(r'"((?:xrl|process)_[a-z0-9_]*[a-z0-9])[{" ]', line))
     return fams
 
 
