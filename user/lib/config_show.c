@@ -150,12 +150,17 @@ static void penalty_warnings(struct xrl_buf *b, const struct xrld_config *c)
 			continue;
 		xrl_buf_printf(b,
 			       "warning: xdp.rules[%u] (%s) never earns its penalty: under penalty: "
-			       "verified (the default) %s; write %spenalty: unverified (trusted "
-			       "sources) or penalty: off\n",
+			       "verified (the default) %s; write %s\n",
 			       i, s->name,
-			       s->proto == XRL_PROTO_UDP ? "a UDP refusal proves no source"
-							 : "a refused SYN proves nothing without SYN cookies",
-			       s->proto == XRL_PROTO_UDP ? "" : "syn_cookies: on, ");
+			       s->proto == XRL_PROTO_UDP
+				       ? "a UDP refusal proves no source"
+				       : "a refused SYN proves nothing without SYN cookies",
+			       /* UDP is spoofed at no cost: unverified would let a forged
+				* flood deny a victim's network */
+			       s->proto == XRL_PROTO_UDP
+				       ? "penalty: off"
+				       : "syn_cookies: on, penalty: unverified (trusted sources) or "
+					 "penalty: off");
 	}
 }
 
@@ -199,14 +204,15 @@ static void http_warnings(struct xrl_buf *b, const struct xrl_http_cfg *h)
 
 		if (!r->method[0] && !r->path_prefix[0])
 			continue;
-		xrl_buf_printf(b,
-			       "warning: http.rules[%u] (%s) matches %s %s, but with no "
-			       "http.trusted_proxies the %s headers that carry them are never believed: "
-			       "behind the proxy it matches nothing (list the proxy's address there)\n",
-			       i, r->name, r->method[0] ? r->method : "*",
-			       r->path_prefix[0] ? r->path_prefix : "/",
-			       h->forwarded_from == XRL_FWD_NGINX ? "X-Original-Method/-URI"
-								  : "X-Forwarded-Method/-Uri");
+		xrl_buf_printf(
+			b,
+			"warning: http.rules[%u] (%s) matches %s %s, but with no "
+			"http.trusted_proxies the %s headers that carry them are never believed: "
+			"behind the proxy it matches nothing (list the proxy's address there)\n",
+			i, r->name, r->method[0] ? r->method : "*",
+			r->path_prefix[0] ? r->path_prefix : "/",
+			h->forwarded_from == XRL_FWD_NGINX ? "X-Original-Method/-URI"
+							   : "X-Forwarded-Method/-Uri");
 		break;
 	}
 	if (!http_listen_addr(h, &a, &any))
@@ -538,6 +544,8 @@ const char *xrl_http_backend_str(const struct xrl_http_cfg *h, char *buf, size_t
 	/* the Redis user and password are never shown */
 	if (h->redis_cluster)
 		snprintf(buf, len, "redis-cluster://%s", h->redis_seeds);
+	else if (h->redis && strchr(h->redis_host, ':'))
+		snprintf(buf, len, "redis://[%s]:%d/%d", h->redis_host, h->redis_port, h->redis_db);
 	else if (h->redis)
 		snprintf(buf, len, "redis://%s:%d/%d", h->redis_host, h->redis_port, h->redis_db);
 	else

@@ -117,7 +117,7 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		"take PREFIX's /24 or /48 off the vouched sources",
 		"vouched sources with origin and time left (from the pins if xrld is down)",
 		{ OPT("--ttl", DURATION, "DURATION", vouch, ttl) }),
-	[XRL_VERB_OVERRIDE_LIST] = { XRL_VERB_OVERRIDE_LIST, "override", "list", {}, {}, 0,
+	[XRL_VERB_OVERRIDE_LIST] = { XRL_VERB_OVERRIDE_LIST, "override", "list", {}, {}, XRL_VERB_KEYS,
 		"the per-key overrides of HTTP rules in force" },
 	[XRL_VERB_OVERRIDE_DEL] = { XRL_VERB_OVERRIDE_DEL, "override", "del",
 		{ POS("RULE", NAME, override, rule), POS("KEY", NAME, override, key) }, {},

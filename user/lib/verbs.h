@@ -190,6 +190,7 @@ enum {
 	XRL_VERB_LOCAL = 1 << 0,      /* xrlctl does it alone; never sent to xrld */
 	XRL_VERB_SENDS_FILE = 1 << 1, /* the FILE's text travels as one more argument */
 	XRL_VERB_CHANGES = 1 << 2,    /* changes what xrld enforces: xrld logs who asked */
+	XRL_VERB_KEYS = 1 << 3,	      /* shows the keys callers send (API keys): root's */
 };
 
 struct xrl_verb {

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <sys/epoll.h>
 #include <limits.h>
@@ -25,6 +26,7 @@
 /* ---- control socket clients -------------------------------------------- */
 
 #define CTL_CLIENTS	16		    /* control connections open at once */
+#define CTL_ROOT_SLOTS	4		    /* of them, kept for root's */
 #define CTL_DEADLINE_NS (2 * 1000000000ULL) /* to send the request; to take the answer */
 
 /*
@@ -188,24 +190,30 @@ static void ctl_accept(int lfd, unsigned events, void *ctx)
 	static const char busy[] = "1\nxrld is busy: too many control connections, try again\n";
 	int fd, i;
 
+	struct ucred cred = { 0 };
+	int others = 0;
+
 	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
+	/* who asked, for the log of changes: the kernel's word, not the client's */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &(socklen_t){ sizeof(cred) }))
+		cred = (struct ucred){ 0 };
+	for (int k = 0; k < CTL_CLIENTS; k++)
+		others += ctl_cl[k].used && ctl_cl[k].cred.uid != 0;
 	for (i = 0; i < CTL_CLIENTS && ctl_cl[i].used; i++)
 		;
-	if (i == CTL_CLIENTS) {
+	/* the read-only group shares what root does not keep: slow clients of
+	 * that group never hold the slots root's deny add needs */
+	if (i == CTL_CLIENTS || (cred.uid != 0 && others >= CTL_CLIENTS - CTL_ROOT_SLOTS)) {
 		/* best effort: an empty socket buffer takes one line without blocking */
 		if (write(fd, busy, sizeof(busy) - 1) < 0)
 			log_debug("couldn't tell a control client that xrld is busy");
 		close(fd);
 		return;
 	}
-	ctl_cl[i] = (struct ctl_client){ .used = true, .fd = fd, .d = d };
+	ctl_cl[i] = (struct ctl_client){ .used = true, .fd = fd, .d = d, .cred = cred };
 	ctl_deadline(&ctl_cl[i], xrl_now_ns() + CTL_DEADLINE_NS);
-	/* who asked, for the log of changes: the kernel's word, not the client's */
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &ctl_cl[i].cred,
-		       &(socklen_t){ sizeof(ctl_cl[i].cred) }))
-		ctl_cl[i].cred = (struct ucred){ 0 };
 	if (xrld_fd_add(d->loop, fd, EPOLLIN, ctl_event, &ctl_cl[i])) {
 		ctl_close(&ctl_cl[i]);
 		return;
@@ -239,28 +247,26 @@ static void ctl_expire(void *ctx)
 }
 
 /*
- * The socket to XRL_READ_GROUP (0660) when that group exists. Under the
- * unit xrld has no CAP_CHOWN, but an owner may give a file to a group it is
- * in, and CAP_SETGID (kept for the identity process) puts xrld in it. A
- * failure leaves the socket root's, said; it never stops the start.
+ * The new socket (made 0660 by bind under the umask) to XRL_READ_GROUP.
+ * Under the unit xrld has no CAP_CHOWN, but an owner may give a file to a
+ * group it is in, and CAP_SETGID (kept for the identity process) puts xrld
+ * in it. lchown and fchmodat never follow a link put in the socket's place.
+ * A failure leaves the socket root's (0600), said; it never stops the start.
  */
-static int sock_group(const char *path)
+static int sock_group(const char *path, const struct group *g)
 {
-	struct group *g = getgrnam(XRL_READ_GROUP);
 	gid_t gs[NGROUPS_MAX + 1];
 	int rc, n;
 
-	if (!g)
-		return 0; /* no such group: root's alone */
-	rc = chown(path, (uid_t)-1, g->gr_gid);
+	rc = lchown(path, (uid_t)-1, g->gr_gid);
 	if (rc && errno == EPERM && (n = getgroups(NGROUPS_MAX, gs)) >= 0) {
 		gs[n++] = g->gr_gid;
-		rc = setgroups((size_t)n, gs) ? -1 : chown(path, (uid_t)-1, g->gr_gid);
+		rc = setgroups((size_t)n, gs) ? -1 : lchown(path, (uid_t)-1, g->gr_gid);
 	}
-	if (rc || chmod(path, 0660)) {
+	if (rc) {
 		log_warn("control socket %s stays root's alone: couldn't give it to group %s", path,
 			 XRL_READ_GROUP);
-		return 0;
+		return fchmodat(AT_FDCWD, path, 0600, AT_SYMLINK_NOFOLLOW);
 	}
 	log_info("control socket %s: members of group %s may read", path, XRL_READ_GROUP);
 	return 0;
@@ -270,6 +276,8 @@ static int listen_socket(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[PATH_MAX], *slash;
+	const struct group *g;
+	mode_t old;
 	int fd, err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
@@ -291,8 +299,14 @@ static int listen_socket(const char *path)
 		return -EADDRINUSE;
 	}
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || chmod(path, 0600) || sock_group(path) ||
-	    listen(fd, 16)) {
+	/* the socket is made with its mode (bind under the umask), never
+	 * chmod-ed by path: 0600 root's, or 0660 when the read-only group
+	 * exists (then given to it) */
+	g = getgrnam(XRL_READ_GROUP);
+	old = umask(g ? 0117 : 0177);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (err || (g && sock_group(path, g)) || listen(fd, 16)) {
 		err = -errno;
 		close(fd);
 		return err;

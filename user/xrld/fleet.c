@@ -539,6 +539,37 @@ static bool fleet_stats(struct xrld *d, struct xrl_fleet_stats *st, char *id, si
 	return true;
 }
 
+/* Does p cover the identity tier's Redis (http.backend's host or a
+ * cluster seed)? Addresses only: a name is not resolved on the main loop
+ * (the fleet's Redis, resolved at start, is checked apart). */
+static bool covers_backend(const struct xrl_http_cfg *h, const struct xrl_prefix *p,
+			   struct xrl_prefix *hit)
+{
+	char seeds[sizeof(h->redis_seeds) + sizeof(h->redis_host) + 2], *save = NULL;
+
+	if (!h->redis)
+		return false;
+	snprintf(seeds, sizeof(seeds), "%s,%s", h->redis_host, h->redis_seeds);
+	for (char *t = strtok_r(seeds, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *ai;
+		char *colon = strrchr(t, ':');
+
+		if (t[0] == '[') {
+			t++;
+			t[strcspn(t, "]")] = '\0';
+		} else if (colon && colon == strchr(t, ':'))
+			*colon = '\0'; /* HOST:PORT, not a bare IPv6 address */
+		if (!t[0] || getaddrinfo(t, NULL, &hints, &ai))
+			continue;
+		if (sa_prefix(ai->ai_addr, hit) && overlap(p, hit)) {
+			freeaddrinfo(ai);
+			return true;
+		}
+		freeaddrinfo(ai);
+	}
+	return false;
+}
+
 /* why = printf(fmt, hit as text); 1. */
 static int guard_says(char *why, size_t len, const char *fmt, const struct xrl_prefix *hit)
 {
@@ -556,6 +587,7 @@ int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_
 	const struct xrl_fleet_cfg *c = &d->cfg->fleet;
 	struct own_addrs *o = d->fleet ? &d->fleet->own : &host_own;
 	const struct xrl_prefix *hit;
+	struct xrl_prefix be;
 
 	if (too_wide(d, p)) {
 		snprintf(why, len,
@@ -570,6 +602,8 @@ int xrld_deny_guard(struct xrld *d, const struct xrl_prefix *p, char *why, size_
 		return guard_says(why, len, "it covers %s of fleet.protect", hit);
 	if (d->fleet && (hit = overlaps_any(p, d->fleet->redis, d->fleet->n_redis)))
 		return guard_says(why, len, "it covers the fleet's Redis at %s", hit);
+	if (d->cfg->has_http && covers_backend(&d->cfg->http, p, &be))
+		return guard_says(why, len, "it covers the identity tier's Redis at %s", &be);
 	for (int i = 0; i < d->n_ifs; i++) {
 		if (xrld_allow_overlaps(&d->ifs[i], p)) {
 			snprintf(why, len, "it covers an allowlist entry of %s (xrlctl allow list)",

@@ -96,9 +96,12 @@ static void pick_user(struct xrld_idp *p)
 	snprintf(p->user, sizeof(p->user), "%s", pw ? pw->pw_name : "65534");
 }
 
-bool xrld_idp_user(const struct xrld *d, uid_t uid)
+bool xrld_idp_user(const struct xrld *d, const struct ucred *who)
 {
-	return d->idp && uid && d->idp->uid == uid;
+	/* its pid whatever uid it runs as (an xrld not started as root keeps
+	 * its own for the child), and its user when xrld gave it one */
+	return d->idp && ((d->idp->pid && who->pid == d->idp->pid) ||
+			  (!geteuid() && who->uid && d->idp->uid == who->uid));
 }
 
 /* The child's sockets and pidfd closed (it is reaped, or is to be). */

@@ -5,13 +5,21 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <bpf/libbpf.h>
+#include <linux/magic.h>
 
 #include "http/http.h"
 #include "log.h"
@@ -97,6 +105,62 @@ static void effective_policy(struct xrld *d, const struct xrld_config *c, struct
 						      d->shadow_val[j] ? XRL_ACT_SHADOW : XRL_ACT_DROP);
 }
 
+#define BPFFS "/sys/fs/bpf"
+
+void xrld_bpffs_ensure(struct xrld *d)
+{
+	struct statfs sf;
+
+	if (strncmp(d->pin_root, BPFFS "/", sizeof(BPFFS)) ||
+	    (!statfs(BPFFS, &sf) && sf.f_type == BPF_FS_MAGIC))
+		return;
+	if (mount("bpf", BPFFS, "bpf", 0, "mode=0700"))
+		log_warn("bpffs is not mounted at %s and couldn't be (an interface needs it)", BPFFS);
+	else
+		log_info("mounted bpffs at %s (it was not there)", BPFFS);
+}
+
+int xrld_pins_claim(struct xrld *d, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (d->pin_lock_fd >= 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s", d->pin_root);
+	for (char *p = path + 1; *path == '/'; p++) {
+		bool end = !*p;
+
+		if (*p != '/' && !end)
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			snprintf(err, errlen, "couldn't make the pin directory %s: %s", path,
+				 strerror(errno));
+			return -errno;
+		}
+		if (end)
+			break;
+		*p = '/';
+	}
+	fd = open(d->pin_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB)) {
+		d->pin_lock_fd = fd; /* held for xrld's life */
+		return 0;
+	}
+	if (errno == EWOULDBLOCK)
+		snprintf(err, errlen,
+			 "the pin directory %s is another running xrld's; nothing was touched "
+			 "(give this one a --pin-dir of its own)",
+			 d->pin_root);
+	else
+		snprintf(err, errlen, "couldn't take the pin directory %s: %s", d->pin_root,
+			 strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return -EBUSY;
+}
+
 int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
 		      char *err, size_t errlen)
 {
@@ -109,6 +173,8 @@ int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mod
 		snprintf(err, errlen, "%s is already attached", name);
 		return -EEXIST;
 	}
+	if ((rc = xrld_pins_claim(d, err, errlen)))
+		return rc;
 	if (d->n_ifs >= MAX_IFACES) {
 		snprintf(err, errlen, "at most %d interfaces", MAX_IFACES);
 		return -E2BIG;
@@ -204,7 +270,9 @@ static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
 	size_t len = sizeof(d->reload_note);
 
 	note[0] = '\0';
-	if (next->buckets_max != old->buckets_max) {
+	/* 0 is the default: the same size written out is no change */
+	if ((next->buckets_max ? next->buckets_max : XRL_BUCKETS_DEFAULT) !=
+	    (old->buckets_max ? old->buckets_max : XRL_BUCKETS_DEFAULT)) {
 		snprintf(note, len, "xdp.buckets %u",
 			 next->buckets_max ? next->buckets_max : XRL_BUCKETS_DEFAULT);
 		next->buckets_max = old->buckets_max;

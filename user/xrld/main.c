@@ -13,23 +13,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <limits.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/file.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
-
-#include <linux/magic.h>
 
 #include <bpf/libbpf.h>
 #include <microhttpd.h>
@@ -271,6 +263,11 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 			d->sock_path = optarg;
 			break;
 		case 'p':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "xrld: --pin-dir wants an absolute path, got '%s'\n",
+					optarg);
+				return 2;
+			}
 			d->pin_root = optarg;
 			break;
 		case 'v':
@@ -292,63 +289,6 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 		return 2;
 	}
 	return -1;
-}
-
-#define BPFFS "/sys/fs/bpf"
-
-/*
- * The pin directory, this xrld's alone while it runs: two on the same pins
- * (each with its own socket) would fight over one set of maps, so the
- * second is refused before anything is touched. flock(2) on the directory
- * (the identity process closes its copy: close_range at its start) goes
- * with the process, however it ends. Where bpffs is missing at /sys/fs/bpf
- * (`ip netns exec` mounts a /sys of its own), it is mounted first, as
- * bpftool does. 0; -2: another xrld's (said); -1: not taken (said).
- */
-static int claim_pins(struct xrld *d)
-{
-	char path[PATH_MAX];
-	struct statfs sf;
-	int fd, rc;
-
-	if (!strncmp(d->pin_root, BPFFS "/", sizeof(BPFFS)) &&
-	    (statfs(BPFFS, &sf) || sf.f_type != BPF_FS_MAGIC)) {
-		if (mount("bpf", BPFFS, "bpf", 0, "mode=0700")) {
-			log_warn("bpffs is not mounted at %s and couldn't be", BPFFS);
-			return -1;
-		}
-		log_info("mounted bpffs at %s (it was not there)", BPFFS);
-	}
-	snprintf(path, sizeof(path), "%s", d->pin_root);
-	for (char *p = path + 1;; p++) {
-		bool end = !*p;
-
-		if (*p != '/' && !end)
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST) {
-			log_warn("couldn't make the pin directory %s", path);
-			return -1;
-		}
-		if (end)
-			break;
-		*p = '/';
-	}
-	fd = open(d->pin_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0 && !flock(fd, LOCK_EX | LOCK_NB)) {
-		d->pin_lock_fd = fd; /* held for xrld's life */
-		return 0;
-	}
-	rc = errno == EWOULDBLOCK ? -2 : -1;
-	if (rc == -2)
-		log_err("the pin directory %s is another running xrld's; nothing was touched "
-			"(give this one a --pin-dir of its own)",
-			d->pin_root);
-	else
-		log_warn("couldn't take the pin directory %s", d->pin_root);
-	if (fd >= 0)
-		close(fd);
-	return rc;
 }
 
 /*
@@ -373,10 +313,13 @@ static int start(struct xrld *d, int verbose)
 	}
 	if (d->cfg->log_level >= 0 && !verbose)
 		log_set_level(d->cfg->log_level);
-	/* an identity tier alone keeps no pins: where there is no bpffs (a
-	 * container) it still starts, said; an interface needs them */
-	if ((rc = claim_pins(d)) == -2 || (rc && d->cfg->n_ifaces))
+	/* the pins are taken by the first interface (here, or a later attach):
+	 * an identity tier alone keeps none, and starts without bpffs (said) */
+	xrld_bpffs_ensure(d);
+	if (d->cfg->n_ifaces && xrld_pins_claim(d, err, sizeof(err))) {
+		log_err("%s", err);
 		return 1;
+	}
 	if ((rc = loop_open(d))) {
 		errno = -rc;
 		log_warn("couldn't set up the event loop");

@@ -724,8 +724,16 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 	 * what changes enforcement is root's, or xrld's own user's */
 	/* the identity process's user (in that group too: its own) asks for
 	 * nothing: the tier facing the network never reads the control side */
-	if (who && xrld_idp_user(d, who->uid))
+	if (who && xrld_idp_user(d, who))
 		rc = fail(&r, 1, "permission denied: the identity process's user may not ask xrld");
+	/* the keys callers send (an API key, a login email) are root's to
+	 * read: top --http and override list */
+	else if (((c.v->flags & XRL_VERB_KEYS) || (c.v->id == XRL_VERB_TOP && c.a.top.http.text)) &&
+		 (!who || (who->uid && who->uid != geteuid())))
+		rc = fail(&r, 1,
+			  "permission denied: `%s%s%s` shows the keys callers send (API keys, "
+			  "logins), which only root may read",
+			  c.v->word, c.v->sub ? " " : "", c.v->sub ? c.v->sub : "");
 	else if ((c.v->flags & XRL_VERB_CHANGES) && (!who || (who->uid && who->uid != geteuid())))
 		rc = fail(&r, 1,
 			  "permission denied: `%s%s%s` changes what xrld enforces, which only "

@@ -161,6 +161,18 @@ void xrld_penalty_note(struct xrld *d, int ifidx, struct xrld_iface *f, const st
  * out of every interface's maps. 0 or -errno. */
 int xrld_iface_start(struct xrld *d);
 struct xrld_iface *xrld_iface(struct xrld *d, const char *name);
+/*
+ * The pin directory, this xrld's alone while it has interfaces: two on the
+ * same pins (each with its own socket) would fight over one set of maps,
+ * so the second is refused before anything is touched. flock(2) on the
+ * directory, taken by the first attach and held for xrld's life (the
+ * identity process closes its copy: close_range at its start); made when
+ * missing. 0, or -errno with err saying why.
+ */
+int xrld_pins_claim(struct xrld *d, char *err, size_t errlen);
+/* bpffs at /sys/fs/bpf where the pins are under it and it is missing (`ip
+ * netns exec` mounts a /sys of its own), as bpftool does; said. */
+void xrld_bpffs_ensure(struct xrld *d);
 int xrld_iface_attach(struct xrld *d, const char *name, enum xrl_attach_mode mode, bool from_config,
 		      char *err, size_t errlen);
 void xrld_iface_remove(struct xrld *d, int i, bool detach);
@@ -249,9 +261,11 @@ void xrld_cookies_metrics(struct xrld *d, struct xrl_buf *b);
 /* After the privileges are dropped: the child for cfg's http: and fleet:
  * sections (none: nothing), given text, the policy as read; and the 1 s
  * timer that restarts it (a child a later reload brings too). */
-/* Is uid the identity process's (never root)? Its user is in the group
- * that may read the control socket (its own group, xrl), yet is refused. */
-bool xrld_idp_user(const struct xrld *d, uid_t uid);
+/* Is the caller the identity process (its pid, or the user xrld gave it;
+ * never root)? It may be in the group that reads the control socket, yet
+ * is refused every verb. */
+struct ucred;
+bool xrld_idp_user(const struct xrld *d, const struct ucred *who);
 int xrld_idp_start(struct xrld *d, const char *text, size_t len, char *err, size_t errlen);
 void xrld_idp_stop(struct xrld *d);
 /* Can the identity tier take next (its text)? 0 or -errno with err. */
