@@ -68,15 +68,20 @@ log "1. 20 reloads, alternating without and with http:, under two scrapers"
 # longer than 0.15 s under ThreadSanitizer, and signals sent meanwhile
 # would merge into one
 n=0
+# reload_to WHICH: the policy WHICH, SIGHUP, and xrld's log line of it (up
+# to 5 s); n counts the reloads sent
+reload_to() {
+	write_policy "$1"
+	kill -HUP "${HT_PID[x]}"
+	n=$((n + 1))
+	for _ in $(seq 100); do
+		[ "$(grep -c '^xrld: info: reloaded ' "${HT_LOG[x]}")" -ge "$n" ] && break
+		sleep 0.05
+	done
+}
 for i in $(seq 10); do
 	for w in without with; do
-		write_policy "$w"
-		kill -HUP "${HT_PID[x]}"
-		n=$((n + 1))
-		for _ in $(seq 100); do
-			[ "$(grep -c '^xrld: info: reloaded ' "${HT_LOG[x]}")" -ge "$n" ] && break
-			sleep 0.05
-		done
+		reload_to "$w"
 		sleep 0.15
 	done
 done
@@ -107,13 +112,7 @@ checks() {
 checks &
 CHECKS=$!
 for w in moved with moved with moved with; do
-	write_policy "$w"
-	kill -HUP "${HT_PID[x]}"
-	n=$((n + 1))
-	for _ in $(seq 100); do
-		[ "$(grep -c '^xrld: info: reloaded ' "${HT_LOG[x]}")" -ge "$n" ] && break
-		sleep 0.05
-	done
+	reload_to "$w"
 	[ "$w" = moved ] && mid=$(curl -s -m 2 "http://127.0.0.1:$M/metrics")
 	sleep 0.2
 done

@@ -90,6 +90,25 @@ static void read_self(void **state)
 	close(fd);
 }
 
+/* A process that is gone (its /proc directory of no use): nothing read, so
+ * no series is made up for it. */
+static void read_gone(void **state)
+{
+	static const char *const not_procs[] = { "/", "/proc/sys" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(not_procs) / sizeof(not_procs[0]); i++) {
+		int fd = open(not_procs[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		struct xrl_proc_stat st;
+
+		CTX("%s, a directory that is not a process's", not_procs[i]);
+		assert_true(fd >= 0);
+		xrl_proc_read(fd, false, &st);
+		EQ(st.has_stat || st.has_max_fds, false);
+		close(fd);
+	}
+}
+
 static void text(void **state)
 {
 	static const char *const label[] = { "", "process=\"identity\"" };
@@ -135,6 +154,7 @@ int main(void)
 		cmocka_unit_test(parse_stat_line),
 		cmocka_unit_test(parse_limits_btime),
 		cmocka_unit_test(read_self),
+		cmocka_unit_test(read_gone),
 		cmocka_unit_test(text),
 	};
 
