@@ -183,26 +183,12 @@ void xrl_proc_metrics(struct xrl_buf *b, const struct xrl_proc_stat *st, const c
 				continue;
 			xrl_buf_printf(b, "%s%s%s%s ", fam[f].name, lab ? "{" : "",
 				       lab ? label[i] : "", lab ? "}" : "");
-			switch (f) {
-			case 0:
-				xrl_buf_printf(b, "%.2f\n", s->cpu_s);
-				break;
-			case 1:
-				xrl_buf_printf(b, "%llu\n", (unsigned long long)s->rss_bytes);
-				break;
-			case 2:
-				xrl_buf_printf(b, "%llu\n", (unsigned long long)s->vm_bytes);
-				break;
-			case 3:
-				xrl_buf_printf(b, "%.2f\n", s->start_s);
-				break;
-			case 4:
-				xrl_buf_printf(b, "%llu\n", (unsigned long long)s->open_fds);
-				break;
-			default:
-				xrl_buf_printf(b, "%llu\n", (unsigned long long)s->max_fds);
-				break;
-			}
+			/* every value fits a double exactly: bytes and counts stay
+			 * far below 2^53 */
+			const double v[] = { s->cpu_s,	 (double)s->rss_bytes, (double)s->vm_bytes,
+					     s->start_s, (double)s->open_fds,  (double)s->max_fds };
+
+			xrl_buf_printf(b, f == 0 || f == 3 ? "%.2f\n" : "%.0f\n", v[f]);
 		}
 	}
 }
