@@ -11,7 +11,9 @@
 #      through xrld: the pins are root's), `top` and `deny list` work (exit
 #      0, with the interface and its rule in the answers); `deny add` and
 #      `allow add` are refused with "permission denied" (exit 1) and nothing
-#      is denied; xrld logs each as a refused change by uid 64123
+#      is denied; xrld logs each as a refused change by uid 64123; `top
+#      --http` and `override list`, which show the keys callers send, are
+#      refused too (root reads them)
 #   3. as uid 64123 in no such group: `status` and `deny list` say
 #      "permission denied" (exit 1), never that xrld is not running
 #   4. the identity process's user (whose own group is xrl when the
@@ -85,6 +87,14 @@ out=$(as "$GID" top 2>&1); rc=$?
 check_rc "member: top" "$rc" 0
 out=$(as "$GID" deny list 2>&1); rc=$?
 check_rc "member: deny list" "$rc" 0
+# the keys callers send (API keys, logins) are root's to read
+for verb in "top --http api" "override list"; do
+	# shellcheck disable=SC2086  # the verb's words
+	out=$(as "$GID" $verb 2>&1); rc=$?
+	check_rc "member: $verb refused" "$rc" 1
+	check_match "member: $verb says why" "$out" "permission denied: .* shows the keys callers send"
+done
+check_rc "root: top --http api" "$(ctl top --http api >/dev/null 2>&1; echo $?)" 0
 out=$(as "$GID" deny add 198.51.100.7/32 2>&1); rc=$?
 check_rc "member: deny add refused" "$rc" 1
 check_match "member: deny add says permission denied" "$out" \

@@ -731,9 +731,9 @@ int xrld_handle(struct xrld *d, const struct ucred *who, int argc, char **argv, 
 	else if (((c.v->flags & XRL_VERB_KEYS) || (c.v->id == XRL_VERB_TOP && c.a.top.http.text)) &&
 		 (!who || (who->uid && who->uid != geteuid())))
 		rc = fail(&r, 1,
-			  "permission denied: `%s%s%s` shows the keys callers send (API keys, "
+			  "permission denied: `%s %s` shows the keys callers send (API keys, "
 			  "logins), which only root may read",
-			  c.v->word, c.v->sub ? " " : "", c.v->sub ? c.v->sub : "");
+			  c.v->word, c.v->sub ? c.v->sub : "--http");
 	else if ((c.v->flags & XRL_VERB_CHANGES) && (!who || (who->uid && who->uid != geteuid())))
 		rc = fail(&r, 1,
 			  "permission denied: `%s%s%s` changes what xrld enforces, which only "
