@@ -137,18 +137,8 @@ grep -Eq "^$LAB_PROT_IF +[0-9]+ +native +yes" <<<"$st" ||
 # rules (scripts/prometheus/xrl.rules.yml), their for: cut to 0 s for a
 # demo of seconds; step 4 asks it which alerts fired.
 PROM=127.0.0.1:19390
-mkdir -p "$LAB_TMP/prom"
 sed -E 's/^( *)for: .*/\1for: 0s/' "$XRL_ROOT/scripts/prometheus/xrl.rules.yml" >"$LAB_TMP/xrl.rules.yml"
-cat >"$LAB_TMP/prometheus.yml" <<EOF
-global: { scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s }
-rule_files: [ "$LAB_TMP/xrl.rules.yml" ]
-scrape_configs:
-  - job_name: xrld
-    static_configs: [ { targets: [ "$METRICS" ] } ]
-EOF
-bg_prot prometheus --config.file="$LAB_TMP/prometheus.yml" --storage.tsdb.path="$LAB_TMP/prom" \
-	--web.listen-address="$PROM" >"$LAB_TMP/prometheus.log" 2>&1
-prom_get() { in_prot curl -s --max-time 5 "http://$PROM$1"; }
+prom_start "$LAB_TMP/xrl.rules.yml" "$METRICS" "$PROM" 1s
 prom_up() {
 	prom_get /api/v1/targets | jq_py "[t['health'] for t in d['data']['activeTargets']]" 2>/dev/null |
 		grep -qx up

@@ -252,5 +252,18 @@ deny_field() {
 # check_rc WHAT GOT WANT: an exit status.
 check_rc() { check_eq "$1 (exit status)" "$2" "$3"; }
 
-
-
+# prom_start RULES TARGET LISTEN EVERY: a real Prometheus in the protected
+# namespace, scraping xrld's metrics at TARGET (HOST:PORT) every EVERY
+# ("1s") and evaluating RULES every second, its HTTP API on LISTEN
+# (HOST:PORT); prom_get PATH asks that API (what the test and the demo
+# read the rules' alerts with).
+prom_start() {
+	PROM_LISTEN=$3
+	mkdir -p "$LAB_TMP/prom"
+	printf '%s\n' "global: { scrape_interval: $4, scrape_timeout: $4, evaluation_interval: 1s }" \
+		"rule_files: [ \"$1\" ]" "scrape_configs:" "  - job_name: xrl" \
+		"    static_configs: [ { targets: [ \"$2\" ] } ]" >"$LAB_TMP/prometheus.yml"
+	bg_prot prometheus --config.file="$LAB_TMP/prometheus.yml" --storage.tsdb.path="$LAB_TMP/prom" \
+		--web.listen-address="$3" >"$LAB_TMP/prometheus.log" 2>&1
+}
+prom_get() { in_prot curl -s --max-time 5 "http://$PROM_LISTEN$1"; }

@@ -83,7 +83,6 @@ api() {
 		-H 'X-Forwarded-Uri: /api/x' -H "X-Key: $1" "http://127.0.0.1:$HP/v1/auth"
 }
 # prom_get PATH: Prometheus's HTTP API
-prom_get() { in_prot curl -s --max-time 5 "http://127.0.0.1:$PP$1"; }
 # pending ALERT [LABEL=VALUE]: ALERT is pending or firing (with that label)
 pending() {
 	local l=${2:-=}
@@ -121,16 +120,7 @@ check_eq "Redis Cluster names the scrape has anyway" \
 	"$(grep -E "$CLUSTER_ONLY" <<<"$served" | tr '\n' ' ')" ""
 
 log "2. Prometheus loads the rules and scrapes xrld"
-mkdir -p "$LAB_TMP/prom"
-cat >"$LAB_TMP/prometheus.yml" <<EOF
-global: { scrape_interval: 2s, scrape_timeout: 2s, evaluation_interval: 1s }
-rule_files: [ "$RULES" ]
-scrape_configs:
-  - job_name: xrl
-    static_configs: [ { targets: [ "127.0.0.1:9101" ] } ]
-EOF
-bg_prot prometheus --config.file="$LAB_TMP/prometheus.yml" --storage.tsdb.path="$LAB_TMP/prom" \
-	--web.listen-address="127.0.0.1:$PP" >"$LAB_TMP/prometheus.log" 2>&1
+prom_start "$RULES" 127.0.0.1:9101 "127.0.0.1:$PP" 2s
 wait_for 30 scrapes 3 || fatal "Prometheus did not scrape xrld 3 times: $(tail -n 5 "$LAB_TMP/prometheus.log")"
 check_eq "Prometheus's target: health" \
 	"$(prom_get /api/v1/targets | jq_py "[t['health'] for t in d['data']['activeTargets']]")" up
