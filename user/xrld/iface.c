@@ -259,9 +259,10 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
 
 /*
  * What next changes that only a restart applies: the maps' size (made at
- * attach) and the metrics listener (bound at start). Those keep their
- * running values in next, so policy show shows what runs, and
- * d->reload_note names them for the one who asked (and the log).
+ * attach) and the metrics listener (bound at start) keep their running
+ * values in next, so policy show shows what runs; the identity tier's
+ * (listen, threads, ...: server/reload.c) it keeps itself. d->reload_note
+ * names them all for the one who asked (and the log).
  */
 static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
 			      struct xrld_config *next)
@@ -286,9 +287,18 @@ static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
 		memcpy(next->metrics_host, old->metrics_host, sizeof(next->metrics_host));
 		next->metrics_port = old->metrics_port;
 	}
+	/* the identity tier keeps these as it runs (server/reload.c), and says
+	 * so in its log; the one who asked hears it here */
+	if (old->has_http && next->has_http) {
+		char h[200];
+		size_t o = strlen(note);
+
+		if (xrl_http_cfg_restart_diff(&old->http, &next->http, h, sizeof(h)))
+			snprintf(note + o, len - o, "%shttp %s", o ? ", " : "", h);
+	}
 	if (note[0])
-		log_warnx("policy: %s: that takes effect at the next restart; until then the "
-			  "running values stay (policy show shows them)",
+		log_warnx("policy: %s: that takes effect at the next restart; until then what "
+			  "runs stays",
 			  note);
 }
 

@@ -407,7 +407,7 @@ static int cmd_policy_apply(struct xrld *d, const struct xrl_verb_call *c, struc
 	if (d->reload_note[0])
 		return done(r,
 			    "policy from %s applied to %d interface(s), but for %s: that takes "
-			    "effect at the next restart (policy show shows what runs)",
+			    "effect at the next restart (what runs stays until then)",
 			    file, d->n_ifs, d->reload_note);
 	return done(r, "policy from %s applied to %d interface(s)", file, d->n_ifs);
 }
