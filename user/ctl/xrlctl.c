@@ -168,6 +168,12 @@ static int status_from_pins(void)
 	int n = pinned_ifaces(names, XRL_CFG_MAX_IFACES);
 	json_t *ifs = json_array();
 
+	if (denied(n))
+		return json_decref(ifs),
+		       fail(1,
+			    "permission denied: xrld is not running (%s), and its pinned state "
+			    "under %s is root's to read",
+			    sock_path, pin_root);
 	if (n < 0)
 		return json_decref(ifs),
 		       fail(1, "xrld is not running and %s holds no pinned state: %s", pin_root,
