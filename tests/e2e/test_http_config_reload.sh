@@ -65,6 +65,9 @@ check_match "xrld warns" "$(grep "couldn't apply" "${HT_LOG[xrld]}")" \
 	"couldn't apply listen, idle_timeout on reload"
 check_match "xrld's own line names them too (policy apply's answer)" "$(cat "${HT_LOG[xrld]}")" \
 	"warning: policy: http listen, idle_timeout: that takes effect at the next restart"
+check_match "policy show: the listener that runs" \
+	"$("$XRL_ROOT/build/xrlctl" --socket "$HT_TMP/xrld.sock" --pin-dir /nonexistent policy show 2>&1)" \
+	"http: listening on 127.0.0.1:$P, "
 hreq "http://127.0.0.1:$P/healthz"
 check_eq "the old listener still serves" "$H_CODE" 200
 check_eq "the new port is not bound" "$(port_listens "$P2" && echo bound || echo free)" free

@@ -345,6 +345,11 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c);
  */
 int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_http_cfg *next,
 			      char *out, size_t outlen);
+/* The same, and n keeps run's values of them (the backend too when its
+ * kind would change): what a reload of the identity tier applies, so
+ * xrld's copy of the policy says what runs. */
+int xrl_http_cfg_keep_running(const struct xrl_http_cfg *run, struct xrl_http_cfg *n, char *out,
+			      size_t outlen);
 void xrl_http_stop(struct xrl_http_server *s);
 /* The fleet this tier counts in and shares its penalties with: set once,
  * before the fleet's thread runs. */

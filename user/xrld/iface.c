@@ -260,9 +260,9 @@ int xrld_push_policy(struct xrld *d, char *err, size_t errlen)
 /*
  * What next changes that only a restart applies: the maps' size (made at
  * attach) and the metrics listener (bound at start) keep their running
- * values in next, so policy show shows what runs; the identity tier's
- * (listen, threads, ...: server/reload.c) it keeps itself. d->reload_note
- * names them all for the one who asked (and the log).
+ * values in next, so policy show shows what runs, as do the identity
+ * tier's (listen, threads, ...: server/reload.c). d->reload_note names
+ * them all for the one who asked (and the log).
  */
 static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
 			      struct xrld_config *next)
@@ -287,13 +287,14 @@ static void keep_restart_only(struct xrld *d, const struct xrld_config *old,
 		memcpy(next->metrics_host, old->metrics_host, sizeof(next->metrics_host));
 		next->metrics_port = old->metrics_port;
 	}
-	/* the identity tier keeps these as it runs (server/reload.c), and says
-	 * so in its log; the one who asked hears it here */
+	/* the identity tier keeps these as they run (server/reload.c does the
+	 * same to its copy), and says so in its log; the one who asked hears
+	 * it here, and policy show shows what runs */
 	if (old->has_http && next->has_http) {
 		char h[200];
 		size_t o = strlen(note);
 
-		if (xrl_http_cfg_restart_diff(&old->http, &next->http, h, sizeof(h)))
+		if (xrl_http_cfg_keep_running(&old->http, &next->http, h, sizeof(h)))
 			snprintf(note + o, len - o, "%shttp %s", o ? ", " : "", h);
 	}
 	if (note[0])

@@ -57,8 +57,8 @@ int xrl_http_cfg_restart_diff(const struct xrl_http_cfg *run, const struct xrl_h
  * too when its kind would change: a pipe is one kind or the other), and
  * the names of what differed are in out. Returns how many differed.
  */
-static int keep_running(const struct xrl_http_cfg *run, struct xrl_http_cfg *n, char *out,
-			size_t outlen)
+int xrl_http_cfg_keep_running(const struct xrl_http_cfg *run, struct xrl_http_cfg *n, char *out,
+			       size_t outlen)
 {
 	int k = xrl_http_cfg_restart_diff(run, n, out, outlen);
 
@@ -187,7 +187,7 @@ int xrl_http_reload(struct xrl_http_server *s, const struct xrl_http_cfg *c)
 	pthread_rwlock_wrlock(&s->mu);
 	/* libmicrohttpd was started with these: they stay as they run, and the
 	 * configuration in force says so */
-	keep_running(&s->cfg->c, &n->c, changed, sizeof(changed));
+	xrl_http_cfg_keep_running(&s->cfg->c, &n->c, changed, sizeof(changed));
 	xrl_srv_cfg_swap(s, n);	 /* the counters carried by rule name */
 	xrl_topk_reset(s->topk); /* by rule index */
 	pthread_rwlock_unlock(&s->mu);
