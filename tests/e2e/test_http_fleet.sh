@@ -126,7 +126,7 @@ check_eq "expired penalty entries left" "$(redis-cli -p "$RP" hlen "$K:pen")" 0
 pr=0
 for n in A B C; do
 	pr=$((pr + $(metric "${M[$n]}" xrl_fleet_entries_pruned_total)))
-	check_eq "$n: connects to the fleet's Redis (no reconnect)" "$(grep -c 'member' "${HT_LOG[$n]}")" 1
+	check_eq "$n: connects to the fleet's Redis (no reconnect)" "$(grep -c 'fleet [^ ]*: member ' "${HT_LOG[$n]}")" 1
 done
 check_eq "entries pruned (A + B + C): each once" "$pr" 22
 redis-cli -p "$RP" xadd "$K:log" '*' op add kind pen f "login $(printf %s absurd | sha256sum | cut -c1-32)" \
