@@ -107,7 +107,7 @@ done
 info "every fleet up again $(awk -v a="$tp" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s after the promotion"
 sleep 1.2
 check_ge "A: heartbeats written since the kill" "$(($(metric "${M[A]}" xrl_fleet_heartbeats_total) - hb0))" 1
-check_match "A's log: the fleet on the promoted master" "$(grep 'member' "${HT_LOG[A]}" | tail -n 1)" "127.0.0.1:$NO"
+check_match "A's log: the fleet on the promoted master" "$(grep 'fleet [^ ]*: member ' "${HT_LOG[A]}" | tail -n 1)" "127.0.0.1:$NO"
 proc_stop C
 for n in A B; do
 	wait_for 8 live_is "$n" 2 || fatal "$n: live instances $(metric "${M[$n]}" xrl_fleet_live_instances), want 2"
