@@ -7,52 +7,25 @@
 #include <string.h>
 
 #include "limiter_int.h"
+#include "xrl_syncookie.h"
 
-/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) -------- */
-
-#define ROTL(x, b) (__u64)(((x) << (b)) | ((x) >> (64 - (b))))
+/* ---- SipHash-2-4, 128-bit output (Aumasson and Bernstein, reference) --------
+ * The round, the keyed start and a word are the packet tier's
+ * (include/xrl_syncookie.h); the 128-bit variant's constants, the byte
+ * stream and its ending are this file's. */
 
 struct sip {
-	__u64 v0, v1, v2, v3;
+	struct xrl_sip v;
 	__u64 tail; /* bytes not yet a whole word, little-endian */
 	size_t len; /* bytes absorbed */
 };
 
-static void sip_round(struct sip *s, int n)
-{
-	while (n--) {
-		s->v0 += s->v1;
-		s->v1 = ROTL(s->v1, 13);
-		s->v1 ^= s->v0;
-		s->v0 = ROTL(s->v0, 32);
-		s->v2 += s->v3;
-		s->v3 = ROTL(s->v3, 16);
-		s->v3 ^= s->v2;
-		s->v0 += s->v3;
-		s->v3 = ROTL(s->v3, 21);
-		s->v3 ^= s->v0;
-		s->v2 += s->v1;
-		s->v1 = ROTL(s->v1, 17);
-		s->v1 ^= s->v2;
-		s->v2 = ROTL(s->v2, 32);
-	}
-}
-
 static void sip_init(struct sip *s, const __u64 k[2])
 {
-	s->v0 = 0x736f6d6570736575ULL ^ k[0];
-	s->v1 = 0x646f72616e646f6dULL ^ k[1] ^ 0xee; /* 0xee: the 128-bit variant */
-	s->v2 = 0x6c7967656e657261ULL ^ k[0];
-	s->v3 = 0x7465646279746573ULL ^ k[1];
+	xrl_sip_init(&s->v, k[0], k[1]);
+	s->v.v1 ^= 0xee; /* the 128-bit variant */
 	s->tail = 0;
 	s->len = 0;
-}
-
-static void sip_word(struct sip *s, __u64 m)
-{
-	s->v3 ^= m;
-	sip_round(s, 2);
-	s->v0 ^= m;
 }
 
 static void sip_add(struct sip *s, const void *in, size_t n)
@@ -62,21 +35,29 @@ static void sip_add(struct sip *s, const void *in, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		s->tail |= (__u64)p[i] << (8 * (s->len & 7));
 		if ((++s->len & 7) == 0) {
-			sip_word(s, s->tail);
+			xrl_sip_word(&s->v, s->tail);
 			s->tail = 0;
 		}
 	}
 }
 
+static void sip_rounds(struct xrl_sip *v, int n)
+{
+	while (n--)
+		xrl_sip_round(v);
+}
+
 static void sip_end(struct sip *s, __u64 out[2])
 {
-	sip_word(s, s->tail | (__u64)s->len << 56);
-	s->v2 ^= 0xee;
-	sip_round(s, 4);
-	out[0] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
-	s->v1 ^= 0xdd;
-	sip_round(s, 4);
-	out[1] = s->v0 ^ s->v1 ^ s->v2 ^ s->v3;
+	struct xrl_sip *v = &s->v;
+
+	xrl_sip_word(v, s->tail | (__u64)s->len << 56);
+	v->v2 ^= 0xee;
+	sip_rounds(v, 4);
+	out[0] = v->v0 ^ v->v1 ^ v->v2 ^ v->v3;
+	v->v1 ^= 0xdd;
+	sip_rounds(v, 4);
+	out[1] = v->v0 ^ v->v1 ^ v->v2 ^ v->v3;
 }
 
 void xrl_siphash128(const __u64 k[2], const void *in, size_t n, __u64 out[2])
