@@ -230,7 +230,8 @@ $(BUILD)/bench/pen_cost: $(BUILD)/scripts/bench/pen_cost.o $(BUILD)/libxrlhttp.a
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ $(LDLIBS) $(HTTP_LIBS)
 
-$(BUILD)/bench/xdp_cost: $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o
+$(BUILD)/bench/xdp_cost: $(BUILD)/scripts/bench/xdp_cost.o $(BUILD)/libxrl.a $(BUILD)/bench/floor.bpf.o \
+		    $(BUILD)/bench/ref.bpf.o
 	$(call msg,LINK,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(XCFLAGS) $(filter-out %.bpf.o,$(filter %.o %.a,$^)) -o $@ $(LDLIBS)

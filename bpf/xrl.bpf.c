@@ -45,6 +45,8 @@ const volatile __u64 xrl_tick_ns = 4000000;
 const volatile __u8 xrl_lease_on = 1;
 /* xrl_refused's size - 1 (a power of 2), set with the map's size at load */
 const volatile __u32 xrl_refused_mask = XRL_REFUSED_DEFAULT - 1;
+/* 64 - log2 of that size: a slot is the top bits of the signature's hash */
+const volatile __u32 xrl_refused_shift = 64 - __builtin_ctz(XRL_REFUSED_DEFAULT);
 
 /* Rules a packet is checked against at most; later matches are ignored. */
 #define XRL_MAX_MATCH 4
@@ -59,51 +61,61 @@ static __always_inline __u64 xrl_now(const struct xrl_rule *r, __u64 jiffies, __
 	return *fine;
 }
 
-static __always_inline int xrl_allowlisted(const struct xrl_config *cfg,
-					   const struct xrl_pkt *p)
+/* Is IPv4 source saddr (network order) allowlisted? */
+static __always_inline int xrl_allowlisted4(const struct xrl_config *cfg, __u32 saddr)
 {
+	struct xrl_lpm_v4 k = { .prefixlen = 32, .addr = saddr };
 	struct xrl_allow_small *sm;
 	__u32 zero = 0;
 
-	if (p->family == XRL_AF_INET) {
-		struct xrl_lpm_v4 k = { .prefixlen = 32, .addr = p->src[0] };
-
-		if (!cfg->allow_v4_n)
-			return 0;
-		if (cfg->allow_v4_n <= XRL_ALLOW_SMALL &&
-		    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
+	if (!cfg->allow_v4_n)
+		return 0;
+	if (cfg->allow_v4_n <= XRL_ALLOW_SMALL &&
+	    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
 #pragma unroll
-			for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
-				if (i >= sm->n4)
-					break;
-				if ((p->src[0] & sm->v4[i].mask) == sm->v4[i].addr)
-					return 1;
-			}
-			return 0;
+		for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
+			if (i >= sm->n4)
+				break;
+			if ((saddr & sm->v4[i].mask) == sm->v4[i].addr)
+				return 1;
 		}
-		return bpf_map_lookup_elem(&xrl_allow_v4, &k) != NULL;
-	} else {
-		struct xrl_lpm_v6 k = { .prefixlen = 128 };
-
-		if (!cfg->allow_v6_n)
-			return 0;
-		if (cfg->allow_v6_n <= XRL_ALLOW_SMALL &&
-		    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
-#pragma unroll
-			for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
-				if (i >= sm->n6)
-					break;
-				if ((p->src[0] & sm->v6[i].mask[0]) == sm->v6[i].addr[0] &&
-				    (p->src[1] & sm->v6[i].mask[1]) == sm->v6[i].addr[1] &&
-				    (p->src[2] & sm->v6[i].mask[2]) == sm->v6[i].addr[2] &&
-				    (p->src[3] & sm->v6[i].mask[3]) == sm->v6[i].addr[3])
-					return 1;
-			}
-			return 0;
-		}
-		__builtin_memcpy(k.addr, p->src, 16);
-		return bpf_map_lookup_elem(&xrl_allow_v6, &k) != NULL;
+		return 0;
 	}
+	return bpf_map_lookup_elem(&xrl_allow_v4, &k) != NULL;
+}
+
+/* Is IPv6 source src (four words, network order) allowlisted? */
+static __always_inline int xrl_allowlisted6(const struct xrl_config *cfg, const __u32 *src)
+{
+	struct xrl_lpm_v6 k = { .prefixlen = 128 };
+	struct xrl_allow_small *sm;
+	__u32 zero = 0;
+
+	if (!cfg->allow_v6_n)
+		return 0;
+	if (cfg->allow_v6_n <= XRL_ALLOW_SMALL &&
+	    (sm = bpf_map_lookup_elem(&xrl_allow_small, &zero))) {
+#pragma unroll
+		for (int i = 0; i < XRL_ALLOW_SMALL; i++) {
+			if (i >= sm->n6)
+				break;
+			if ((src[0] & sm->v6[i].mask[0]) == sm->v6[i].addr[0] &&
+			    (src[1] & sm->v6[i].mask[1]) == sm->v6[i].addr[1] &&
+			    (src[2] & sm->v6[i].mask[2]) == sm->v6[i].addr[2] &&
+			    (src[3] & sm->v6[i].mask[3]) == sm->v6[i].addr[3])
+				return 1;
+		}
+		return 0;
+	}
+	__builtin_memcpy(k.addr, src, 16);
+	return bpf_map_lookup_elem(&xrl_allow_v6, &k) != NULL;
+}
+
+static __always_inline int xrl_allowlisted(const struct xrl_config *cfg,
+					   const struct xrl_pkt *p)
+{
+	return p->family == XRL_AF_INET ? xrl_allowlisted4(cfg, p->src[0])
+					: xrl_allowlisted6(cfg, p->src);
 }
 
 /*
@@ -234,7 +246,7 @@ static __always_inline void xrl_sample(struct xrl_global_ctr *gc, const struct x
  */
 struct xrl_scratch {
 	struct xrl_pkt pkt;
-	__u64 sig[6];                /* the refusal cache's key */
+	__u64 sig[5];                /* the refusal cache's key */
 	struct xrl_bucket_key key;   /* of the rule being asked */
 	struct xrl_bucket_key admitted[XRL_MAX_MATCH];
 	__u64 admitted_inc[XRL_MAX_MATCH];
@@ -263,32 +275,75 @@ struct {
 } xrl_scratch SEC(".maps");
 
 /*
- * The signature of a packet for the refusal cache: everything the verdict
- * depends on (source, destination, port, protocol and SYN class) and the
- * policy epoch. Returns the slot index.
+ * The refusal cache's signature (struct xrl_refused, include/xrl_abi.h):
+ * everything the verdict depends on (source, destination, port, protocol
+ * and SYN class) and the policy epoch, in as few words as the family
+ * needs. sig[1] from its parts:
  */
+static __always_inline __u64 xrl_sig_meta(__u16 dport, __u8 proto, __u8 tcp_flags, int v6,
+					  __u8 has_ports, __u32 epoch)
+{
+	return (__u64)dport | (__u64)proto << 16 |
+	       ((tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) == XRL_TCP_FLAG_SYN ?
+			XRL_SIG_SYN : 0) |
+	       (v6 ? XRL_SIG_V6 : 0) | (has_ports ? XRL_SIG_PORTS : 0) | XRL_SIG_LAYOUT |
+	       (__u64)epoch << 32;
+}
+
+/*
+ * The slot of a signature: a multilinear hash (one multiply per word, all
+ * independent, so their latencies overlap instead of adding up as a chain
+ * of multiply-xor does), of which the top bits are taken: they depend on
+ * every bit of every word. For IPv4 the last three words are zero and the
+ * compiler drops them.
+ */
+static __always_inline __u32 xrl_sig_slot(__u64 w0, __u64 w1, __u64 w2, __u64 w3, __u64 w4)
+{
+	__u64 h = w0 * 0x9E3779B97F4A7C15ULL + w1 * 0xC2B2AE3D27D4EB4FULL +
+		  w2 * 0x165667B19E3779F9ULL + w3 * 0xD6E8FEB86659FD93ULL +
+		  w4 * 0xFF51AFD7ED558CCDULL;
+
+	return (__u32)(h >> xrl_refused_shift) & xrl_refused_mask;
+}
+
+/* The signature of the parsed packet, into s->sig; returns its slot. */
 static __always_inline __u32 xrl_signature(struct xrl_scratch *s, __u32 epoch)
 {
 	const struct xrl_pkt *p = &s->pkt;
-	const __u64 m = 0x9E3779B97F4A7C15ULL;   /* 2^64 / golden ratio */
-	__u64 h;
 
-	s->sig[0] = (__u64)p->src[0] | (__u64)p->src[1] << 32;
-	s->sig[1] = (__u64)p->src[2] | (__u64)p->src[3] << 32;
-	s->sig[2] = (__u64)p->dst[0] | (__u64)p->dst[1] << 32;
-	s->sig[3] = (__u64)p->dst[2] | (__u64)p->dst[3] << 32;
-	s->sig[4] = (__u64)p->dport | (__u64)p->proto << 16 |
-		    (__u64)((p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) ==
-			    XRL_TCP_FLAG_SYN) << 24 |
-		    (__u64)p->family << 32 | (__u64)p->has_ports << 40;
-	s->sig[5] = epoch;
-	h = s->sig[0] * m;
-	h = (h ^ s->sig[1]) * m;
-	h = (h ^ s->sig[2]) * m;
-	h = (h ^ s->sig[3]) * m;
-	h = (h ^ s->sig[4]) * m;
-	h = (h ^ s->sig[5]) * m;
-	return (__u32)(h >> 32);
+	if (p->family == XRL_AF_INET) {
+		s->sig[0] = (__u64)p->src[0] | (__u64)p->dst[0] << 32;
+		s->sig[2] = s->sig[3] = s->sig[4] = 0;
+	} else {
+		s->sig[0] = (__u64)p->src[0] | (__u64)p->src[1] << 32;
+		s->sig[2] = (__u64)p->src[2] | (__u64)p->src[3] << 32;
+		s->sig[3] = (__u64)p->dst[0] | (__u64)p->dst[1] << 32;
+		s->sig[4] = (__u64)p->dst[2] | (__u64)p->dst[3] << 32;
+	}
+	s->sig[1] = xrl_sig_meta(p->dport, p->proto, p->tcp_flags, p->family == XRL_AF_INET6,
+				 p->has_ports, epoch);
+	return xrl_sig_slot(s->sig[0], s->sig[1], s->sig[2], s->sig[3], s->sig[4]);
+}
+
+/* Does refusal-cache slot rv hold signature sig? */
+static __always_inline int xrl_sig_eq(const struct xrl_refused *rv, const __u64 *sig)
+{
+	return rv->sig[0] == sig[0] && rv->sig[1] == sig[1] &&
+	       ((sig[1] & XRL_SIG_V6) == 0 ||
+		(rv->sig[2] == sig[2] && rv->sig[3] == sig[3] && rv->sig[4] == sig[4]));
+}
+
+/* Make slot rv hold signature sig, with no refusal, sample or lease. */
+static __always_inline void xrl_sig_take(struct xrl_refused *rv, const __u64 *sig, __u64 j)
+{
+	__builtin_memcpy(rv->sig, sig, sizeof(rv->sig));
+	rv->until_j = 0;
+	rv->last_event_j = 0;
+	rv->suppressed = 0;
+	rv->seen_j = j;
+	rv->seen_n = 0;
+	rv->prev_n = 0;
+	rv->lease = 0;
 }
 
 /*
@@ -305,12 +360,8 @@ static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct
 {
 	if (!rv)
 		return;
-	if (rv->sig[0] != s->sig[0] || rv->sig[1] != s->sig[1] || rv->sig[2] != s->sig[2] ||
-	    rv->sig[3] != s->sig[3] || rv->sig[4] != s->sig[4] || rv->sig[5] != s->sig[5]) {
-		__builtin_memcpy(rv->sig, s->sig, sizeof(s->sig));
-		rv->last_event_j = 0;
-		rv->suppressed = 0;
-	}
+	if (!xrl_sig_eq(rv, s->sig))
+		xrl_sig_take(rv, s->sig, j);
 	rv->key = s->key;
 	rv->rule_slot = slot;
 	rv->until_j = until_j;
@@ -336,17 +387,8 @@ static __always_inline void xrl_lease(struct xrl_global_ctr *gc, struct xrl_refu
 
 	if (!rv)
 		return;
-	if (rv->sig[0] != s->sig[0] || rv->sig[1] != s->sig[1] || rv->sig[2] != s->sig[2] ||
-	    rv->sig[3] != s->sig[3] || rv->sig[4] != s->sig[4] || rv->sig[5] != s->sig[5]) {
-		__builtin_memcpy(rv->sig, s->sig, sizeof(s->sig));
-		rv->until_j = 0;
-		rv->last_event_j = 0;
-		rv->suppressed = 0;
-		rv->seen_j = j;
-		rv->seen_n = 0;
-		rv->prev_n = 0;
-		rv->lease = 0;
-	}
+	if (!xrl_sig_eq(rv, s->sig))
+		xrl_sig_take(rv, s->sig, j);
 	if (rv->seen_j != j) {
 		rv->prev_n = rv->seen_j + 1 == j ? rv->seen_n : 0;
 		rv->seen_j = j;
@@ -770,11 +812,110 @@ static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr 
 	return XDP_PASS;
 }
 
-/* Does refusal-cache slot rv hold this packet's signature? */
-static __always_inline int xrl_sig_eq(const struct xrl_refused *rv, const struct xrl_scratch *s)
+/*
+ * The front door: the refusal cache and the lease, asked before anything
+ * else for the packets a flood is made of (untagged Ethernet, IPv4 without
+ * options and not a later fragment, or IPv6 whose next header is TCP; a
+ * whole TCP header), parsed in registers. Only packets that xrl_parse
+ * takes whole, with the same fields, are answered here, so the signature
+ * is the one the slow path computes and the verdict is the one it would
+ * give: a refused signature is dropped and counted as there, and the
+ * packet whose refusal is due a sample is left to the slow path, which
+ * sends it. -1: not answered here (no side effect yet).
+ */
+static __always_inline int xrl_front_answer(struct xrl_global_ctr *gc,
+					    const struct xrl_config *cfg, __u64 bytes,
+					    __u64 *sig, int v6, const __u32 *src6,
+					    const struct tcphdr *th)
 {
-	return rv->sig[0] == s->sig[0] && rv->sig[1] == s->sig[1] && rv->sig[2] == s->sig[2] &&
-	       rv->sig[3] == s->sig[3] && rv->sig[4] == s->sig[4] && rv->sig[5] == s->sig[5];
+	struct xrl_refused *rv;
+	__u8 flags = ((__u8 *)th)[13];
+	__u32 idx;
+	__u64 j;
+
+	sig[1] = xrl_sig_meta(bpf_ntohs(th->dest), XRL_IPPROTO_TCP, flags, v6, 1, cfg->epoch);
+	idx = v6 ? xrl_sig_slot(sig[0], sig[1], sig[2], sig[3], sig[4])
+		 : xrl_sig_slot(sig[0], sig[1], 0, 0, 0);
+	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
+	if (!rv || rv->sig[0] != sig[0] || rv->sig[1] != sig[1] ||
+	    (v6 && (rv->sig[2] != sig[2] || rv->sig[3] != sig[3] || rv->sig[4] != sig[4])))
+		goto listed;
+	j = bpf_jiffies64();
+	if (j < rv->until_j) {
+		/* as xrl_sample: a sample is due unless one was sent within
+		 * the interval */
+		if (!rv->last_event_j || j - rv->last_event_j >= cfg->event_interval_j)
+			return -1;
+		rv->suppressed++;
+		gc->c[XRL_G_REFUSED_CACHED]++;
+		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
+				   (flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) ==
+					   XRL_TCP_FLAG_SYN);
+		return XDP_DROP;
+	}
+	/* the admit path's shortcut: a token this CPU leased in this jiffy */
+	if (rv->lease && rv->seen_j == j) {
+		rv->lease--;
+		rv->seen_n++;
+		gc->c[XRL_G_LEASED]++;
+		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_PASSED, bytes);
+		return XDP_PASS;
+	}
+listed:
+	/* no refusal is cached for an allowlisted source (the epoch) */
+	if (v6 ? xrl_allowlisted6(cfg, src6) : xrl_allowlisted4(cfg, (__u32)sig[0])) {
+		gc->c[XRL_G_ALLOWLISTED]++;
+		return XDP_PASS;
+	}
+	return -1;
+}
+
+static __always_inline int xrl_front(struct xrl_global_ctr *gc, const struct xrl_config *cfg,
+				     void *data, void *end, __u64 bytes)
+{
+	struct ethhdr *eth = data;
+	struct tcphdr *th;
+	__u64 sig[5];
+	__u32 lim;
+
+	if ((void *)(eth + 1) > end)
+		return -1;
+	if (eth->h_proto == bpf_htons(XRL_ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		/* version 4 and IHL 5 are one byte */
+		if ((void *)(ip + 1) > end || *(__u8 *)ip != 0x45 ||
+		    ip->protocol != XRL_IPPROTO_TCP || (ip->frag_off & bpf_htons(0x1fff)))
+			return -1;
+		lim = sizeof(*eth) + bpf_ntohs(ip->tot_len);
+		th = (void *)(ip + 1);
+		if (lim < sizeof(*eth) + sizeof(*ip) || lim > bytes || (void *)(th + 1) > end ||
+		    th->doff < 5 || sizeof(*eth) + sizeof(*ip) + th->doff * 4 > lim)
+			return -1;
+		sig[0] = (__u64)ip->saddr | (__u64)ip->daddr << 32;
+		return xrl_front_answer(gc, cfg, bytes, sig, 0, NULL, th);
+	}
+	if (eth->h_proto == bpf_htons(XRL_ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		const __u32 *sa, *da;
+
+		if ((void *)(ip6 + 1) > end || ip6->version != 6 ||
+		    ip6->nexthdr != XRL_IPPROTO_TCP)
+			return -1;
+		lim = sizeof(*eth) + sizeof(*ip6) + bpf_ntohs(ip6->payload_len);
+		th = (void *)(ip6 + 1);
+		if (lim > bytes || (void *)(th + 1) > end || th->doff < 5 ||
+		    sizeof(*eth) + sizeof(*ip6) + th->doff * 4 > lim)
+			return -1;
+		sa = (const __u32 *)&ip6->saddr;
+		da = (const __u32 *)&ip6->daddr;
+		sig[0] = (__u64)sa[0] | (__u64)sa[1] << 32;
+		sig[2] = (__u64)sa[2] | (__u64)sa[3] << 32;
+		sig[3] = (__u64)da[0] | (__u64)da[1] << 32;
+		sig[4] = (__u64)da[2] | (__u64)da[3] << 32;
+		return xrl_front_answer(gc, cfg, bytes, sig, 1, sa, th);
+	}
+	return -1;
 }
 
 SEC("xdp")
@@ -791,10 +932,17 @@ int xrl_xdp(struct xdp_md *ctx)
 	int res, v;
 
 	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
-	s = bpf_map_lookup_elem(&xrl_scratch, &zero);
-	if (!gc || !s)
+	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
+	if (!gc || !cfg)
 		return XDP_PASS;
 	gc->c[XRL_G_SEEN]++;
+	v = xrl_front(gc, cfg, data, data_end, bytes);
+	if (v >= 0)
+		return v;
+
+	s = bpf_map_lookup_elem(&xrl_scratch, &zero);
+	if (!s)
+		return XDP_PASS;
 	__builtin_memset(&s->pkt, 0, sizeof(s->pkt));
 	s->n_admitted = 0;
 	s->refused = 0;
@@ -809,9 +957,6 @@ int xrl_xdp(struct xdp_md *ctx)
 	res = xrl_parse(ctx, data, data_end, &s->pkt);
 	if (res != XRL_P_OK && res != XRL_P_FRAGMENT)
 		return xrl_unclassified(gc, s, res);
-	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
-	if (!cfg)
-		return XDP_PASS;
 
 	/*
 	 * The refusal path, first: packets like this one (same signature, same
@@ -821,9 +966,9 @@ int xrl_xdp(struct xdp_md *ctx)
 	 * allowlisted or re-policied source is never refused from here.
 	 */
 	j = bpf_jiffies64();
-	idx = xrl_signature(s, cfg->epoch) & xrl_refused_mask;
+	idx = xrl_signature(s, cfg->epoch);
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
-	if (rv && j < rv->until_j && xrl_sig_eq(rv, s)) {
+	if (rv && j < rv->until_j && xrl_sig_eq(rv, s->sig)) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
 		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
 				   xrl_is_syn(&s->pkt));
@@ -831,7 +976,7 @@ int xrl_xdp(struct xdp_md *ctx)
 		return XDP_DROP;
 	}
 	/* the admit path's shortcut: a token this CPU leased in this jiffy */
-	if (rv && rv->lease && rv->seen_j == j && xrl_sig_eq(rv, s)) {
+	if (rv && rv->lease && rv->seen_j == j && xrl_sig_eq(rv, s->sig)) {
 		rv->lease--;
 		rv->seen_n++;
 		gc->c[XRL_G_LEASED]++;

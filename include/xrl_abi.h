@@ -274,10 +274,22 @@ _Static_assert(sizeof(struct xrl_bucket_key) == 24, "xrl_bucket_key layout");
  * only this CPU's memory and no helper: "packets like this one are refused
  * until jiffy J". A slot holds the signature it was written for; another
  * signature hashing there simply replaces it (the cost is one slow path).
+ *
+ * The signature is what the verdict depends on: sig[0] the addresses of an
+ * IPv4 packet (source | destination << 32) or the first half of an IPv6
+ * source; sig[1] the rest (XRL_SIG_* below) with the policy epoch in its
+ * high half; sig[2..4] the rest of an IPv6 source and its destination,
+ * zero for IPv4. An IPv4 refusal compares two words, an IPv6 one five.
+ * What a refusal or a lease admit reads is in the first 64 bytes.
  */
+#define XRL_SIG_SYN    (1ULL << 24)  /* a SYN without ACK */
+#define XRL_SIG_V6     (1ULL << 25)
+#define XRL_SIG_PORTS  (1ULL << 26)  /* the ports were read */
+#define XRL_SIG_LAYOUT (1ULL << 31)  /* this layout: a slot of the one before
+				      * it (pinned maps outlive a program)
+				      * never matches */
 struct xrl_refused {
-	__u64 sig[6];             /* source, destination, port/proto/class, epoch */
-	struct xrl_bucket_key key;/* the rule's bucket, for samples */
+	__u64 sig[5];             /* see above */
 	__u64 until_j;            /* refuse from this slot until this jiffy */
 	__u64 last_event_j;       /* last sample sent for it on this CPU */
 	__u32 suppressed;         /* refusals since that sample */
@@ -289,6 +301,8 @@ struct xrl_refused {
 	__u32 prev_n;             /* admits in the jiffy before seen_j */
 	__u32 lease;              /* leased tokens left for seen_j */
 	__u32 pad;
+	struct xrl_bucket_key key;/* the rule's bucket, for samples */
+	__u64 pad2;
 };
 _Static_assert(sizeof(struct xrl_refused) == 120, "xrl_refused layout");
 

@@ -388,6 +388,8 @@ static void set_rodata(struct xrl_handle *h, const struct xrl_open_opts *o)
 			n <<= 1;
 		bpf_map__set_max_entries(h->skel->maps.xrl_refused, n);
 		h->skel->rodata->xrl_refused_mask = n - 1;
+		/* a slot is the top log2(n) bits of a 64-bit hash (at least one) */
+		h->skel->rodata->xrl_refused_shift = 64 - (n > 1 ? __builtin_ctz(n) : 1);
 	}
 }
 
