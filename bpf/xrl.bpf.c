@@ -837,8 +837,7 @@ static __always_inline int xrl_front_answer(struct xrl_global_ctr *gc,
 	idx = v6 ? xrl_sig_slot(sig[0], sig[1], sig[2], sig[3], sig[4])
 		 : xrl_sig_slot(sig[0], sig[1], 0, 0, 0);
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
-	if (!rv || rv->sig[0] != sig[0] || rv->sig[1] != sig[1] ||
-	    (v6 && (rv->sig[2] != sig[2] || rv->sig[3] != sig[3] || rv->sig[4] != sig[4])))
+	if (!rv || !xrl_sig_eq(rv, sig)) /* IPv4: two words (v6 is a constant) */
 		goto listed;
 	j = bpf_jiffies64();
 	if (j < rv->until_j) {

@@ -386,23 +386,33 @@ static const struct path *find_path(const struct path *p, unsigned n, const char
 
 /* ---- setup ------------------------------------------------------------------ */
 
-static int load_floor(const char *path, struct bpf_object **objp)
+/* Open and load the object at path, or NULL with a message. */
+static struct bpf_object *open_obj(const char *path)
 {
-	struct bpf_program *prog;
 	struct bpf_object *obj;
 	int err;
 
 	obj = bpf_object__open_file(path, NULL);
 	if (!obj) {
 		fprintf(stderr, "xdp_cost: cannot open %s: %s\n", path, strerror(errno));
-		return -1;
+		return NULL;
 	}
 	err = bpf_object__load(obj);
 	if (err) {
 		fprintf(stderr, "xdp_cost: cannot load %s: %s\n", path, strerror(-err));
 		bpf_object__close(obj);
-		return -1;
+		return NULL;
 	}
+	return obj;
+}
+
+static int load_floor(const char *path, struct bpf_object **objp)
+{
+	struct bpf_program *prog;
+	struct bpf_object *obj = open_obj(path);
+
+	if (!obj)
+		return -1;
 	prog = bpf_object__next_program(obj, NULL);
 	if (!prog) {
 		fprintf(stderr, "xdp_cost: %s has no program\n", path);
@@ -423,19 +433,12 @@ static int load_ref(const char *path, struct bpf_object **objp, int fds[3])
 	static const char *const progs[3] = { "ref_refuse", "ref_allow", "ref_lease" };
 	struct bpf_object *obj;
 	struct bpf_map *slots, *allow;
-	int ncpu = libbpf_num_possible_cpus(), err;
+	int ncpu = libbpf_num_possible_cpus();
 	struct { __u64 deadline, lease; } *v = NULL;
 
-	obj = bpf_object__open_file(path, NULL);
-	if (!obj) {
-		fprintf(stderr, "xdp_cost: cannot open %s: %s\n", path, strerror(errno));
+	obj = open_obj(path);
+	if (!obj)
 		return -1;
-	}
-	err = bpf_object__load(obj);
-	if (err) {
-		fprintf(stderr, "xdp_cost: cannot load %s: %s\n", path, strerror(-err));
-		goto fail;
-	}
 	for (int i = 0; i < 3; i++) {
 		struct bpf_program *prog = bpf_object__find_program_by_name(obj, progs[i]);
 
