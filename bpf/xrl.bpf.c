@@ -168,15 +168,21 @@ static __always_inline __u32 xrl_is_syn(const struct xrl_pkt *p)
 	       (p->tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) == XRL_TCP_FLAG_SYN;
 }
 
-/*
- * Rule slot's counters: a packet of verdict (XRL_V_MAX: none) and syns
- * SYNs, in one lookup of the per-CPU entry (the cached refusal counts both
- * at once; classify counts the SYN of each rule it matched).
- */
-static __always_inline void xrl_count_rule_syn(__u32 ruleset, __u32 slot, int verdict,
-					       __u64 bytes, __u32 syns)
+/* A rule slot's index in xrl_rule_stats (two rulesets, one after the other). */
+static __always_inline __u32 xrl_ctr_idx(__u32 ruleset, __u32 slot)
 {
-	__u32 idx = (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
+	return (ruleset & 1) * XRL_MAX_RULES + (slot & (XRL_MAX_RULES - 1));
+}
+
+/*
+ * A rule's counters, by xrl_rule_stats index: a packet of verdict
+ * (XRL_V_MAX: none) and syns SYNs, in one lookup of the per-CPU entry (the
+ * cached refusal counts both at once; classify counts the SYN of each rule
+ * it matched). The refusal cache keeps the index in its slot, so a cached
+ * answer need not read the ruleset.
+ */
+static __always_inline void xrl_count_ctr(__u32 idx, int verdict, __u64 bytes, __u32 syns)
+{
 	struct xrl_rule_ctr *rc = bpf_map_lookup_elem(&xrl_rule_stats, &idx);
 
 	if (!rc)
@@ -186,6 +192,12 @@ static __always_inline void xrl_count_rule_syn(__u32 ruleset, __u32 slot, int ve
 		return;
 	rc->pkts[verdict]++;
 	rc->bytes[verdict] += bytes;
+}
+
+static __always_inline void xrl_count_rule_syn(__u32 ruleset, __u32 slot, int verdict,
+					       __u64 bytes, __u32 syns)
+{
+	xrl_count_ctr(xrl_ctr_idx(ruleset, slot), verdict, bytes, syns);
 }
 
 static __always_inline void xrl_count_rule(__u32 ruleset, __u32 slot, int verdict,
@@ -284,8 +296,8 @@ static __always_inline __u64 xrl_sig_meta(__u16 dport, __u8 proto, __u8 tcp_flag
 					  __u8 has_ports, __u32 epoch)
 {
 	return (__u64)dport | (__u64)proto << 16 |
-	       ((tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) == XRL_TCP_FLAG_SYN ?
-			XRL_SIG_SYN : 0) |
+	       (__u64)((tcp_flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) == XRL_TCP_FLAG_SYN) *
+		       XRL_SIG_SYN |
 	       (v6 ? XRL_SIG_V6 : 0) | (has_ports ? XRL_SIG_PORTS : 0) | XRL_SIG_LAYOUT |
 	       (__u64)epoch << 32;
 }
@@ -325,12 +337,18 @@ static __always_inline __u32 xrl_signature(struct xrl_scratch *s, __u32 epoch)
 	return xrl_sig_slot(s->sig[0], s->sig[1], s->sig[2], s->sig[3], s->sig[4]);
 }
 
-/* Does refusal-cache slot rv hold signature sig? */
+/* Does refusal-cache slot rv hold the signature of words w0..w4? */
+static __always_inline int xrl_sig_eq_w(const struct xrl_refused *rv, __u64 w0, __u64 w1,
+					__u64 w2, __u64 w3, __u64 w4)
+{
+	return rv->sig[0] == w0 && rv->sig[1] == w1 &&
+	       ((w1 & XRL_SIG_V6) == 0 ||
+		(rv->sig[2] == w2 && rv->sig[3] == w3 && rv->sig[4] == w4));
+}
+
 static __always_inline int xrl_sig_eq(const struct xrl_refused *rv, const __u64 *sig)
 {
-	return rv->sig[0] == sig[0] && rv->sig[1] == sig[1] &&
-	       ((sig[1] & XRL_SIG_V6) == 0 ||
-		(rv->sig[2] == sig[2] && rv->sig[3] == sig[3] && rv->sig[4] == sig[4]));
+	return xrl_sig_eq_w(rv, sig[0], sig[1], sig[2], sig[3], sig[4]);
 }
 
 /* Make slot rv hold signature sig, with no refusal, sample or lease. */
@@ -364,6 +382,7 @@ static __always_inline void xrl_remember(struct xrl_global_ctr *gc, const struct
 		xrl_sig_take(rv, s->sig, j);
 	rv->key = s->key;
 	rv->rule_slot = slot;
+	rv->ctr_idx = xrl_ctr_idx(s->ruleset, slot);
 	rv->until_j = until_j;
 	xrl_sample(gc, cfg, rv, j, action, ctx, &s->pkt,
 		   s->cookie_ack && s->cb.proof ? XRL_EV_PROOF_COOKIE : 0);
@@ -398,6 +417,7 @@ static __always_inline void xrl_lease(struct xrl_global_ctr *gc, struct xrl_refu
 	rv->seen_n++;
 	rv->key = s->key;
 	rv->rule_slot = slot;
+	rv->ctr_idx = xrl_ctr_idx(s->ruleset, slot);
 	if (!xrl_lease_on || !tat || rv->lease || rv->prev_n < 2 || !r->lease_max)
 		return;
 	want = rv->prev_n - 1;
@@ -813,6 +833,16 @@ static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr 
 }
 
 /*
+ * xrl_allowlisted6 for the front door, as a subprogram: the unrolled
+ * compares of the small list need more registers than the front door has
+ * free, and inlined they spill its own values to the stack.
+ */
+static __noinline int xrl_front_allowlisted6(const struct xrl_config *cfg, const __u32 *src)
+{
+	return xrl_allowlisted6(cfg, src);
+}
+
+/*
  * The front door: the refusal cache and the lease, asked before anything
  * else for the packets a flood is made of (untagged Ethernet, IPv4 without
  * options and not a later fragment, or IPv6 whose next header is TCP; a
@@ -824,20 +854,19 @@ static __always_inline int xrl_decide(struct xdp_md *ctx, struct xrl_global_ctr 
  * sends it. -1: not answered here (no side effect yet).
  */
 static __always_inline int xrl_front_answer(struct xrl_global_ctr *gc,
-					    const struct xrl_config *cfg, __u64 bytes,
-					    __u64 *sig, int v6, const __u32 *src6,
-					    const struct tcphdr *th)
+					    const struct xrl_config *cfg, __u64 bytes, __u64 w0,
+					    __u64 w2, __u64 w3, __u64 w4, int v6,
+					    const __u32 *src6, const struct tcphdr *th)
 {
 	struct xrl_refused *rv;
 	__u8 flags = ((__u8 *)th)[13];
+	__u64 w1, j;
 	__u32 idx;
-	__u64 j;
 
-	sig[1] = xrl_sig_meta(bpf_ntohs(th->dest), XRL_IPPROTO_TCP, flags, v6, 1, cfg->epoch);
-	idx = v6 ? xrl_sig_slot(sig[0], sig[1], sig[2], sig[3], sig[4])
-		 : xrl_sig_slot(sig[0], sig[1], 0, 0, 0);
+	w1 = xrl_sig_meta(bpf_ntohs(th->dest), XRL_IPPROTO_TCP, flags, v6, 1, cfg->epoch);
+	idx = v6 ? xrl_sig_slot(w0, w1, w2, w3, w4) : xrl_sig_slot(w0, w1, 0, 0, 0);
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
-	if (!rv || !xrl_sig_eq(rv, sig)) /* IPv4: two words (v6 is a constant) */
+	if (!rv || !xrl_sig_eq_w(rv, w0, w1, w2, w3, w4)) /* IPv4: two words */
 		goto listed;
 	j = bpf_jiffies64();
 	if (j < rv->until_j) {
@@ -847,9 +876,7 @@ static __always_inline int xrl_front_answer(struct xrl_global_ctr *gc,
 			return -1;
 		rv->suppressed++;
 		gc->c[XRL_G_REFUSED_CACHED]++;
-		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
-				   (flags & (XRL_TCP_FLAG_SYN | XRL_TCP_FLAG_ACK)) ==
-					   XRL_TCP_FLAG_SYN);
+		xrl_count_ctr(rv->ctr_idx, XRL_V_DROPPED, bytes, (w1 & XRL_SIG_SYN) != 0);
 		return XDP_DROP;
 	}
 	/* the admit path's shortcut: a token this CPU leased in this jiffy */
@@ -857,12 +884,12 @@ static __always_inline int xrl_front_answer(struct xrl_global_ctr *gc,
 		rv->lease--;
 		rv->seen_n++;
 		gc->c[XRL_G_LEASED]++;
-		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_PASSED, bytes);
+		xrl_count_ctr(rv->ctr_idx, XRL_V_PASSED, bytes, 0);
 		return XDP_PASS;
 	}
 listed:
 	/* no refusal is cached for an allowlisted source (the epoch) */
-	if (v6 ? xrl_allowlisted6(cfg, src6) : xrl_allowlisted4(cfg, (__u32)sig[0])) {
+	if (v6 ? xrl_front_allowlisted6(cfg, src6) : xrl_allowlisted4(cfg, (__u32)w0)) {
 		gc->c[XRL_G_ALLOWLISTED]++;
 		return XDP_PASS;
 	}
@@ -874,7 +901,6 @@ static __always_inline int xrl_front(struct xrl_global_ctr *gc, const struct xrl
 {
 	struct ethhdr *eth = data;
 	struct tcphdr *th;
-	__u64 sig[5];
 	__u32 lim;
 
 	if ((void *)(eth + 1) > end)
@@ -891,12 +917,16 @@ static __always_inline int xrl_front(struct xrl_global_ctr *gc, const struct xrl
 		if (lim < sizeof(*eth) + sizeof(*ip) || lim > bytes || (void *)(th + 1) > end ||
 		    th->doff < 5 || sizeof(*eth) + sizeof(*ip) + th->doff * 4 > lim)
 			return -1;
-		sig[0] = (__u64)ip->saddr | (__u64)ip->daddr << 32;
-		return xrl_front_answer(gc, cfg, bytes, sig, 0, NULL, th);
+		/* saddr | daddr << 32 is the little-endian word at saddr (the
+		 * 8-byte loads here and below need not be aligned: packet
+		 * loads are not checked for alignment where unaligned access
+		 * is cheap, and the JIT does them as they are) */
+		return xrl_front_answer(gc, cfg, bytes, *(__u64 *)&ip->saddr, 0, 0, 0, 0, NULL,
+					th);
 	}
 	if (eth->h_proto == bpf_htons(XRL_ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
-		const __u32 *sa, *da;
+		const __u64 *sa, *da;
 
 		if ((void *)(ip6 + 1) > end || ip6->version != 6 ||
 		    ip6->nexthdr != XRL_IPPROTO_TCP)
@@ -906,38 +936,29 @@ static __always_inline int xrl_front(struct xrl_global_ctr *gc, const struct xrl
 		if (lim > bytes || (void *)(th + 1) > end || th->doff < 5 ||
 		    sizeof(*eth) + sizeof(*ip6) + th->doff * 4 > lim)
 			return -1;
-		sa = (const __u32 *)&ip6->saddr;
-		da = (const __u32 *)&ip6->daddr;
-		sig[0] = (__u64)sa[0] | (__u64)sa[1] << 32;
-		sig[2] = (__u64)sa[2] | (__u64)sa[3] << 32;
-		sig[3] = (__u64)da[0] | (__u64)da[1] << 32;
-		sig[4] = (__u64)da[2] | (__u64)da[3] << 32;
-		return xrl_front_answer(gc, cfg, bytes, sig, 1, sa, th);
+		sa = (const __u64 *)&ip6->saddr;
+		da = (const __u64 *)&ip6->daddr;
+		return xrl_front_answer(gc, cfg, bytes, sa[0], sa[1], da[0], da[1], 1,
+					(const __u32 *)sa, th);
 	}
 	return -1;
 }
 
-SEC("xdp")
-int xrl_xdp(struct xdp_md *ctx)
+/*
+ * Everything the front door did not answer. A subprogram of its own, so
+ * that its register pressure (scratch, rules, buckets) does not spill the
+ * front door's few live values to the stack.
+ */
+static __noinline int xrl_slow(struct xdp_md *ctx, struct xrl_global_ctr *gc,
+			       struct xrl_config *cfg)
 {
 	void *data = (void *)(long)ctx->data;
 	void *data_end = (void *)(long)ctx->data_end;
 	__u64 bytes = data_end - data, j;
-	struct xrl_global_ctr *gc;
 	struct xrl_scratch *s;
-	struct xrl_config *cfg;
 	struct xrl_refused *rv;
 	__u32 zero = 0, idx;
 	int res, v;
-
-	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
-	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
-	if (!gc || !cfg)
-		return XDP_PASS;
-	gc->c[XRL_G_SEEN]++;
-	v = xrl_front(gc, cfg, data, data_end, bytes);
-	if (v >= 0)
-		return v;
 
 	s = bpf_map_lookup_elem(&xrl_scratch, &zero);
 	if (!s)
@@ -969,8 +990,7 @@ int xrl_xdp(struct xdp_md *ctx)
 	rv = bpf_map_lookup_elem(&xrl_refused, &idx);
 	if (rv && j < rv->until_j && xrl_sig_eq(rv, s->sig)) {
 		gc->c[XRL_G_REFUSED_CACHED]++;
-		xrl_count_rule_syn(cfg->active_ruleset, rv->rule_slot, XRL_V_DROPPED, bytes,
-				   xrl_is_syn(&s->pkt));
+		xrl_count_ctr(rv->ctr_idx, XRL_V_DROPPED, bytes, xrl_is_syn(&s->pkt));
 		xrl_sample(gc, cfg, rv, j, XRL_ACT_DROP, ctx, &s->pkt, 0);
 		return XDP_DROP;
 	}
@@ -979,7 +999,7 @@ int xrl_xdp(struct xdp_md *ctx)
 		rv->lease--;
 		rv->seen_n++;
 		gc->c[XRL_G_LEASED]++;
-		xrl_count_rule(cfg->active_ruleset, rv->rule_slot, XRL_V_PASSED, bytes);
+		xrl_count_ctr(rv->ctr_idx, XRL_V_PASSED, bytes, 0);
 		return XDP_PASS;
 	}
 
@@ -995,6 +1015,27 @@ int xrl_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 	return xrl_decide(ctx, gc, cfg, s, rv, j, bytes);
+}
+
+SEC("xdp")
+int xrl_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data;
+	void *data_end = (void *)(long)ctx->data_end;
+	struct xrl_global_ctr *gc;
+	struct xrl_config *cfg;
+	__u32 zero = 0;
+	int v;
+
+	gc = bpf_map_lookup_elem(&xrl_global_stats, &zero);
+	cfg = bpf_map_lookup_elem(&xrl_config, &zero);
+	if (!gc || !cfg)
+		return XDP_PASS;
+	gc->c[XRL_G_SEEN]++;
+	v = xrl_front(gc, cfg, data, data_end, data_end - data);
+	if (v >= 0)
+		return v;
+	return xrl_slow(ctx, gc, cfg);
 }
 
 /* The TC half of xrl's own SYN cookies (uses the clock knobs above). */

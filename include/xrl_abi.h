@@ -285,9 +285,11 @@ _Static_assert(sizeof(struct xrl_bucket_key) == 24, "xrl_bucket_key layout");
 #define XRL_SIG_SYN    (1ULL << 24)  /* a SYN without ACK */
 #define XRL_SIG_V6     (1ULL << 25)
 #define XRL_SIG_PORTS  (1ULL << 26)  /* the ports were read */
-#define XRL_SIG_LAYOUT (1ULL << 31)  /* this layout: a slot of the one before
-				      * it (pinned maps outlive a program)
-				      * never matches */
+#define XRL_SIG_LAYOUT (1ULL << 30)  /* this layout (bits 30-31 tell it; the
+				      * one before set bit 31, and its slots
+				      * had no ctr_idx): a slot of another
+				      * (pinned maps outlive a program) never
+				      * matches */
 struct xrl_refused {
 	__u64 sig[5];             /* see above */
 	__u64 until_j;            /* refuse from this slot until this jiffy */
@@ -300,7 +302,8 @@ struct xrl_refused {
 	__u32 seen_n;             /* admits of this signature in seen_j */
 	__u32 prev_n;             /* admits in the jiffy before seen_j */
 	__u32 lease;              /* leased tokens left for seen_j */
-	__u32 pad;
+	__u32 ctr_idx;            /* the rule's xrl_rule_stats index (the
+				   * epoch in sig fixes its ruleset) */
 	struct xrl_bucket_key key;/* the rule's bucket, for samples */
 	__u64 pad2;
 };
