@@ -270,6 +270,13 @@ int xrl_limiter_release_async(struct xrl_limiter *l, struct xrl_redis_pipe *p,
 			      const char *const *ids, int n, __u32 cost, struct xrl_release *res,
 			      const struct xrl_limiter_wait *w);
 void xrl_limiter_get_stats(struct xrl_limiter *l, struct xrl_limiter_stats *s);
+/*
+ * The callers' peaks of the epoch that ends now, per rule (limiter/callers.c),
+ * and a new epoch: {"rules": {RULE: histogram}, "untracked": N}, or NULL
+ * when out of memory.
+ */
+struct json_t;
+struct json_t *xrl_limiter_peaks_take(struct xrl_limiter *l);
 /* Redis breaker state for status/metrics: 0 closed, 1 open, 2 half-open. */
 int xrl_limiter_breaker_state(struct xrl_limiter *l);
 /* The backend's Prometheus families beyond the limiter's counters (a Redis

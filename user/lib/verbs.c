@@ -25,6 +25,8 @@
 #define VAL_COOKIES  struct xrl_val_cookies
 #define VAL_RATE     struct xrl_val_rate
 #define VAL_FLAG     struct xrl_val_text
+#define VAL_SHARE    struct xrl_val_number
+#define VAL_FACTOR   struct xrl_val_number
 
 /*
  * Where an argument of type T lands: field f of the verb's struct S in
@@ -128,6 +130,11 @@ const struct xrl_verb xrl_verbs[XRL_VERB_MAX] = {
 		  OPT_REQ("--burst", COUNT, "N", override, burst),
 		  OPT_REQ("--ttl", DURATION, "DURATION", override, ttl) }, XRL_VERB_CHANGES,
 		"KEY's own rate and burst on HTTP rule RULE for DURATION" },
+	[XRL_VERB_RECOMMEND] = { XRL_VERB_RECOMMEND, "recommend", NULL,
+		{ POS("RULE", NAME, recommend, rule) },
+		{ OPT("--refuse-at-most", SHARE, "P%", recommend, refuse),
+		  OPT("--headroom", FACTOR, "X", recommend, headroom) }, 0,
+		"callers' peak rate and burst on RULE, and the limit that evidence recommends" },
 };
 /* clang-format on */
 
@@ -275,6 +282,28 @@ static int take_value(const struct xrl_verb_arg *a, const char *s, union xrl_ver
 					a->name),
 			       2;
 		((struct xrl_val_seconds *)v)->s = d;
+		break;
+	}
+	case XRL_ARG_SHARE: {
+		double d = strtod(s, &end);
+
+		if (end != s && *end == '%')
+			end++;
+		if (!*s || *end || !(d >= 0 && d <= 100))
+			return snprintf(err, errlen, "%s wants a percentage from 0 to 100 (\"0.1%%\")",
+					a->name),
+			       2;
+		((struct xrl_val_number *)v)->x = d / 100;
+		break;
+	}
+	case XRL_ARG_FACTOR: {
+		double d = strtod(s, &end);
+
+		if (!*s || *end || !(d >= 1 && d <= 1e6))
+			return snprintf(err, errlen, "%s wants a factor from 1 to 1e6 (\"2\")",
+					a->name),
+			       2;
+		((struct xrl_val_number *)v)->x = d;
 		break;
 	}
 	case XRL_ARG_RATE:

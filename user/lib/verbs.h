@@ -47,6 +47,7 @@ enum xrl_verb_id {
 	XRL_VERB_OVERRIDE_LIST,
 	XRL_VERB_OVERRIDE_DEL,
 	XRL_VERB_OVERRIDE,
+	XRL_VERB_RECOMMEND,
 	XRL_VERB_MAX
 };
 
@@ -64,6 +65,8 @@ enum xrl_arg_type {
 	XRL_ARG_VOUCH,	  /* a CIDR at least /24 (IPv4) or /48 (IPv6) long */
 	XRL_ARG_RATE,	  /* xrl_rate_parse: "10/s", "100/min" */
 	XRL_ARG_FLAG,	  /* an option without a value: given or not */
+	XRL_ARG_SHARE,	  /* a percentage, 0 to 100, with or without '%': "0.1%" */
+	XRL_ARG_FACTOR,	  /* a finite number >= 1: "2", "1.5" */
 };
 
 #define XRL_VERB_POS  2 /* positional arguments of a verb at most */
@@ -107,6 +110,11 @@ struct xrl_val_onoff {
 struct xrl_val_cookies {
 	const char *text;
 	__u8 mode; /* XRL_COOKIES_* */
+};
+/* SHARE (x: 0..1, "0.1%" is 0.001), FACTOR (x >= 1) */
+struct xrl_val_number {
+	const char *text;
+	double x;
 };
 struct xrl_val_rate {
 	const char *text;
@@ -165,6 +173,13 @@ struct xrl_args_override {
 	struct xrl_val_duration ttl;
 };
 
+/* recommend RULE */
+struct xrl_args_recommend {
+	struct xrl_val_text rule;
+	struct xrl_val_number refuse;
+	struct xrl_val_number headroom;
+};
+
 union xrl_verb_args {
 	struct xrl_args_attach attach;
 	struct xrl_args_iface detach;
@@ -176,6 +191,7 @@ union xrl_verb_args {
 	struct xrl_args_key penalty;
 	struct xrl_args_cookies cookies;
 	struct xrl_args_override override;
+	struct xrl_args_recommend recommend;
 };
 
 struct xrl_verb_arg {

@@ -259,6 +259,11 @@ static json_t *dispatch(struct child *c, json_t *q, const char *payload, size_t 
 				       sizeof(err));
 		return rc ? fail(rc, err) : ok(a);
 	}
+	if (!strcmp(op, "peaks")) {
+		json_t *a = xrl_http_peaks_json(c->srv);
+
+		return a ? ok(a) : fail(-ENOMEM, NULL);
+	}
 	if (!strcmp(op, "override_list"))
 		return ok(xrl_http_override_list_json(c->srv));
 	if (!strcmp(op, "override_set"))

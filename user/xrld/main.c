@@ -91,7 +91,8 @@ static int loop_open(struct xrld *d)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR] [-v]\n"
+	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR]\n"
+		   "            [--state-dir DIR] [-v]\n"
 		   "       xrld --check FILE\n"
 		   "       xrld --version\n");
 	if (f != stdout)
@@ -107,10 +108,12 @@ static void usage(FILE *f)
 		"  -s, --socket PATH   the control socket xrlctl talks to (default %s)\n"
 		"  -p, --pin-dir DIR   where the XDP maps are pinned, one xrld a directory\n"
 		"                      (default %s)\n"
+		"      --state-dir DIR what outlives a restart: the callers' peaks that\n"
+		"                      `xrlctl recommend` reads (default %s)\n"
 		"  -v, --verbose       log info lines whatever log_level says; -vv: debug too\n"
 		"      --version       print the version and exit\n"
 		"  -h, --help          this help\n",
-		XRL_SOCKET_DEFAULT, XRL_PIN_ROOT_DEFAULT);
+		XRL_SOCKET_DEFAULT, XRL_PIN_ROOT_DEFAULT, XRLD_STATE_DIR_DEFAULT);
 }
 
 /*
@@ -241,6 +244,7 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 		{ "check", required_argument, NULL, 'n' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "identity-process", no_argument, NULL, 'I' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{},
 	};
 	int c;
@@ -258,6 +262,14 @@ static int parse_options(struct xrld *d, int argc, char **argv, const char **che
 			break;
 		case 'I':
 			*identity = true;
+			break;
+		case 'S':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "xrld: --state-dir wants an absolute path, got '%s'\n",
+					optarg);
+				return 2;
+			}
+			d->state_dir = optarg;
 			break;
 		case 's':
 			d->sock_path = optarg;
@@ -363,6 +375,12 @@ static int start(struct xrld *d, int verbose)
 		log_err("%s", err);
 		goto fail;
 	}
+	if (d->http && (rc = xrld_evidence_start(d, d->state_dir ? d->state_dir
+							       : XRLD_STATE_DIR_DEFAULT,
+						 XRLD_EV_WINDOW_S))) {
+		log_err("couldn't keep the callers' peaks: %s", strerror(-rc));
+		goto fail;
+	}
 	if ((rc = xrld_fleet_start(d))) {
 		log_err("couldn't join the fleet %s: %s", d->cfg->fleet.name, strerror(-rc));
 		goto fail;
@@ -394,7 +412,8 @@ static void stop(struct xrld *d)
 					 : "the program stays attached and enforcing");
 	if (d->mhd)
 		MHD_stop_daemon(d->mhd);
-	xrld_idp_stop(d); /* first: it sends fleet entries and vouches */
+	xrld_evidence_stop(d); /* the last epoch, from the running tier */
+	xrld_idp_stop(d);      /* first: it sends fleet entries and vouches */
 	xrld_fleet_stop(d);
 	log_agg_flush(xrl_now_ns(), true);
 	while (d->n_ifs)

@@ -271,6 +271,8 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 		xrl_buf_add(b, idb.p, idb.len);
 	xrld_fleet_metrics(d, b, fok ? &fst : NULL);
 	pthread_mutex_unlock(&d->lock);
+	if (d->http)
+		xrld_evidence_metrics(d, b);
 	xrl_buf_free(&idb);
 }
 

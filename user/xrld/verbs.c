@@ -475,6 +475,20 @@ static int cmd_override_list(struct xrld *d, const struct xrl_verb_call *c, stru
 	return 0;
 }
 
+static int cmd_recommend(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
+{
+	const struct xrl_args_recommend *o = &c->a.recommend;
+	char err[XRL_ERRLEN + 64];
+
+	if (!d->http)
+		return fail(r, 1, "the identity tier is not configured (no http: section)");
+	if (xrld_http_recommend(d, o->rule.text, o->refuse.text ? o->refuse.x : 0.001,
+				o->headroom.text ? o->headroom.x : 2, r->json, r->b, err,
+				sizeof(err)))
+		return fail(r, 1, "%s", err);
+	return 0;
+}
+
 static int cmd_override(struct xrld *d, const struct xrl_verb_call *c, struct reply *r)
 {
 	const struct xrl_args_override *o = &c->a.override;
@@ -668,6 +682,7 @@ static const verb_fn handlers[XRL_VERB_MAX] = {
 	[XRL_VERB_OVERRIDE_LIST] = cmd_override_list,
 	[XRL_VERB_OVERRIDE_DEL] = cmd_override,
 	[XRL_VERB_OVERRIDE] = cmd_override,
+	[XRL_VERB_RECOMMEND] = cmd_recommend,
 };
 
 /*

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include <jansson.h>
+
+#include "peaks.h"
 #include "xrld.h"
 
 static const char *str(json_t *o, const char *k)
@@ -242,4 +244,150 @@ int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err,
 	a = xrld_idp_call(d, q, NULL, 0, &rc, err, errlen);
 	json_decref(a);
 	return rc;
+}
+
+/* ---- recommend ------------------------------------------------------------ */
+
+static const double rec_q[] = { 0.5, 0.9, 0.99, 0.999, 1 };
+static const char *const rec_qname[] = { "p50", "p90", "p99", "p99.9", "max" };
+#define REC_Q (sizeof(rec_q) / sizeof(rec_q[0]))
+
+static json_t *rec_dist(const struct xrl_peaks *h, enum xrl_peaks_axis axis)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < REC_Q; i++)
+		json_object_set_new(o, rec_qname[i],
+				    json_integer((json_int_t)xrl_peaks_quantile(h, axis, rec_q[i])));
+	return o;
+}
+
+static json_t *rec_limit(const struct xrl_peaks_limit *l)
+{
+	return json_pack("{s:f,s:I,s:I,s:I,s:I}", "refuse_at_most", l->share, "rate_per_s",
+			 (json_int_t)l->rate, "burst", (json_int_t)l->burst, "refused_callers",
+			 (json_int_t)l->refused.callers, "refused_requests",
+			 (json_int_t)l->refused.requests);
+}
+
+/* The rule's limit in force as requests a second (rounded up) and burst. */
+static const struct xrl_http_rule *rec_rule(struct xrld *d, const char *rule)
+{
+	const struct xrl_http_cfg *c = &d->cfg->http;
+
+	for (__u32 i = 0; d->cfg->has_http && i < c->n_rules; i++)
+		if (!strcmp(c->rules[i].name, rule))
+			return &c->rules[i];
+	return NULL;
+}
+
+static json_t *rec_json(const char *rule, const struct xrl_http_rule *r, const struct xrl_peaks *h,
+			const struct xrl_peaks_advice *adv, __u64 window_s, __u64 untracked)
+{
+	struct xrl_peaks_refusal now = { 0 };
+	json_t *cand = json_array(), *cur;
+	char rs[64];
+	__u64 per_s = 0;
+
+	if (r->has_rate && r->rate.period_ns) {
+		per_s = (r->rate.tokens * XRL_NSEC_PER_SEC + r->rate.period_ns - 1) /
+			r->rate.period_ns;
+		xrl_peaks_refused(h, per_s, r->burst, &now);
+	}
+	for (size_t i = 0; i < adv->ncand; i++)
+		json_array_append_new(cand, rec_limit(&adv->cand[i]));
+	cur = json_pack("{s:s,s:I,s:I,s:b,s:I,s:I,s:I,s:I}", "rate",
+			r->has_rate ? xrl_rate_str(&r->rate, rs, sizeof(rs)) : "-", "rate_per_s",
+			(json_int_t)per_s, "burst", (json_int_t)r->burst, "shadow", r->shadow,
+			"refused_callers", (json_int_t)h->refused_callers, "refused_requests",
+			(json_int_t)h->refused_requests, "would_refuse_callers",
+			(json_int_t)now.callers, "would_refuse_requests", (json_int_t)now.requests);
+	return json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:o,s:o,s:o,s:o,s:o}", "rule", rule, "tier",
+			 "http", "window_s", (json_int_t)window_s, "callers",
+			 (json_int_t)h->callers, "requests", (json_int_t)h->requests, "untracked",
+			 (json_int_t)untracked, "rate_per_s", rec_dist(h, XRL_PEAKS_RATE), "burst",
+			 rec_dist(h, XRL_PEAKS_BURST), "current", cur, "proposal",
+			 rec_limit(&adv->proposal), "candidates", cand);
+}
+
+static void rec_text(struct xrl_buf *b, json_t *j)
+{
+	json_t *cur = json_object_get(j, "current"), *p = json_object_get(j, "proposal"), *c;
+	size_t i;
+
+	xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %llds",
+		       str(j, "rule"), num(j, "callers"), num(j, "requests"), num(j, "window_s"));
+	if (num(j, "untracked"))
+		xrl_buf_printf(b, " (%lld requests not tracked: the table was full)",
+			       num(j, "untracked"));
+	xrl_buf_printf(b, "\n\n%-28s", "callers' peaks");
+	for (i = 0; i < REC_Q; i++)
+		xrl_buf_printf(b, " %9s", rec_qname[i]);
+	xrl_buf_printf(b, "\n%-28s", "  rate (requests in 1 s)");
+	for (i = 0; i < REC_Q; i++)
+		xrl_buf_printf(b, " %9lld", num(json_object_get(j, "rate_per_s"), rec_qname[i]));
+	xrl_buf_printf(b, "\n%-28s", "  burst (tokens deep)");
+	for (i = 0; i < REC_Q; i++)
+		xrl_buf_printf(b, " %9lld", num(json_object_get(j, "burst"), rec_qname[i]));
+	xrl_buf_printf(b,
+		       "\n\ncurrent limit: %s burst %lld%s: refused %lld callers, %lld requests%s;"
+		       " would refuse %lld callers, %lld requests\n",
+		       str(cur, "rate"), num(cur, "burst"),
+		       json_is_true(json_object_get(cur, "shadow")) ? " (shadow)" : "",
+		       num(cur, "refused_callers"), num(cur, "refused_requests"),
+		       json_is_true(json_object_get(cur, "shadow")) ? " (would have)" : "",
+		       num(cur, "would_refuse_callers"), num(cur, "would_refuse_requests"));
+	xrl_buf_printf(b, "proposed: rate %lld/s burst %lld (refuses %lld callers, %lld requests)\n\n",
+		       num(p, "rate_per_s"), num(p, "burst"), num(p, "refused_callers"),
+		       num(p, "refused_requests"));
+	xrl_buf_printf(b, "%-16s %10s %8s %16s %16s\n", "REFUSE AT MOST", "RATE", "BURST",
+		       "REFUSED CALLERS", "REFUSED REQUESTS");
+	json_array_foreach (json_object_get(j, "candidates"), i, c)
+		xrl_buf_printf(b, "%15.2f%% %8lld/s %8lld %16lld %16lld\n",
+			       json_real_value(json_object_get(c, "refuse_at_most")) * 100,
+			       num(c, "rate_per_s"), num(c, "burst"), num(c, "refused_callers"),
+			       num(c, "refused_requests"));
+}
+
+int xrld_http_recommend(struct xrld *d, const char *rule, double refuse, double headroom, bool json,
+			struct xrl_buf *b, char *err, size_t errlen)
+{
+	const struct xrl_http_rule *r = rec_rule(d, rule);
+	struct xrl_peaks h = { 0 };
+	struct xrl_peaks_advice adv;
+	__u64 window_s = 0, untracked = 0;
+	json_t *j;
+	int rc;
+
+	if (!r)
+		return snprintf(err, errlen, "no http rule named '%s'", rule), -ENOENT;
+	if (!r->has_rate)
+		return snprintf(err, errlen, "http rule '%s' has no rate to recommend", rule),
+		       -EINVAL;
+	xrld_evidence_fold(d); /* up to now */
+	rc = xrld_evidence_rule(d, rule, &h, &window_s, &untracked);
+	if (!rc)
+		rc = xrl_peaks_recommend(&h, refuse, headroom, &adv);
+	if (rc == -ENOENT || rc == -ENODATA) {
+		xrl_peaks_free(&h);
+		return snprintf(err, errlen,
+				"no evidence for '%s' yet: it has decided for no caller in the window",
+				rule),
+		       -ENODATA;
+	}
+	if (rc) {
+		xrl_peaks_free(&h);
+		return snprintf(err, errlen, "couldn't recommend: %s", strerror(-rc)), rc;
+	}
+	j = rec_json(rule, r, &h, &adv, window_s, untracked);
+	xrl_peaks_free(&h);
+	if (!j)
+		return snprintf(err, errlen, "out of memory"), -ENOMEM;
+	if (json) {
+		xrl_buf_json(b, j);
+		return 0;
+	}
+	rec_text(b, j);
+	json_decref(j);
+	return 0;
 }

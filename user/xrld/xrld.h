@@ -143,6 +143,8 @@ struct xrld {
 	struct xrld_auto autos[MAX_IFACES][XRL_MAX_RULES];
 	struct xrld_vouchq *vq; /* the identity tier's vouches (vouch.c) */
 	__u64 vouched_identity, vouch_skipped, vouch_dropped;
+	const char *state_dir;	   /* --state-dir: what outlives a restart (evidence.c) */
+	struct xrld_evidence *ev; /* the callers' peaks (evidence.c) */
 	pthread_mutex_t lock; /* ifs[] and counters vs the metrics thread */
 	volatile int stop;
 };
@@ -207,6 +209,10 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b);
 json_t *xrld_http_stats_json(struct xrld *d);
 int xrld_http_top(struct xrld *d, const char *rule, long n, bool json, struct xrl_buf *b, char *err,
 		  size_t errlen);
+/* recommend RULE: the callers' peaks over the window and the limit they
+ * recommend (xrl_peaks_recommend), as a table or JSON. */
+int xrld_http_recommend(struct xrld *d, const char *rule, double refuse, double headroom, bool json,
+			struct xrl_buf *b, char *err, size_t errlen);
 int xrld_http_override_list(struct xrld *d, bool json, struct xrl_buf *b, char *err, size_t errlen);
 /* override RULE KEY ... and override del RULE KEY; -errno with err. */
 int xrld_http_override(struct xrld *d, const struct xrl_verb_call *c, char *err, size_t errlen);
@@ -295,5 +301,21 @@ void xrld_vouch_status(struct xrld *d, int i, struct xrl_buf *b, json_t *o);
 
 /* ---- metrics.c: Prometheus text ----------------------------------------- */
 int xrld_metrics_start(struct xrld *d, const char *host, int port);
+
+/* ---- evidence.c: callers' peaks for recommend -------------------------- */
+#define XRLD_EV_EPOCH_S	  10		    /* an epoch of the callers' peaks */
+#define XRLD_EV_WINDOW_S  (7 * 24 * 3600ULL) /* kept this long by default */
+#define XRLD_STATE_DIR_DEFAULT "/var/lib/xrl"
+struct xrl_peaks;
+/* Read STATE_DIR/peaks.json (moved aside when it does not read) and fold
+ * the identity tier's callers every epoch. 0 or -ENOMEM. */
+int xrld_evidence_start(struct xrld *d, const char *state_dir, __u64 window_s);
+/* The last epoch folded and the file written. */
+void xrld_evidence_stop(struct xrld *d);
+/* The epoch up to now, folded (main loop). 0 or -errno. */
+int xrld_evidence_fold(struct xrld *d);
+int xrld_evidence_rule(struct xrld *d, const char *rule, struct xrl_peaks *out, __u64 *window_s,
+		       __u64 *untracked);
+void xrld_evidence_metrics(struct xrld *d, struct xrl_buf *b);
 
 #endif /* XRLD_H */

@@ -145,6 +145,7 @@ static void conclude_count(struct xrl_limiter *l, struct xrl_lim_item *it, int m
 			   struct xrl_decision *d)
 {
 	conclude(it, m, now, d);
+	xrl_callers_note(l->callers, it, m, now);
 	if (l->cfg.redis && !d->backend_error)
 		overlimit_note(l, it, m, now);
 	if (!d->allowed) {
@@ -931,8 +932,9 @@ int xrl_limiter_new(const struct xrl_http_cfg *c, struct xrl_limiter **out)
 	l->leases = xrl_lease_store_new(cap / 16 > 1024 ? cap / 16 : 1024);
 	l->pens = xrl_pen_ledger_new();
 	l->ovr = xrl_ovr_new();
+	l->callers = xrl_callers_new(cap / 4);
 	if (!l->mem || !l->overlimit || !l->pen_block || !l->pen_state || !l->leases || !l->pens ||
-	    !l->ovr)
+	    !l->ovr || !l->callers)
 		rc = -ENOMEM;
 	else
 		rc = xrl_redis_new(&(struct xrl_lim_env){ .cfg = &l->cfg,
@@ -962,6 +964,7 @@ void xrl_limiter_free(struct xrl_limiter *l)
 	xrl_lease_store_free(l->leases);
 	free(l->pens);
 	xrl_ovr_free(l->ovr);
+	xrl_callers_free(l->callers);
 	free(l);
 }
 
@@ -972,6 +975,16 @@ void xrl_limiter_set_cfg(struct xrl_limiter *l, const struct xrl_http_cfg *c)
 	lim_pick(l);
 	xrl_redis_set_cfg(l->rd);
 	pthread_rwlock_unlock(&l->cfg_mu);
+}
+
+struct json_t *xrl_limiter_peaks_take(struct xrl_limiter *l)
+{
+	struct json_t *j;
+
+	pthread_rwlock_rdlock(&l->cfg_mu);
+	j = xrl_callers_take(l->callers, &l->cfg);
+	pthread_rwlock_unlock(&l->cfg_mu);
+	return j;
 }
 
 void xrl_limiter_set_clock(struct xrl_limiter *l, const _Atomic __u64 *now_ns)

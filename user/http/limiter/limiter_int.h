@@ -69,6 +69,7 @@ struct xrl_limiter {
 	 * passes a decision looks its keys up there (and hashes them first);
 	 * after it none can be in force, and a decision skips both */
 	_Atomic __u64 pen_until;
+	struct xrl_callers *callers; /* callers' peaks this epoch (callers.c) */
 };
 
 /* The limiter's now on CLOCK_MONOTONIC (or the test's clock). */
@@ -111,6 +112,14 @@ int xrl_lease_acquire(struct xrl_lease_store *s, struct xrl_conc_item *it, int n
 bool xrl_lease_release(struct xrl_lease_store *s, struct xrl_kd k, __u64 nonce,
 		       struct xrl_kd *rate);
 __u64 xrl_lease_store_full(struct xrl_lease_store *s);
+/* ---- callers.c ------------------------------------------------------------ */
+struct xrl_callers;
+struct json_t;
+struct xrl_callers *xrl_callers_new(__u32 max_callers);
+void xrl_callers_free(struct xrl_callers *t);
+void xrl_callers_note(struct xrl_callers *t, const struct xrl_lim_item *it, int m, __u64 now);
+struct json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg);
+
 /* ---- digest.c -------------------------------------------------------------- */
 /* The digest of (rule name, key): a bucket's identity. */
 struct xrl_kd xrl_lim_digest(const struct xrl_limiter *l, const char *rule, const char *key);

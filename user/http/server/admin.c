@@ -571,6 +571,11 @@ int xrl_http_top_json(struct xrl_http_server *s, const char *rule, int n, json_t
 	return 0;
 }
 
+json_t *xrl_http_peaks_json(struct xrl_http_server *s)
+{
+	return xrl_limiter_peaks_take(s->lim);
+}
+
 /* ---- overrides ------------------------------------------------------------ */
 
 /* A key as an operator gives it: 1 to XRL_HTTP_KEY_MAX bytes, no control byte. */

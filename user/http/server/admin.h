@@ -27,6 +27,8 @@ bool xrl_http_has_rule(struct xrl_http_server *s, const char *rule);
 /* Rule's most refused keys, n at most: [{"key","refused","error","last_seen_s_ago"}]. */
 int xrl_http_top_json(struct xrl_http_server *s, const char *rule, int n, json_t **out, char *err,
 		      size_t errlen);
+/* The callers' peaks since the last call, per rule (xrl_limiter_peaks_take). */
+json_t *xrl_http_peaks_json(struct xrl_http_server *s);
 /* Shadow mode of an HTTP rule on or off, until xrld restarts (reloads keep it). */
 int xrl_http_shadow(struct xrl_http_server *s, const char *rule, bool on, char *err, size_t errlen);
 /* Override rule's limit for key (rate as a policy writes it); in Redis too
