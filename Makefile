@@ -47,7 +47,7 @@ XGEN       := $(BUILD)/xrl-gen
 UNIT_TESTS := $(BUILD)/tests/test_gcra $(BUILD)/tests/test_policy $(BUILD)/tests/test_config \
               $(BUILD)/tests/test_limiter $(BUILD)/tests/test_verify $(BUILD)/tests/test_ctl \
               $(BUILD)/tests/test_http $(BUILD)/tests/test_log $(BUILD)/tests/test_redis_slots \
-              $(BUILD)/tests/test_syncookie $(BUILD)/tests/test_procstat
+              $(BUILD)/tests/test_syncookie $(BUILD)/tests/test_procstat $(BUILD)/tests/test_peaks
 BPF_TESTS  := $(BUILD)/tests/test_bpf $(BUILD)/tests/test_cookie $(BUILD)/tests/xdp_fuzz
 BENCH      := $(BUILD)/bench/xdp_cost $(BUILD)/bench/bucket_count $(BUILD)/bench/pen_cost
 
@@ -153,6 +153,10 @@ $(BUILD)/tests/test_log: $(BUILD)/tests/unit/test_log.o $(BUILD)/libxrl.a
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 
 $(BUILD)/tests/test_procstat: $(BUILD)/tests/unit/test_procstat.o $(BUILD)/libxrl.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
+
+$(BUILD)/tests/test_peaks: $(BUILD)/tests/unit/test_peaks.o $(BUILD)/libxrl.a
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(XCFLAGS) $^ -o $@ -lcmocka $(LDLIBS)
 

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 groups=("$@")
 [ ${#groups[@]} -eq 0 ] && groups=(lint unit bpf e2e fuzz asan tsan)
-UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http test_log test_redis_slots test_syncookie test_procstat)
+UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_http test_log test_redis_slots test_syncookie test_procstat test_peaks)
 # The HTTP e2e tests run again on the sanitized xrld: hostile requests, the
 # JSON API, the X-Forwarded-For walk (about a minute together).
 ASAN_E2E=(test_http_malformed test_http_check_api test_http_client_ip test_http_reload_race test_http_concurrency
