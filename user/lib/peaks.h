@@ -91,6 +91,7 @@ void xrl_peaks_free(struct xrl_peaks *h);
  * The q-quantile (0 <= q <= 1) of one axis over caller-epochs: the upper
  * value of the bin where the ceil(q * callers)-th caller-epoch lies,
  * clamped to the exact maximum (q = 1 gives the maximum). 0 when empty.
+ * The rank is at least 1, so q = 0 gives the least bin's upper value;
  * q below 0 (or NaN) is taken as 0, above 1 as 1.
  */
 uint64_t xrl_peaks_quantile(const struct xrl_peaks *h, enum xrl_peaks_axis axis, double q);
