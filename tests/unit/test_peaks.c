@@ -506,6 +506,66 @@ static void recommend_trade(void **state)
 	xrl_peaks_free(&h);
 }
 
+/* The least pair by brute force: every rate and burst a cell is judged by
+ * (and 0), each pair's refusals counted by xrl_peaks_refused. */
+static void least_by_hand(const struct xrl_peaks *h, uint64_t allowed, uint64_t *rate,
+			  uint64_t *burst)
+{
+	bool found = false;
+
+	for (size_t i = 0; i <= h->n; i++) {
+		for (size_t j = 0; j <= h->n; j++) {
+			uint64_t r = i ? xrl_peaks_bin_high(h->cells[i - 1].rate_bin) : 0;
+			uint64_t b = j ? xrl_peaks_bin_high(h->cells[j - 1].burst_bin) : 0;
+			struct xrl_peaks_refusal out;
+
+			r = r < h->max_rate ? r : h->max_rate;
+			b = b < h->max_burst ? b : h->max_burst;
+			xrl_peaks_refused(h, r, b, &out);
+			if (out.callers > allowed)
+				continue;
+			if (!found || r + b < *rate + *burst ||
+			    (r + b == *rate + *burst && r < *rate)) {
+				*rate = r;
+				*burst = b;
+				found = true;
+			}
+		}
+	}
+}
+
+static void recommend_exhaustive(void **state)
+{
+	static const double shares[] = { 0, 0.01, 0.05, 0.1, 0.3, 1 };
+	uint64_t seed = 99;
+
+	(void)state;
+	for (int pop = 0; pop < 200; pop++) {
+		struct xrl_peaks h = { 0 };
+		struct xrl_peaks_advice adv;
+		int n = 1 + (int)(rnd(&seed) % 40);
+
+		for (int i = 0; i < n; i++) {
+			uint64_t r = rnd(&seed) % (1ULL << (rnd(&seed) % 12));
+			uint64_t b = rnd(&seed) % (1ULL << (rnd(&seed) % 10));
+
+			EQ(xrl_peaks_add(&h, r, b, 1 + rnd(&seed) % 5, 1 + r * 10), 0);
+		}
+		for (size_t k = 0; k < sizeof(shares) / sizeof(shares[0]); k++) {
+			uint64_t allowed = (uint64_t)(shares[k] * (double)h.callers), r = 0, b = 0;
+
+			CTX("population %d (%zu cells), share %g: the least pair by hand", pop, h.n,
+			    shares[k]);
+			least_by_hand(&h, allowed, &r, &b);
+			EQ(xrl_peaks_recommend(&h, shares[k], 1, &adv), 0);
+			EQ(adv.proposal.rate, r);
+			EQ(adv.proposal.burst, b);
+			LE(adv.proposal.refused.callers, allowed);
+		}
+		xrl_peaks_free(&h);
+	}
+}
+
 static void json_round_trip(void **state)
 {
 	struct xrl_peaks h = { 0 }, back = { 0 };
@@ -649,8 +709,8 @@ int main(void)
 		cmocka_unit_test(cell_limit),	    cmocka_unit_test(quantiles),
 		cmocka_unit_test(refused_estimate), cmocka_unit_test(recommend_errors),
 		cmocka_unit_test(recommend_mixed),  cmocka_unit_test(recommend_thousand),
-		cmocka_unit_test(recommend_trade),  cmocka_unit_test(json_round_trip),
-		cmocka_unit_test(json_rejects),
+		cmocka_unit_test(recommend_trade),  cmocka_unit_test(recommend_exhaustive),
+		cmocka_unit_test(json_round_trip),  cmocka_unit_test(json_rejects),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
