@@ -4,7 +4,8 @@
  * recommends (issue 25): the bins' edges and widths, add and merge (the
  * same cells either way, the cell limit refused whole), quantiles of a
  * known population within a bin's width, what a candidate refuses, the
- * least limit within a share and its candidates, the headroom, and the
+ * least limit within a share and its candidates (and the same limit a
+ * brute-force search finds over random populations), the headroom, and the
  * JSON form: a round trip, and documents a corrupt or hostile file could
  * hold, each refused with the histogram left empty.
  */
@@ -33,7 +34,7 @@ static void same(const struct xrl_peaks *got, const struct xrl_peaks *want)
 	}
 }
 
-/* A histogram left as a failed call must leave it. */
+/* What a refused document must leave: nothing, no buffer either. */
 static void empty(const struct xrl_peaks *h)
 {
 	EQ(h->n, 0);
