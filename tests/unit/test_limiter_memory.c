@@ -29,6 +29,7 @@
 #include "http/limiter/limiter_int.h" /* xrl_lim_share_at */
 #include "limiter_test.h"
 #include "log.h"
+#include "peaks.h"
 #include "xrl.h"
 
 /* Sleep to the start of a penalty window if less than 30 % of it is left. */
@@ -291,6 +292,98 @@ static void test_exact_burst_then_refused(void **state)
 		lim_free(l);
 		cfg_free(c);
 	}
+}
+
+/* ---- callers' peaks (callers.c) ---------------------------------------------- */
+
+/* The one cell of rule's histogram in a take: rate and burst bin values. */
+static void one_cell(json_t *take, const char *rule, __u64 want_callers, __u64 *rate,
+		     __u64 *burst, __u64 *requests)
+{
+	struct xrl_peaks h = { 0 };
+	json_t *j = json_object_get(json_object_get(take, "rules"), rule);
+
+	EQ(j != NULL, true);
+	EQ(xrl_peaks_from_json(j, &h), 0);
+	EQ(h.callers, want_callers);
+	*rate = h.max_rate;
+	*burst = h.max_burst;
+	*requests = h.requests;
+	xrl_peaks_free(&h);
+}
+
+/*
+ * What a caller used, as the limiter counts it at a decision: its most
+ * requests in one second (refused ones too), its burst as its requests
+ * within two tenths of a second (beyond the rule's burst, in shadow) or,
+ * within the rule's rate, its bucket's depth; each caller once; the table
+ * empty after a take; a rule without a rate not counted.
+ */
+static void test_callers_peaks(void **state)
+{
+	static _Atomic __u64 clk = 400 * DAY;
+	struct xrl_http_cfg *c = cfg_rules("api 10/s 5, wide 100/s 50 shadow, even 10/s 10");
+	struct xrl_limiter *l;
+	const struct xrl_http_rule *api = &c->rules[0], *wide = &c->rules[1], *even = &c->rules[2];
+	__u64 rate, burst, req;
+	json_t *t;
+
+	(void)state;
+	l = lim_done(c);
+	xrl_limiter_set_clock(l, &clk);
+	CTX("a burst of 30 at once on a 10/s burst 5 rule: 5 admitted, 25 refused");
+	for (int i = 0; i < 30; i++)
+		dec1(l, api, "nat");
+	CTX("then 3 a second for 4 s on another key, spread over each second");
+	for (int s = 0; s < 4; s++)
+		for (int i = 0; i < 3; i++) {
+			atomic_store(&clk, 400 * DAY + (__u64)(s + 1) * SEC + (__u64)i * 300 * MS);
+			dec1(l, api, "slow");
+		}
+	CTX("a shadow rule: 60 in 150 ms on one key (over its burst of 50)");
+	for (int i = 0; i < 60; i++) {
+		atomic_store(&clk, 400 * DAY + 10 * SEC + (__u64)i * 2500 * 1000);
+		dec1(l, wide, "burst");
+	}
+	t = xrl_limiter_peaks_take(l);
+	EQ(t != NULL, true);
+	CTX("the burst of 30: rate 30, burst 30 (over the rule's rate: its requests in 200 ms)");
+	{
+		struct xrl_peaks h = { 0 };
+
+		EQ(xrl_peaks_from_json(json_object_get(json_object_get(t, "rules"), "api"), &h),
+		   0);
+		EQ(h.callers, 2);
+		EQ(h.max_rate, 30);
+		EQ(h.max_burst, 30);
+		EQ(h.requests, 42);
+		EQ(h.refused_callers, 1);
+		EQ(h.refused_requests, 25);
+		xrl_peaks_free(&h);
+	}
+	CTX("the shadow rule's key: 60 a second, 60 in 200 ms (its bucket stops at 50)");
+	one_cell(t, "wide", 1, &rate, &burst, &req);
+	EQ(rate, 60);
+	EQ(burst, 60);
+	EQ(req, 60);
+	EQ(json_integer_value(json_object_get(t, "untracked")), 0);
+	json_decref(t);
+	CTX("a take empties the table");
+	t = xrl_limiter_peaks_take(l);
+	EQ(json_object_size(json_object_get(t, "rules")), 0);
+	json_decref(t);
+	CTX("within the rule's rate, the bucket's depth counts: 10 at 50 ms apart at 10/s");
+	for (int i = 0; i < 10; i++) {
+		atomic_store(&clk, 400 * DAY + 20 * SEC + (__u64)i * 50 * MS);
+		dec1(l, even, "even");
+	}
+	t = xrl_limiter_peaks_take(l);
+	one_cell(t, "even", 1, &rate, &burst, &req);
+	EQ(rate, 10);
+	/* the last admit's TAT is 100 + 9 * 50 ms ahead: 6 tokens deep, where
+	 * two tenths hold 4 or 5 of them */
+	EQ(burst, 6);
+	json_decref(t);
 }
 
 /* ---- Retry-After tells the truth --------------------------------------------- */
@@ -1182,5 +1275,6 @@ const struct CMUnitTest xrl_lim_memory_tests[] = {
 	cmocka_unit_test_teardown(test_override_per_key, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_override_bounded, xrl_lim_fx_teardown),
 	cmocka_unit_test_teardown(test_node_share_small_and_slow, xrl_lim_fx_teardown),
+	cmocka_unit_test_teardown(test_callers_peaks, xrl_lim_fx_teardown),
 };
 const size_t xrl_lim_memory_n = sizeof(xrl_lim_memory_tests) / sizeof(xrl_lim_memory_tests[0]);

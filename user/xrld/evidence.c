@@ -140,13 +140,13 @@ static int ev_write(struct xrld_evidence *ev)
 	if (!ev->path[0])
 		return 0;
 	for (size_t i = 0; i < ev->n && hours; i++)
-		if (json_array_append_new(hours, json_pack("{s:s,s:I,s:o}", "rule", ev->e[i].rule,
-							   "hour", (json_int_t)ev->e[i].hour,
-							   "callers",
-							   xrl_peaks_to_json(&ev->e[i].h))))
+		if (json_array_append_new(hours,
+					  json_pack("{s:s,s:I,s:o}", "rule", ev->e[i].rule, "hour",
+						    (json_int_t)ev->e[i].hour, "callers",
+						    xrl_peaks_to_json(&ev->e[i].h))))
 			rc = -ENOMEM;
-	doc = hours ? json_pack("{s:i,s:I,s:o}", "version", 1, "window_s",
-				(json_int_t)ev->window_s, "hours", hours)
+	doc = hours ? json_pack("{s:i,s:I,s:o}", "version", 1, "window_s", (json_int_t)ev->window_s,
+				"hours", hours)
 		    : NULL;
 	if (!doc || rc) {
 		json_decref(doc);
@@ -367,8 +367,8 @@ static void ev_metric_rule(struct xrl_buf *b, const char *fam, const char *rule,
 	for (int k = 0; k < EV_LE_MAX; k++) {
 		if (k)
 			le_n[k] += le_n[k - 1];
-		xrl_buf_printf(b, "%s_bucket{rule=\"%s\",le=\"%llu\"} %llu\n", fam, rule,
-			       1ULL << k, (unsigned long long)le_n[k]);
+		xrl_buf_printf(b, "%s_bucket{rule=\"%s\",le=\"%llu\"} %llu\n", fam, rule, 1ULL << k,
+			       (unsigned long long)le_n[k]);
 	}
 	xrl_buf_printf(b, "%s_bucket{rule=\"%s\",le=\"+Inf\"} %llu\n", fam, rule,
 		       (unsigned long long)h->callers);

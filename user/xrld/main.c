@@ -91,8 +91,8 @@ static int loop_open(struct xrld *d)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR]\n"
-		   "            [--state-dir DIR] [-v]\n"
+	fprintf(f, "usage: xrld --config FILE [--foreground] [--socket PATH] [--pin-dir DIR] "
+		   "[--state-dir DIR] [-v]\n"
 		   "       xrld --check FILE\n"
 		   "       xrld --version\n");
 	if (f != stdout)

@@ -315,8 +315,14 @@ static void rec_text(struct xrl_buf *b, json_t *j)
 	json_t *cur = json_object_get(j, "current"), *p = json_object_get(j, "proposal"), *c;
 	size_t i;
 
-	xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %llds",
-		       str(j, "rule"), num(j, "callers"), num(j, "requests"), num(j, "window_s"));
+	long long w = num(j, "window_s");
+
+	if (w % 86400 == 0)
+		xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %lld days",
+			       str(j, "rule"), num(j, "callers"), num(j, "requests"), w / 86400);
+	else
+		xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %lld s",
+			       str(j, "rule"), num(j, "callers"), num(j, "requests"), w);
 	if (num(j, "untracked"))
 		xrl_buf_printf(b, " (%lld requests not tracked: the table was full)",
 			       num(j, "untracked"));
@@ -326,7 +332,7 @@ static void rec_text(struct xrl_buf *b, json_t *j)
 	xrl_buf_printf(b, "\n%-28s", "  rate (requests in 1 s)");
 	for (i = 0; i < REC_Q; i++)
 		xrl_buf_printf(b, " %9lld", num(json_object_get(j, "rate_per_s"), rec_qname[i]));
-	xrl_buf_printf(b, "\n%-28s", "  burst (tokens deep)");
+	xrl_buf_printf(b, "\n%-28s", "  burst (requests at once)");
 	for (i = 0; i < REC_Q; i++)
 		xrl_buf_printf(b, " %9lld", num(json_object_get(j, "burst"), rec_qname[i]));
 	xrl_buf_printf(b,

@@ -6,15 +6,14 @@
  * (xrl_limiter_peaks_take) every caller becomes one count in its rule's
  * histogram (user/lib/peaks.h) and the table starts empty.
  *
- * The burst is the larger of two measures. The deepest the caller went
- * into its bucket at an admit (TAT - now, in tokens: the GCRA state tells
- * it, in memory and from Redis alike) is exact but never deeper than the
- * rule's burst: a caller held back by a tight limit, or in shadow under a
- * guessed one, would never show the burst it needs. So the requests it
- * sent within two consecutive tenths of a second count too: a burst that
- * arrives within 100 ms is seen whole, whatever the limit, and over-counts
- * the burst a limit at the caller's own rate needs by at most 0.2 s of
- * that rate.
+ * The burst is the requests the caller sent within two consecutive tenths
+ * of a second (a burst that arrives within 100 ms is seen whole, whatever
+ * the limit; it over-counts what a limit at the caller's own rate needs by
+ * at most 0.2 s of that rate), or, for a caller within the rule's rate,
+ * the deepest it went into its bucket at an admit if that is more (TAT -
+ * now in tokens: the GCRA state tells it, in memory and from Redis alike;
+ * exact, but never deeper than the rule's burst, and for a caller above
+ * the rule's rate it measures the rate's shortfall, not a burst).
  *
  * The table is sharded as the memory store is (a mutex a shard, PROBE slots
  * of open addressing) and of a fixed size allocated once: a flood of unique
@@ -39,7 +38,8 @@ struct xrl_caller {
 	__u32 win_s;	/* the second win_n counts (CLOCK_MONOTONIC s) */
 	__u32 win_n;	/* requests in that second */
 	__u32 peak_n;	/* the most in one second before it */
-	__u32 depth;	/* the peak burst so far (see above), tokens */
+	__u32 depth;	/* deepest into its bucket at an admit, tokens */
+	__u32 w200;	/* the most requests in two consecutive tenths of a second */
 	__u32 refused;	/* requests the rule refused (or would have, in shadow) */
 	__u32 tick;	/* the tenth of a second tick_n counts (CLOCK_MONOTONIC) */
 	__u16 tick_n;	/* requests in it (saturating) */
@@ -149,8 +149,8 @@ void xrl_callers_note(struct xrl_callers *t, const struct xrl_lim_item *it, int 
 		}
 		if (c->tick_n < UINT16_MAX)
 			c->tick_n++;
-		if ((__u64)c->tick_n + c->prev_n > depth)
-			depth = (__u64)c->tick_n + c->prev_n;
+		if ((__u32)c->tick_n + c->prev_n > c->w200)
+			c->w200 = (__u32)c->tick_n + c->prev_n;
 		c->win_n++;
 		if (c->requests < UINT32_MAX)
 			c->requests++;
@@ -162,13 +162,13 @@ void xrl_callers_note(struct xrl_callers *t, const struct xrl_lim_item *it, int 
 	}
 }
 
-/* The histogram of the rule of id in h[0..n) (ids[i] its rule's), or NULL. */
-static struct xrl_peaks *rule_hist(struct xrl_peaks *h, const __u32 *ids, int n, __u32 id)
+/* The index of the rule of id in ids[0..n), or -1. */
+static int rule_at(const __u32 *ids, int n, __u32 id)
 {
 	for (int i = 0; i < n; i++)
 		if (ids[i] == id)
-			return &h[i];
-	return NULL;
+			return i;
+	return -1;
 }
 
 /*
@@ -184,6 +184,7 @@ json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg)
 {
 	struct xrl_peaks h[XRL_HTTP_MAX_RULES] = {};
 	__u32 ids[XRL_HTTP_MAX_RULES];
+	__u64 emit[XRL_HTTP_MAX_RULES];
 	const char *names[XRL_HTTP_MAX_RULES];
 	json_t *rules = json_object(), *out;
 	int n = 0, err = !rules;
@@ -191,6 +192,7 @@ json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg)
 	for (__u32 i = 0; i < cfg->n_rules && i < XRL_HTTP_MAX_RULES; i++)
 		if (cfg->rules[i].has_rate) {
 			ids[n] = cfg->rules[i].id;
+			emit[n] = cfg->rules[i].g.emit_ns;
 			names[n++] = cfg->rules[i].name;
 		}
 	for (int s = 0; s < SHARDS; s++) {
@@ -199,18 +201,22 @@ json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg)
 		pthread_mutex_lock(&sh->mu);
 		for (__u32 j = 0; j <= sh->mask; j++) {
 			struct xrl_caller *c = &sh->c[j];
-			struct xrl_peaks *p;
+			int r;
 
 			if (!c->a && !c->b)
 				continue;
-			p = rule_hist(h, ids, n, c->rule_id);
-			if (p && !err) {
+			r = rule_at(ids, n, c->rule_id);
+			if (r >= 0 && !err) {
 				__u32 rate = c->win_n > c->peak_n ? c->win_n : c->peak_n;
+				__u32 burst = c->w200;
 
-				if (xrl_peaks_add(p, rate, c->depth, 1, c->requests) == -ENOMEM)
+				/* within the rule's rate: its bucket's depth counts */
+				if ((__u64)rate * emit[r] <= XRL_NSEC_PER_SEC && c->depth > burst)
+					burst = c->depth;
+				if (xrl_peaks_add(&h[r], rate, burst, 1, c->requests) == -ENOMEM)
 					err = 1;
 				if (c->refused)
-					xrl_peaks_add_refused(p, 1, c->refused);
+					xrl_peaks_add_refused(&h[r], 1, c->refused);
 			}
 			memset(c, 0, sizeof(*c));
 		}
