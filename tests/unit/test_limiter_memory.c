@@ -297,8 +297,8 @@ static void test_exact_burst_then_refused(void **state)
 /* ---- callers' peaks (callers.c) ---------------------------------------------- */
 
 /* The one cell of rule's histogram in a take: rate and burst bin values. */
-static void one_cell(json_t *take, const char *rule, __u64 want_callers, __u64 *rate,
-		     __u64 *burst, __u64 *requests)
+static void one_cell(json_t *take, const char *rule, __u64 want_callers, __u64 *rate, __u64 *burst,
+		     __u64 *requests)
 {
 	struct xrl_peaks h = { 0 };
 	json_t *j = json_object_get(json_object_get(take, "rules"), rule);
@@ -351,8 +351,7 @@ static void test_callers_peaks(void **state)
 	{
 		struct xrl_peaks h = { 0 };
 
-		EQ(xrl_peaks_from_json(json_object_get(json_object_get(t, "rules"), "api"), &h),
-		   0);
+		EQ(xrl_peaks_from_json(json_object_get(json_object_get(t, "rules"), "api"), &h), 0);
 		EQ(h.callers, 2);
 		EQ(h.max_rate, 30);
 		EQ(h.max_burst, 30);

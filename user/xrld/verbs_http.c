@@ -258,7 +258,8 @@ static json_t *rec_dist(const struct xrl_peaks *h, enum xrl_peaks_axis axis)
 
 	for (size_t i = 0; i < REC_Q; i++)
 		json_object_set_new(o, rec_qname[i],
-				    json_integer((json_int_t)xrl_peaks_quantile(h, axis, rec_q[i])));
+				    json_integer(
+					    (json_int_t)xrl_peaks_quantile(h, axis, rec_q[i])));
 	return o;
 }
 
@@ -318,10 +319,13 @@ static void rec_text(struct xrl_buf *b, json_t *j)
 	long long w = num(j, "window_s");
 
 	if (w % 86400 == 0)
-		xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %lld days",
-			       str(j, "rule"), num(j, "callers"), num(j, "requests"), w / 86400);
+		xrl_buf_printf(
+			b,
+			"rule %s: %lld callers (caller-epochs), %lld requests in the last %lld days",
+			str(j, "rule"), num(j, "callers"), num(j, "requests"), w / 86400);
 	else
-		xrl_buf_printf(b, "rule %s: %lld callers (caller-epochs), %lld requests in the last %lld s",
+		xrl_buf_printf(b,
+			       "rule %s: %lld callers (caller-epochs), %lld requests in the last %lld s",
 			       str(j, "rule"), num(j, "callers"), num(j, "requests"), w);
 	if (num(j, "untracked"))
 		xrl_buf_printf(b, " (%lld requests not tracked: the table was full)",
@@ -343,7 +347,8 @@ static void rec_text(struct xrl_buf *b, json_t *j)
 		       num(cur, "refused_callers"), num(cur, "refused_requests"),
 		       json_is_true(json_object_get(cur, "shadow")) ? " (would have)" : "",
 		       num(cur, "would_refuse_callers"), num(cur, "would_refuse_requests"));
-	xrl_buf_printf(b, "proposed: rate %lld/s burst %lld (refuses %lld callers, %lld requests)\n\n",
+	xrl_buf_printf(b,
+		       "proposed: rate %lld/s burst %lld (refuses %lld callers, %lld requests)\n\n",
 		       num(p, "rate_per_s"), num(p, "burst"), num(p, "refused_callers"),
 		       num(p, "refused_requests"));
 	xrl_buf_printf(b, "%-16s %10s %8s %16s %16s\n", "REFUSE AT MOST", "RATE", "BURST",
