@@ -196,6 +196,54 @@ static int parse_http_vouch(struct cfg_parse *x, yaml_node_t *vn, yaml_node_t *t
 	return 0;
 }
 
+/*
+ * An http rule's disarm: { refused_sources: 20%, window: 60s }. The share
+ * is a whole percentage from 1 to 100 ("20%" or 20); the window from 20 s
+ * (two of xrld's 10 s epochs: the test needs more than one) to 1 h.
+ */
+static int parse_http_disarm(struct cfg_parse *x, yaml_node_t *n, const char *rpath,
+			     struct xrl_http_rule *r)
+{
+#define KEYS(X) X(F_SHARE, "refused_sources") X(F_WINDOW, "window")
+	CFG_KEYS(KEYS, F_COUNT, f);
+#undef KEYS
+	char path[PATHLEN], p2[PATHLEN], d[64];
+	const char *s;
+	char *end;
+	unsigned long v;
+	int rc;
+
+	cfg_subpath(path, rpath, ".disarm");
+	if ((rc = cfg_mapping(x, n, path, "disarm", f, F_COUNT)))
+		return rc;
+	if (!f[F_SHARE].v || !f[F_WINDOW].v)
+		return cfg_error_at(x, n,
+				    "%s: needs refused_sources and window (e.g. { refused_sources: "
+				    "20%%, window: 60s })",
+				    path);
+	cfg_subpath(p2, path, ".refused_sources");
+	if ((rc = cfg_scalar(x, f[F_SHARE].v, p2, "a percentage such as 20%", &s)))
+		return rc;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end == '%')
+		end++;
+	if (errno || end == s || *end || *s < '0' || *s > '9' || v < 1 || v > 100)
+		return cfg_error_at(x, f[F_SHARE].v,
+				    "%s: expected a percentage from 1%% to 100%%, got %s", p2,
+				    cfg_desc(f[F_SHARE].v, d, sizeof(d)));
+	r->disarm_pct = (__u32)v;
+	cfg_subpath(p2, path, ".window");
+	if ((rc = cfg_dur_val(x, f[F_WINDOW].v, p2, &r->disarm_window_ns)))
+		return rc;
+	if (r->disarm_window_ns < 20 * XRL_NSEC_PER_SEC ||
+	    r->disarm_window_ns > 3600 * XRL_NSEC_PER_SEC)
+		return cfg_error_at(x, f[F_WINDOW].v,
+				    "%s: expected 20s to 1h (xrld judges every 10 s), got %s", p2,
+				    cfg_desc(f[F_WINDOW].v, d, sizeof(d)));
+	return 0;
+}
+
 static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, const char *path, size_t idx,
 			   void *ctx)
 {
@@ -207,11 +255,12 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, const char *path
 	X(F_NAME, "name") \
 	X(F_MATCH, "match") \
 	X(F_KEY, "key") \
-	X(F_RATE, "rate") X(F_BURST, "burst") X(F_COST, "cost") \
-		X(F_ON_BACKEND_ERROR, "on_backend_error") X(F_ON_MISSING_KEY, "on_missing_key") \
-			X(F_SHADOW, "shadow") X(F_CONCURRENCY, "concurrency") \
-				X(F_LEASE_TTL, "lease_ttl") X(F_VOUCH, "vouch") \
-					X(F_VOUCH_TTL, "vouch_ttl")
+	X(F_RATE, "rate") \
+	X(F_BURST, "burst") X(F_COST, "cost") X(F_ON_BACKEND_ERROR, "on_backend_error") \
+		X(F_ON_MISSING_KEY, "on_missing_key") X(F_SHADOW, "shadow") \
+			X(F_CONCURRENCY, "concurrency") X(F_LEASE_TTL, "lease_ttl") \
+				X(F_VOUCH, "vouch") X(F_VOUCH_TTL, "vouch_ttl") \
+					X(F_DISARM, "disarm")
 	CFG_KEYS(KEYS, F_COUNT, f);
 #undef KEYS
 	struct xrl_http_rule *r = &x->c->http.rules[idx];
@@ -259,6 +308,11 @@ static int parse_http_rule(struct cfg_parse *x, yaml_node_t *n, const char *path
 			return rc;
 	}
 	if ((rc = parse_http_vouch(x, f[F_VOUCH].v, f[F_VOUCH_TTL].v, path, r)))
+		return rc;
+	if (f[F_DISARM].v && !f[F_RATE].v)
+		return cfg_error_at(x, f[F_DISARM].v,
+				    "%s.disarm: only a rule with a rate refuses callers to count", path);
+	if (f[F_DISARM].v && (rc = parse_http_disarm(x, f[F_DISARM].v, path, r)))
 		return rc;
 	if (f[F_RATE].v && xrl_gcra_init(r->rate.tokens, r->rate.period_ns, r->burst, &r->g))
 		return cfg_error_at(x, f[F_RATE].v,

@@ -215,6 +215,14 @@ static void http_warnings(struct xrl_buf *b, const struct xrl_http_cfg *h)
 							   : "X-Forwarded-Method/-Uri");
 		break;
 	}
+	/* a rule in shadow refuses nobody: its disarm has nothing to judge */
+	for (__u32 i = 0; i < h->n_rules; i++)
+		if (h->rules[i].disarm_pct && h->rules[i].shadow)
+			xrl_buf_printf(b,
+				       "warning: http.rules[%u] (%s) has disarm: but shadow: true: a "
+				       "rule in shadow refuses nobody, so it never disarms (it judges "
+				       "once shadow is off)\n",
+				       i, h->rules[i].name);
 	if (!http_listen_addr(h, &a, &any))
 		return;
 	lo = !any && xrl_http_loopback(&a);
@@ -555,10 +563,10 @@ const char *xrl_http_backend_str(const struct xrl_http_cfg *h, char *buf, size_t
 
 json_t *xrl_http_rule_json(const struct xrl_http_rule *x)
 {
-	char r[48], d[32], v[32], k[80];
+	char r[48], d[32], v[32], k[80], w[32];
 
 	/* a rule of concurrency only has no rate and burst: null */
-	return json_pack("{s:s,s:s,s:s,s:s,s:s?,s:o,s:I,s:o,s:s?,s:b,s:s,s:s,s:b,s:s?}", "name",
+	return json_pack("{s:s,s:s,s:s,s:s,s:s?,s:o,s:I,s:o,s:s?,s:b,s:s,s:s,s:b,s:s?,s:o}", "name",
 			 x->name, "method", x->method[0] ? x->method : "*", "path_prefix",
 			 x->path_prefix[0] ? x->path_prefix : "/", "key",
 			 xrl_http_key_str(x, k, sizeof(k)), "rate",
@@ -570,7 +578,11 @@ json_t *xrl_http_rule_json(const struct xrl_http_rule *x)
 			 x->shadow, "on_missing_key", missing_names[x->on_missing_key % 3],
 			 "on_backend_error", backend_err_names[x->on_backend_error % 3], "vouch",
 			 x->vouch, "vouch_ttl",
-			 x->vouch ? dur_str(x->vouch_ttl_ns, v, sizeof(v)) : NULL);
+			 x->vouch ? dur_str(x->vouch_ttl_ns, v, sizeof(v)) : NULL, "disarm",
+			 x->disarm_pct ? json_pack("{s:I,s:s}", "refused_sources_pct",
+						   (json_int_t)x->disarm_pct, "window",
+						   dur_str(x->disarm_window_ns, w, sizeof(w)))
+				       : json_null());
 }
 
 static json_t *prefixes_json(const struct xrl_prefix *p, __u32 n)

@@ -84,7 +84,16 @@ struct xrl_http_rule {
 	 * (xrld writes it; docs/security.md says when to use it) */
 	bool vouch;
 	__u64 vouch_ttl_ns; /* default XRL_VOUCH_TTL_S */
+	/* disarm: { refused_sources: P%, window: W }: xrld turns the rule to
+	 * shadow when, over W, it refused more than P % of the callers it saw
+	 * among those within XRL_DISARM_FAR x its rate (xrld/evidence.c);
+	 * disarm_pct 0: never */
+	__u32 disarm_pct;
+	__u64 disarm_window_ns;
 };
+/* A caller sending more than this many times a rule's rate is "far over":
+ * a flood's, never counted towards disarming the rule. */
+#define XRL_DISARM_FAR 10
 
 /* A method and path prefix, as a rule's match (http.exempt, http.shed). */
 struct xrl_http_route {

@@ -33,7 +33,26 @@
 #include "report.h"
 #include "xrld.h"
 
-#define XRLD_EV_HOURS_MAX (24 * 400) /* a window of at most 400 days */
+#define XRLD_EV_HOURS_MAX (24 * 400)		   /* a window of at most 400 days */
+#define JUDGE_EPOCHS	  (3600 / XRLD_EV_EPOCH_S) /* a disarm window of 1 h at most */
+#define JUDGE_MIN_CALLERS 10			   /* fewer callers in the window: no judgement */
+
+/*
+ * A rule's disarm: its last epochs' callers and how many of them it
+ * refused while they were not far over its rate (callers.c), and whether
+ * it is disarmed (turned to shadow by xrld) and why.
+ */
+struct ev_judge {
+	char rule[XRL_RULE_NAME_LEN];
+	__u64 t_s[JUDGE_EPOCHS]; /* CLOCK_MONOTONIC s of each epoch; a ring */
+	__u64 seen[JUDGE_EPOCHS], near[JUDGE_EPOCHS];
+	unsigned head;
+	bool disarmed;
+	bool skip_next;	   /* re-armed: the epoch under way held shadow's refusals */
+	__u64 disarmed_at; /* CLOCK_REALTIME s */
+	__u64 disarms;	   /* times, for the metric */
+	char reason[192];
+};
 
 /* One rule's callers over one hour (CLOCK_REALTIME hours since the epoch). */
 struct ev_hour {
@@ -52,6 +71,8 @@ struct xrld_evidence {
 	bool dirty;
 	__u64 written_s; /* CLOCK_MONOTONIC s of the last write */
 	__u64 epoch_s;	 /* of the last fold */
+	struct ev_judge judge[XRL_HTTP_MAX_RULES];
+	int n_judge;
 };
 
 static __u64 mono_s(void)
@@ -220,10 +241,173 @@ static void ev_clear(struct xrld_evidence *ev)
 	ev->n = 0;
 }
 
+/* ---- disarm ---------------------------------------------------------------- */
+
+static struct ev_judge *judge_of(struct xrld_evidence *ev, const char *rule, bool make)
+{
+	for (int i = 0; i < ev->n_judge; i++)
+		if (!strcmp(ev->judge[i].rule, rule))
+			return &ev->judge[i];
+	if (!make || ev->n_judge == XRL_HTTP_MAX_RULES)
+		return NULL;
+	memset(&ev->judge[ev->n_judge], 0, sizeof(ev->judge[0]));
+	snprintf(ev->judge[ev->n_judge].rule, sizeof(ev->judge[0].rule), "%s", rule);
+	return &ev->judge[ev->n_judge++];
+}
+
+/* Is rule in shadow now (the policy's, or xrlctl shadow's)? */
+static bool http_shadowed(struct xrld *d, const struct xrl_http_rule *r)
+{
+	for (int k = 0; k < d->n_override; k++)
+		if (!strcmp(d->shadow_override[k], r->name))
+			return d->shadow_val[k] != 0;
+	return r->shadow;
+}
+
+static void judge_note(struct xrld_evidence *ev, json_t *a, __u64 now)
+{
+	json_t *j = json_object_get(a, "judge"), *v;
+	const char *name;
+
+	json_object_foreach (j, name, v) {
+		struct ev_judge *g;
+
+		if (strlen(name) >= XRL_RULE_NAME_LEN || !(g = judge_of(ev, name, true)))
+			continue;
+		if (g->skip_next) {
+			g->skip_next = false;
+			continue;
+		}
+		g->head = (g->head + 1) % JUDGE_EPOCHS;
+		g->t_s[g->head] = now;
+		g->seen[g->head] = (__u64)json_integer_value(json_array_get(v, 0));
+		g->near[g->head] = (__u64)json_integer_value(json_array_get(v, 1));
+	}
+}
+
+/* Turn rule to shadow in the identity tier; 0 or -errno with err. */
+static int judge_disarm(struct xrld *d, const char *rule, char *err, size_t errlen)
+{
+	int rc = 0;
+	json_t *r = xrld_idp_call(d,
+				  json_pack("{s:s,s:s,s:b}", "op", "shadow", "rule", rule, "on", 1),
+				  NULL, 0, &rc, err, errlen);
+
+	json_decref(r);
+	return rc;
+}
+
+/*
+ * Each armed rule with a disarm: over its window, the callers it saw and
+ * those it refused while they sent no more than XRL_DISARM_FAR times its
+ * rate. More than its share of them refused (with JUDGE_MIN_CALLERS seen
+ * at least): the rule refuses its own callers, not a flood's, and xrld
+ * turns it to shadow. A flood's sources far over the rate never count, so
+ * any number of them cannot disarm it; they count among those seen, so
+ * they make it harder. (ev->mu held.)
+ */
+static void judge_all(struct xrld *d, struct xrld_evidence *ev, __u64 now)
+{
+	const struct xrl_http_cfg *c = &d->cfg->http;
+
+	for (__u32 i = 0; d->cfg->has_http && i < c->n_rules; i++) {
+		const struct xrl_http_rule *r = &c->rules[i];
+		struct ev_judge *g = judge_of(ev, r->name, false);
+		__u64 seen = 0, near = 0, win = r->disarm_window_ns / XRL_NSEC_PER_SEC;
+		char err[XRL_ERRLEN];
+
+		if (!r->disarm_pct || !g || g->disarmed || http_shadowed(d, r))
+			continue;
+		for (unsigned k = 0; k < JUDGE_EPOCHS; k++)
+			if (g->t_s[k] && g->t_s[k] + win > now) {
+				seen += g->seen[k];
+				near += g->near[k];
+			}
+		if (seen < JUDGE_MIN_CALLERS || near * 100 <= (__u64)r->disarm_pct * seen)
+			continue;
+		snprintf(g->reason, sizeof(g->reason),
+			 "refused %llu of the %llu callers it saw in %llus (more than %u%%), none "
+			 "far over its rate",
+			 (unsigned long long)near, (unsigned long long)seen,
+			 (unsigned long long)win, r->disarm_pct);
+		if (judge_disarm(d, r->name, err, sizeof(err))) {
+			log_agg(XRL_LOG_WARN, "evidence: disarm", "disarms not made",
+				"http rule %s should be disarmed (%s) but couldn't be: %s", r->name,
+				g->reason, err);
+			continue;
+		}
+		g->disarmed = true;
+		g->disarmed_at = (__u64)time(NULL);
+		g->disarms++;
+		log_warnx("http rule %s disarmed (now shadow: it refuses nobody, counts what it "
+			  "would): it %s; fix its limit and `xrlctl shadow %s off` re-arms it",
+			  r->name, g->reason, r->name);
+	}
+}
+
+void xrld_evidence_rearm(struct xrld *d, const char *rule)
+{
+	struct ev_judge *g;
+
+	if (!d->ev)
+		return;
+	pthread_mutex_lock(&d->ev->mu);
+	if ((g = judge_of(d->ev, rule, false))) {
+		if (g->disarmed)
+			log_info("http rule %s re-armed", rule);
+		g->disarmed = false;
+		/* a fresh window: what it refused before is not held against it,
+		 * nor what it would have refused in shadow this epoch */
+		memset(g->t_s, 0, sizeof(g->t_s));
+		g->skip_next = true;
+	}
+	pthread_mutex_unlock(&d->ev->mu);
+}
+
+void xrld_evidence_replay(struct xrld *d)
+{
+	char err[XRL_ERRLEN];
+
+	if (!d->ev)
+		return;
+	pthread_mutex_lock(&d->ev->mu);
+	for (int i = 0; i < d->ev->n_judge; i++)
+		if (d->ev->judge[i].disarmed)
+			judge_disarm(d, d->ev->judge[i].rule, err, sizeof(err));
+	pthread_mutex_unlock(&d->ev->mu);
+}
+
+json_t *xrld_evidence_disarmed_json(struct xrld *d)
+{
+	json_t *a = json_array();
+
+	if (!d->ev)
+		return a;
+	pthread_mutex_lock(&d->ev->mu);
+	for (int i = 0; i < d->ev->n_judge; i++) {
+		const struct ev_judge *g = &d->ev->judge[i];
+
+		if (g->disarmed)
+			json_array_append_new(a, json_pack("{s:s,s:s,s:I}", "rule", g->rule,
+							   "reason", g->reason, "since",
+							   (json_int_t)g->disarmed_at));
+	}
+	pthread_mutex_unlock(&d->ev->mu);
+	return a;
+}
+
 /* ---- the epoch ------------------------------------------------------------ */
+
+static int ev_fold(struct xrld *d, bool judge);
 
 /* Ask the identity process for the epoch's callers (main loop). */
 int xrld_evidence_fold(struct xrld *d)
+{
+	return ev_fold(d, true);
+}
+
+/* The same; judge: the rules' disarms too (not while stopping). */
+static int ev_fold(struct xrld *d, bool judge)
 {
 	struct xrld_evidence *ev = d->ev;
 	char err[XRL_ERRLEN];
@@ -237,6 +421,9 @@ int xrld_evidence_fold(struct xrld *d)
 		return rc ? rc : -EIO;
 	pthread_mutex_lock(&ev->mu);
 	rc = ev_add(ev, a, real_hour());
+	judge_note(ev, a, mono_s());
+	if (judge)
+		judge_all(d, ev, mono_s());
 	ev_expire(ev, real_hour());
 	ev->epoch_s = mono_s();
 	if (ev->dirty && mono_s() >= ev->written_s + 60) {
@@ -310,7 +497,7 @@ void xrld_evidence_stop(struct xrld *d)
 
 	if (!ev)
 		return;
-	xrld_evidence_fold(d);
+	ev_fold(d, false);
 	pthread_mutex_lock(&ev->mu);
 	if (ev->dirty && (rc = ev_write(ev)))
 		log_warnx("couldn't write %s: %s", ev->path, strerror(-rc));
@@ -404,6 +591,29 @@ void xrld_evidence_metrics(struct xrld *d, struct xrl_buf *b)
 	if (!ev)
 		return;
 	pthread_mutex_lock(&ev->mu);
+	xrl_prom_family(b, "xrl_http_rule_disarmed", "gauge",
+			"1 while xrld holds the HTTP rule in shadow because it refused more than "
+			"its disarm share of its callers.");
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			xrl_prom_family(b, "xrl_http_rule_disarms_total", "counter",
+					"Times xrld disarmed the HTTP rule (turned it to shadow).");
+		/* every rule with a disarm (d->lock held: d->cfg stays) */
+		for (__u32 i = 0; d->cfg->has_http && i < d->cfg->http.n_rules; i++) {
+			const struct xrl_http_rule *r = &d->cfg->http.rules[i];
+			const struct ev_judge *g = judge_of(ev, r->name, false);
+
+			if (!r->disarm_pct)
+				continue;
+			xrl_prom_u64(b,
+				     pass ? "xrl_http_rule_disarms_total"
+					  : "xrl_http_rule_disarmed",
+				     "rule", r->name,
+				     !g	    ? 0
+				     : pass ? g->disarms
+					    : (__u64)g->disarmed);
+		}
+	}
 	for (size_t i = 0; i < ev->n; i++) {
 		int k = 0;
 

@@ -962,4 +962,5 @@ static void replay_shadows(struct xrld *d)
 
 		json_decref(r); /* a packet rule's name: not the tier's, refused */
 	}
+	xrld_evidence_replay(d);
 }

@@ -270,9 +270,9 @@ static void metrics_text(struct xrld *d, struct xrl_buf *b)
 	if (idb.p)
 		xrl_buf_add(b, idb.p, idb.len);
 	xrld_fleet_metrics(d, b, fok ? &fst : NULL);
-	pthread_mutex_unlock(&d->lock);
 	if (d->http)
 		xrld_evidence_metrics(d, b);
+	pthread_mutex_unlock(&d->lock);
 	xrl_buf_free(&idb);
 }
 

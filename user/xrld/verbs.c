@@ -444,6 +444,8 @@ static int cmd_shadow(struct xrld *d, const struct xrl_verb_call *c, struct repl
 		json_decref(h);
 		if (rc)
 			return fail(r, 1, "%s", err);
+		if (!on)
+			xrld_evidence_rearm(d, rule);
 	}
 	for (k = 0; k < d->n_override; k++)
 		if (!strcmp(d->shadow_override[k], rule))

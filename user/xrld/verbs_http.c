@@ -53,6 +53,7 @@ json_t *xrld_http_status_json(struct xrld *d)
 		j = json_pack("{s:b}", "restarting", 1);
 	}
 	json_object_set_new(j, "process", xrld_idp_status_json(d));
+	json_object_set_new(j, "disarmed", xrld_evidence_disarmed_json(d));
 	return j;
 }
 
@@ -148,6 +149,9 @@ void xrld_http_status_text(struct xrld *d, struct xrl_buf *b)
 			       str(r, "on_missing_key"), str(r, "on_backend_error"),
 			       json_is_true(json_object_get(r, "vouch")) ? ", vouch" : "");
 	}
+	json_array_foreach (json_object_get(j, "disarmed"), i, r)
+		xrl_buf_printf(b, "  disarmed: %s (shadow now): %s; `xrlctl shadow %s off` re-arms\n",
+			       str(r, "rule"), str(r, "reason"), str(r, "rule"));
 	json_decref(j);
 }
 

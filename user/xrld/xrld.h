@@ -317,5 +317,11 @@ int xrld_evidence_fold(struct xrld *d);
 int xrld_evidence_rule(struct xrld *d, const char *rule, struct xrl_peaks *out, __u64 *window_s,
 		       __u64 *untracked);
 void xrld_evidence_metrics(struct xrld *d, struct xrl_buf *b);
+/* `xrlctl shadow RULE off`: rule armed again, with a fresh window. */
+void xrld_evidence_rearm(struct xrld *d, const char *rule);
+/* A new identity process: the disarmed rules in shadow again. */
+void xrld_evidence_replay(struct xrld *d);
+/* [{"rule","reason","since"}]: the rules disarmed now. */
+json_t *xrld_evidence_disarmed_json(struct xrld *d);
 
 #endif /* XRLD_H */

@@ -174,8 +174,10 @@ static int rule_at(const __u32 *ids, int n, __u32 id)
 /*
  * The epoch's callers, folded into one histogram per rule of c (those with
  * a rate), and the table emptied: {"rules": {"RULE": histogram, ...},
- * "untracked": N} (histograms in peaks.h's form; N the requests not
- * counted since the last take).
+ * "judge": {"RULE": [callers, refused_near], ...}, "untracked": N}
+ * (histograms in peaks.h's form; refused_near the callers refused and not
+ * far over the rule's rate, XRL_DISARM_FAR; N the requests not counted
+ * since the last take).
  * A caller of a rule that is gone (a reload) is dropped. NULL when out of
  * memory (the epoch is lost, the table emptied all the same).
  * Cost: a walk of the whole table, one shard locked at a time.
@@ -185,9 +187,10 @@ json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg)
 	struct xrl_peaks h[XRL_HTTP_MAX_RULES] = {};
 	__u32 ids[XRL_HTTP_MAX_RULES];
 	__u64 emit[XRL_HTTP_MAX_RULES];
+	__u64 seen[XRL_HTTP_MAX_RULES] = { 0 }, near[XRL_HTTP_MAX_RULES] = { 0 };
 	const char *names[XRL_HTTP_MAX_RULES];
-	json_t *rules = json_object(), *out;
-	int n = 0, err = !rules;
+	json_t *rules = json_object(), *judge = json_object(), *out;
+	int n = 0, err = !rules || !judge;
 
 	for (__u32 i = 0; i < cfg->n_rules && i < XRL_HTTP_MAX_RULES; i++)
 		if (cfg->rules[i].has_rate) {
@@ -217,22 +220,33 @@ json_t *xrl_callers_take(struct xrl_callers *t, const struct xrl_http_cfg *cfg)
 					err = 1;
 				if (c->refused)
 					xrl_peaks_add_refused(&h[r], 1, c->refused);
+				/* for disarm: refused, and not far over the rate */
+				seen[r]++;
+				if (c->refused &&
+				    (__u64)rate * emit[r] <= XRL_DISARM_FAR * XRL_NSEC_PER_SEC)
+					near[r]++;
 			}
 			memset(c, 0, sizeof(*c));
 		}
 		pthread_mutex_unlock(&sh->mu);
 	}
 	for (int i = 0; i < n && !err; i++)
-		if (h[i].callers && json_object_set_new(rules, names[i], xrl_peaks_to_json(&h[i])))
+		if (h[i].callers &&
+		    (json_object_set_new(rules, names[i], xrl_peaks_to_json(&h[i])) ||
+		     json_object_set_new(judge, names[i],
+					 json_pack("[I,I]", (json_int_t)seen[i],
+						   (json_int_t)near[i]))))
 			err = 1;
 	for (int i = 0; i < n; i++)
 		xrl_peaks_free(&h[i]);
 	out = err ? NULL
-		  : json_pack("{s:o,s:I}", "rules", rules, "untracked",
+		  : json_pack("{s:o,s:o,s:I}", "rules", rules, "judge", judge, "untracked",
 			      (json_int_t)atomic_exchange(&t->untracked, 0));
 	if (!out && !err)
-		rules = NULL; /* json_pack's "o" took it, even on failure */
-	if (err)
+		rules = judge = NULL; /* json_pack's "o" took them, even on failure */
+	if (err) {
 		json_decref(rules);
+		json_decref(judge);
+	}
 	return out;
 }
