@@ -18,7 +18,7 @@ UNITS=(test_gcra test_policy test_config test_limiter test_ctl test_verify test_
 # JSON API, the X-Forwarded-For walk (about a minute together).
 ASAN_E2E=(test_http_malformed test_http_check_api test_http_client_ip test_http_reload_race test_http_concurrency
 	test_http_concurrency_redis test_http_concurrency_cluster test_http_fleet test_http_fleet_cluster test_http_redis_cluster
-	test_http_trust)
+	test_http_trust test_http_recommend)
 
 pass=0 fail=0 skip=0
 failed=()
