@@ -18,6 +18,9 @@
 #      corrupted file is moved aside with a warning, never written over
 #   5. bad input: no such rule, a rule without evidence, --refuse-at-most
 #      101%, --headroom 0.5
+#   6. the same population with buckets in a real redis-server: the same
+#      maximum and proposal (the depth is Redis's TAT, the counts this
+#      instance's decisions)
 #
 # Exit: 0 pass, 1 fail, 77 skip (never under CI=true).
 set -u
@@ -25,7 +28,7 @@ XRL_TEST_NAME=test_http_recommend
 # shellcheck source=tests/e2e/lib_http.sh
 . "$(dirname "$0")/lib_http.sh"
 
-http_begin
+http_begin redis-server redis-cli
 XRLCTL=$XRL_ROOT/build/xrlctl
 STATE=$HT_TMP/state
 P=$(free_port)
@@ -36,6 +39,7 @@ policy() {
 	local rate=$1 burst=$2
 	shift 2
 	http_yaml "$P" none
+	[ -z "${BACKEND:-}" ] || printf '  backend: %s\n' "$BACKEND"
 	printf '  rules:\n'
 	yaml_rule api '' header:X-Key "$rate" "$burst" "$@"
 	yaml_rule idle '{ path_prefix: /idle }' header:X-Key 1/s 1
@@ -121,5 +125,22 @@ check_match "101%: said" "$msg" "percentage from 0 to 100"
 msg=$(rec api --headroom 0.5 2>&1); rc=$?
 check_eq "headroom 0.5: usage" "$rc" 2
 check_match "headroom 0.5: said" "$msg" "factor from 1"
+
+log "6. buckets in Redis"
+proc_stop xrld
+redis_start redis
+BACKEND=redis://127.0.0.1:${HT_PORT[redis]}
+policy 10/s 20 "shadow: true" >"$HT_TMP/xrld.yaml"
+xrld_http_start xrld "$HT_TMP/xrld.yaml" "$P" --state-dir "$HT_TMP/state-redis"
+out=$(play)
+check_eq "redis: every request answered" "$(others "$out")" 0
+j=$(rec api --json) || fatal "recommend failed: $j"
+check_range "redis: callers" "$(jget "d['callers']" <<<"$j")" 111 222
+check_range "redis: max rate (the NAT key)" "$(jget "d['rate_per_s']['max']" <<<"$j")" 370 440
+check_range "redis: 0.1% rate" "$(jget "d['proposal']['rate_per_s']" <<<"$j")" 740 900
+check_ge "redis: 0.1% burst" "$(jget "d['proposal']['burst']" <<<"$j")" 400
+calls=$(redis-cli -p "${HT_PORT[redis]}" info commandstats |
+	sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p')
+check_ge "redis: Redis decided (EVALSHA calls)" "${calls:-0}" 10
 
 finish
